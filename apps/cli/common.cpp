@@ -1,0 +1,136 @@
+#include "common.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "core/timer.h"
+#include "kv/policy_registry.h"
+
+namespace tova::cli {
+
+void ModelFlags::add(CLI::App& app) {
+  app.add_option("-m,--model", model, "GGUF model file (default: bundled stories260K)");
+  app.add_option("-t,--threads", threads, "threads to use (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+}
+
+std::string ModelFlags::model_path() const { return model.empty() ? bundled_model_path() : model; }
+
+int ModelFlags::n_threads() const {
+  if (threads > 0) return threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+void CacheFlags::add(CLI::App& app) {
+  app.add_option("--kv-policy", policy,
+                 "KV compression policy NAME[:ARG] (" + kv::policy_choices() + ")")
+      ->capture_default_str();
+  app.add_option("--kv-budget", budget, "states kept per layer, k (bounded policies)");
+  app.add_option("--kv-prefill", prefill, "prompt processing: exact | chunk:C | chunk:inf")
+      ->capture_default_str();
+  app.add_option("--kv-type", kv_type, "K/V storage type: f32 | f16")->capture_default_str();
+}
+
+Result<runtime::CacheOptions> CacheFlags::options() const {
+  runtime::CacheOptions o;
+  TOVA_ASSIGN_OR_RETURN(o.policy, kv::parse_policy(policy, budget));
+  TOVA_ASSIGN_OR_RETURN(o.prefill, runtime::parse_prefill(prefill));
+  TOVA_ASSIGN_OR_RETURN(o.kv_type, runtime::parse_kv_type(kv_type));
+  return o;
+}
+
+void SamplingFlags::add(CLI::App& app) {
+  app.add_option("--temp", p.temp, "temperature (0: greedy)")->capture_default_str();
+  app.add_option("--top-k", p.top_k, "top-k sampling (0: off)")->capture_default_str();
+  app.add_option("--top-p", p.top_p, "top-p sampling (1: off)")->capture_default_str();
+  app.add_option("--min-p", p.min_p, "min-p sampling (0: off)")->capture_default_str();
+  app.add_option("--repeat-penalty", p.repeat_penalty, "repetition penalty (1: off)")
+      ->capture_default_str();
+  app.add_option("--repeat-last-n", p.repeat_last_n, "tokens the penalty looks back on")
+      ->capture_default_str();
+  app.add_option("-s,--seed", seed, "random seed (-1: random)")->capture_default_str();
+}
+
+runtime::SamplerParams SamplingFlags::params() const {
+  runtime::SamplerParams q = p;
+  q.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
+  return q;
+}
+
+Result<LoadedModel> load_model(const std::string& path, bool need_tokenizer) {
+  LoadedModel lm;
+  Timer t;
+  TOVA_ASSIGN_OR_RETURN(lm.model, model::Model::load(path));
+  if (need_tokenizer) {
+    TOVA_ASSIGN_OR_RETURN(lm.tokenizer, tok::Tokenizer::from_gguf(lm.model->file()));
+  }
+  lm.load_seconds = t.seconds();
+  return lm;
+}
+
+std::string bundled_model_path() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> candidates;
+  if (!ec) {
+    candidates.push_back(exe.parent_path() / "../../assets/stories260K.gguf");
+    candidates.push_back(exe.parent_path() / "../share/tova/stories260K.gguf");
+  }
+  candidates.push_back("assets/stories260K.gguf");
+  for (const auto& c : candidates) {
+    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec).string();
+  }
+  return "assets/stories260K.gguf";
+}
+
+int fail(const std::string& message) {
+  std::string m = message;
+  for (char& ch : m) {
+    if (ch == '\n') ch = ' ';
+  }
+  fmt::print(stderr, "tova: error: {}\n", m);
+  return 1;
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("cannot open '{}'", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return make_error("cannot read '{}'", path);
+  return ss.str();
+}
+
+Result<std::vector<int32_t>> read_token_file(const std::string& path) {
+  TOVA_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return make_error("{}: not valid JSON", path);
+  if (j.is_object() && j.contains("tokens")) j = j["tokens"];
+  if (!j.is_array()) return make_error("{}: expected a JSON list of token ids", path);
+  std::vector<int32_t> ids;
+  for (const auto& v : j) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+      return make_error("{}: token list holds a value that is not a token id: {}", path,
+                        v.dump());
+    }
+    ids.push_back(v.get<int32_t>());
+  }
+  return ids;
+}
+
+std::string format_bytes(uint64_t b) {
+  if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / double(1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{:.2f} MiB", b / double(1ull << 20));
+  if (b >= (1ull << 10)) return fmt::format("{:.1f} KiB", b / double(1ull << 10));
+  return fmt::format("{} B", b);
+}
+
+}  // namespace tova::cli

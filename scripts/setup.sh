@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs every dependency from Debian 12 packages and builds tova in Release into build/.
+# Usage: scripts/setup.sh            (idempotent; re-running only rebuilds what changed)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build pkg-config libhwy-dev nlohmann-json3-dev
+          libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+build_dir=${TOVA_BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TOVA_CMAKE_ARGS:-} >&2
+cmake --build "$build_dir" -j "$(nproc)" >&2

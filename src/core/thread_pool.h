@@ -1,0 +1,45 @@
+// A fixed pool of worker threads for data-parallel loops. The calling thread takes part, so a
+// pool of n threads starts n-1 workers. Workers spin briefly before sleeping: decode issues many
+// small parallel loops per token, and waking a sleeping thread costs more than the loop itself.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tova {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Calls fn(thread_index) once on each of the pool's threads and waits for all of them.
+  void run(const std::function<void(int)>& fn);
+
+  // Splits [0, n) into contiguous ranges, at most one per thread, each a multiple of `grain`
+  // (but the last), and calls fn(begin, end) for each non-empty range.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void worker_loop(int index);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int)>* job_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace tova

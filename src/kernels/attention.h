@@ -1,0 +1,36 @@
+// Attention of one token's query heads over the states held in a slot pool.
+// Kernels know nothing of the cache object: they take plain spans (keys, values, which slots
+// are live, where to write scores).
+#pragma once
+
+#include <cstdint>
+
+namespace tova::kernels {
+
+struct AttentionArgs {
+  const float* q = nullptr;  // [n_head][head_dim], post-RoPE
+  int n_head = 0;
+  int n_head_kv = 0;         // query head h reads KV head h / (n_head / n_head_kv)
+  int head_dim = 0;
+  int n_slot = 0;
+  const void* k = nullptr;   // [n_head_kv][n_slot][head_dim], float or IEEE half
+  const void* v = nullptr;   // [n_head_kv][n_slot][head_dim]
+  bool kv_f16 = false;
+  const int64_t* pos = nullptr;  // [n_head_kv][n_slot]; slots with pos < 0 are free
+  int64_t max_pos = 0;           // causal limit: slots with pos > max_pos are not seen
+  float scale = 1.f;             // usually 1/sqrt(head_dim)
+  float* out = nullptr;          // [n_head][head_dim]
+  // [n_head][n_slot]: receives the post-softmax probabilities (0 for unseen slots) when a
+  // policy asked for scores; else nullptr and `scratch` ([n_slot]) is used.
+  float* probs = nullptr;
+  float* scratch = nullptr;
+  int head_begin = 0;  // compute query heads [head_begin, head_end) (threads split heads)
+  int head_end = -1;   // -1: n_head
+};
+
+// Softmax over exactly the live, visible states (never over free or padding slots).
+void attention(const AttentionArgs& a);
+// Plain scalar reference (double accumulation).
+void attention_ref(const AttentionArgs& a);
+
+}  // namespace tova::kernels

@@ -1,0 +1,29 @@
+// Matrix multiplication of a block of activations with a weight matrix stored in any
+// compute-supported GGUF weight type: the hot loop of every forward pass.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+
+namespace tova::kernels {
+
+// A weight matrix as stored in GGUF: n_out rows of n_in elements each (ggml dims {n_in, n_out}).
+struct WeightMatrix {
+  GgmlType type = GgmlType::kF32;
+  const uint8_t* data = nullptr;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  uint64_t row_bytes = 0;
+};
+
+// y[t][o] = dot(W[o], x[t]) for t < n_tok, o < n_out.
+// x: [n_tok][n_in] float32; y: [n_tok][n_out] float32. Threads split the output rows; one pass
+// over the weights serves all n_tok rows of x (batched decode, chunked prompts).
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
+
+// Scalar reference with the same activation rounding (quantize_row_ref + vec_dot_ref).
+void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_tok, float* y);
+
+}  // namespace tova::kernels

@@ -1,0 +1,108 @@
+// Scalar references for ops.h: plain loops, sums in double. The SIMD versions are tested
+// against these, so they favour obviousness over speed.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/check.h"
+#include "core/half.h"
+#include "kernels/ops.h"
+
+namespace tova::kernels {
+
+void rms_norm_ref(const float* x, const float* w, float* y, int64_t n, float eps) {
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
+  const float inv_rms =
+      static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv_rms * w[i];
+}
+
+void rope_cos_sin_ref(int64_t pos, const RopeParams& p, float* cs) {
+  TOVA_DCHECK(p.n_rot % 2 == 0);
+  // Double throughout: at pos ~1e5 theta is ~1e5 rad and float32 would leave ~1e-2 rad of
+  // phase error after range reduction.
+  const double scaled_pos = static_cast<double>(pos) * static_cast<double>(p.freq_scale);
+  for (int i = 0; i < p.n_rot / 2; ++i) {
+    const double theta =
+        scaled_pos * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
+    cs[2 * i] = static_cast<float>(std::cos(theta));
+    cs[2 * i + 1] = static_cast<float>(std::sin(theta));
+  }
+}
+
+void rope_apply_ref(float* x, int n_head, int head_dim, const float* cs, const RopeParams& p) {
+  TOVA_DCHECK(p.n_rot % 2 == 0 && p.n_rot <= head_dim);
+  const int half = p.n_rot / 2;
+  for (int h = 0; h < n_head; ++h) {
+    float* v = x + static_cast<int64_t>(h) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const float c = cs[2 * i];
+      const float s = cs[2 * i + 1];
+      float* a = p.mode == RopeMode::kNorm ? v + 2 * i : v + i;
+      float* b = p.mode == RopeMode::kNorm ? v + 2 * i + 1 : v + i + half;
+      const float x0 = *a;
+      const float x1 = *b;
+      *a = x0 * c - x1 * s;
+      *b = x0 * s + x1 * c;
+    }
+  }
+}
+
+void rope_ref(float* x, int n_head, int head_dim, int64_t pos, const RopeParams& p) {
+  std::vector<float> cs(static_cast<size_t>(p.n_rot));
+  rope_cos_sin_ref(pos, p, cs.data());
+  rope_apply_ref(x, n_head, head_dim, cs.data(), p);
+}
+
+void silu_mul_ref(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void add_ref(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void softmax_ref(float* x, int64_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] / sum);
+}
+
+float dot_ref(const float* a, const float* b, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * b[i];
+  return static_cast<float>(sum);
+}
+
+void axpy_ref(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void scale_ref(float* y, float a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= a;
+}
+
+float dot_f16_ref(const float* a, const uint16_t* b_f16, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * fp16_to_fp32(b_f16[i]);
+  return static_cast<float>(sum);
+}
+
+void axpy_f16_ref(float a, const uint16_t* x_f16, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x_f16[i]);
+}
+
+void fp32_to_fp16_row_ref(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+}
+
+}  // namespace tova::kernels

@@ -1,0 +1,66 @@
+// The compression-policy interface of the multi-state (see ../shared/spec/POLICIES.md).
+// A policy object belongs to one layer of one sequence. It sees slot positions and the scores it
+// asked for, never raw K/V memory; the cache does the memory work, the policy only chooses.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace tova::kv {
+
+// Which attention scores a policy needs; attention computes them only when some policy asks.
+enum class ScoreNeed {
+  kNone,         // full, window, sink: pay nothing for scoring
+  kCurrent,      // the current query's probabilities (tova)
+  kAccumulated,  // every query's probabilities, summed by the policy (h2o)
+};
+
+// One layer's multi-state as a policy sees it.
+struct SlotView {
+  int n_head = 0;     // query heads
+  int n_head_kv = 0;  // KV heads; query head h reads KV head h / (n_head / n_head_kv)
+  int n_slot = 0;     // slots per KV head
+  int n_held = 0;     // states held per KV head (every KV head holds the same number)
+  const int64_t* pos = nullptr;  // [n_head_kv][n_slot] original positions; -1 marks a free slot
+};
+
+class KvPolicy {
+ public:
+  virtual ~KvPolicy() = default;
+
+  virtual ScoreNeed score_need() const { return ScoreNeed::kNone; }
+
+  // A state was written into `slot` of KV head `head_kv` (per-slot scores restart here).
+  virtual void on_insert(int head_kv, int slot) {
+    (void)head_kv;
+    (void)slot;
+  }
+
+  // One query row has attended: probs is [n_head][n_slot], post-softmax, 0 for slots the row
+  // did not see. Called once per query row, in order, and only if score_need() != kNone.
+  virtual void observe(const SlotView& view, const float* probs) {
+    (void)view;
+    (void)probs;
+  }
+
+  // More than the budget is held: choose `n` distinct held slots to evict in every KV head,
+  // out[head_kv * n + j]. Layer-wise policies choose the same slots in every KV head.
+  virtual void choose_evictions(const SlotView& view, int n, int32_t* out) = 0;
+};
+
+// Everything a policy factory may use.
+struct PolicyArgs {
+  int budget = 0;              // k, states kept per layer (and per KV head)
+  std::optional<int> arg;      // the N of "sink:N"
+  int n_head = 0;
+  int n_head_kv = 0;
+  int n_slot = 0;              // slots per KV head the cache allocated
+};
+
+}  // namespace tova::kv

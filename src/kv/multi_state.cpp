@@ -1,0 +1,147 @@
+#include "kv/multi_state.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/half.h"
+
+namespace tova::kv {
+
+LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy)
+    : n_head_kv_(o.n_head_kv),
+      head_dim_(o.head_dim),
+      kv_type_(o.kv_type),
+      elem_bytes_(o.kv_type == KvType::kF16 ? 2 : 4),
+      n_slot_(n_slot),
+      keys_(static_cast<size_t>(o.n_head_kv) * n_slot * o.head_dim * elem_bytes_),
+      values_(keys_.size()),
+      pos_(static_cast<size_t>(o.n_head_kv) * n_slot, -1),
+      free_(o.n_head_kv),
+      policy_(std::move(policy)),
+      n_head_(o.n_head) {
+  for (auto& f : free_) {
+    f.reserve(n_slot);
+    for (int s = n_slot - 1; s >= 0; --s) f.push_back(s);
+  }
+}
+
+SlotView LayerState::view() const {
+  return SlotView{.n_head = n_head_,
+                  .n_head_kv = n_head_kv_,
+                  .n_slot = n_slot_,
+                  .n_held = n_held_,
+                  .pos = pos_.data()};
+}
+
+void LayerState::grow() {
+  const int new_slot = n_slot_ * 2;
+  const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
+  std::vector<uint8_t> k(static_cast<size_t>(n_head_kv_) * new_slot * row);
+  std::vector<uint8_t> v(k.size());
+  std::vector<int64_t> p(static_cast<size_t>(n_head_kv_) * new_slot, -1);
+  for (int g = 0; g < n_head_kv_; ++g) {
+    std::memcpy(&k[g * new_slot * row], &keys_[g * n_slot_ * row], n_slot_ * row);
+    std::memcpy(&v[g * new_slot * row], &values_[g * n_slot_ * row], n_slot_ * row);
+    std::copy_n(&pos_[static_cast<size_t>(g) * n_slot_], n_slot_,
+                &p[static_cast<size_t>(g) * new_slot]);
+    for (int s = new_slot - 1; s >= n_slot_; --s) free_[g].push_back(s);  // stack was empty
+  }
+  keys_.swap(k);
+  values_.swap(v);
+  pos_.swap(p);
+  n_slot_ = new_slot;
+}
+
+void LayerState::insert(int64_t pos, const float* k, const float* v, int32_t* slots_out) {
+  if (free_[0].empty()) {
+    TOVA_CHECK(policy_ != nullptr);
+    grow();
+  }
+  for (int g = 0; g < n_head_kv_; ++g) {
+    TOVA_CHECK(!free_[g].empty());
+    const int32_t s = free_[g].back();
+    free_[g].pop_back();
+    pos_[static_cast<size_t>(g) * n_slot_ + s] = pos;
+    const size_t off = (static_cast<size_t>(g) * n_slot_ + s) * head_dim_;
+    const float* ks = k + static_cast<size_t>(g) * head_dim_;
+    const float* vs = v + static_cast<size_t>(g) * head_dim_;
+    if (kv_type_ == KvType::kF32) {
+      std::memcpy(reinterpret_cast<float*>(keys_.data()) + off, ks, head_dim_ * sizeof(float));
+      std::memcpy(reinterpret_cast<float*>(values_.data()) + off, vs, head_dim_ * sizeof(float));
+    } else {
+      auto* kd = reinterpret_cast<uint16_t*>(keys_.data()) + off;
+      auto* vd = reinterpret_cast<uint16_t*>(values_.data()) + off;
+      for (int i = 0; i < head_dim_; ++i) {
+        kd[i] = fp32_to_fp16(ks[i]);
+        vd[i] = fp32_to_fp16(vs[i]);
+      }
+    }
+    policy_->on_insert(g, s);
+    slots_out[g] = s;
+  }
+  ++n_held_;
+}
+
+int LayerState::evict_to(int budget) {
+  if (budget < 0 || n_held_ <= budget) return 0;
+  const int n = n_held_ - budget;
+  evict_scratch_.assign(static_cast<size_t>(n) * n_head_kv_, -1);
+  policy_->choose_evictions(view(), n, evict_scratch_.data());
+  for (int g = 0; g < n_head_kv_; ++g) {
+    for (int j = 0; j < n; ++j) {
+      const int32_t s = evict_scratch_[static_cast<size_t>(g) * n + j];
+      TOVA_CHECK(s >= 0 && s < n_slot_);
+      int64_t& p = pos_[static_cast<size_t>(g) * n_slot_ + s];
+      TOVA_CHECK(p >= 0);  // a policy must choose held, distinct slots
+      p = -1;
+      free_[g].push_back(s);
+    }
+    // Keep the lowest free slot on top, so layer-wise policies keep identical layouts in every
+    // KV head and the choice of slot never depends on eviction order.
+    std::sort(free_[g].begin(), free_[g].end(), std::greater<>());
+  }
+  n_held_ -= n;
+  n_evicted_ += n;
+  return n;
+}
+
+uint64_t LayerState::bytes() const {
+  return keys_.size() + values_.size() + pos_.size() * sizeof(int64_t);
+}
+
+Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& o) {
+  if (o.policy.info == nullptr) return make_error("no KV policy given");
+  if (o.n_layer < 1 || o.n_head_kv < 1 || o.head_dim < 1 || o.n_head % o.n_head_kv != 0) {
+    return make_error("invalid cache shape: {} layers, {} heads, {} KV heads, head_dim {}",
+                      o.n_layer, o.n_head, o.n_head_kv, o.head_dim);
+  }
+  if (o.max_new < 1) return make_error("invalid chunk size {}", o.max_new);
+  auto ms = std::unique_ptr<MultiState>(new MultiState());
+  ms->spec_ = o.policy;
+  ms->kv_type_ = o.kv_type;
+  ms->max_new_ = o.max_new;
+  const bool bounded = o.policy.bounded();
+  const int n_slot = bounded ? o.policy.budget + o.max_new : std::max(1, o.initial_slots);
+  for (int il = 0; il < o.n_layer; ++il) {
+    const PolicyArgs args{.budget = o.policy.budget,
+                          .arg = o.policy.arg,
+                          .n_head = o.n_head,
+                          .n_head_kv = o.n_head_kv,
+                          .n_slot = n_slot};
+    auto policy = o.policy.info->make(args);
+    ms->score_need_ = policy->score_need();
+    // An unbounded policy's pool grows, and a policy that keeps per-slot state sized at
+    // creation cannot follow it: only `full` (which keeps none) may be unbounded.
+    ms->layers_.push_back(std::make_unique<LayerState>(o, n_slot, std::move(policy)));
+  }
+  return ms;
+}
+
+uint64_t MultiState::bytes() const {
+  uint64_t b = 0;
+  for (const auto& l : layers_) b += l->bytes();
+  return b;
+}
+
+}  // namespace tova::kv

@@ -1,0 +1,109 @@
+// The multi-state: per sequence and per layer, a fixed pool of slots per KV head holding
+// post-RoPE keys, values and each state's original position. A new token is written into a
+// free slot and an eviction frees one; memory is never shifted. Bounded policies allocate
+// everything once: (k + extra) slots x n_layer x n_head_kv x head_dim x 2 elements, where
+// extra is 1 for exact processing (the new token joins before the policy evicts) or C for
+// chunked prefill. Only the unbounded `full` policy grows.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/result.h"
+#include "kv/kv_policy.h"
+#include "kv/policy_registry.h"
+
+namespace tova::kv {
+
+enum class KvType { kF32, kF16 };
+
+struct MultiStateOptions {
+  int n_layer = 0;
+  int n_head = 0;     // query heads (policies average over them)
+  int n_head_kv = 0;
+  int head_dim = 0;
+  PolicySpec policy;
+  KvType kv_type = KvType::kF32;
+  int max_new = 1;          // most tokens that join a layer before the policy evicts (chunk C)
+  int initial_slots = 256;  // unbounded policies only: first allocation, doubled when full
+};
+
+// One layer of one sequence.
+class LayerState {
+ public:
+  LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy);
+
+  int n_slot() const { return n_slot_; }
+  int n_held() const { return n_held_; }
+  int head_dim() const { return head_dim_; }
+  int n_head_kv() const { return n_head_kv_; }
+  KvType kv_type() const { return kv_type_; }
+  const int64_t* pos() const { return pos_.data(); }  // [n_head_kv][n_slot], -1 = free
+  // [n_head_kv][n_slot][head_dim], float or IEEE half as kv_type() says; post-RoPE keys.
+  const void* keys() const { return keys_.data(); }
+  const void* values() const { return values_.data(); }
+  KvPolicy& policy() { return *policy_; }
+  SlotView view() const;
+
+  // Writes one token's keys and values ([n_head_kv][head_dim] each) into a free slot of every
+  // KV head; slots_out[head_kv] receives the slot. Grows the pool only when unbounded.
+  void insert(int64_t pos, const float* k, const float* v, int32_t* slots_out);
+  // If more than `budget` states are held, asks the policy and frees the slots it chose.
+  // Returns how many states each KV head dropped.
+  int evict_to(int budget);
+
+  int64_t n_evicted() const { return n_evicted_; }
+  uint64_t bytes() const;
+
+ private:
+  void grow();
+
+  int n_head_kv_;
+  int head_dim_;
+  KvType kv_type_;
+  size_t elem_bytes_;
+  int n_slot_;
+  int n_held_ = 0;
+  std::vector<uint8_t> keys_;    // [n_head_kv][n_slot][head_dim]
+  std::vector<uint8_t> values_;  // [n_head_kv][n_slot][head_dim]
+  std::vector<int64_t> pos_;     // [n_head_kv][n_slot]
+  std::vector<std::vector<int32_t>> free_;  // per KV head, a stack; lowest slot on top
+  std::unique_ptr<KvPolicy> policy_;
+  std::vector<int32_t> evict_scratch_;
+  int n_head_;
+  int64_t n_evicted_ = 0;
+};
+
+// All layers of one sequence, plus how many tokens it has seen (a new token's position).
+class MultiState {
+ public:
+  static Result<std::unique_ptr<MultiState>> create(const MultiStateOptions& o);
+
+  const PolicySpec& policy() const { return spec_; }
+  KvType kv_type() const { return kv_type_; }
+  int budget() const { return spec_.bounded() ? spec_.budget : -1; }  // -1: unbounded
+  int n_layer() const { return static_cast<int>(layers_.size()); }
+  LayerState& layer(int il) { return *layers_[il]; }
+  const LayerState& layer(int il) const { return *layers_[il]; }
+  ScoreNeed score_need() const { return score_need_; }
+  // Most tokens that may join a layer before the policy evicts: 1 for exact processing, C for
+  // chunked prefill.
+  int max_new() const { return max_new_; }
+
+  int64_t n_seen() const { return n_seen_; }
+  void advance(int64_t n) { n_seen_ += n; }
+  // Bytes of K/V (and position) memory allocated for this sequence.
+  uint64_t bytes() const;
+
+ private:
+  MultiState() = default;
+  PolicySpec spec_;
+  KvType kv_type_ = KvType::kF32;
+  ScoreNeed score_need_ = ScoreNeed::kNone;
+  int max_new_ = 1;
+  std::vector<std::unique_ptr<LayerState>> layers_;
+  int64_t n_seen_ = 0;
+};
+
+}  // namespace tova::kv

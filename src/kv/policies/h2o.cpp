@@ -1,0 +1,68 @@
+// h2o (Heavy-Hitter Oracle): keep the k/2 most recent states; among the others evict the one
+// with the lowest attention accumulated over every step since it joined. `h2o` accumulates the
+// mean over all query heads per layer; `h2o-head` accumulates per KV head.
+#include <vector>
+
+#include "kv/policies/scoring.h"
+#include "kv/policy_registry.h"
+
+namespace tova::kv {
+namespace {
+
+class H2oPolicy final : public KvPolicy {
+ public:
+  H2oPolicy(const PolicyArgs& a, bool head_wise)
+      : head_wise_(head_wise),
+        n_recent_(a.budget / 2),
+        n_slot_(a.n_slot),
+        acc_(static_cast<size_t>(head_wise ? a.n_head_kv : 1) * a.n_slot, 0.0),
+        mean_(a.n_slot, 0.0) {}
+
+  ScoreNeed score_need() const override { return ScoreNeed::kAccumulated; }
+
+  // A new state's score starts at zero (an evicted state's score is dropped with it).
+  void on_insert(int head_kv, int slot) override {
+    if (head_wise_ || head_kv == 0) acc_[static_cast<size_t>(head_wise_ ? head_kv : 0) * n_slot_ + slot] = 0.0;
+  }
+
+  void observe(const SlotView& v, const float* probs) override {
+    for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
+      scoring::group_mean(v, probs, head_wise_, g, mean_.data());
+      double* acc = &acc_[static_cast<size_t>(g) * n_slot_];
+      for (int s = 0; s < n_slot_; ++s) acc[s] += mean_[s];
+    }
+  }
+
+  void choose_evictions(const SlotView& v, int n, int32_t* out) override {
+    for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
+      const int64_t* pos = v.pos + static_cast<int64_t>(g) * v.n_slot;
+      const scoring::Protect recent{
+          .keep_from = scoring::recent_threshold(pos, v.n_slot, n_recent_)};
+      scoring::lowest_slots(pos, v.n_slot, &acc_[static_cast<size_t>(g) * n_slot_], recent, n,
+                            out + g * n);
+    }
+    if (!head_wise_) scoring::replicate_group0(v, n, out);
+  }
+
+ private:
+  bool head_wise_;
+  int n_recent_;
+  int n_slot_;
+  std::vector<double> acc_;   // [group][n_slot] accumulated mean probabilities
+  std::vector<double> mean_;  // [n_slot] scratch
+};
+
+TOVA_REGISTER_POLICY(PolicyInfo{
+    .name = "h2o",
+    .help = "keep the k/2 most recent; evict the lowest accumulated attention (per layer)",
+    .make = [](const PolicyArgs& a) { return std::make_unique<H2oPolicy>(a, false); },
+});
+
+TOVA_REGISTER_POLICY(PolicyInfo{
+    .name = "h2o-head",
+    .help = "h2o with scores accumulated and decisions taken per KV head",
+    .make = [](const PolicyArgs& a) { return std::make_unique<H2oPolicy>(a, true); },
+});
+
+}  // namespace
+}  // namespace tova::kv

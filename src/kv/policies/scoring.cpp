@@ -1,0 +1,60 @@
+#include "kv/policies/scoring.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "core/check.h"
+
+namespace tova::kv::scoring {
+
+void group_mean(const SlotView& v, const float* probs, bool head_wise, int group, double* out) {
+  const int per_group = head_wise ? v.n_head / v.n_head_kv : v.n_head;
+  const int h0 = head_wise ? group * per_group : 0;
+  std::fill(out, out + v.n_slot, 0.0);
+  for (int h = h0; h < h0 + per_group; ++h) {
+    const float* p = probs + static_cast<int64_t>(h) * v.n_slot;
+    for (int s = 0; s < v.n_slot; ++s) out[s] += p[s];
+  }
+  const double inv = 1.0 / per_group;
+  for (int s = 0; s < v.n_slot; ++s) out[s] *= inv;
+}
+
+void lowest_slots(const int64_t* pos_row, int n_slot, const double* score, Protect protect,
+                  int n, int32_t* out) {
+  struct Cand {
+    double score;
+    int64_t pos;
+    int32_t slot;
+  };
+  std::vector<Cand> cands;
+  cands.reserve(n_slot);
+  for (int s = 0; s < n_slot; ++s) {
+    const int64_t p = pos_row[s];
+    if (p < 0 || p < protect.keep_below || p >= protect.keep_from) continue;
+    cands.push_back({score ? score[s] : 0.0, p, s});
+  }
+  TOVA_CHECK(static_cast<int>(cands.size()) >= n);
+  auto less = [](const Cand& a, const Cand& b) {
+    return a.score != b.score ? a.score < b.score : a.pos < b.pos;
+  };
+  std::partial_sort(cands.begin(), cands.begin() + n, cands.end(), less);
+  for (int j = 0; j < n; ++j) out[j] = cands[j].slot;
+}
+
+int64_t recent_threshold(const int64_t* pos_row, int n_slot, int count) {
+  if (count <= 0) return std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> held;
+  held.reserve(n_slot);
+  for (int s = 0; s < n_slot; ++s) {
+    if (pos_row[s] >= 0) held.push_back(pos_row[s]);
+  }
+  if (static_cast<int>(held.size()) <= count) return 0;
+  std::nth_element(held.begin(), held.begin() + (count - 1), held.end(), std::greater<>());
+  return held[count - 1];
+}
+
+void replicate_group0(const SlotView& v, int n, int32_t* out) {
+  for (int g = 1; g < v.n_head_kv; ++g) std::copy(out, out + n, out + g * n);
+}
+
+}  // namespace tova::kv::scoring

@@ -1,0 +1,40 @@
+// Shared arithmetic of the policies: head-group means of attention probabilities and the
+// "lowest score, ties to the smallest position" choice that every rule in POLICIES.md uses.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kv/kv_policy.h"
+
+namespace tova::kv::scoring {
+
+// Layer-wise policies score with the mean over ALL query heads and keep one set of tokens per
+// layer (group 0 stands for every KV head); head-wise ones score KV head g with the mean over
+// its own query heads.
+inline int n_groups(const SlotView& v, bool head_wise) { return head_wise ? v.n_head_kv : 1; }
+
+// out[slot] = mean over the group's query heads of probs[h][slot], in double.
+void group_mean(const SlotView& v, const float* probs, bool head_wise, int group, double* out);
+
+// Which positions a choice may not touch: pos < keep_below (sinks) or pos >= keep_from (the
+// recent window).
+struct Protect {
+  int64_t keep_below = 0;
+  int64_t keep_from = std::numeric_limits<int64_t>::max();
+};
+
+// The n held slots of one slot row with the lowest (score, position), skipping protected
+// positions; score == nullptr ranks by position alone (oldest first). Writes out[0..n).
+void lowest_slots(const int64_t* pos_row, int n_slot, const double* score, Protect protect,
+                  int n, int32_t* out);
+
+// The smallest position among the `count` most recent held states of a slot row (h2o's recent
+// window); max() when count == 0.
+int64_t recent_threshold(const int64_t* pos_row, int n_slot, int count);
+
+// A layer-wise choice made on group 0 applies to every KV head (their slot layouts are equal).
+void replicate_group0(const SlotView& v, int n, int32_t* out);
+
+}  // namespace tova::kv::scoring

@@ -1,0 +1,55 @@
+// tova (Token Omission Via Attention): evict the state the CURRENT query attends to least.
+// Layer-wise `tova` scores with the mean over all query heads and drops the same token from
+// every KV head; `tova-head` lets each KV head decide from its own query heads.
+#include <vector>
+
+#include "kv/policies/scoring.h"
+#include "kv/policy_registry.h"
+
+namespace tova::kv {
+namespace {
+
+class TovaPolicy final : public KvPolicy {
+ public:
+  TovaPolicy(const PolicyArgs& a, bool head_wise)
+      : head_wise_(head_wise),
+        n_slot_(a.n_slot),
+        score_(static_cast<size_t>(head_wise ? a.n_head_kv : 1) * a.n_slot, 0.0) {}
+
+  ScoreNeed score_need() const override { return ScoreNeed::kCurrent; }
+
+  // Only the latest row counts: in chunked prefill that is the chunk's last token.
+  void observe(const SlotView& v, const float* probs) override {
+    for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
+      scoring::group_mean(v, probs, head_wise_, g, &score_[static_cast<size_t>(g) * n_slot_]);
+    }
+  }
+
+  void choose_evictions(const SlotView& v, int n, int32_t* out) override {
+    for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
+      scoring::lowest_slots(v.pos + static_cast<int64_t>(g) * v.n_slot, v.n_slot,
+                            &score_[static_cast<size_t>(g) * n_slot_], {}, n, out + g * n);
+    }
+    if (!head_wise_) scoring::replicate_group0(v, n, out);
+  }
+
+ private:
+  bool head_wise_;
+  int n_slot_;
+  std::vector<double> score_;  // [group][n_slot], the latest query's mean probabilities
+};
+
+TOVA_REGISTER_POLICY(PolicyInfo{
+    .name = "tova",
+    .help = "evict the state the current query attends to least (mean over the layer's heads)",
+    .make = [](const PolicyArgs& a) { return std::make_unique<TovaPolicy>(a, false); },
+});
+
+TOVA_REGISTER_POLICY(PolicyInfo{
+    .name = "tova-head",
+    .help = "tova decided per KV head from its own query heads (heads keep different tokens)",
+    .make = [](const PolicyArgs& a) { return std::make_unique<TovaPolicy>(a, true); },
+});
+
+}  // namespace
+}  // namespace tova::kv

@@ -1,0 +1,23 @@
+// window: evict the oldest state (FIFO).
+#include "kv/policies/scoring.h"
+#include "kv/policy_registry.h"
+
+namespace tova::kv {
+namespace {
+
+class WindowPolicy final : public KvPolicy {
+ public:
+  void choose_evictions(const SlotView& v, int n, int32_t* out) override {
+    scoring::lowest_slots(v.pos, v.n_slot, nullptr, {}, n, out);
+    scoring::replicate_group0(v, n, out);
+  }
+};
+
+TOVA_REGISTER_POLICY(PolicyInfo{
+    .name = "window",
+    .help = "evict the oldest state (sliding window of the k most recent tokens)",
+    .make = [](const PolicyArgs&) { return std::make_unique<WindowPolicy>(); },
+});
+
+}  // namespace
+}  // namespace tova::kv

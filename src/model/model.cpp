@@ -1,0 +1,248 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "kernels/quant.h"
+
+namespace tova::model {
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
+  auto m = std::unique_ptr<Model>(new Model());
+  TOVA_ASSIGN_OR_RETURN(m->file_, io::GgufFile::open(path));
+  TOVA_ASSIGN_OR_RETURN(m->config_, load_config(*m->file_));
+  TOVA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_));
+  return m;
+}
+
+kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, kv::KvType kv_type,
+                                           int max_new) const {
+  return kv::MultiStateOptions{.n_layer = config_.n_layer,
+                               .n_head = config_.n_head,
+                               .n_head_kv = config_.n_head_kv,
+                               .head_dim = config_.head_dim,
+                               .policy = policy,
+                               .kv_type = kv_type,
+                               .max_new = max_new};
+}
+
+namespace {
+
+void resize(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// The tokens of one sequence within a batch, in order.
+struct SeqRun {
+  kv::MultiState* state;
+  std::vector<int> idx;
+};
+
+std::vector<SeqRun> group_by_sequence(std::span<const BatchToken> batch) {
+  std::vector<SeqRun> runs;
+  for (int i = 0; i < static_cast<int>(batch.size()); ++i) {
+    auto it = std::find_if(runs.begin(), runs.end(),
+                           [&](const SeqRun& r) { return r.state == batch[i].state; });
+    if (it == runs.end()) {
+      runs.push_back({batch[i].state, {i}});
+    } else {
+      it->idx.push_back(i);
+    }
+  }
+  return runs;
+}
+
+}  // namespace
+
+// Attention for every token of the batch in layer il, with the per-step semantics of the
+// multi-state: join, attend over everything held, then let the policy evict.
+void Model::attend_layer(int il, std::span<const BatchToken> batch, ForwardScratch& s,
+                         ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const int q_dim = c.n_head * c.head_dim;
+  const int kv_dim = c.n_head_kv * c.head_dim;
+  const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+  std::vector<SeqRun> runs = group_by_sequence(batch);
+
+  auto args_for = [&](const kv::LayerState& L, int i, float* probs, float* scratch) {
+    return kernels::AttentionArgs{.q = &s.q[static_cast<size_t>(i) * q_dim],
+                                  .n_head = c.n_head,
+                                  .n_head_kv = c.n_head_kv,
+                                  .head_dim = c.head_dim,
+                                  .n_slot = L.n_slot(),
+                                  .k = L.keys(),
+                                  .v = L.values(),
+                                  .kv_f16 = L.kv_type() == kv::KvType::kF16,
+                                  .pos = L.pos(),
+                                  .max_pos = s.pos[i],
+                                  .scale = scale,
+                                  .out = &s.att[static_cast<size_t>(i) * q_dim],
+                                  .probs = probs,
+                                  .scratch = scratch};
+  };
+
+  // Runs one sequence's tokens; `heads_in_parallel` splits each token's heads over the pool
+  // (used when the batch holds a single sequence).
+  auto run_sequence = [&](const SeqRun& run, bool heads_in_parallel) {
+    kv::MultiState& ms = *run.state;
+    kv::LayerState& L = ms.layer(il);
+    const bool scores = ms.score_need() != kv::ScoreNeed::kNone;
+    const bool chunked = ms.budget() >= 0 && ms.max_new() > 1;
+    std::vector<float> probs, scratch;
+    std::vector<int32_t> slots(c.n_head_kv);
+    auto insert = [&](int i) {
+      L.insert(s.pos[i], &s.k[static_cast<size_t>(i) * kv_dim],
+               &s.v[static_cast<size_t>(i) * kv_dim], slots.data());
+    };
+    auto attend = [&](int i) {
+      if (scores) probs.assign(static_cast<size_t>(c.n_head) * L.n_slot(), 0.f);
+      scratch.resize(static_cast<size_t>(L.n_slot()) * (heads_in_parallel ? c.n_head : 1));
+      if (heads_in_parallel) {
+        pool.parallel_for(c.n_head, 1, [&](int64_t h0, int64_t h1) {
+          // Each range of heads uses the scratch row of its first head.
+          auto a = args_for(L, i, scores ? probs.data() : nullptr,
+                            &scratch[static_cast<size_t>(h0) * L.n_slot()]);
+          a.head_begin = static_cast<int>(h0);
+          a.head_end = static_cast<int>(h1);
+          kernels::attention(a);
+        });
+      } else {
+        kernels::attention(args_for(L, i, scores ? probs.data() : nullptr, scratch.data()));
+      }
+      if (scores) L.policy().observe(L.view(), probs.data());
+    };
+    if (chunked) {
+      // chunk:C — the whole chunk joins, attends causally, then the policy evicts once.
+      for (int i : run.idx) insert(i);
+      for (int i : run.idx) attend(i);
+      L.evict_to(ms.budget());
+    } else {
+      for (int i : run.idx) {
+        insert(i);
+        attend(i);
+        L.evict_to(ms.budget());
+      }
+    }
+  };
+
+  if (runs.size() == 1) {
+    run_sequence(runs[0], pool.size() > 1 && c.n_head > 1);
+  } else {
+    pool.parallel_for(static_cast<int64_t>(runs.size()), 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) run_sequence(runs[r], false);
+    });
+  }
+}
+
+Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& s,
+                      float* logits) const {
+  const ModelConfig& c = config_;
+  const ModelWeights& w = weights_;
+  const int64_t n = static_cast<int64_t>(batch.size());
+  if (n == 0) return ok_status();
+  const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
+  for (const BatchToken& t : batch) {
+    if (t.token < 0 || t.token >= c.n_vocab) {
+      return make_error("token id {} is outside the vocabulary (0..{})", t.token, c.n_vocab - 1);
+    }
+    if (t.state == nullptr || t.state->n_layer() != c.n_layer) {
+      return make_error("batch token without a multi-state of this model");
+    }
+  }
+  for (const SeqRun& run : group_by_sequence(batch)) {
+    if (run.state->budget() >= 0 && run.state->max_new() > 1 &&
+        static_cast<int>(run.idx.size()) > run.state->max_new()) {
+      return make_error("a chunk of {} tokens exceeds the sequence's prefill chunk size {}",
+                        run.idx.size(), run.state->max_new());
+    }
+  }
+  resize(s.x, n * c.n_embd);
+  resize(s.xb, n * c.n_embd);
+  resize(s.q, n * q_dim);
+  resize(s.k, n * kv_dim);
+  resize(s.v, n * kv_dim);
+  resize(s.att, n * q_dim);
+  resize(s.hb, n * c.n_ff);
+  resize(s.hb2, n * c.n_ff);
+  resize(s.rope_cs, n * c.rope.n_rot);
+  s.pos.resize(n);
+
+  // Positions: each token takes the next position of its own sequence.
+  {
+    std::vector<std::pair<kv::MultiState*, int64_t>> next;
+    for (int64_t i = 0; i < n; ++i) {
+      auto it = std::find_if(next.begin(), next.end(),
+                             [&](const auto& p) { return p.first == batch[i].state; });
+      if (it == next.end()) {
+        next.emplace_back(batch[i].state, batch[i].state->n_seen());
+        it = next.end() - 1;
+      }
+      s.pos[i] = it->second++;
+      kernels::rope_cos_sin(s.pos[i], c.rope, &s.rope_cs[i * c.rope.n_rot]);
+    }
+  }
+
+  // Embeddings.
+  for (int64_t i = 0; i < n; ++i) {
+    kernels::dequantize_row(w.token_embd.type,
+                            w.token_embd.data + w.token_embd.row_bytes * batch[i].token,
+                            &s.x[i * c.n_embd], c.n_embd);
+  }
+
+  for (int il = 0; il < c.n_layer; ++il) {
+    const LayerWeights& L = w.layers[il];
+    for (int64_t i = 0; i < n; ++i) {
+      kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
+                        c.rms_eps);
+    }
+    kernels::matmul(L.wq, s.xb.data(), n, s.q.data(), pool);
+    kernels::matmul(L.wk, s.xb.data(), n, s.k.data(), pool);
+    kernels::matmul(L.wv, s.xb.data(), n, s.v.data(), pool);
+    for (int64_t i = 0; i < n; ++i) {
+      if (c.qkv_bias) {
+        kernels::add(&s.q[i * q_dim], L.bq.data(), q_dim);
+        kernels::add(&s.k[i * kv_dim], L.bk.data(), kv_dim);
+        kernels::add(&s.v[i * kv_dim], L.bv.data(), kv_dim);
+      }
+      const float* cs = &s.rope_cs[i * c.rope.n_rot];
+      kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, c.rope);
+      kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, c.rope);
+    }
+    attend_layer(il, batch, s, pool);
+    kernels::matmul(L.wo, s.att.data(), n, s.xb.data(), pool);
+    for (int64_t i = 0; i < n; ++i) {
+      kernels::add(&s.x[i * c.n_embd], &s.xb[i * c.n_embd], c.n_embd);
+      kernels::rms_norm(&s.x[i * c.n_embd], L.ffn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
+                        c.rms_eps);
+    }
+    kernels::matmul(L.w_gate, s.xb.data(), n, s.hb.data(), pool);
+    kernels::matmul(L.w_up, s.xb.data(), n, s.hb2.data(), pool);
+    kernels::silu_mul(s.hb.data(), s.hb2.data(), n * c.n_ff);
+    kernels::matmul(L.w_down, s.hb.data(), n, s.xb.data(), pool);
+    for (int64_t i = 0; i < n; ++i) {
+      kernels::add(&s.x[i * c.n_embd], &s.xb[i * c.n_embd], c.n_embd);
+    }
+  }
+
+  // Advance every sequence by the tokens it contributed.
+  for (const SeqRun& run : group_by_sequence(batch)) {
+    run.state->advance(static_cast<int64_t>(run.idx.size()));
+  }
+
+  // Final norm and output projection for the rows that want logits.
+  int64_t n_out = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!batch[i].logits) continue;
+    resize(s.logit_in, (n_out + 1) * c.n_embd);
+    kernels::rms_norm(&s.x[i * c.n_embd], w.output_norm.data(), &s.logit_in[n_out * c.n_embd],
+                      c.n_embd, c.rms_eps);
+    ++n_out;
+  }
+  if (n_out > 0) kernels::matmul(w.output, s.logit_in.data(), n_out, logits, pool);
+  return ok_status();
+}
+
+}  // namespace tova::model

@@ -1,0 +1,66 @@
+// A loaded model: the mapped GGUF file, its config and weights (immutable, shared by all
+// sequences), and the batched forward pass of the llama family (llama, qwen2).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "io/gguf.h"
+#include "kv/multi_state.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace tova::model {
+
+// One token of a batch. Tokens of the same sequence appear in order; each takes the next
+// position of its sequence (MultiState::n_seen()). Several sequences with different policies
+// and budgets may share one batch.
+struct BatchToken {
+  int32_t token = 0;
+  kv::MultiState* state = nullptr;
+  bool logits = false;  // write this token's logits
+};
+
+// Per-call buffers, reused across calls (one per thread that calls forward).
+struct ForwardScratch {
+  std::vector<float> x, xb, q, k, v, att, hb, hb2, logit_in;  // [n_tok][...] activations
+  std::vector<float> rope_cs;                                   // [n_tok][n_rot]
+  std::vector<int64_t> pos;                                     // [n_tok]
+};
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> load(const std::string& path);
+
+  const ModelConfig& config() const { return config_; }
+  const io::GgufFile& file() const { return *file_; }
+  const ModelWeights& weights() const { return weights_; }
+
+  // Runs the batch through every layer. For each sequence, its tokens join each layer's
+  // multi-state and the policy evicts exactly as if they were fed one by one (see
+  // spec/POLICIES.md), unless the sequence was created for chunked prefill (max_new > 1):
+  // then its tokens in this batch form one chunk, and eviction happens after the chunk.
+  // logits: [number of tokens with .logits][n_vocab], in batch order.
+  Status forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& scratch,
+                 float* logits) const;
+
+  // Options for a new sequence's multi-state matching this model's shape.
+  kv::MultiStateOptions state_options(const kv::PolicySpec& policy, kv::KvType kv_type,
+                                      int max_new = 1) const;
+
+ private:
+  Model() = default;
+  void attend_layer(int il, std::span<const BatchToken> batch, ForwardScratch& s,
+                    ThreadPool& pool) const;
+
+  std::unique_ptr<io::GgufFile> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+};
+
+}  // namespace tova::model

@@ -1,0 +1,100 @@
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+namespace tova::runtime {
+
+Status validate(const SamplerParams& p) {
+  if (!std::isfinite(p.temp)) return make_error("--temp must be a finite number");
+  if (!(p.top_p > 0.f) || !std::isfinite(p.top_p)) return make_error("--top-p must be > 0");
+  if (p.min_p < 0.f || p.min_p > 1.f) return make_error("--min-p must be in [0, 1]");
+  if (!(p.repeat_penalty > 0.f) || !std::isfinite(p.repeat_penalty)) {
+    return make_error("--repeat-penalty must be > 0");
+  }
+  if (p.repeat_last_n < 0) return make_error("--repeat-last-n must be >= 0");
+  return ok_status();
+}
+
+int32_t argmax(const float* logits, int n) {
+  int32_t best = 0;
+  for (int i = 1; i < n; ++i) {
+    if (logits[i] > logits[best]) best = i;
+  }
+  return best;
+}
+
+Sampler::Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) {}
+
+int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_t> history) {
+  cands_.resize(n_vocab);
+  for (int i = 0; i < n_vocab; ++i) cands_[i] = {i, logits[i]};
+  if (p_.repeat_penalty != 1.f && p_.repeat_last_n > 0) {
+    const size_t n = std::min<size_t>(history.size(), p_.repeat_last_n);
+    std::unordered_set<int32_t> seen(history.end() - n, history.end());
+    for (int32_t id : seen) {
+      if (id < 0 || id >= n_vocab) continue;
+      float& l = cands_[id].logit;
+      l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+    }
+  }
+  if (p_.temp <= 0.f) {
+    int32_t best = 0;
+    for (int i = 1; i < n_vocab; ++i) {
+      if (cands_[i].logit > cands_[best].logit) best = i;
+    }
+    return best;
+  }
+  auto by_logit = [](const Cand& a, const Cand& b) {
+    return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
+  };
+  size_t n = cands_.size();
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) {
+    n = p_.top_k;
+    std::partial_sort(cands_.begin(), cands_.begin() + n, cands_.end(), by_logit);
+  } else {
+    std::sort(cands_.begin(), cands_.end(), by_logit);
+  }
+  // Softmax over the kept candidates (sorted, largest first).
+  std::vector<double> prob(n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    prob[i] = std::exp(static_cast<double>(cands_[i].logit) - cands_[0].logit);
+    sum += prob[i];
+  }
+  for (double& q : prob) q /= sum;
+  if (p_.top_p < 1.f) {
+    double cum = 0;
+    size_t keep = n;
+    for (size_t i = 0; i < n; ++i) {
+      cum += prob[i];
+      if (cum >= p_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+    n = keep;
+  }
+  if (p_.min_p > 0.f) {
+    size_t keep = 1;
+    while (keep < n && prob[keep] >= p_.min_p * prob[0]) ++keep;
+    n = keep;
+  }
+  // Temperature, then draw.
+  std::vector<double> w(n);
+  double wsum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    w[i] = std::exp((static_cast<double>(cands_[i].logit) - cands_[0].logit) / p_.temp);
+    wsum += w[i];
+  }
+  std::uniform_real_distribution<double> u(0.0, wsum);
+  double r = u(rng_);
+  for (size_t i = 0; i < n; ++i) {
+    r -= w[i];
+    if (r <= 0) return cands_[i].id;
+  }
+  return cands_[n - 1].id;
+}
+
+}  // namespace tova::runtime

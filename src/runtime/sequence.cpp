@@ -1,0 +1,121 @@
+#include "runtime/sequence.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/timer.h"
+
+namespace tova::runtime {
+
+std::string PrefillMode::label() const {
+  if (inf) return "chunk:inf";
+  return chunk > 0 ? "chunk:" + std::to_string(chunk) : "exact";
+}
+
+Result<PrefillMode> parse_prefill(std::string_view text) {
+  PrefillMode m;
+  if (text == "exact") return m;
+  if (text == "chunk:inf") {
+    m.inf = true;
+    return m;
+  }
+  if (text.substr(0, 6) == "chunk:") {
+    const std::string_view a = text.substr(6);
+    int c = 0;
+    auto [p, ec] = std::from_chars(a.data(), a.data() + a.size(), c);
+    if (ec == std::errc() && p == a.data() + a.size() && c >= 1 && c <= (1 << 20)) {
+      m.chunk = c;
+      return m;
+    }
+  }
+  return make_error("invalid prefill mode '{}' (valid: exact, chunk:C with C >= 1, chunk:inf)",
+                    text);
+}
+
+Result<kv::KvType> parse_kv_type(std::string_view text) {
+  if (text == "f32") return kv::KvType::kF32;
+  if (text == "f16") return kv::KvType::kF16;
+  return make_error("invalid KV type '{}' (valid: f32, f16)", text);
+}
+
+namespace {
+
+int max_new_for(const PrefillMode& p, int64_t n_prompt) {
+  if (p.inf) return static_cast<int>(std::max<int64_t>(1, n_prompt));
+  return p.chunk > 0 ? p.chunk : 1;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
+                                                   int64_t n_prompt) {
+  return kv::MultiState::create(
+      m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt)));
+}
+
+Status feed(const model::Model& m, ThreadPool& pool, model::ForwardScratch& scratch,
+            kv::MultiState& state, std::span<const int32_t> tokens, int n_batch,
+            float* last_logits) {
+  // A chunked sequence takes its chunks whole; exact sequences take any micro-batch size.
+  const int step = state.max_new() > 1 ? state.max_new() : std::max(1, n_batch);
+  std::vector<model::BatchToken> batch;
+  for (size_t i0 = 0; i0 < tokens.size(); i0 += step) {
+    const size_t i1 = std::min(tokens.size(), i0 + step);
+    batch.clear();
+    for (size_t i = i0; i < i1; ++i) {
+      batch.push_back({.token = tokens[i],
+                       .state = &state,
+                       .logits = last_logits != nullptr && i + 1 == tokens.size()});
+    }
+    TOVA_RETURN_IF_ERROR(m.forward(batch, pool, scratch, last_logits));
+  }
+  return ok_status();
+}
+
+KvStats kv_stats(const kv::MultiState& s) {
+  KvStats k;
+  k.policy = s.policy().label();
+  k.budget = s.budget();
+  k.bytes = s.bytes();
+  k.n_seen = s.n_seen();
+  for (int il = 0; il < s.n_layer(); ++il) {
+    k.layers.push_back({s.layer(il).n_held(), s.layer(il).n_evicted()});
+  }
+  return k;
+}
+
+Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
+                               std::span<const int32_t> prompt, const GenerateOptions& o,
+                               const std::function<bool(int32_t)>& is_eog,
+                               const std::function<bool(int32_t)>& on_token) {
+  if (prompt.empty()) return make_error("the prompt is empty (no tokens to start from)");
+  TOVA_RETURN_IF_ERROR(validate(o.sampling));
+  TOVA_ASSIGN_OR_RETURN(auto state, make_state(m, o.cache, static_cast<int64_t>(prompt.size())));
+  const int n_vocab = m.config().n_vocab;
+  std::vector<float> logits(n_vocab);
+  model::ForwardScratch scratch;
+  GenerateStats st;
+  st.n_prompt = static_cast<int64_t>(prompt.size());
+  Timer t;
+  TOVA_RETURN_IF_ERROR(feed(m, pool, scratch, *state, prompt, o.n_batch, logits.data()));
+  st.prompt_seconds = t.seconds();
+
+  Sampler sampler(o.sampling);
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  t.reset();
+  for (int i = 0; i < o.n_predict; ++i) {
+    const int32_t id = sampler.sample(logits.data(), n_vocab, history);
+    history.push_back(id);
+    ++st.n_generated;
+    if (o.stop_at_eog && is_eog && is_eog(id)) break;
+    if (!on_token(id)) break;
+    if (i + 1 == o.n_predict) break;
+    const model::BatchToken bt{.token = id, .state = state.get(), .logits = true};
+    TOVA_RETURN_IF_ERROR(m.forward({&bt, 1}, pool, scratch, logits.data()));
+  }
+  st.decode_seconds = t.seconds();
+  st.kv = kv_stats(*state);
+  return st;
+}
+
+}  // namespace tova::runtime
