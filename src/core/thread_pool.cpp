@@ -64,7 +64,15 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
   }
   cv_.notify_all();
   fn(0);
-  while (pending_.load(std::memory_order_acquire) != 0) TOVA_PAUSE();
+  // Spin first (the common case: workers finish within microseconds), then yield, so an
+  // oversubscribed machine still makes progress.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations) {
+      TOVA_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   job_ = nullptr;
 }
 

@@ -72,7 +72,7 @@ struct GgufTensorInfo {
   GgmlType type = GgmlType::kF32;
   std::vector<int64_t> dims;  // ggml order: dims[0] is the row length (fastest varying)
   int64_t n_elements = 0;
-  uint64_t offset = 0;         // relative to the start of the data section
+  uint64_t offset = 0;  // relative to the start of the data section
   uint64_t n_bytes = 0;
   const uint8_t* data = nullptr;  // points into the mapped file
 };
@@ -80,10 +80,15 @@ struct GgufTensorInfo {
 class GgufFile {
  public:
   // Maps the file read-only and validates all of it (header, metadata, tensor table, data).
+  // Beyond the format itself, rejected: duplicate keys or tensor names, empty keys or names,
+  // n_dims outside 1..4, any dimension < 1 (no empty tensors), unknown ggml type ids, rows
+  // that are not whole blocks, misaligned or overlapping tensor data, bool bytes other than
+  // 0/1, arrays nested deeper than 8, strings over 64 MiB (keys and names over 64 KiB).
+  // A file without tensors may end right after its tables (llama.cpp's vocab-only files do).
   static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
   // Parses an in-memory image (tests); the bytes are copied and owned by the file.
   static Result<std::unique_ptr<GgufFile>> from_bytes(std::span<const uint8_t> bytes,
-                                                     std::string name = "<memory>");
+                                                      std::string name = "<memory>");
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -119,8 +124,8 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
-  void* map_ = nullptr;             // mmap'd region (Open) or nullptr
-  std::vector<uint8_t> owned_;      // from_bytes copy
+  void* map_ = nullptr;         // mmap'd region (Open) or nullptr
+  std::vector<uint8_t> owned_;  // from_bytes copy
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
@@ -134,7 +139,7 @@ class GgufWriter {
   void set(std::string key, GgufValue value);  // replaces an existing key
   // `data` must hold exactly bytes_per_row(type, dims[0]) * (product of the other dims) bytes.
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
-                 std::vector<uint8_t> data);
+                  std::vector<uint8_t> data);
   // Alignment of the tensor data (a nonzero power of two). It is recorded as general.alignment
   // when it is not the default 32, unless general.alignment was set explicitly: then that value
   // is written as given (tests use this to craft inconsistent files).
