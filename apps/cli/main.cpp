@@ -14,6 +14,23 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "help for every command");
   tova::cli::add_run_command(app);
   tova::cli::add_logits_command(app);
+  tova::cli::add_ppl_command(app);
+  tova::cli::add_trace_command(app);
+  tova::cli::add_bench_command(app);
+  tova::cli::add_make_random_command(app);
+  // A first word that is neither a flag nor a command: name it and the valid commands.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      return tova::cli::fail("unknown command '" + std::string(argv[1]) + "' (valid: " + names +
+                             ")");
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

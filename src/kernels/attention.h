@@ -23,12 +23,20 @@ struct AttentionArgs {
   // [n_head][n_slot]: receives the post-softmax probabilities (0 for unseen slots) when a
   // policy asked for scores; else nullptr and `scratch` ([n_slot]) is used.
   float* probs = nullptr;
+  // Score rows when probs is nullptr: at least n_slot floats (one head at a time). Giving
+  // min(n_head / n_head_kv, heads in [head_begin, head_end)) * n_slot floats, and saying so in
+  // scratch_size, lets the kernel score a whole GQA group per pass over K and V (the fast
+  // path); results are bit-identical whatever the size.
   float* scratch = nullptr;
+  int64_t scratch_size = 0;  // floats at scratch; 0 means n_slot
   int head_begin = 0;  // compute query heads [head_begin, head_end) (threads split heads)
   int head_end = -1;   // -1: n_head
 };
 
-// Softmax over exactly the live, visible states (never over free or padding slots).
+// Softmax over exactly the live, visible states (never over free or padding slots). A head
+// with no visible state gets output 0 and probabilities 0. Highway SIMD, fused per GQA group
+// (attention_simd.cpp); each head's result does not depend on the head range, the scratch size
+// or whether probs is requested (bit for bit).
 void attention(const AttentionArgs& a);
 // Plain scalar reference (double accumulation).
 void attention_ref(const AttentionArgs& a);

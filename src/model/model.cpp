@@ -98,7 +98,10 @@ void Model::attend_layer(int il, std::span<const BatchToken> batch, ForwardScrat
     };
     auto attend = [&](int i) {
       if (scores) probs.assign(static_cast<size_t>(c.n_head) * L.n_slot(), 0.f);
-      scratch.resize(static_cast<size_t>(L.n_slot()) * (heads_in_parallel ? c.n_head : 1));
+      // The fused kernel scores a whole GQA group at once: a row per query head of the group
+      // (per head when heads are split over threads).
+      const int group = c.n_head / c.n_head_kv;
+      scratch.resize(static_cast<size_t>(L.n_slot()) * (heads_in_parallel ? c.n_head : group));
       if (heads_in_parallel) {
         pool.parallel_for(c.n_head, 1, [&](int64_t h0, int64_t h1) {
           // Each range of heads uses the scratch row of its first head.
@@ -106,10 +109,13 @@ void Model::attend_layer(int il, std::span<const BatchToken> batch, ForwardScrat
                             &scratch[static_cast<size_t>(h0) * L.n_slot()]);
           a.head_begin = static_cast<int>(h0);
           a.head_end = static_cast<int>(h1);
+          a.scratch_size = (h1 - h0) * L.n_slot();
           kernels::attention(a);
         });
       } else {
-        kernels::attention(args_for(L, i, scores ? probs.data() : nullptr, scratch.data()));
+        auto a = args_for(L, i, scores ? probs.data() : nullptr, scratch.data());
+        a.scratch_size = static_cast<int64_t>(scratch.size());
+        kernels::attention(a);
       }
       if (scores) L.policy().observe(L.view(), probs.data());
     };
@@ -128,7 +134,11 @@ void Model::attend_layer(int il, std::span<const BatchToken> batch, ForwardScrat
   };
 
   if (runs.size() == 1) {
-    run_sequence(runs[0], pool.size() > 1 && c.n_head > 1);
+    // Splitting heads over threads pays only when a token's attention is large enough to
+    // outweigh waking the pool (~64K multiply-adds).
+    const kv::LayerState& L = runs[0].state->layer(il);
+    const int64_t work = static_cast<int64_t>(L.n_held() + 1) * c.n_head * c.head_dim;
+    run_sequence(runs[0], pool.size() > 1 && c.n_head > 1 && work >= (1 << 16));
   } else {
     pool.parallel_for(static_cast<int64_t>(runs.size()), 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) run_sequence(runs[r], false);

@@ -1,0 +1,107 @@
+// The tova program end to end: run, logits and their errors on bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "cli_util.h"
+
+namespace tova::testing {
+namespace {
+
+std::string model() { return shared_path("models/stories260K.gguf"); }
+
+TEST(Cli, RunStreamsAStoryAndReportsStats) {
+  TOVA_REQUIRE_SHARED();
+  const CmdResult r = run_tova("run -m " + model() + " -n 40 --temp 0 -t 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time, there was a little girl named Lily.", 0), 0u) << r.out;
+  for (const char* s : {"load time", "prompt", "decode", "tok/s", "multi-state", "layer   0"}) {
+    EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
+  }
+}
+
+TEST(Cli, RunUsesTheBundledModelByDefault) {
+  const CmdResult r = run_tova("run -n 8 --temp 0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+}
+
+TEST(Cli, BoundedRunGoesPastTheTrainedContext) {
+  TOVA_REQUIRE_SHARED();
+  const CmdResult r = run_tova("run -m " + model() +
+                               " -n 1500 --ignore-eos --kv-policy tova --kv-budget 64 -s 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("policy tova, budget 64"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("64 states held"), std::string::npos) << r.err;
+}
+
+TEST(Cli, LogitsMatchTheGoldenFile) {
+  TOVA_REQUIRE_SHARED();
+  const std::string dir = make_temp_dir();
+  const CmdResult r = run_tova("logits -m " + model() + " --tokens " +
+                               shared_path("golden/tokens-128.json") + " --out " + dir + "/l.f32");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string mine = slurp(dir + "/l.f32");
+  const std::string gold = slurp(shared_path("golden/stories260K.logits.f32"));
+  ASSERT_EQ(mine.size(), gold.size());
+  float max_diff = 0;
+  for (size_t i = 0; i < mine.size(); i += 4) {
+    float a, b;
+    std::memcpy(&a, &mine[i], 4);
+    std::memcpy(&b, &gold[i], 4);
+    max_diff = std::max(max_diff, std::fabs(a - b));
+  }
+  EXPECT_LT(max_diff, 1e-3f);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, BadInputIsOneClearError) {
+  TOVA_REQUIRE_SHARED();
+  const std::string dir = make_temp_dir();
+  // A truncated copy of a real model, and one whose architecture is renamed to "mamba".
+  const std::string bytes = slurp(model());
+  {
+    std::ofstream(dir + "/trunc.gguf", std::ios::binary).write(bytes.data(), 1000);
+    std::string patched = bytes;
+    const size_t at = patched.find("general.architecture");
+    ASSERT_NE(at, std::string::npos);
+    const size_t v = patched.find("llama", at);
+    patched.replace(v, 5, "mamba");
+    std::ofstream(dir + "/mamba.gguf", std::ios::binary).write(patched.data(), patched.size());
+    std::ofstream(dir + "/bad.json") << "[1, 2, \"x\"]";
+    std::ofstream(dir + "/big.json") << "[1, 2, 99999]";
+  }
+  EXPECT_ONE_LINE_ERROR(run_tova("run -m " + dir + "/missing.gguf"), "missing.gguf");
+  EXPECT_ONE_LINE_ERROR(run_tova("run -m " + dir + "/trunc.gguf"), "trunc.gguf");
+  EXPECT_ONE_LINE_ERROR(run_tova("run -m " + dir + "/mamba.gguf"), "unsupported architecture 'mamba'");
+  EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy lru --kv-budget 8"), "valid: full, h2o");
+  EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy tova --kv-budget 0"), "at least 1");
+  EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy sink:8 --kv-budget 8"), "N < the budget");
+  EXPECT_ONE_LINE_ERROR(run_tova("run --kv-prefill chunk:0 --kv-policy tova --kv-budget 8"), "invalid prefill mode");
+  EXPECT_ONE_LINE_ERROR(run_tova("run --kv-type q4"), "invalid KV type");
+  EXPECT_ONE_LINE_ERROR(run_tova("run --no-such-flag"), "no-such-flag");
+  EXPECT_ONE_LINE_ERROR(run_tova("run -n abc"), "abc");
+  EXPECT_ONE_LINE_ERROR(run_tova("frobnicate"), "frobnicate");
+  EXPECT_ONE_LINE_ERROR(run_tova("logits --tokens " + dir + "/bad.json --out " + dir + "/o.f32"), "bad.json");
+  EXPECT_ONE_LINE_ERROR(run_tova("logits --tokens " + dir + "/big.json --out " + dir + "/o.f32"), "outside the vocabulary");
+  EXPECT_ONE_LINE_ERROR(run_tova("logits --tokens " + shared_path("golden/tokens-128.json") + " --out /proc/no/such/dir/o.f32"), "cannot write");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/o.f32"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/o.f32.tmp"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, HelpListsTheCommands) {
+  const CmdResult r = run_tova("--help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* c : {"run", "logits"}) EXPECT_NE(r.out.find(c), std::string::npos) << c;
+  const CmdResult rr = run_tova("run --help");
+  EXPECT_EQ(rr.code, 0);
+  for (const char* f : {"--kv-policy", "--kv-budget", "--kv-prefill", "--temp", "--top-k", "-m"}) {
+    EXPECT_NE(rr.out.find(f), std::string::npos) << f;
+  }
+}
+
+}  // namespace
+}  // namespace tova::testing

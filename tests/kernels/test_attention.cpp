@@ -1,0 +1,339 @@
+// The fused attention kernel against its double-precision scalar reference: free slots, causal
+// limits, GQA group sizes, F16 storage, score output, head ranges that split groups, scratch
+// sizes, and every SIMD target the CPU supports.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "hwy/targets.h"
+#include "kernels/attention.h"
+
+namespace tova::kernels {
+namespace {
+
+enum class Mask {
+  kAllVisible,    // every slot live and within the causal limit
+  kMixed,         // every 5th slot free, a few beyond the causal limit
+  kMostlyMasked,  // about one slot in 16 visible
+};
+
+struct Shape {
+  int n_head, n_head_kv, head_dim, n_slot;
+  bool f16;
+  Mask mask = Mask::kMixed;
+};
+
+void PrintTo(const Shape& s, std::ostream* os) {
+  *os << "{n_head " << s.n_head << ", n_head_kv " << s.n_head_kv << ", head_dim " << s.head_dim
+      << ", n_slot " << s.n_slot << (s.f16 ? ", f16" : ", f32") << ", mask "
+      << static_cast<int>(s.mask) << "}";
+}
+
+std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
+  const Shape& s = info.param;
+  const char* m = s.mask == Mask::kAllVisible ? "all" : s.mask == Mask::kMixed ? "mixed" : "sparse";
+  std::string name = "h";
+  for (const std::string& part :
+       {std::to_string(s.n_head), std::string("kv"), std::to_string(s.n_head_kv), std::string("d"),
+        std::to_string(s.head_dim), std::string("s"), std::to_string(s.n_slot),
+        std::string(s.f16 ? "f16" : "f32"), std::string(m)}) {
+    name += part;
+  }
+  return name;
+}
+
+// Random inputs for one shape; args() points an AttentionArgs at them.
+struct Problem {
+  Shape su;
+  std::vector<float> q, k, v;
+  std::vector<uint16_t> k16, v16;
+  std::vector<int64_t> pos;
+  int64_t max_pos = 0;
+
+  explicit Problem(const Shape& s, uint32_t seed = 7) : su(s) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    const size_t kv_n = static_cast<size_t>(su.n_head_kv) * su.n_slot * su.head_dim;
+    q.resize(static_cast<size_t>(su.n_head) * su.head_dim);
+    k.resize(kv_n);
+    v.resize(kv_n);
+    // Queries of norm ~2 sqrt(head_dim) give peaked as well as flat score rows.
+    for (auto& x : q) x = 2.f * nd(rng);
+    for (auto& x : k) x = nd(rng);
+    for (auto& x : v) x = nd(rng);
+    if (su.f16) {  // both kernels read these halves
+      k16.resize(kv_n);
+      v16.resize(kv_n);
+      for (size_t i = 0; i < kv_n; ++i) {
+        k16[i] = fp32_to_fp16(k[i]);
+        v16[i] = fp32_to_fp16(v[i]);
+      }
+    }
+    pos.resize(static_cast<size_t>(su.n_head_kv) * su.n_slot);
+    max_pos = su.n_slot;
+    for (size_t i = 0; i < pos.size(); ++i) {
+      const int64_t p = static_cast<int64_t>((i * 7919) % (su.n_slot + 3));
+      switch (su.mask) {
+        case Mask::kAllVisible:
+          pos[i] = p % (su.n_slot + 1);
+          break;
+        case Mask::kMixed:
+          pos[i] = i % 5 == 0 ? -1 : p;
+          break;
+        case Mask::kMostlyMasked:
+          if ((i * 2654435761u) % 16 == 3) {
+            pos[i] = p % max_pos;
+          } else {
+            pos[i] = i % 2 ? -1 : max_pos + 1 + p;  // free, or beyond the causal limit
+          }
+          break;
+      }
+    }
+    // At least one visible state per KV head.
+    for (int g = 0; g < su.n_head_kv; ++g) pos[static_cast<size_t>(g) * su.n_slot] = 0;
+  }
+
+  bool visible(int h, int s) const {
+    const int group = su.n_head / su.n_head_kv;
+    const int64_t p = pos[static_cast<size_t>(h / group) * su.n_slot + s];
+    return p >= 0 && p <= max_pos;
+  }
+
+  AttentionArgs args(float* out, float* probs, float* scratch) const {
+    return {.q = q.data(),
+            .n_head = su.n_head,
+            .n_head_kv = su.n_head_kv,
+            .head_dim = su.head_dim,
+            .n_slot = su.n_slot,
+            .k = su.f16 ? static_cast<const void*>(k16.data()) : k.data(),
+            .v = su.f16 ? static_cast<const void*>(v16.data()) : v.data(),
+            .kv_f16 = su.f16,
+            .pos = pos.data(),
+            .max_pos = max_pos,
+            .scale = 1.f / std::sqrt(static_cast<float>(su.head_dim)),
+            .out = out,
+            .probs = probs,
+            .scratch = scratch};
+  }
+};
+
+// attention() with probs against attention_ref: outputs within 1e-5 relative, probabilities
+// within 1e-6 absolute, unseen slots exactly 0, rows summing to 1.
+void expect_matches_ref(const Problem& pb) {
+  const Shape& su = pb.su;
+  std::vector<float> out(su.n_head * su.head_dim, -7.f), out_ref(out.size());
+  std::vector<float> probs(static_cast<size_t>(su.n_head) * su.n_slot, -1.f);
+  std::vector<float> probs_ref(probs.size(), -1.f);
+  std::vector<float> scratch(su.n_slot);
+  attention(pb.args(out.data(), probs.data(), scratch.data()));
+  attention_ref(pb.args(out_ref.data(), probs_ref.data(), scratch.data()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_NEAR(out[i], out_ref[i], 1e-5 * std::max(1.f, std::fabs(out_ref[i]))) << "out " << i;
+  }
+  for (int h = 0; h < su.n_head; ++h) {
+    double sum = 0;
+    for (int s = 0; s < su.n_slot; ++s) {
+      const size_t i = static_cast<size_t>(h) * su.n_slot + s;
+      ASSERT_NEAR(probs[i], probs_ref[i], 1e-6) << "head " << h << " slot " << s;
+      if (!pb.visible(h, s)) {
+        ASSERT_EQ(probs[i], 0.f) << "unseen slot got a score";
+      }
+      sum += probs[i];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "head " << h;
+  }
+}
+
+// Every way of calling attention() gives the same bits as one call with probs: no probs (one-row
+// and whole-group scratch) and head ranges that start and end inside GQA groups. Rows outside a
+// call's range are left alone.
+void expect_call_invariance(const Problem& pb) {
+  const Shape& su = pb.su;
+  const size_t out_n = static_cast<size_t>(su.n_head) * su.head_dim;
+  const size_t probs_n = static_cast<size_t>(su.n_head) * su.n_slot;
+  const int group = su.n_head / su.n_head_kv;
+  std::vector<float> out(out_n), probs(probs_n), scratch(su.n_slot);
+  attention(pb.args(out.data(), probs.data(), scratch.data()));
+
+  for (int64_t rows : {1, 2, group}) {
+    std::vector<float> out2(out_n, -7.f), scratch2(static_cast<size_t>(rows) * su.n_slot);
+    AttentionArgs a = pb.args(out2.data(), nullptr, scratch2.data());
+    a.scratch_size = static_cast<int64_t>(scratch2.size());
+    attention(a);
+    ASSERT_EQ(0, std::memcmp(out2.data(), out.data(), out_n * sizeof(float))) << rows << " rows";
+  }
+  for (int width : {1, 2, 3, 5}) {
+    for (bool with_probs : {false, true}) {
+      std::vector<float> out2(out_n, -7.f), probs2(probs_n, -1.f);
+      for (int h0 = 0; h0 < su.n_head; h0 += width) {
+        const int h1 = std::min(su.n_head, h0 + width);
+        std::vector<float> scratch2(static_cast<size_t>(h1 - h0) * su.n_slot);
+        AttentionArgs a =
+            pb.args(out2.data(), with_probs ? probs2.data() : nullptr, scratch2.data());
+        a.scratch_size = static_cast<int64_t>(scratch2.size());
+        a.head_begin = h0;
+        a.head_end = h1;
+        attention(a);
+        // Heads past this range are untouched so far.
+        for (size_t i = static_cast<size_t>(h1) * su.head_dim; i < out_n; ++i) {
+          ASSERT_EQ(out2[i], -7.f) << "range [" << h0 << ", " << h1 << ") wrote out " << i;
+        }
+        for (size_t i = static_cast<size_t>(h1) * su.n_slot; i < probs_n; ++i) {
+          ASSERT_EQ(probs2[i], -1.f) << "range [" << h0 << ", " << h1 << ") wrote probs " << i;
+        }
+      }
+      ASSERT_EQ(0, std::memcmp(out2.data(), out.data(), out_n * sizeof(float))) << width;
+      if (with_probs) {
+        ASSERT_EQ(0, std::memcmp(probs2.data(), probs.data(), probs_n * sizeof(float))) << width;
+      }
+    }
+  }
+}
+
+class AttentionVsRef : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(AttentionVsRef, Matches) { expect_matches_ref(Problem(GetParam())); }
+
+TEST_P(AttentionVsRef, SameBitsForEveryCallShape) { expect_call_invariance(Problem(GetParam())); }
+
+std::vector<Shape> shapes() {
+  std::vector<Shape> v = {
+      {1, 1, 8, 1, false},
+      {8, 4, 8, 7, false},
+      {8, 2, 32, 33, false},
+      {8, 2, 32, 33, true},
+      {32, 4, 64, 513, false},
+      {9, 3, 64, 129, true},
+      // head_dim that no full vector divides: 8- and 4-lane and scalar paths.
+      {6, 2, 40, 33, false},
+      {6, 2, 20, 65, true},
+      {4, 1, 6, 17, false},
+      {4, 4, 3, 9, true},
+      // Groups wider than the 16 heads processed together.
+      {20, 1, 16, 70, false},
+  };
+  int i = 0;
+  for (int group : {1, 3, 8, 16}) {
+    for (int head_dim : {8, 64, 128}) {
+      for (int n_slot : {1, 7, 33, 513, 4097}) {
+        for (bool f16 : {false, true}) {
+          // Keep the double-precision reference affordable for the big shapes.
+          const int n_head_kv = n_slot * group * head_dim > (1 << 20) ? 1 : 2;
+          const Mask mask = static_cast<Mask>(i++ % 3);
+          v.push_back({group * n_head_kv, n_head_kv, head_dim, n_slot, f16, mask});
+        }
+      }
+    }
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionVsRef, ::testing::ValuesIn(shapes()), shape_name);
+
+// A few shapes on every SIMD target this CPU supports (the run-time dispatch only ever picks the
+// best one), including partial groups.
+TEST(Attention, EveryTarget) {
+  const std::vector<Shape> some = {
+      {8, 2, 64, 33, false, Mask::kMixed},      {6, 2, 64, 70, true, Mask::kAllVisible},
+      {3, 1, 8, 7, false, Mask::kMostlyMasked}, {16, 1, 128, 129, true, Mask::kMixed},
+      {6, 2, 20, 65, false, Mask::kMixed},      {4, 1, 6, 17, true, Mask::kMixed},
+  };
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (const Shape& s : some) {
+      const Problem pb(s, 11);
+      expect_matches_ref(pb);
+      expect_call_invariance(pb);
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// No visible state at all (a caller bug, but defined): output 0, probabilities 0.
+TEST(Attention, NothingVisible) {
+  Problem pb({4, 2, 16, 9, false, Mask::kMixed});
+  std::fill(pb.pos.begin(), pb.pos.end(), -1);
+  std::vector<float> out(4 * 16, 1.f), probs(4 * 9, 1.f), scratch(9);
+  attention(pb.args(out.data(), probs.data(), scratch.data()));
+  for (float x : out) EXPECT_EQ(x, 0.f);
+  for (float x : probs) EXPECT_EQ(x, 0.f);
+}
+
+// Near-equal large scores: max subtraction keeps exp from overflowing, and probabilities that
+// differ only in the last bits of the score stay ordered as in the reference.
+TEST(Attention, LargeScoresAndNearTies) {
+  const int hd = 16, n_slot = 40;
+  std::vector<float> q(hd, 0.f), k(static_cast<size_t>(n_slot) * hd, 0.f), v(k.size());
+  q[0] = 1.f;
+  for (int s = 0; s < n_slot; ++s) {
+    k[static_cast<size_t>(s) * hd] = 200.f + static_cast<float>(s % 4) * 1e-4f;
+    for (int i = 0; i < hd; ++i) v[static_cast<size_t>(s) * hd + i] = static_cast<float>(s - i);
+  }
+  std::vector<int64_t> pos(n_slot);
+  for (int s = 0; s < n_slot; ++s) pos[s] = s;
+  std::vector<float> out(hd), out_ref(hd), probs(n_slot), probs_ref(n_slot), scratch(n_slot);
+  AttentionArgs a{.q = q.data(),
+                  .n_head = 1,
+                  .n_head_kv = 1,
+                  .head_dim = hd,
+                  .n_slot = n_slot,
+                  .k = k.data(),
+                  .v = v.data(),
+                  .pos = pos.data(),
+                  .max_pos = n_slot,
+                  .scale = 1.f,
+                  .out = out.data(),
+                  .probs = probs.data(),
+                  .scratch = scratch.data()};
+  attention(a);
+  AttentionArgs r = a;
+  r.out = out_ref.data();
+  r.probs = probs_ref.data();
+  attention_ref(r);
+  for (int i = 0; i < hd; ++i) EXPECT_NEAR(out[i], out_ref[i], 1e-5 * std::fabs(out_ref[i]) + 1e-6);
+  for (int s = 0; s < n_slot; ++s) {
+    ASSERT_TRUE(std::isfinite(probs[s]));
+    EXPECT_NEAR(probs[s], probs_ref[s], 1e-7);
+    if (s >= 4) {
+      EXPECT_EQ(probs[s], probs[s - 4]) << "equal scores, equal probabilities";
+    }
+  }
+  EXPECT_LT(probs[0], probs[3]);
+}
+
+// By hand: two states with scores 0 and ln(3) -> probabilities 1/4 and 3/4.
+TEST(Attention, HandComputed) {
+  const float q[2] = {1.f, 0.f};
+  const float k[4] = {0.f, 5.f, std::log(3.f), 1.f};
+  const float v[4] = {4.f, 0.f, 0.f, 8.f};
+  const int64_t pos[2] = {0, 1};
+  float out[2], probs[2], scratch[2];
+  attention({.q = q,
+             .n_head = 1,
+             .n_head_kv = 1,
+             .head_dim = 2,
+             .n_slot = 2,
+             .k = k,
+             .v = v,
+             .pos = pos,
+             .max_pos = 1,
+             .scale = 1.f,
+             .out = out,
+             .probs = probs,
+             .scratch = scratch});
+  EXPECT_NEAR(probs[0], 0.25f, 1e-6);
+  EXPECT_NEAR(probs[1], 0.75f, 1e-6);
+  EXPECT_NEAR(out[0], 1.f, 1e-6);
+  EXPECT_NEAR(out[1], 6.f, 1e-6);
+}
+
+}  // namespace
+}  // namespace tova::kernels
