@@ -4,13 +4,16 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "kernels/matmul_f32act.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 
 namespace tova::model {
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& path,
+                                           const ModelOptions& options) {
   auto m = std::unique_ptr<Model>(new Model());
+  m->options_ = options;
   TOVA_ASSIGN_OR_RETURN(m->file_, io::GgufFile::open(path));
   TOVA_ASSIGN_OR_RETURN(m->config_, load_config(*m->file_));
   TOVA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_));
@@ -26,6 +29,15 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, kv::KvT
                                .policy = policy,
                                .kv_type = kv_type,
                                .max_new = max_new};
+}
+
+void Model::matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok, float* y,
+                   ThreadPool& pool) const {
+  if (options_.f32_activations) {
+    kernels::matmul_f32_activations(w, x, n_tok, y, pool);
+  } else {
+    kernels::matmul(w, x, n_tok, y, pool);
+  }
 }
 
 namespace {
@@ -208,9 +220,9 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
       kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                         c.rms_eps);
     }
-    kernels::matmul(L.wq, s.xb.data(), n, s.q.data(), pool);
-    kernels::matmul(L.wk, s.xb.data(), n, s.k.data(), pool);
-    kernels::matmul(L.wv, s.xb.data(), n, s.v.data(), pool);
+    matmul(L.wq, s.xb.data(), n, s.q.data(), pool);
+    matmul(L.wk, s.xb.data(), n, s.k.data(), pool);
+    matmul(L.wv, s.xb.data(), n, s.v.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
       if (c.qkv_bias) {
         kernels::add(&s.q[i * q_dim], L.bq.data(), q_dim);
@@ -222,16 +234,16 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
       kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, c.rope);
     }
     attend_layer(il, batch, s, pool);
-    kernels::matmul(L.wo, s.att.data(), n, s.xb.data(), pool);
+    matmul(L.wo, s.att.data(), n, s.xb.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
       kernels::add(&s.x[i * c.n_embd], &s.xb[i * c.n_embd], c.n_embd);
       kernels::rms_norm(&s.x[i * c.n_embd], L.ffn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                         c.rms_eps);
     }
-    kernels::matmul(L.w_gate, s.xb.data(), n, s.hb.data(), pool);
-    kernels::matmul(L.w_up, s.xb.data(), n, s.hb2.data(), pool);
+    matmul(L.w_gate, s.xb.data(), n, s.hb.data(), pool);
+    matmul(L.w_up, s.xb.data(), n, s.hb2.data(), pool);
     kernels::silu_mul(s.hb.data(), s.hb2.data(), n * c.n_ff);
-    kernels::matmul(L.w_down, s.hb.data(), n, s.xb.data(), pool);
+    matmul(L.w_down, s.hb.data(), n, s.xb.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
       kernels::add(&s.x[i * c.n_embd], &s.xb[i * c.n_embd], c.n_embd);
     }
@@ -251,7 +263,7 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
                       c.n_embd, c.rms_eps);
     ++n_out;
   }
-  if (n_out > 0) kernels::matmul(w.output, s.logit_in.data(), n_out, logits, pool);
+  if (n_out > 0) matmul(w.output, s.logit_in.data(), n_out, logits, pool);
   return ok_status();
 }
 

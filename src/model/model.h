@@ -33,9 +33,17 @@ struct ForwardScratch {
   std::vector<int64_t> pos;                                     // [n_tok]
 };
 
+struct ModelOptions {
+  // Keep activations in float32 for quantized weights too (dequantize rows, float dot
+  // products) instead of rounding them to Q8 blocks for int8 dot products as llama.cpp does.
+  // Slower; computes what the weights mean, for comparisons with a float64 reference.
+  bool f32_activations = false;
+};
+
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> load(const std::string& path);
+  static Result<std::unique_ptr<Model>> load(const std::string& path,
+                                             const ModelOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const io::GgufFile& file() const { return *file_; }
@@ -55,12 +63,15 @@ class Model {
 
  private:
   Model() = default;
+  void matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok, float* y,
+              ThreadPool& pool) const;
   void attend_layer(int il, std::span<const BatchToken> batch, ForwardScratch& s,
                     ThreadPool& pool) const;
 
   std::unique_ptr<io::GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
+  ModelOptions options_;
 };
 
 }  // namespace tova::model

@@ -1,0 +1,240 @@
+// tova bench: prompt-processing and decode speed, in the spirit of llama-bench (same tests,
+// same table), so both engines can be run on the same files and compared.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "eval/bench.h"
+#include "kernels/quant.h"
+#include "kv/policy_registry.h"
+
+namespace tova::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = s.find(',', at);
+    out.push_back(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+// "512,1024" -> {512, 1024}; every entry an integer in [lo, hi].
+Result<std::vector<int>> parse_int_list(const std::string& flag, const std::string& s, int lo,
+                                        int hi) {
+  std::vector<int> v;
+  for (const std::string& item : split_list(s)) {
+    int x = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || x < lo || x > hi) {
+      return make_error("{}: '{}' is not a list of integers in [{}, {}] (e.g. 512,1024)", flag, s,
+                        lo, hi);
+    }
+    v.push_back(x);
+  }
+  return v;
+}
+
+std::string format_size(uint64_t b) {
+  return b < (1ull << 30) ? fmt::format("{:.2f} MiB", b / 1024.0 / 1024.0)
+                          : fmt::format("{:.2f} GiB", b / 1024.0 / 1024.0 / 1024.0);
+}
+
+std::string format_params(uint64_t n) {
+  return n < 1'000'000'000 ? fmt::format("{:.2f} M", n / 1e6) : fmt::format("{:.2f} B", n / 1e9);
+}
+
+std::string kv_type_name(kv::KvType t) { return t == kv::KvType::kF16 ? "f16" : "f32"; }
+
+void print_markdown(const std::vector<eval::BenchResult>& results) {
+  const std::vector<std::string> head = {"model", "size",     "params", "type",
+                                         "threads", "kv cache", "test",   "t/s"};
+  std::vector<std::vector<std::string>> rows;
+  for (const eval::BenchResult& r : results) {
+    rows.push_back({fmt::format("{} {}", r.model.arch, r.model.size_label),
+                    format_size(r.model.n_bytes), format_params(r.model.n_params),
+                    r.model.weight_type, std::to_string(r.test.n_threads),
+                    r.test.cache_label() + " " + kv_type_name(r.test.cache.kv_type),
+                    r.test.name(), fmt::format("{:.2f} ± {:.2f}", r.avg_ts, r.stddev_ts)});
+  }
+  std::vector<size_t> width(head.size());
+  // Width in code points, so "±" counts as one column.
+  auto cols = [](const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  for (size_t i = 0; i < head.size(); ++i) {
+    width[i] = cols(head[i]);
+    for (const auto& row : rows) width[i] = std::max(width[i], cols(row[i]));
+  }
+  // Text columns align left, numbers right, as llama-bench does.
+  auto right = [](size_t i) { return i == 1 || i == 2 || i == 4 || i == 7; };
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s = "|";
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const std::string pad(width[i] - cols(cells[i]), ' ');
+      s += " " + (right(i) ? pad + cells[i] : cells[i] + pad) + " |";
+    }
+    fmt::print("{}\n", s);
+  };
+  line(head);
+  std::string rule = "|";
+  for (size_t i = 0; i < head.size(); ++i) {
+    rule += " " + std::string(width[i] - 1, '-') + (right(i) ? ":" : "-") + " |";
+  }
+  fmt::print("{}\n", rule);
+  for (const auto& row : rows) line(row);
+  fmt::print("\nsimd: {}\n", kernels::simd_target_name());
+}
+
+void print_json(const std::vector<eval::BenchResult>& results) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const eval::BenchResult& r : results) {
+    list.push_back({
+        {"model_filename", r.model.filename},
+        {"model_type", r.model.model_type},
+        {"model_size", r.model.n_bytes},
+        {"model_n_params", r.model.n_params},
+        {"simd_target", kernels::simd_target_name()},
+        {"n_batch", r.n_batch},
+        {"n_threads", r.test.n_threads},
+        {"kv_policy", r.test.cache.policy.label()},
+        {"kv_budget", r.test.cache.policy.bounded() ? r.test.cache.policy.budget : -1},
+        {"kv_prefill", r.test.cache.prefill.label()},
+        {"kv_type", kv_type_name(r.test.cache.kv_type)},
+        {"test", r.test.name()},
+        {"n_prompt", r.test.n_prompt},
+        {"n_gen", r.test.n_gen},
+        {"n_depth", r.test.n_depth},
+        {"avg_ns", r.avg_ns},
+        {"stddev_ns", r.stddev_ns},
+        {"avg_ts", r.avg_ts},
+        {"stddev_ts", r.stddev_ts},
+        {"samples_ns", r.samples_ns},
+        {"samples_ts", r.samples_ts},
+        {"kv_bytes", r.kv_bytes},
+        {"read_bytes_per_token", r.read_bytes_per_token},
+        {"read_gbps", r.read_gbps},
+    });
+  }
+  fmt::print("{}\n", list.dump(2));
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  struct Flags {
+    std::string model;
+    std::string n_prompt = "512";
+    std::string n_gen = "128";
+    std::string n_depth = "0";
+    std::string threads;  // empty: every core
+    int n_batch = 512;
+    int repetitions = 5;
+    std::string output = "md";
+    std::string policy = "full";
+    std::string budget = "0";
+    std::string prefill = "exact";
+    std::string kv_type = "f32";
+    uint64_t seed = 1234;
+    bool no_warmup = false;
+    bool progress = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "prompt-processing (pp) and decode (tg) speed, like llama-bench");
+  cmd->add_option("-m,--model", flags->model, "GGUF model file (default: bundled stories260K)");
+  cmd->add_option("-p,--n-prompt", flags->n_prompt, "prompt lengths, comma-separated (0: none)")
+      ->capture_default_str();
+  cmd->add_option("-n,--n-gen", flags->n_gen, "decode lengths, comma-separated (0: none)")
+      ->capture_default_str();
+  cmd->add_option("-d,--n-depth", flags->n_depth,
+                  "tokens in the cache before each test (untimed), comma-separated")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", flags->threads,
+                  "thread counts, comma-separated (default: all cores)");
+  cmd->add_option("-b,--batch-size", flags->n_batch, "prompt tokens per forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("-r,--repetitions", flags->repetitions, "runs of each test")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("-o,--output", flags->output, "output format: md | json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"md", "json"}));
+  cmd->add_option("--kv-policy", flags->policy,
+                  "KV policies NAME[:ARG], comma-separated (" + kv::policy_choices() + ")")
+      ->capture_default_str();
+  cmd->add_option("--kv-budget", flags->budget,
+                  "states kept per layer k (bounded policies), comma-separated");
+  cmd->add_option("--kv-prefill", flags->prefill,
+                  "how the depth and pp tokens join the cache: exact | chunk:C | chunk:inf")
+      ->capture_default_str();
+  cmd->add_option("--kv-type", flags->kv_type, "K/V storage types: f32 | f16, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("-s,--seed", flags->seed, "seed of the random token ids")->capture_default_str();
+  cmd->add_flag("--no-warmup", flags->no_warmup, "skip the warmup run of each test");
+  cmd->add_flag("--progress", flags->progress, "report progress on stderr");
+  cmd->callback([flags] {
+    const Flags& f = *flags;
+    eval::BenchOptions o;
+    auto check = [](auto r) {
+      if (!r.ok()) throw CLI::RuntimeError(fail(r.message()));
+      return std::move(*r);
+    };
+    o.n_prompt = check(parse_int_list("-p", f.n_prompt, 0, 1 << 20));
+    o.n_gen = check(parse_int_list("-n", f.n_gen, 0, 1 << 20));
+    o.n_depth = check(parse_int_list("-d", f.n_depth, 0, 1 << 22));
+    o.n_threads = f.threads.empty() ? std::vector<int>{ModelFlags{}.n_threads()}
+                                    : check(parse_int_list("-t", f.threads, 1, 1024));
+    const std::vector<int> budgets = check(parse_int_list("--kv-budget", f.budget, 0, 1 << 24));
+    const runtime::PrefillMode prefill = check(runtime::parse_prefill(f.prefill));
+    o.caches.clear();
+    for (const std::string& type_text : split_list(f.kv_type)) {
+      const kv::KvType kv_type = check(runtime::parse_kv_type(type_text));
+      for (const std::string& policy : split_list(f.policy)) {
+        bool unbounded_done = false;
+        for (int budget : budgets) {
+          const kv::PolicySpec spec = check(kv::parse_policy(policy, budget));
+          if (!spec.bounded()) {
+            if (unbounded_done) continue;  // the budget means nothing to `full`
+            unbounded_done = true;
+          }
+          o.caches.push_back({.policy = spec, .kv_type = kv_type, .prefill = prefill});
+        }
+      }
+    }
+    o.n_batch = f.n_batch;
+    o.repetitions = f.repetitions;
+    o.warmup = !f.no_warmup;
+    o.seed = f.seed;
+    if (f.progress) {
+      o.on_progress = [](const eval::BenchProgress& p) {
+        fmt::print(stderr, "tova bench: test {}/{} {}: {}{}\n", p.index + 1, p.n_cases, p.name,
+                   p.phase, p.phase == "warmup" ? "" : fmt::format(" {}", p.repetition + 1));
+      };
+    }
+    const std::string path = f.model.empty() ? bundled_model_path() : f.model;
+    auto lm = load_model(path, /*need_tokenizer=*/false);
+    if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
+    auto results = eval::run_bench(*lm->model, path, o);
+    if (!results.ok()) throw CLI::RuntimeError(fail(results.message()));
+    if (f.output == "json") {
+      print_json(*results);
+    } else {
+      print_markdown(*results);
+    }
+  });
+}
+
+}  // namespace tova::cli

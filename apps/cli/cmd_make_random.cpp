@@ -1,0 +1,83 @@
+// tova make-random: a random-weight GGUF of a real model's shape with a real vocabulary, for
+// benchmarks (ours and llama.cpp's on the same file).
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "commands.h"
+#include "common.h"
+#include "core/timer.h"
+#include "model/random_model.h"
+
+namespace tova::cli {
+
+namespace {
+
+// Where the shared vocabularies may be: $TOVA_SHARED_DIR/vocab, then ../shared/vocab next to
+// the source tree (the executable lives in REPO/BUILD/bin), then relative to the working folder.
+std::vector<std::string> vocab_dirs() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("TOVA_SHARED_DIR"); env != nullptr && *env != '\0') {
+    dirs.push_back((fs::path(env) / "vocab").string());
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back((exe.parent_path() / "../../../shared/vocab").lexically_normal());
+  dirs.push_back("../shared/vocab");
+  dirs.push_back("shared/vocab");
+  return dirs;
+}
+
+}  // namespace
+
+void add_make_random_command(CLI::App& app) {
+  struct Flags {
+    std::string shape;
+    std::string type = "q4_0";
+    std::string out;
+    std::string vocab;
+    uint64_t seed = 1;
+    int threads = 0;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "make-random", "write a random-weight GGUF of a real model's shape (for benchmarks)");
+  cmd->add_option("--shape", flags->shape, "model shape (" + model::random_shape_choices() + ")")
+      ->required();
+  cmd->add_option("--type", flags->type, "weight type (" + model::random_type_choices() + ")")
+      ->capture_default_str();
+  cmd->add_option("-o,--out", flags->out, "output GGUF file")->required();
+  cmd->add_option("--vocab", flags->vocab,
+                  "GGUF whose tokenizer.* keys to copy (default: the shape's vocabulary in "
+                  "$TOVA_SHARED_DIR/vocab or ../shared/vocab)");
+  cmd->add_option("-s,--seed", flags->seed, "random seed")->capture_default_str();
+  cmd->add_option("-t,--threads", flags->threads, "threads to use (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->callback([flags] {
+    const Flags& f = *flags;
+    auto shape = model::find_random_shape(f.shape);
+    if (!shape.ok()) throw CLI::RuntimeError(fail(shape.message()));
+    auto type = model::parse_random_type(f.type);
+    if (!type.ok()) throw CLI::RuntimeError(fail(type.message()));
+    std::string vocab = f.vocab;
+    if (vocab.empty()) {
+      const std::vector<std::string> dirs = vocab_dirs();
+      auto found = model::find_vocab(*shape, dirs);
+      if (!found.ok()) throw CLI::RuntimeError(fail(found.message()));
+      vocab = *found;
+    }
+    ModelFlags threads{.threads = f.threads};
+    ThreadPool pool(threads.n_threads());
+    Timer t;
+    auto st = model::write_random_model(
+        {.shape = *shape, .type = *type, .vocab_path = vocab, .seed = f.seed}, f.out, pool);
+    if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
+    fmt::print(stderr, "wrote {}: {} shape, {} weights, {} tensors, {:.2f} M params, {} in {:.1f} s\n",
+               f.out, shape->description, type_name(*type), st->n_tensors, st->n_params / 1e6,
+               format_bytes(st->n_bytes), t.seconds());
+  });
+}
+
+}  // namespace tova::cli

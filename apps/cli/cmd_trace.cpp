@@ -1,0 +1,198 @@
+// tova trace: which tokens a policy keeps, layer by layer, on one sequence fed token by token.
+// A summary on stdout; trace.json (raw numbers) and a heat map in --out.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.h"
+#include "common.h"
+#include "core/timer.h"
+#include "eval/output_dir.h"
+#include "eval/plots.h"
+#include "eval/progress.h"
+#include "eval/report.h"
+#include "eval/trace.h"
+
+namespace tova::cli {
+
+namespace {
+
+// A token's stored text, made safe for one table cell.
+std::string cell_text(const std::string& t) {
+  std::string s;
+  for (char c : t) {
+    if (c == '\n') {
+      s += "\\n";
+    } else if (c == '|') {
+      s += "\\|";
+    } else if (c == '`') {
+      s += "'";
+    } else {
+      s += c;
+    }
+  }
+  return "`" + s + "`";
+}
+
+}  // namespace
+
+void add_trace_command(CLI::App& app) {
+  struct Flags {
+    ModelFlags model;
+    CacheFlags cache;
+    std::string text_file;
+    std::string tokens_file;
+    int ctx = 0;
+    std::string out;
+    bool force = false;
+    int top = 20;
+    bool no_plot = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "trace", "record which tokens a policy keeps, per layer, on one sequence");
+  flags->model.add(*cmd);
+  auto* file_opt = cmd->add_option("-f,--file", flags->text_file,
+                                    "text to feed (BOS + its tokens, up to --ctx)");
+  cmd->add_option("--tokens", flags->tokens_file,
+                  "JSON list of token ids to feed instead of -f (used as given)")
+      ->excludes(file_opt);
+  cmd->add_option("--ctx", flags->ctx,
+                  "tokens to feed at most (default: the model's training context)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--out", flags->out, "write trace.json and trace.png into this folder")
+      ->required();
+  cmd->add_flag("--force", flags->force, "replace a non-empty --out folder");
+  cmd->add_option("--top", flags->top, "token strings to list, kept longest first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  cmd->add_flag("--no-plot", flags->no_plot, "do not draw trace.png (no gnuplot needed)");
+  flags->cache.add(*cmd);
+  cmd->footer(
+      "Survival of the token at position p: the number of later tokens whose attention "
+      "included it, i.e. e - p if the policy evicted it at step e (after that step's "
+      "attention), or T - 1 - p if it is still held after the last of T tokens (alive at "
+      "end). Prefill is always exact (one token per step).");
+  cmd->callback([flags] {
+    const Flags& f = *flags;
+    Timer wall;
+    if (f.cache.prefill != "exact") {
+      throw CLI::RuntimeError(fail("tova trace feeds one token per step; --kv-prefill must be "
+                                   "exact"));
+    }
+    auto cache = f.cache.options();
+    if (!cache.ok()) throw CLI::RuntimeError(fail(cache.message()));
+    if (f.text_file.empty() && f.tokens_file.empty()) {
+      throw CLI::RuntimeError(fail("nothing to feed: give a text (-f) or token ids (--tokens)"));
+    }
+    auto lm = load_model(f.model.model_path(), true);
+    if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
+    const model::Model& m = *lm->model;
+    const tok::Tokenizer& tk = *lm->tokenizer;
+    const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 0 ? m.config().n_ctx_train
+                                                                      : 512);
+    if (cache->policy.bounded() && cache->policy.budget > ctx) {
+      throw CLI::RuntimeError(fail(fmt::format("budget {} is above the context of {} tokens",
+                                               cache->policy.budget, ctx)));
+    }
+    auto out = eval::OutputDir::create(f.out, f.force);
+    if (!out.ok()) throw CLI::RuntimeError(fail(out.message()));
+
+    std::vector<int32_t> ids;
+    const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
+    if (!f.tokens_file.empty()) {
+      auto t = read_token_file(f.tokens_file);
+      if (!t.ok()) throw CLI::RuntimeError(fail(t.message()));
+      ids = std::move(t).value();
+    } else {
+      auto text = read_text_file(f.text_file);
+      if (!text.ok()) throw CLI::RuntimeError(fail(text.message()));
+      if (text->empty()) throw CLI::RuntimeError(fail("'" + f.text_file + "' is empty"));
+      if (tk.bos() >= 0) ids.push_back(tk.bos());
+      const std::vector<int32_t> body = tk.encode(*text, false);
+      ids.insert(ids.end(), body.begin(), body.end());
+    }
+    if (ids.empty()) throw CLI::RuntimeError(fail("'" + input + "' gives no tokens"));
+    if (static_cast<int>(ids.size()) > ctx) ids.resize(ctx);
+
+    ThreadPool pool(f.model.n_threads());
+    eval::TraceOptions to{.policy = cache->policy, .kv_type = cache->kv_type};
+    const bool tty = ::isatty(2) != 0;
+    Timer t;
+    if (tty) {
+      to.on_progress = [&t, last = -1.0](int64_t done, int64_t total) mutable {
+        if (t.seconds() - last < 0.1 && done < total) return;  // ~10 redraws/s
+        last = t.seconds();
+        fmt::print(stderr, "\r{}", eval::progress_line(done, total, t.seconds()));
+        std::fflush(stderr);
+      };
+    }
+    auto res = eval::run_trace(m, pool, ids, to);
+    if (tty) fmt::print(stderr, "\r\033[K");
+    if (!res.ok()) throw CLI::RuntimeError(fail(res.message()));
+    const eval::TraceResult& r = *res;
+    auto text_of = [&tk](int32_t id) { return tk.token_text(id); };
+
+    const std::string title = fmt::format(
+        "{} on {}: {}, k = {}, {} tokens",
+        std::filesystem::path(f.model.model_path()).filename().string(),
+        std::filesystem::path(input).filename().string(), r.policy,
+        r.budget >= 0 ? std::to_string(r.budget) : "unbounded", r.n_tokens);
+    fmt::print("## Trace: {}\n\n", title);
+    fmt::print("Survival = later tokens whose attention included the token (see --help).\n\n");
+    auto num = [](double v, const char* f) {
+      return std::isfinite(v) ? fmt::format(fmt::runtime(f), v) : std::string("-");
+    };
+    fmt::print("| layer | first token survival | median survival (evicted) | p90 (evicted) "
+               "| evicted on arrival | survived >= 2k | recent k/2 share |\n"
+               "|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int il = 0; il < r.n_layer; ++il) {
+      fmt::print("| {} | {:.1f} | {} | {} | {} | {} | {} |\n", il, r.first_token_survival[il],
+                 num(r.survival_median[il], "{:.1f}"), num(r.survival_p90[il], "{:.1f}"),
+                 num(r.evicted_on_arrival[il] * 100, "{:.1f}%"),
+                 num(r.kept_over_2k[il] * 100, "{:.1f}%"), num(r.recent_share[il], "{:.3f}"));
+    }
+    if (std::isfinite(r.recent_share_mean)) {
+      fmt::print("\nShare of held states among the k/2 most recent positions, mean over layers "
+                 "and the steps that evict: {:.3f} (0.5 by construction for window, sink and h2o "
+                 "with an even k)\n",
+                 r.recent_share_mean);
+    }
+    if (f.top > 0) {
+      fmt::print("\nToken strings kept longest (mean survival over layers, KV heads and "
+                 "occurrences):\n\n| rank | token | mean survival | count |\n|---:|---|---:|---:|\n");
+      int rank = 0;
+      for (const eval::TokenSurvival& ts : eval::longest_kept(r, text_of, f.top)) {
+        fmt::print("| {} | {} | {:.1f} | {} |\n", ++rank, cell_text(ts.text), ts.mean_survival,
+                   ts.count);
+      }
+    }
+
+    const nlohmann::ordered_json header = {
+        {"model", f.model.model_path()},
+        {"text", f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file) : nlohmann::ordered_json()},
+        {"tokens_file", f.tokens_file.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.tokens_file)},
+        {"ctx", ctx},
+        {"kv_type", f.cache.kv_type},
+        {"trace_seconds", r.seconds},
+        {"wall_seconds", wall.seconds()},
+    };
+    eval::OutputDir& od = **out;
+    auto st = eval::write_file(od.file("trace.json"),
+                               eval::trace_json(r, header, text_of, f.top).dump() + "\n");
+    if (st.ok() && !f.no_plot) {
+      st = eval::plot_trace(r, title, od.tmp_path());
+      if (!st.ok()) st = make_error("{} (--no-plot skips the plot)", st.message());
+    }
+    if (st.ok()) st = od.commit();
+    if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
+    fmt::print(stderr, "traced {} tokens in {:.2f} s; wrote trace.json{} to {}\n", r.n_tokens,
+               r.seconds, f.no_plot ? "" : ", trace.png", od.path());
+  });
+}
+
+}  // namespace tova::cli

@@ -1,0 +1,83 @@
+// Internals shared by matmul.cpp (planning, threading) and matmul_simd.cpp (the per-target
+// kernels): the activation buffer and the dispatching entry points.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+#include "core/dtype.h"
+#include "kernels/matmul.h"
+
+namespace tova::kernels::detail {
+
+// A growable, 64-byte aligned scratch buffer (contents are not kept when it grows).
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  ~AlignedBuffer() { std::free(ptr_); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+
+  template <typename T>
+  T* ensure(size_t count) {
+    const size_t bytes = count * sizeof(T);
+    if (bytes > cap_) {
+      std::free(ptr_);
+      cap_ = (bytes + 63) / 64 * 64;
+      ptr_ = std::aligned_alloc(64, cap_);
+      if (ptr_ == nullptr) throw std::bad_alloc();
+    }
+    return static_cast<T*>(ptr_);
+  }
+  template <typename T>
+  T* get() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t cap_ = 0;
+};
+
+// How the activations of one matmul call are laid out for the kernels.
+enum class ActLayout {
+  kFloatRows,   // float weights, few tokens: x itself, row by row
+  kFloatLanes,  // float weights, many tokens: [token group][n_in][lanes] floats
+  kInt8Rows,    // quantized weights, few tokens: per token qs[n_in], d[n_group], sa[n_group]
+  kInt8Lanes,   // quantized weights, many tokens: qs [token group][n_in/4][lanes][4],
+                // d and sa [token group][n_group][lanes]
+  kDecodeRows,  // Q4_0 / Q8_0 on AVX3_DL, few tokens: per token the activation groups of
+                // matmul_decode-inl.h, qs_stride bytes each
+};
+
+// Activations converted once per call. For the int8 layouts, group g of token t holds the
+// int8 values a, their scale d and sa = d * sum(a) (for Q8_1 the block's stored s), so that
+// dot(W row, x) = sum_g mul_g * d_g * <u, a>_g + (add_g - offset * mul_g) * sa_g.
+struct ActBuffer {
+  ActLayout layout = ActLayout::kFloatRows;
+  GgmlType weight_type = GgmlType::kF32;
+  int64_t n_in = 0;
+  int64_t n_tok = 0;
+  int group = 32;           // elements per scale group (int8 layouts)
+  int64_t n_group_pad = 0;  // n_in / group rounded up to 16, zero-padded
+  int lanes = 1;            // tokens per token group (lanes layouts)
+  int64_t n_tok_group = 0;
+  const float* x = nullptr;  // kFloatRows
+  AlignedBuffer qs;          // int8 values, or floats for kFloatLanes
+  AlignedBuffer d;
+  AlignedBuffer sa;
+  int64_t qs_stride = 0;  // bytes per token (rows) or per token group (lanes)
+  int64_t sc_stride = 0;  // floats per token (rows) or per token group (lanes)
+};
+
+// Chooses the layout for this call (it depends on the SIMD target) and sizes `acts`.
+void plan_acts(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x, ActBuffer* acts);
+// Converts tokens [t_begin, t_end) of x; token ranges must start at multiples of acts->lanes.
+void prepare_acts(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* acts);
+// y[t][o] for o in [o_begin, o_end) and every token.
+void matmul_rows(const WeightMatrix& w, const ActBuffer& acts, int64_t o_begin, int64_t o_end,
+                 float* y);
+
+}  // namespace tova::kernels::detail

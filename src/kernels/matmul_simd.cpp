@@ -1,0 +1,541 @@
+// The per-target matmul kernels: activation preparation, matrix-vector tiles for a few tokens
+// and register-tiled matrix-matrix kernels for many (batched decode, prompt processing).
+//
+// Few tokens (kDecodeRows / kInt8Rows / kFloatRows): weight rows are the vector lanes; a tile of
+// up to 4 rows x 4 tokens reads each weight row once per 4 tokens. Decode is bound by the bytes
+// of weights read, so this path only has to keep up with memory: Q4_0 and Q8_0 read their
+// blocks directly (matmul_decode-inl.h), the other types unpack 4 rows at a time into scratch.
+//
+// Many tokens (kInt8Lanes / kFloatLanes): tokens are the vector lanes. A weight is broadcast
+// (4 bytes = 4 int8 weights for vpdpbusd, or one float for FMA) and multiplied into 16 tokens
+// at once, so one instruction does 64 int8 MACs with no horizontal sums; a 4-row x 32-token
+// register tile reuses every activation load 4 times and every weight broadcast twice. Rows are
+// unpacked once per chunk of kRowChunk and reused for all tokens (see the loop nest below).
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "kernels/matmul_internal.h"
+#include "kernels/quant.h"
+#include "kernels/quant_blocks.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul_simd.cpp"
+#include "hwy/cache_control.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/matmul_decode-inl.h"
+#include "kernels/quant_kernels-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+#if HWY_TARGET == HWY_AVX3_DL
+#pragma GCC target("avx512vnni")
+#endif
+namespace tova::kernels::HWY_NAMESPACE {
+
+using detail::ActBuffer;
+using detail::ActLayout;
+using detail::AlignedBuffer;
+
+// Fewest tokens for which the token-lane kernels beat the row tiles (measured with
+// bench_matmul on AVX3_DL; Q4_0 / Q8_0 have the faster fused row kernel, so they switch later).
+constexpr int64_t kInt8LanesMinTokens = 8;
+constexpr int64_t kDecodeLanesMinTokens = 12;
+constexpr int64_t kFloatLanesMinTokens = 20;
+constexpr int kRowChunk = 32;  // rows unpacked together for the token-lane kernels
+
+bool IsFloatType(GgmlType t) {
+  return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16;
+}
+
+int FloatTokenLanes() { return 2 * static_cast<int>(hn::Lanes(hn::ScalableTag<float>())); }
+
+void PlanActs(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x, ActBuffer* a) {
+  a->weight_type = weight_type;
+  a->n_in = n_in;
+  a->n_tok = n_tok;
+  a->x = x;
+  if (IsFloatType(weight_type)) {
+    if (n_tok < kFloatLanesMinTokens) {
+      a->layout = ActLayout::kFloatRows;
+      a->lanes = 1;
+      return;
+    }
+    a->layout = ActLayout::kFloatLanes;
+    a->lanes = FloatTokenLanes();
+    a->n_tok_group = (n_tok + a->lanes - 1) / a->lanes;
+    a->qs_stride = n_in * a->lanes * static_cast<int64_t>(sizeof(float));
+    float* xs = a->qs.ensure<float>(static_cast<size_t>(a->n_tok_group * n_in * a->lanes));
+    if (n_tok % a->lanes != 0) {  // padding tokens must be zero
+      std::memset(xs + (a->n_tok_group - 1) * n_in * a->lanes, 0, a->qs_stride);
+    }
+    return;
+  }
+  const detail::UnpackInfo info = detail::unpack_info(weight_type);
+  a->group = info.group;
+  a->n_group_pad = PadGroups(n_in / info.group);
+#if HWY_TARGET == HWY_AVX3_DL
+  const bool has_decode_kernel = weight_type == GgmlType::kQ4_0 || weight_type == GgmlType::kQ8_0;
+  if (n_tok >= (has_decode_kernel ? kDecodeLanesMinTokens : kInt8LanesMinTokens)) {
+    a->layout = ActLayout::kInt8Lanes;
+    a->lanes = 16;
+    a->n_tok_group = (n_tok + 15) / 16;
+    a->qs_stride = n_in * 16;
+    a->sc_stride = a->n_group_pad * 16;
+    int8_t* qs = a->qs.ensure<int8_t>(static_cast<size_t>(a->n_tok_group * a->qs_stride));
+    float* d = a->d.ensure<float>(static_cast<size_t>(a->n_tok_group * a->sc_stride));
+    float* sa = a->sa.ensure<float>(static_cast<size_t>(a->n_tok_group * a->sc_stride));
+    if (n_tok % 16 != 0) {
+      const int64_t last = a->n_tok_group - 1;
+      std::memset(qs + last * a->qs_stride, 0, static_cast<size_t>(a->qs_stride));
+      std::memset(d + last * a->sc_stride, 0, static_cast<size_t>(a->sc_stride) * sizeof(float));
+      std::memset(sa + last * a->sc_stride, 0, static_cast<size_t>(a->sc_stride) * sizeof(float));
+    }
+    return;
+  }
+  if (has_decode_kernel) {
+    a->layout = ActLayout::kDecodeRows;
+    a->lanes = 1;
+    a->qs_stride = weight_type == GgmlType::kQ4_0 ? Q4_0ActBytes(n_in) : Q8_0ActBytes(n_in);
+    a->qs.ensure<uint8_t>(static_cast<size_t>(n_tok * a->qs_stride));
+    return;
+  }
+#endif
+  a->layout = ActLayout::kInt8Rows;
+  a->lanes = 1;
+  a->qs_stride = (n_in + 63) / 64 * 64;
+  a->sc_stride = a->n_group_pad;
+  a->qs.ensure<int8_t>(static_cast<size_t>(n_tok * a->qs_stride));
+  a->d.ensure<float>(static_cast<size_t>(n_tok * a->sc_stride));
+  a->sa.ensure<float>(static_cast<size_t>(n_tok * a->sc_stride));
+}
+
+void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
+  const int64_t n = a->n_in;
+  if (a->layout == ActLayout::kFloatRows) return;
+  if (a->layout == ActLayout::kFloatLanes) {
+    float* xs = a->qs.get<float>();
+    const int lanes = a->lanes;
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      float* dst = xs + (t / lanes) * n * lanes + t % lanes;
+      const float* src = x + t * n;
+      for (int64_t k = 0; k < n; ++k) dst[k * lanes] = src[k];
+    }
+    return;
+  }
+  const GgmlType act_type = vec_dot_type(a->weight_type);
+  const TypeTraits& at = type_traits(act_type);
+  const int64_t n_group = n / a->group;
+  thread_local AlignedBuffer blocks_buf, row_buf;
+  uint8_t* blocks =
+      blocks_buf.ensure<uint8_t>(static_cast<size_t>(n / at.block_size * at.type_size));
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    QuantizeActs(act_type, x + t * n, n, blocks);
+    if (a->layout == ActLayout::kInt8Rows) {
+      int8_t* qs = a->qs.get<int8_t>() + t * a->qs_stride;
+      float* d = a->d.get<float>() + t * a->sc_stride;
+      float* sa = a->sa.get<float>() + t * a->sc_stride;
+      ActRowFromBlocks(act_type, a->group, blocks, n, qs, d, sa);
+      std::fill(d + n_group, d + a->sc_stride, 0.0f);
+      std::fill(sa + n_group, sa + a->sc_stride, 0.0f);
+      continue;
+    }
+    int8_t* qs =
+        row_buf.ensure<int8_t>(static_cast<size_t>((n + 63) / 64 * 64 + 8 * a->n_group_pad));
+    float* d = reinterpret_cast<float*>(qs + (n + 63) / 64 * 64);
+    float* sa = d + a->n_group_pad;
+    ActRowFromBlocks(act_type, a->group, blocks, n, qs, d, sa);
+#if HWY_TARGET == HWY_AVX3_DL
+    if (a->layout == ActLayout::kDecodeRows) {
+      uint8_t* dst = a->qs.get<uint8_t>() + t * a->qs_stride;
+      if (a->weight_type == GgmlType::kQ4_0) {
+        PrepareQ4_0(qs, d, n, dst);
+      } else {
+        PrepareQ8_0(qs, d, n, dst);
+      }
+      continue;
+    }
+#endif
+    // kInt8Lanes: scatter the row into its token lane.
+    const int64_t tg = t / a->lanes, lane = t % a->lanes;
+    int8_t* qdst = a->qs.get<int8_t>() + tg * a->qs_stride + lane * 4;
+    for (int64_t k4 = 0; k4 < n / 4; ++k4) std::memcpy(qdst + k4 * 64, qs + 4 * k4, 4);
+    float* ddst = a->d.get<float>() + tg * a->sc_stride + lane;
+    float* sdst = a->sa.get<float>() + tg * a->sc_stride + lane;
+    for (int64_t g = 0; g < n_group; ++g) {
+      ddst[g * 16] = d[g];
+      sdst[g * 16] = sa[g];
+    }
+  }
+}
+
+// ---- few tokens: row tiles ----
+
+void FloatRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
+               float* y) {
+  float out[16];
+  for (int64_t o = o_begin; o < o_end; o += 4) {
+    const int nr = static_cast<int>(std::min<int64_t>(4, o_end - o));
+    const uint8_t* rows[4];
+    for (int r = 0; r < nr; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
+    for (int64_t t = 0; t < a.n_tok; t += 4) {
+      const int nt = static_cast<int>(std::min<int64_t>(4, a.n_tok - t));
+      const float* xs[4];
+      for (int i = 0; i < nt; ++i) xs[i] = a.x + (t + i) * a.n_in;
+      GemvFloatTile(w.type, rows, nr, xs, nt, a.n_in, out);
+      for (int r = 0; r < nr; ++r) {
+        for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * nt + i];
+      }
+    }
+  }
+}
+
+// Unpacks rows [o, o + nr) into scratch; mul/add are zero-padded to n_group_pad. With
+// `bias`, add is replaced by add - offset * mul, the per-group term the token-lane kernel uses.
+// Each row's unpack first prefetches the row `nr` rows further (if below o_end) into L2, so the
+// next call finds its rows there instead of waiting for the hardware prefetcher to ramp up.
+void UnpackRows(const WeightMatrix& w, int64_t o, int nr, int64_t o_end, int64_t u_stride,
+                int64_t n_group_pad, bool bias, uint8_t* u, float* mul, float* add) {
+  const detail::UnpackInfo info = detail::unpack_info(w.type);
+  const int64_t n_group = w.n_in / info.group;
+  for (int r = 0; r < nr; ++r) {
+    if (o + r + nr < o_end) {
+      const char* next = reinterpret_cast<const char*>(w.data + (o + r + nr) * w.row_bytes);
+      for (uint64_t line = 0; line < w.row_bytes; line += 64) {
+        hwy::Prefetch(next + line);
+      }
+    }
+    float* m = mul + r * n_group_pad;
+    float* ad = add + r * n_group_pad;
+    UnpackRow(w.type, w.data + (o + r) * w.row_bytes, w.n_in, u + r * u_stride, m, ad);
+    std::fill(m + n_group, m + n_group_pad, 0.0f);
+    std::fill(ad + n_group, ad + n_group_pad, 0.0f);
+    if (bias) {
+      const float off = static_cast<float>(info.offset);
+      for (int64_t g = 0; g < n_group; ++g) ad[g] -= off * m[g];
+    }
+  }
+}
+
+void Int8Rows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end, float* y) {
+  const detail::UnpackInfo info = detail::unpack_info(w.type);
+  const int64_t u_stride = (w.n_in + 63) / 64 * 64;
+  const int64_t ngp = a.n_group_pad;
+  thread_local AlignedBuffer u_buf, s_buf;
+  uint8_t* u = u_buf.ensure<uint8_t>(static_cast<size_t>(4 * u_stride));
+  float* mul = s_buf.ensure<float>(static_cast<size_t>(8 * ngp));
+  float* add = mul + 4 * ngp;
+  float out[16];
+  for (int64_t o = o_begin; o < o_end; o += 4) {
+    const int nr = static_cast<int>(std::min<int64_t>(4, o_end - o));
+    UnpackRows(w, o, nr, o_end, u_stride, ngp, false, u, mul, add);
+    WRow wr[4];
+    for (int r = 0; r < nr; ++r) wr[r] = {u + r * u_stride, mul + r * ngp, add + r * ngp};
+    for (int64_t t = 0; t < a.n_tok; t += 4) {
+      const int nt = static_cast<int>(std::min<int64_t>(4, a.n_tok - t));
+      ARow ar[4];
+      for (int i = 0; i < nt; ++i) {
+        ar[i] = {a.qs.get<int8_t>() + (t + i) * a.qs_stride,
+                 a.d.get<float>() + (t + i) * a.sc_stride,
+                 a.sa.get<float>() + (t + i) * a.sc_stride};
+      }
+      GemvInt8Tile(a.group, wr, nr, ar, nt, info.offset, w.n_in, ngp, out);
+      for (int r = 0; r < nr; ++r) {
+        for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * nt + i];
+      }
+    }
+  }
+}
+
+// ---- many tokens: token lanes ----
+//
+// Loop nest per thread: chunks of kRowChunk rows (unpacked once), then K in slices of
+// kLanesK, then pairs of token groups, then 4-row tiles. A K slice of one token-group pair
+// (8 KB of int8 activations) stays in L1 while all the chunk's row tiles use it, and the
+// chunk's weight slice stays in L1 across token groups. Partial sums live in a per-chunk
+// buffer [rows][tokens], written to y (token-major) once per chunk with contiguous stores:
+// scattered 4-byte stores at a stride of n_out floats halved the speed.
+
+constexpr int64_t kLanesK = 256;       // K slice, int8 (a multiple of every group size)
+constexpr int64_t kLanesKFloat = 128;  // K slice, float
+
+// y[t][o0 + r] = buf[r][t] for r < nr, t < n_tok.
+void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
+                float* y) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* dst = y + t * n_out + o0;
+    for (int r = 0; r < nr; ++r) dst[r] = buf[r * ldb + t];
+  }
+}
+
+// R rows x 2 vectors of tokens over kn elements; acc rows at buf + r * ldb.
+template <int R>
+void GemmFloatTile(const float* const* wrows, const float* xp, int64_t kn, float* buf, int64_t ldb,
+                   bool first) {
+  const hn::ScalableTag<float> df;
+  using V = hn::Vec<decltype(df)>;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  V acc[R][2];
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < 2; ++j)
+      acc[r][j] = first ? hn::Zero(df) : hn::Load(df, buf + r * ldb + j * lanes);
+  }
+  for (int64_t k = 0; k < kn; ++k) {
+    const V a0 = hn::Load(df, xp + k * 2 * lanes);
+    const V a1 = hn::Load(df, xp + k * 2 * lanes + lanes);
+    for (int r = 0; r < R; ++r) {
+      const V wv = hn::Set(df, wrows[r][k]);
+      acc[r][0] = hn::MulAdd(wv, a0, acc[r][0]);
+      acc[r][1] = hn::MulAdd(wv, a1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < 2; ++j) hn::Store(acc[r][j], df, buf + r * ldb + j * lanes);
+  }
+}
+
+void FloatLanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
+                float* y) {
+  const int64_t n = w.n_in;
+  const int lanes = a.lanes;
+  const int64_t ldb = a.n_tok_group * lanes;
+  thread_local AlignedBuffer wbuf, accbuf;
+  float* wf = wbuf.ensure<float>(static_cast<size_t>(kRowChunk * kLanesKFloat));
+  float* buf = accbuf.ensure<float>(static_cast<size_t>(kRowChunk * ldb));
+  for (int64_t o0 = o_begin; o0 < o_end; o0 += kRowChunk) {
+    const int nc = static_cast<int>(std::min<int64_t>(kRowChunk, o_end - o0));
+    for (int64_t k0 = 0; k0 < n; k0 += kLanesKFloat) {
+      const int64_t kn = std::min(kLanesKFloat, n - k0);
+      const float* rows[kRowChunk];
+      for (int r = 0; r < nc; ++r) {
+        const TypeTraits& tt = type_traits(w.type);
+        WeightsToFloat(w.type, w.data + (o0 + r) * w.row_bytes + k0 * tt.type_size, kn,
+                       wf + r * kLanesKFloat);
+        rows[r] = wf + r * kLanesKFloat;
+      }
+      for (int64_t tg = 0; tg < a.n_tok_group; ++tg) {
+        const float* xp = a.qs.get<float>() + tg * n * lanes + k0 * lanes;
+        // 8-row tiles: 16 accumulators hide the FMA latency (8 would just cover it).
+        for (int r0 = 0; r0 < nc; r0 += 8) {
+          const int nr = std::min(8, nc - r0);
+          float* b = buf + r0 * ldb + tg * lanes;
+          const bool first = k0 == 0;
+          switch (nr) {
+            case 1:
+              GemmFloatTile<1>(rows + r0, xp, kn, b, ldb, first);
+              break;
+            case 2:
+              GemmFloatTile<2>(rows + r0, xp, kn, b, ldb, first);
+              break;
+            case 3:
+              GemmFloatTile<3>(rows + r0, xp, kn, b, ldb, first);
+              break;
+            case 4:
+              GemmFloatTile<4>(rows + r0, xp, kn, b, ldb, first);
+              break;
+            case 5:
+              GemmFloatTile<5>(rows + r0, xp, kn, b, ldb, first);
+              break;
+            case 6:
+              GemmFloatTile<6>(rows + r0, xp, kn, b, ldb, first);
+              break;
+            case 7:
+              GemmFloatTile<7>(rows + r0, xp, kn, b, ldb, first);
+              break;
+            default:
+              GemmFloatTile<8>(rows + r0, xp, kn, b, ldb, first);
+              break;
+          }
+        }
+      }
+    }
+    StoreChunk(buf, ldb, nc, a.n_tok, o0, w.n_out, y);
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+
+// R rows x NT groups of 16 tokens over kn elements (pointers already at the slice start). Per
+// group g: isum = <u, a> in int32 lanes (one per token), then
+// acc += isum * (mul_g * d_g) + bias_g * sa_g. Accumulators live at buf + r * ldb + 16 * j.
+template <int G, int R, int NT>
+void GemmInt8Tile(const uint8_t* const* u, const float* const* mul, const float* const* bias,
+                  const int8_t* qsp, const float* dp, const float* sap, int64_t qs_stride,
+                  int64_t sc_stride, int64_t kn, float* buf, int64_t ldb, bool first) {
+  __m512 acc[R][NT];
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NT; ++j) {
+      acc[r][j] = first ? _mm512_setzero_ps() : _mm512_load_ps(buf + r * ldb + 16 * j);
+    }
+  }
+  for (int64_t g = 0; g < kn / G; ++g) {
+    __m512i isum[R][NT];
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < NT; ++j) isum[r][j] = _mm512_setzero_si512();
+    }
+    for (int q = 0; q < G / 4; ++q) {
+      const int64_t k = g * G + 4 * q;
+      __m512i av[NT];
+      for (int j = 0; j < NT; ++j) av[j] = _mm512_load_si512(qsp + j * qs_stride + k * 16);
+      for (int r = 0; r < R; ++r) {
+        int32_t w4;
+        std::memcpy(&w4, u[r] + k, 4);
+        const __m512i wb = _mm512_set1_epi32(w4);
+        for (int j = 0; j < NT; ++j) isum[r][j] = _mm512_dpbusd_epi32(isum[r][j], wb, av[j]);
+      }
+    }
+    __m512 dv[NT], sv[NT];
+    for (int j = 0; j < NT; ++j) {
+      dv[j] = _mm512_load_ps(dp + j * sc_stride + g * 16);
+      sv[j] = _mm512_load_ps(sap + j * sc_stride + g * 16);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512 m = _mm512_set1_ps(mul[r][g]);
+      const __m512 b = _mm512_set1_ps(bias[r][g]);
+      for (int j = 0; j < NT; ++j) {
+        acc[r][j] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][j]), _mm512_mul_ps(m, dv[j]), acc[r][j]);
+        acc[r][j] = _mm512_fmadd_ps(b, sv[j], acc[r][j]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NT; ++j) _mm512_store_ps(buf + r * ldb + 16 * j, acc[r][j]);
+  }
+}
+
+using GemmInt8Fn = void (*)(const uint8_t* const*, const float* const*, const float* const*,
+                            const int8_t*, const float*, const float*, int64_t, int64_t, int64_t,
+                            float*, int64_t, bool);
+
+template <int G>
+GemmInt8Fn PickGemmInt8For(int r, int nt) {
+  static constexpr GemmInt8Fn kTable[4][2] = {
+      {&GemmInt8Tile<G, 1, 1>, &GemmInt8Tile<G, 1, 2>},
+      {&GemmInt8Tile<G, 2, 1>, &GemmInt8Tile<G, 2, 2>},
+      {&GemmInt8Tile<G, 3, 1>, &GemmInt8Tile<G, 3, 2>},
+      {&GemmInt8Tile<G, 4, 1>, &GemmInt8Tile<G, 4, 2>},
+  };
+  return kTable[r - 1][nt - 1];
+}
+
+void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
+               float* y) {
+  const int64_t n = w.n_in;
+  const int64_t ngp = a.n_group_pad;
+  const int64_t ldb = a.n_tok_group * 16;
+  const int group = a.group;
+  thread_local AlignedBuffer u_buf, s_buf, accbuf;
+  uint8_t* u = u_buf.ensure<uint8_t>(static_cast<size_t>(kRowChunk * n));
+  float* mul = s_buf.ensure<float>(static_cast<size_t>(2 * kRowChunk * ngp));
+  float* bias = mul + kRowChunk * ngp;
+  float* buf = accbuf.ensure<float>(static_cast<size_t>(kRowChunk * ldb));
+  for (int64_t o0 = o_begin; o0 < o_end; o0 += kRowChunk) {
+    const int nc = static_cast<int>(std::min<int64_t>(kRowChunk, o_end - o0));
+    UnpackRows(w, o0, nc, o_end, n, ngp, true, u, mul, bias);
+    for (int64_t k0 = 0; k0 < n; k0 += kLanesK) {
+      const int64_t kn = std::min(kLanesK, n - k0);
+      const int64_t g0 = k0 / group;
+      for (int64_t tg = 0; tg < a.n_tok_group; tg += 2) {
+        const int nt = static_cast<int>(std::min<int64_t>(2, a.n_tok_group - tg));
+        const int8_t* qsp = a.qs.get<int8_t>() + tg * a.qs_stride + k0 * 16;
+        const float* dp = a.d.get<float>() + tg * a.sc_stride + g0 * 16;
+        const float* sap = a.sa.get<float>() + tg * a.sc_stride + g0 * 16;
+        for (int r0 = 0; r0 < nc; r0 += 4) {
+          const int nr = std::min(4, nc - r0);
+          const uint8_t* ur[4];
+          const float* mr[4];
+          const float* br[4];
+          for (int r = 0; r < nr; ++r) {
+            ur[r] = u + (r0 + r) * n + k0;
+            mr[r] = mul + (r0 + r) * ngp + g0;
+            br[r] = bias + (r0 + r) * ngp + g0;
+          }
+          const GemmInt8Fn fn =
+              group == 16 ? PickGemmInt8For<16>(nr, nt) : PickGemmInt8For<32>(nr, nt);
+          fn(ur, mr, br, qsp, dp, sap, a.qs_stride, a.sc_stride, kn, buf + r0 * ldb + tg * 16, ldb,
+             k0 == 0);
+        }
+      }
+    }
+    StoreChunk(buf, ldb, nc, a.n_tok, o0, w.n_out, y);
+  }
+}
+
+void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
+                float* y) {
+  float out[16];
+  const bool q4 = w.type == GgmlType::kQ4_0;
+  for (int64_t o = o_begin; o < o_end; o += 4) {
+    const int nr = static_cast<int>(std::min<int64_t>(4, o_end - o));
+    const uint8_t* rows[4];
+    for (int r = 0; r < nr; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
+    for (int64_t t = 0; t < a.n_tok; t += 4) {
+      const int nt = static_cast<int>(std::min<int64_t>(4, a.n_tok - t));
+      const uint8_t* acts[4];
+      for (int i = 0; i < nt; ++i) acts[i] = a.qs.get<uint8_t>() + (t + i) * a.qs_stride;
+      const GemvDecodeFn fn =
+          q4 ? PickGemvDecodeFor<true>(nr, nt) : PickGemvDecodeFor<false>(nr, nt);
+      // Prefetch the next row group while this one streams (none past the thread's range).
+      const int64_t prefetch = o + 4 < o_end ? static_cast<int64_t>(4 * w.row_bytes) : 0;
+      fn(rows, acts, w.n_in, prefetch, out);
+      for (int r = 0; r < nr; ++r) {
+        for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * nt + i];
+      }
+    }
+  }
+}
+
+#else
+
+void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) {
+  TOVA_CHECK(false && "token-lane int8 layout is only planned on AVX3_DL");
+}
+
+void DecodeRows(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) {
+  TOVA_CHECK(false && "decode layout is only planned on AVX3_DL");
+}
+
+#endif
+
+void MatmulRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
+                float* y) {
+  switch (a.layout) {
+    case ActLayout::kFloatRows:
+      return FloatRows(w, a, o_begin, o_end, y);
+    case ActLayout::kFloatLanes:
+      return FloatLanes(w, a, o_begin, o_end, y);
+    case ActLayout::kInt8Rows:
+      return Int8Rows(w, a, o_begin, o_end, y);
+    case ActLayout::kInt8Lanes:
+      return Int8Lanes(w, a, o_begin, o_end, y);
+    case ActLayout::kDecodeRows:
+      return DecodeRows(w, a, o_begin, o_end, y);
+  }
+}
+
+}  // namespace tova::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tova::kernels::detail {
+
+HWY_EXPORT(PlanActs);
+HWY_EXPORT(PrepareActs);
+HWY_EXPORT(MatmulRows);
+
+void plan_acts(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x, ActBuffer* acts) {
+  HWY_DYNAMIC_DISPATCH(PlanActs)(weight_type, n_in, n_tok, x, acts);
+}
+
+void prepare_acts(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* acts) {
+  HWY_DYNAMIC_DISPATCH(PrepareActs)(x, t_begin, t_end, acts);
+}
+
+void matmul_rows(const WeightMatrix& w, const ActBuffer& acts, int64_t o_begin, int64_t o_end,
+                 float* y) {
+  HWY_DYNAMIC_DISPATCH(MatmulRows)(w, acts, o_begin, o_end, y);
+}
+
+}  // namespace tova::kernels::detail
+#endif  // HWY_ONCE

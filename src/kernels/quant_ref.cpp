@@ -1,0 +1,656 @@
+// Scalar references: plain loops over ggml's block layouts. Every SIMD path is tested against
+// these, so they favour obviousness over speed.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/half.h"
+#include "kernels/quant.h"
+#include "kernels/quant_blocks.h"
+
+namespace tova::kernels {
+
+using namespace detail;  // NOLINT(google-build-using-namespace): block layouts of this layer
+
+GgmlType vec_dot_type(GgmlType weight_type) {
+  switch (weight_type) {
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ8_0:
+      return GgmlType::kQ8_0;
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_1:
+      return GgmlType::kQ8_1;
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+    case GgmlType::kQ6_K:
+      return GgmlType::kQ8_K;
+    default:
+      return GgmlType::kF32;
+  }
+}
+
+namespace {
+
+
+// Round half to even, as llama.cpp's nearest_int (Q8_K): the default FP rounding mode.
+int round_even(float v) { return static_cast<int>(std::nearbyintf(v)); }
+
+// ---- dequantization ----
+
+void dequant_q4_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q4_0::kD);
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t q = b[Q4_0::kQs + j];
+    y[j] = static_cast<float>((q & 0xF) - 8) * d;
+    y[j + 16] = static_cast<float>((q >> 4) - 8) * d;
+  }
+}
+
+void dequant_q4_1(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q4_1::kD);
+  const float m = load_f16(b + Q4_1::kM);
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t q = b[Q4_1::kQs + j];
+    y[j] = static_cast<float>(q & 0xF) * d + m;
+    y[j + 16] = static_cast<float>(q >> 4) * d + m;
+  }
+}
+
+// The five-bit values of a Q5_0 / Q5_1 block (0..31), in element order.
+void unpack_q5(const uint8_t* qh_bytes, const uint8_t* qs, int* q) {
+  const uint32_t qh = load_u32(qh_bytes);
+  for (int j = 0; j < 16; ++j) {
+    q[j] = (qs[j] & 0xF) | static_cast<int>(((qh >> j) & 1u) << 4);
+    q[j + 16] = (qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
+  }
+}
+
+void dequant_q5_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q5_0::kD);
+  int q[32];
+  unpack_q5(b + Q5_0::kQh, b + Q5_0::kQs, q);
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(q[j] - 16) * d;
+}
+
+void dequant_q5_1(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q5_1::kD);
+  const float m = load_f16(b + Q5_1::kM);
+  int q[32];
+  unpack_q5(b + Q5_1::kQh, b + Q5_1::kQs, q);
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(q[j]) * d + m;
+}
+
+void dequant_q8_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q8_0::kD);
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<int8_t>(b[Q8_0::kQs + j])) * d;
+}
+
+void dequant_q8_1(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q8_1::kD);
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<int8_t>(b[Q8_1::kQs + j])) * d;
+}
+
+// The 4- or 5-bit values (0..15 / 0..31) of a Q4_K / Q5_K super-block, in element order.
+void unpack_qk(const uint8_t* qs, const uint8_t* qh, int* q) {
+  for (int i = 0; i < 4; ++i) {
+    for (int l = 0; l < 32; ++l) {
+      int lo = qs[32 * i + l] & 0xF;
+      int hi = qs[32 * i + l] >> 4;
+      if (qh != nullptr) {
+        lo |= ((qh[l] >> (2 * i)) & 1) << 4;
+        hi |= ((qh[l] >> (2 * i + 1)) & 1) << 4;
+      }
+      q[64 * i + l] = lo;
+      q[64 * i + 32 + l] = hi;
+    }
+  }
+}
+
+void dequant_qk(const uint8_t* b, const uint8_t* qs, const uint8_t* qh, float* y) {
+  const float d = load_f16(b + Q4_K::kD);
+  const float dmin = load_f16(b + Q4_K::kDmin);
+  int q[kQK_K];
+  unpack_qk(qs, qh, q);
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    scale_min_k4(j, b + Q4_K::kScales, &sc, &m);
+    const float d1 = d * static_cast<float>(sc);
+    const float m1 = dmin * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l) y[32 * j + l] = d1 * static_cast<float>(q[32 * j + l]) - m1;
+  }
+}
+
+// The six-bit values (0..63) of a Q6_K super-block, in element order. Each 128-element half
+// uses 64 bytes of ql and 32 of qh: element l (< 32) is the low nibble of ql[l] with bits 0-1
+// of qh[l], l+32 the low nibble of ql[l+32] with bits 2-3, l+64 the high nibble of ql[l] with
+// bits 4-5, l+96 the high nibble of ql[l+32] with bits 6-7.
+void unpack_q6(const uint8_t* b, int* q) {
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t* ql = b + Q6_K::kQl + 64 * half;
+    const uint8_t* qh = b + Q6_K::kQh + 32 * half;
+    int* out = q + 128 * half;
+    for (int l = 0; l < 32; ++l) {
+      out[l] = (ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4);
+      out[l + 32] = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+      out[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+      out[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+    }
+  }
+}
+
+void dequant_q6_k(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q6_K::kD);
+  int q[kQK_K];
+  unpack_q6(b, q);
+  for (int e = 0; e < kQK_K; ++e) {
+    const int sc = static_cast<int8_t>(b[Q6_K::kScales + e / 16]);
+    y[e] = d * static_cast<float>(sc) * static_cast<float>(q[e] - 32);
+  }
+}
+
+void dequant_q8_k(const uint8_t* b, float* y) {
+  const float d = load_f32(b + Q8_K::kD);
+  for (int j = 0; j < kQK_K; ++j) {
+    y[j] = d * static_cast<float>(static_cast<int8_t>(b[Q8_K::kQs + j]));
+  }
+}
+
+// ---- weight quantizers (simple and valid; they write test and benchmark models) ----
+
+// The value of largest magnitude (keeping its sign), so that the scale maps it to the end of the
+// signed range that has one more level (-8 of -8..7).
+float signed_absmax(const float* x, int n) {
+  float amax = 0.0f, mx = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      mx = x[j];
+    }
+  }
+  return mx;
+}
+
+void quant_q4_0(const float* x, uint8_t* b) {
+  const float d = signed_absmax(x, 32) / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16(b + Q4_0::kD, fp32_to_fp16(d));
+  for (int j = 0; j < 16; ++j) {
+    const int q0 = std::min(15, static_cast<int>(x[j] * id + 8.5f));
+    const int q1 = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
+    b[Q4_0::kQs + j] = static_cast<uint8_t>(q0 | (q1 << 4));
+  }
+}
+
+void quant_q5_0(const float* x, uint8_t* b) {
+  const float d = signed_absmax(x, 32) / -16.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16(b + Q5_0::kD, fp32_to_fp16(d));
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    const int q0 = std::min(31, static_cast<int>(x[j] * id + 16.5f));
+    const int q1 = std::min(31, static_cast<int>(x[j + 16] * id + 16.5f));
+    b[Q5_0::kQs + j] = static_cast<uint8_t>((q0 & 0xF) | ((q1 & 0xF) << 4));
+    qh |= static_cast<uint32_t>(q0 >> 4) << j;
+    qh |= static_cast<uint32_t>(q1 >> 4) << (j + 16);
+  }
+  std::memcpy(b + Q5_0::kQh, &qh, 4);
+}
+
+// Q4_1 / Q5_1: min/max affine quantization with 2^bits levels.
+void quant_affine(const float* x, int bits, uint8_t* b, int off_d, int off_m, int off_qh,
+                  int off_qs) {
+  float lo = x[0], hi = x[0];
+  for (int j = 1; j < 32; ++j) {
+    lo = std::min(lo, x[j]);
+    hi = std::max(hi, x[j]);
+  }
+  const int top = (1 << bits) - 1;
+  const float d = (hi - lo) / static_cast<float>(top);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16(b + off_d, fp32_to_fp16(d));
+  store_u16(b + off_m, fp32_to_fp16(lo));
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    const int q0 = std::min(top, static_cast<int>((x[j] - lo) * id + 0.5f));
+    const int q1 = std::min(top, static_cast<int>((x[j + 16] - lo) * id + 0.5f));
+    b[off_qs + j] = static_cast<uint8_t>((q0 & 0xF) | ((q1 & 0xF) << 4));
+    qh |= static_cast<uint32_t>(q0 >> 4) << j;
+    qh |= static_cast<uint32_t>(q1 >> 4) << (j + 16);
+  }
+  if (off_qh >= 0) std::memcpy(b + off_qh, &qh, 4);
+}
+
+void quant_q8_0(const float* x, uint8_t* b) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  // llama.cpp's x86 SIMD quantize_row_q8_0 (what its logits were made with): inverse scale
+  // 127/amax (not 1/d), round half to even.
+  const float d = amax / 127.0f;
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  store_u16(b + Q8_0::kD, fp32_to_fp16(d));
+  for (int j = 0; j < 32; ++j) b[Q8_0::kQs + j] = static_cast<uint8_t>(round_even(x[j] * id));
+}
+
+void quant_q8_1(const float* x, uint8_t* b) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;  // as Q8_0 above
+  int sum = 0;
+  for (int j = 0; j < 32; ++j) {
+    const int q = round_even(x[j] * id);
+    b[Q8_1::kQs + j] = static_cast<uint8_t>(q);
+    sum += q;
+  }
+  store_u16(b + Q8_1::kD, fp32_to_fp16(d));
+  store_u16(b + Q8_1::kS, fp32_to_fp16(static_cast<float>(sum) * d));
+}
+
+void quant_q8_k(const float* x, uint8_t* b) {
+  float amax = 0.0f, mx = 0.0f;
+  for (int j = 0; j < kQK_K; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      mx = x[j];
+    }
+  }
+  if (amax == 0.0f) {
+    std::memset(b, 0, Q8_K::kBytes);
+    return;
+  }
+  // The block's extreme maps to -127 (not +127): llama.cpp's choice, kept for identical rounding.
+  const float iscale = -127.0f / mx;
+  for (int j = 0; j < kQK_K; ++j) {
+    b[Q8_K::kQs + j] = static_cast<uint8_t>(std::min(127, round_even(iscale * x[j])));
+  }
+  for (int g = 0; g < 16; ++g) {
+    int sum = 0;
+    for (int l = 0; l < 16; ++l) sum += static_cast<int8_t>(b[Q8_K::kQs + 16 * g + l]);
+    store_i16(b + Q8_K::kBsums + 2 * g, static_cast<int16_t>(sum));
+  }
+  store_f32(b + Q8_K::kD, 1.0f / iscale);
+}
+
+// Packs eight six-bit scales and mins the way scale_min_k4 reads them.
+void pack_scales_k4(const int* sc, const int* m, uint8_t* q) {
+  std::memset(q, 0, 12);
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      q[j] |= static_cast<uint8_t>(sc[j]);
+      q[j + 4] |= static_cast<uint8_t>(m[j]);
+    } else {
+      q[j + 4] = static_cast<uint8_t>((sc[j] & 0xF) | ((m[j] & 0xF) << 4));
+      q[j - 4] |= static_cast<uint8_t>((sc[j] >> 4) << 6);
+      q[j] |= static_cast<uint8_t>((m[j] >> 4) << 6);
+    }
+  }
+}
+
+// Q4_K / Q5_K: per 32-element sub-block min/max, scales and mins quantized to six bits.
+void quant_qk(const float* x, int bits, uint8_t* b, uint8_t* qs, uint8_t* qh) {
+  const int top = (1 << bits) - 1;
+  float scale[8], minv[8];
+  float max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    float lo = 0.0f, hi = x[32 * j];  // the min is subtracted, so it is kept <= 0
+    for (int l = 0; l < 32; ++l) {
+      lo = std::min(lo, x[32 * j + l]);
+      hi = std::max(hi, x[32 * j + l]);
+    }
+    scale[j] = (hi - lo) / static_cast<float>(top);
+    minv[j] = -lo;
+    max_scale = std::max(max_scale, scale[j]);
+    max_min = std::max(max_min, minv[j]);
+  }
+  store_u16(b + Q4_K::kD, fp32_to_fp16(max_scale / 63.0f));
+  store_u16(b + Q4_K::kDmin, fp32_to_fp16(max_min / 63.0f));
+  const float d = load_f16(b + Q4_K::kD);
+  const float dmin = load_f16(b + Q4_K::kDmin);
+  int sc[8], m[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = d > 0.0f ? std::clamp(round_even(scale[j] / d), 0, 63) : 0;
+    m[j] = dmin > 0.0f ? std::clamp(round_even(minv[j] / dmin), 0, 63) : 0;
+  }
+  pack_scales_k4(sc, m, b + Q4_K::kScales);
+  int q[kQK_K];
+  for (int j = 0; j < 8; ++j) {
+    const float d1 = d * static_cast<float>(sc[j]);
+    const float m1 = dmin * static_cast<float>(m[j]);
+    for (int l = 0; l < 32; ++l) {
+      q[32 * j + l] = d1 > 0.0f ? std::clamp(round_even((x[32 * j + l] + m1) / d1), 0, top) : 0;
+    }
+  }
+  if (qh != nullptr) std::memset(qh, 0, 32);
+  for (int i = 0; i < 4; ++i) {
+    for (int l = 0; l < 32; ++l) {
+      const int lo = q[64 * i + l], hi = q[64 * i + 32 + l];
+      qs[32 * i + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      if (qh != nullptr) {
+        qh[l] |= static_cast<uint8_t>(((lo >> 4) << (2 * i)) | ((hi >> 4) << (2 * i + 1)));
+      }
+    }
+  }
+}
+
+void quant_q6_k(const float* x, uint8_t* b) {
+  float scale[16];
+  float max_abs = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    scale[j] = signed_absmax(x + 16 * j, 16) / -32.0f;
+    max_abs = std::max(max_abs, std::fabs(scale[j]));
+  }
+  store_u16(b + Q6_K::kD, fp32_to_fp16(max_abs / 127.0f));
+  const float d = load_f16(b + Q6_K::kD);
+  int q[kQK_K];
+  for (int j = 0; j < 16; ++j) {
+    const int sc = d > 0.0f ? std::clamp(round_even(scale[j] / d), -127, 127) : 0;
+    b[Q6_K::kScales + j] = static_cast<uint8_t>(static_cast<int8_t>(sc));
+    const float eff = d * static_cast<float>(sc);
+    for (int l = 0; l < 16; ++l) {
+      q[16 * j + l] = eff != 0.0f ? std::clamp(round_even(x[16 * j + l] / eff) + 32, 0, 63) : 32;
+    }
+  }
+  for (int half = 0; half < 2; ++half) {
+    uint8_t* ql = b + Q6_K::kQl + 64 * half;
+    uint8_t* qh = b + Q6_K::kQh + 32 * half;
+    const int* in = q + 128 * half;
+    for (int l = 0; l < 32; ++l) {
+      const int q1 = in[l], q2 = in[l + 32], q3 = in[l + 64], q4 = in[l + 96];
+      ql[l] = static_cast<uint8_t>((q1 & 0xF) | ((q3 & 0xF) << 4));
+      ql[l + 32] = static_cast<uint8_t>((q2 & 0xF) | ((q4 & 0xF) << 4));
+      qh[l] =
+          static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+    }
+  }
+}
+
+// ---- dot products: exact integer sums per block, scaled and accumulated in double ----
+
+int8_t act_q(const uint8_t* act_block, int off, int j) {
+  return static_cast<int8_t>(act_block[off + j]);
+}
+
+double dot_q4_0(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += Q4_0::kBytes, a += Q8_0::kBytes) {
+    int isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t q = w[Q4_0::kQs + j];
+      isum += ((q & 0xF) - 8) * act_q(a, Q8_0::kQs, j);
+      isum += ((q >> 4) - 8) * act_q(a, Q8_0::kQs, j + 16);
+    }
+    sum += static_cast<double>(load_f16(w + Q4_0::kD)) * load_f16(a + Q8_0::kD) * isum;
+  }
+  return sum;
+}
+
+double dot_q4_1(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += Q4_1::kBytes, a += Q8_1::kBytes) {
+    int isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t q = w[Q4_1::kQs + j];
+      isum += (q & 0xF) * act_q(a, Q8_1::kQs, j);
+      isum += (q >> 4) * act_q(a, Q8_1::kQs, j + 16);
+    }
+    sum += static_cast<double>(load_f16(w + Q4_1::kD)) * load_f16(a + Q8_1::kD) * isum +
+           static_cast<double>(load_f16(w + Q4_1::kM)) * load_f16(a + Q8_1::kS);
+  }
+  return sum;
+}
+
+double dot_q5_0(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += Q5_0::kBytes, a += Q8_0::kBytes) {
+    int q[32];
+    unpack_q5(w + Q5_0::kQh, w + Q5_0::kQs, q);
+    int isum = 0;
+    for (int j = 0; j < 32; ++j) isum += (q[j] - 16) * act_q(a, Q8_0::kQs, j);
+    sum += static_cast<double>(load_f16(w + Q5_0::kD)) * load_f16(a + Q8_0::kD) * isum;
+  }
+  return sum;
+}
+
+double dot_q5_1(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += Q5_1::kBytes, a += Q8_1::kBytes) {
+    int q[32];
+    unpack_q5(w + Q5_1::kQh, w + Q5_1::kQs, q);
+    int isum = 0;
+    for (int j = 0; j < 32; ++j) isum += q[j] * act_q(a, Q8_1::kQs, j);
+    sum += static_cast<double>(load_f16(w + Q5_1::kD)) * load_f16(a + Q8_1::kD) * isum +
+           static_cast<double>(load_f16(w + Q5_1::kM)) * load_f16(a + Q8_1::kS);
+  }
+  return sum;
+}
+
+double dot_q8_0(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += Q8_0::kBytes, a += Q8_0::kBytes) {
+    int isum = 0;
+    for (int j = 0; j < 32; ++j) isum += act_q(w, Q8_0::kQs, j) * act_q(a, Q8_0::kQs, j);
+    sum += static_cast<double>(load_f16(w + Q8_0::kD)) * load_f16(a + Q8_0::kD) * isum;
+  }
+  return sum;
+}
+
+// Q4_K / Q5_K: d * sum_j sc_j * <q, a>_j - dmin * sum_j m_j * (sum of a over sub-block j).
+double dot_qk(int64_t nb, const uint8_t* w, const uint8_t* a, bool five_bit) {
+  const int bytes = five_bit ? Q5_K::kBytes : Q4_K::kBytes;
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += bytes, a += Q8_K::kBytes) {
+    int q[kQK_K];
+    if (five_bit) {
+      unpack_qk(w + Q5_K::kQs, w + Q5_K::kQh, q);
+    } else {
+      unpack_qk(w + Q4_K::kQs, nullptr, q);
+    }
+    int64_t isum = 0, msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      int sc, m;
+      scale_min_k4(j, w + Q4_K::kScales, &sc, &m);
+      int dot = 0;
+      for (int l = 0; l < 32; ++l) dot += q[32 * j + l] * act_q(a, Q8_K::kQs, 32 * j + l);
+      int16_t bs0, bs1;
+      std::memcpy(&bs0, a + Q8_K::kBsums + 4 * j, 2);
+      std::memcpy(&bs1, a + Q8_K::kBsums + 4 * j + 2, 2);
+      isum += static_cast<int64_t>(sc) * dot;
+      msum += static_cast<int64_t>(m) * (bs0 + bs1);
+    }
+    const double da = load_f32(a + Q8_K::kD);
+    sum += static_cast<double>(load_f16(w + Q4_K::kD)) * da * static_cast<double>(isum) -
+           static_cast<double>(load_f16(w + Q4_K::kDmin)) * da * static_cast<double>(msum);
+  }
+  return sum;
+}
+
+double dot_q6_k(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += Q6_K::kBytes, a += Q8_K::kBytes) {
+    int q[kQK_K];
+    unpack_q6(w, q);
+    int64_t isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      int dot = 0;
+      for (int l = 0; l < 16; ++l) dot += (q[16 * j + l] - 32) * act_q(a, Q8_K::kQs, 16 * j + l);
+      isum += static_cast<int64_t>(static_cast<int8_t>(w[Q6_K::kScales + j])) * dot;
+    }
+    sum += static_cast<double>(load_f16(w + Q6_K::kD)) * load_f32(a + Q8_K::kD) *
+           static_cast<double>(isum);
+  }
+  return sum;
+}
+
+template <typename Fn>
+void for_each_block(GgmlType type, int64_t n, Fn&& fn) {
+  const TypeTraits& t = type_traits(type);
+  TOVA_CHECK(n % t.block_size == 0);
+  for (int64_t i = 0; i < n / t.block_size; ++i) fn(i, i * t.block_size, i * t.type_size);
+}
+
+}  // namespace
+
+void dequantize_row_ref(GgmlType type, const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint8_t*>(src);
+  switch (type) {
+    case GgmlType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case GgmlType::kF16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = load_f16(s + 2 * i);
+      return;
+    case GgmlType::kBF16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(load_u16(s + 2 * i));
+      return;
+    default:
+      break;
+  }
+  void (*fn)(const uint8_t*, float*) = nullptr;
+  switch (type) {
+    case GgmlType::kQ4_0:
+      fn = dequant_q4_0;
+      break;
+    case GgmlType::kQ4_1:
+      fn = dequant_q4_1;
+      break;
+    case GgmlType::kQ5_0:
+      fn = dequant_q5_0;
+      break;
+    case GgmlType::kQ5_1:
+      fn = dequant_q5_1;
+      break;
+    case GgmlType::kQ8_0:
+      fn = dequant_q8_0;
+      break;
+    case GgmlType::kQ8_1:
+      fn = dequant_q8_1;
+      break;
+    case GgmlType::kQ4_K:
+      fn = [](const uint8_t* b, float* y) { dequant_qk(b, b + Q4_K::kQs, nullptr, y); };
+      break;
+    case GgmlType::kQ5_K:
+      fn = [](const uint8_t* b, float* y) { dequant_qk(b, b + Q5_K::kQs, b + Q5_K::kQh, y); };
+      break;
+    case GgmlType::kQ6_K:
+      fn = dequant_q6_k;
+      break;
+    case GgmlType::kQ8_K:
+      fn = dequant_q8_k;
+      break;
+    default:
+      TOVA_CHECK(false && "dequantize_row_ref: unsupported type");
+  }
+  for_each_block(type, n, [&](int64_t, int64_t elem, int64_t byte) { fn(s + byte, dst + elem); });
+}
+
+void quantize_row_ref(GgmlType type, const float* src, void* dst, int64_t n) {
+  auto* d = static_cast<uint8_t*>(dst);
+  switch (type) {
+    case GgmlType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case GgmlType::kF16:
+      for (int64_t i = 0; i < n; ++i) store_u16(d + 2 * i, fp32_to_fp16(src[i]));
+      return;
+    case GgmlType::kBF16:
+      for (int64_t i = 0; i < n; ++i) store_u16(d + 2 * i, fp32_to_bf16(src[i]));
+      return;
+    default:
+      break;
+  }
+  void (*fn)(const float*, uint8_t*) = nullptr;
+  switch (type) {
+    case GgmlType::kQ4_0:
+      fn = quant_q4_0;
+      break;
+    case GgmlType::kQ4_1:
+      fn = [](const float* x, uint8_t* b) {
+        quant_affine(x, 4, b, Q4_1::kD, Q4_1::kM, -1, Q4_1::kQs);
+      };
+      break;
+    case GgmlType::kQ5_0:
+      fn = quant_q5_0;
+      break;
+    case GgmlType::kQ5_1:
+      fn = [](const float* x, uint8_t* b) {
+        quant_affine(x, 5, b, Q5_1::kD, Q5_1::kM, Q5_1::kQh, Q5_1::kQs);
+      };
+      break;
+    case GgmlType::kQ8_0:
+      fn = quant_q8_0;
+      break;
+    case GgmlType::kQ8_1:
+      fn = quant_q8_1;
+      break;
+    case GgmlType::kQ4_K:
+      fn = [](const float* x, uint8_t* b) { quant_qk(x, 4, b, b + Q4_K::kQs, nullptr); };
+      break;
+    case GgmlType::kQ5_K:
+      fn = [](const float* x, uint8_t* b) { quant_qk(x, 5, b, b + Q5_K::kQs, b + Q5_K::kQh); };
+      break;
+    case GgmlType::kQ6_K:
+      fn = quant_q6_k;
+      break;
+    case GgmlType::kQ8_K:
+      fn = quant_q8_k;
+      break;
+    default:
+      TOVA_CHECK(false && "quantize_row_ref: unsupported type");
+  }
+  for_each_block(type, n, [&](int64_t, int64_t elem, int64_t byte) { fn(src + elem, d + byte); });
+}
+
+float vec_dot_ref(GgmlType weight_type, int64_t n, const void* w_row, const void* act_row) {
+  const auto* w = static_cast<const uint8_t*>(w_row);
+  const auto* a = static_cast<const uint8_t*>(act_row);
+  const auto* x = static_cast<const float*>(act_row);
+  const int64_t nb = n / type_traits(weight_type).block_size;
+  TOVA_CHECK(n % type_traits(weight_type).block_size == 0);
+  double sum = 0.0;
+  switch (weight_type) {
+    case GgmlType::kF32: {
+      const auto* wf = static_cast<const float*>(w_row);
+      for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(wf[i]) * x[i];
+      break;
+    }
+    case GgmlType::kF16:
+      for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(load_f16(w + 2 * i)) * x[i];
+      break;
+    case GgmlType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        sum += static_cast<double>(bf16_to_fp32(load_u16(w + 2 * i))) * x[i];
+      }
+      break;
+    case GgmlType::kQ4_0:
+      sum = dot_q4_0(nb, w, a);
+      break;
+    case GgmlType::kQ4_1:
+      sum = dot_q4_1(nb, w, a);
+      break;
+    case GgmlType::kQ5_0:
+      sum = dot_q5_0(nb, w, a);
+      break;
+    case GgmlType::kQ5_1:
+      sum = dot_q5_1(nb, w, a);
+      break;
+    case GgmlType::kQ8_0:
+      sum = dot_q8_0(nb, w, a);
+      break;
+    case GgmlType::kQ4_K:
+      sum = dot_qk(nb, w, a, false);
+      break;
+    case GgmlType::kQ5_K:
+      sum = dot_qk(nb, w, a, true);
+      break;
+    case GgmlType::kQ6_K:
+      sum = dot_q6_k(nb, w, a);
+      break;
+    default:
+      TOVA_CHECK(false && "vec_dot_ref: unsupported weight type");
+  }
+  return static_cast<float>(sum);
+}
+
+}  // namespace tova::kernels

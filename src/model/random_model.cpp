@@ -1,0 +1,361 @@
+#include "model/random_model.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "io/gguf.h"
+#include "kernels/quant.h"
+
+namespace tova::model {
+namespace {
+
+constexpr float kWeightStd = 0.02f;
+
+std::vector<RandomShape> make_shapes() {
+  std::vector<RandomShape> s;
+  s.push_back({.name = "tinyllama",
+               .description = "TinyLlama-1.1B",
+               .arch = "llama",
+               .n_layer = 22,
+               .n_embd = 2048,
+               .n_head = 32,
+               .n_head_kv = 4,
+               .n_ff = 5632,
+               .n_vocab = 32000,
+               .n_ctx = 2048,
+               .rope_base = 10000.f,
+               .rms_eps = 1e-5f,
+               .tied_output = false,
+               .vocab_file = "ggml-vocab-llama-spm.gguf"});
+  s.push_back({.name = "smollm",
+               .description = "SmolLM2-135M",
+               .arch = "llama",
+               .n_layer = 30,
+               .n_embd = 576,
+               .n_head = 9,
+               .n_head_kv = 3,
+               .n_ff = 1536,
+               .n_vocab = 49152,
+               .n_ctx = 8192,
+               .rope_base = 100000.f,
+               .rms_eps = 1e-5f,
+               .tied_output = true,
+               .vocab_file = "ggml-vocab-starcoder.gguf"});
+  // Qwen2-0.5B is left out: its 151936-token vocabulary is not among the shared vocab files.
+  // Small shapes for tests and quick benchmarks; rows are multiples of 256 so every k-quant fits.
+  s.push_back({.name = "tiny",
+               .description = "tiny llama (tests)",
+               .arch = "llama",
+               .n_layer = 2,
+               .n_embd = 256,
+               .n_head = 4,
+               .n_head_kv = 2,
+               .n_ff = 512,
+               .n_vocab = 32000,
+               .n_ctx = 512,
+               .rope_base = 10000.f,
+               .rms_eps = 1e-5f,
+               .tied_output = false,
+               .vocab_file = "ggml-vocab-llama-spm.gguf"});
+  s.push_back({.name = "tiny-qwen2",
+               .description = "tiny qwen2 (tests)",
+               .arch = "qwen2",
+               .n_layer = 2,
+               .n_embd = 256,
+               .n_head = 4,
+               .n_head_kv = 2,
+               .n_ff = 512,
+               .n_vocab = 49152,
+               .n_ctx = 512,
+               .rope_base = 1000000.f,
+               .rms_eps = 1e-6f,
+               .tied_output = true,
+               .qkv_bias = true,
+               .vocab_file = "ggml-vocab-starcoder.gguf"});
+  return s;
+}
+
+constexpr GgmlType kRandomTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
+                                     GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
+                                     GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ4_K,
+                                     GgmlType::kQ5_K, GgmlType::kQ6_K};
+
+bool divides(GgmlType t, int64_t n_in) { return n_in % type_traits(t).block_size == 0; }
+
+// llama-quantize's fallback for a k-quant whose super-block does not divide the row.
+GgmlType fallback(GgmlType t, int64_t n_in) {
+  if (divides(t, n_in)) return t;
+  GgmlType f = GgmlType::kF16;
+  switch (t) {
+    case GgmlType::kQ4_K: f = GgmlType::kQ5_0; break;
+    case GgmlType::kQ5_K: f = GgmlType::kQ5_1; break;
+    case GgmlType::kQ6_K: f = GgmlType::kQ8_0; break;
+    default: break;
+  }
+  return divides(f, n_in) ? f : GgmlType::kF16;
+}
+
+bool is_quantized(GgmlType t) {
+  return t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
+}
+
+uint64_t splitmix64(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t hash_name(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+// n values of N(0, sd), a function of (stream, row) only, so threads may split rows freely.
+void gaussian_row(uint64_t stream, int64_t row, float sd, float* out, int64_t n) {
+  uint64_t s = stream ^ (static_cast<uint64_t>(row) * 0xD1B54A32D192ED03ull);
+  splitmix64(s);
+  constexpr double kTwoPi = 6.283185307179586;
+  for (int64_t i = 0; i < n; i += 2) {
+    // Box-Muller on two 53-bit uniforms; u1 in (0, 1] keeps the log finite.
+    const double u1 = ((splitmix64(s) >> 11) + 1) * 0x1.0p-53;
+    const double u2 = (splitmix64(s) >> 11) * 0x1.0p-53;
+    const double r = std::sqrt(-2.0 * std::log(u1)) * sd;
+    out[i] = static_cast<float>(r * std::cos(kTwoPi * u2));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(kTwoPi * u2));
+  }
+}
+
+class Builder {
+ public:
+  Builder(const RandomModelOptions& o, ThreadPool& pool) : o_(o), pool_(pool) {}
+
+  // A [n_out][n_in] matrix of random weights in `type`.
+  void matrix(const std::string& name, GgmlType type, int64_t n_in, int64_t n_out) {
+    const uint64_t row_bytes = *bytes_per_row(type, n_in);
+    std::vector<uint8_t> data(row_bytes * n_out);
+    const uint64_t stream = o_.seed * 0x9E3779B97F4A7C15ull ^ hash_name(name);
+    pool_.parallel_for(n_out, 16, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(n_in);
+      for (int64_t r = r0; r < r1; ++r) {
+        gaussian_row(stream, r, kWeightStd, row.data(), n_in);
+        kernels::quantize_row_ref(type, row.data(), data.data() + r * row_bytes, n_in);
+      }
+    });
+    add(name, type, {n_in, n_out}, std::move(data));
+  }
+
+  // A float32 vector filled with `value` (norm weights 1, biases 0).
+  void vector(const std::string& name, int64_t n, float value) {
+    std::vector<uint8_t> data(n * sizeof(float));
+    for (int64_t i = 0; i < n; ++i) std::memcpy(&data[i * sizeof(float)], &value, sizeof(float));
+    add(name, GgmlType::kF32, {n}, std::move(data));
+  }
+
+  io::GgufWriter& writer() { return w_; }
+  const RandomModelStats& stats() const { return stats_; }
+
+ private:
+  void add(const std::string& name, GgmlType type, std::vector<int64_t> dims,
+           std::vector<uint8_t> data) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    ++stats_.n_tensors;
+    stats_.n_params += static_cast<uint64_t>(n);
+    stats_.n_bytes += data.size();
+    w_.add_tensor(name, type, std::move(dims), std::move(data));
+  }
+
+  const RandomModelOptions& o_;
+  ThreadPool& pool_;
+  io::GgufWriter w_;
+  RandomModelStats stats_;
+};
+
+// Copies every tokenizer.* key of the vocabulary file, after checking its size.
+Status copy_vocab(const RandomModelOptions& o, io::GgufWriter& w) {
+  TOVA_ASSIGN_OR_RETURN(auto vf, io::GgufFile::open(o.vocab_path));
+  const io::GgufValue* tokens = vf->find("tokenizer.ggml.tokens");
+  if (tokens == nullptr || tokens->type != io::GgufValueType::kArray) {
+    return make_error("{}: no tokenizer.ggml.tokens list: not a vocabulary file", o.vocab_path);
+  }
+  if (tokens->arr.size() != static_cast<size_t>(o.shape.n_vocab)) {
+    return make_error("{}: the vocabulary has {} tokens, but shape '{}' needs {}", o.vocab_path,
+                      tokens->arr.size(), o.shape.name, o.shape.n_vocab);
+  }
+  for (const auto& [key, value] : vf->metadata()) {
+    if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+  }
+  return ok_status();
+}
+
+// Fails fast (before minutes of work) when the output cannot be created.
+Status check_writable(const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return make_error("{}: cannot create: {}", tmp, std::strerror(errno));
+  std::fclose(f);
+  std::remove(tmp.c_str());
+  return ok_status();
+}
+
+}  // namespace
+
+const std::vector<RandomShape>& random_shapes() {
+  static const std::vector<RandomShape> shapes = make_shapes();
+  return shapes;
+}
+
+std::string random_shape_choices() {
+  std::string s;
+  for (const RandomShape& r : random_shapes()) s += (s.empty() ? "" : ", ") + r.name;
+  return s;
+}
+
+Result<RandomShape> find_random_shape(std::string_view name) {
+  for (const RandomShape& r : random_shapes()) {
+    if (r.name == name) return r;
+  }
+  return make_error("unknown shape '{}' (valid: {})", name, random_shape_choices());
+}
+
+std::string random_type_choices() {
+  std::string s;
+  for (GgmlType t : kRandomTypes) s += (s.empty() ? "" : ", ") + std::string(type_name(t));
+  return s;
+}
+
+Result<GgmlType> parse_random_type(std::string_view name) {
+  auto t = parse_type_name(name);
+  if (t.ok()) {
+    for (GgmlType k : kRandomTypes) {
+      if (k == *t) return k;
+    }
+  }
+  return make_error("unknown or unsupported weight type '{}' (valid: {})", name,
+                    random_type_choices());
+}
+
+GgmlType random_matrix_type(GgmlType base, MatrixRole role, bool tied_output, int64_t n_in) {
+  if (!is_quantized(base)) return base;
+  const bool is_output =
+      role == MatrixRole::kOutput || (tied_output && role == MatrixRole::kTokenEmbd);
+  if (is_output) {
+    // llama-quantize: Q8_0 if the base type does not divide the row, the base type itself for
+    // Q8_0 (and Q6_K), else Q6_K; then the k-quant fallback.
+    GgmlType t = GgmlType::kQ6_K;
+    if (!divides(base, n_in)) {
+      t = GgmlType::kQ8_0;
+    } else if (base == GgmlType::kQ8_0) {
+      t = GgmlType::kQ8_0;
+    }
+    return fallback(t, n_in);
+  }
+  return fallback(base, n_in);
+}
+
+uint32_t llama_file_type(GgmlType base) {
+  switch (base) {
+    case GgmlType::kF32: return 0;
+    case GgmlType::kF16: return 1;
+    case GgmlType::kQ4_0: return 2;
+    case GgmlType::kQ4_1: return 3;
+    case GgmlType::kQ8_0: return 7;
+    case GgmlType::kQ5_0: return 8;
+    case GgmlType::kQ5_1: return 9;
+    case GgmlType::kQ4_K: return 14;  // Q4_K_S: Q4_K everywhere but the output
+    case GgmlType::kQ5_K: return 16;  // Q5_K_S
+    case GgmlType::kQ6_K: return 18;
+    case GgmlType::kBF16: return 32;
+    default: return 0;
+  }
+}
+
+Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const std::string& path,
+                                            ThreadPool& pool) {
+  const RandomShape& s = o.shape;
+  bool type_ok = false;
+  for (GgmlType k : kRandomTypes) type_ok |= k == o.type;
+  if (!type_ok) {
+    return make_error("unsupported weight type '{}' (valid: {})", type_name(o.type),
+                      random_type_choices());
+  }
+  if (s.n_layer < 1 || s.n_embd < 1 || s.n_head < 1 || s.n_head_kv < 1 || s.n_ff < 1 ||
+      s.n_vocab < 1 || s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0 ||
+      s.n_embd % 32 != 0 || s.n_ff % 32 != 0) {
+    return make_error("shape '{}' is not a valid model shape", s.name);
+  }
+  TOVA_RETURN_IF_ERROR(check_writable(path));
+
+  Builder b(o, pool);
+  io::GgufWriter& w = b.writer();
+  const std::string a = s.arch + ".";
+  const int head_dim = s.n_embd / s.n_head;
+  w.set("general.architecture", io::GgufValue::make_str(s.arch));
+  w.set("general.name",
+        io::GgufValue::make_str(fmt::format("{} shape, random weights", s.description)));
+  w.set("general.file_type", io::GgufValue::make_u32(llama_file_type(o.type)));
+  if (is_quantized(o.type)) w.set("general.quantization_version", io::GgufValue::make_u32(2));
+  w.set(a + "context_length", io::GgufValue::make_u32(s.n_ctx));
+  w.set(a + "embedding_length", io::GgufValue::make_u32(s.n_embd));
+  w.set(a + "block_count", io::GgufValue::make_u32(s.n_layer));
+  w.set(a + "feed_forward_length", io::GgufValue::make_u32(s.n_ff));
+  w.set(a + "attention.head_count", io::GgufValue::make_u32(s.n_head));
+  w.set(a + "attention.head_count_kv", io::GgufValue::make_u32(s.n_head_kv));
+  w.set(a + "rope.freq_base", io::GgufValue::make_f32(s.rope_base));
+  w.set(a + "attention.layer_norm_rms_epsilon", io::GgufValue::make_f32(s.rms_eps));
+  w.set(a + "rope.dimension_count", io::GgufValue::make_u32(head_dim));
+  w.set(a + "vocab_size", io::GgufValue::make_u32(s.n_vocab));
+  TOVA_RETURN_IF_ERROR(copy_vocab(o, w));
+
+  const int64_t q_dim = static_cast<int64_t>(s.n_head) * head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(s.n_head_kv) * head_dim;
+  auto mtype = [&](MatrixRole role, int64_t n_in) {
+    return random_matrix_type(o.type, role, s.tied_output, n_in);
+  };
+  b.matrix("token_embd.weight", mtype(MatrixRole::kTokenEmbd, s.n_embd), s.n_embd, s.n_vocab);
+  b.vector("output_norm.weight", s.n_embd, 1.f);
+  if (!s.tied_output) {
+    b.matrix("output.weight", mtype(MatrixRole::kOutput, s.n_embd), s.n_embd, s.n_vocab);
+  }
+  for (int il = 0; il < s.n_layer; ++il) {
+    const std::string p = fmt::format("blk.{}.", il);
+    b.vector(p + "attn_norm.weight", s.n_embd, 1.f);
+    b.matrix(p + "attn_q.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, q_dim);
+    b.matrix(p + "attn_k.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
+    b.matrix(p + "attn_v.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
+    if (s.qkv_bias) {
+      b.vector(p + "attn_q.bias", q_dim, 0.f);
+      b.vector(p + "attn_k.bias", kv_dim, 0.f);
+      b.vector(p + "attn_v.bias", kv_dim, 0.f);
+    }
+    b.matrix(p + "attn_output.weight", mtype(MatrixRole::kLayer, q_dim), q_dim, s.n_embd);
+    b.vector(p + "ffn_norm.weight", s.n_embd, 1.f);
+    b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
+    b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
+    b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, s.n_ff), s.n_ff, s.n_embd);
+  }
+  TOVA_RETURN_IF_ERROR(w.write_file(path));
+  return b.stats();
+}
+
+Result<std::string> find_vocab(const RandomShape& shape, std::span<const std::string> dirs) {
+  std::error_code ec;
+  std::string tried;
+  for (const std::string& d : dirs) {
+    if (d.empty()) continue;
+    const std::filesystem::path p = std::filesystem::path(d) / shape.vocab_file;
+    if (std::filesystem::is_regular_file(p, ec)) return p.string();
+    tried += (tried.empty() ? "" : ", ") + p.string();
+  }
+  return make_error("vocabulary {} for shape '{}' not found (looked at: {}); give --vocab",
+                    shape.vocab_file, shape.name, tried.empty() ? "nothing" : tried);
+}
+
+}  // namespace tova::model

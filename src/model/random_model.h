@@ -1,0 +1,81 @@
+// Random-weight GGUF models of real shapes with a real vocabulary: speed depends on the shape
+// and the weight types, not on the weight values, so these files let us benchmark (against
+// llama.cpp too) without shipping gigabytes of trained weights.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/result.h"
+#include "core/thread_pool.h"
+
+namespace tova::model {
+
+struct RandomShape {
+  std::string name;         // "tinyllama", as given to --shape
+  std::string description;  // "TinyLlama-1.1B"
+  std::string arch;         // general.architecture: "llama" | "qwen2"
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int n_ff = 0;
+  int n_vocab = 0;
+  int n_ctx = 0;
+  float rope_base = 10000.f;
+  float rms_eps = 1e-5f;
+  bool tied_output = false;  // no output.weight: the token embedding is reused
+  bool qkv_bias = false;     // qwen2: attn_{q,k,v}.bias
+  std::string vocab_file;    // default vocabulary, a file name in the vocab folder
+};
+
+// The known shapes, in a fixed order (real models first, then small ones for tests).
+const std::vector<RandomShape>& random_shapes();
+// "tinyllama, smollm, tiny, tiny-qwen2"
+std::string random_shape_choices();
+// An error lists the valid names.
+Result<RandomShape> find_random_shape(std::string_view name);
+
+// Weight types a random model can be written in (those tova computes with), e.g. "q4_0, f16".
+std::string random_type_choices();
+// An error lists the valid types.
+Result<GgmlType> parse_random_type(std::string_view name);
+
+// What a matrix is for: llama-quantize treats the output matrix (or the tied token embedding)
+// differently from the rest.
+enum class MatrixRole { kTokenEmbd, kOutput, kLayer };
+
+// The type llama-quantize gives a matrix with rows of n_in elements in a file of base type
+// `base`: the output matrix (or tied embedding) of a 4/5-bit file is Q6_K, and a k-quant that
+// does not divide the row falls back (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0).
+GgmlType random_matrix_type(GgmlType base, MatrixRole role, bool tied_output, int64_t n_in);
+
+// general.file_type (llama.cpp's llama_ftype) for a file of base type `base`.
+uint32_t llama_file_type(GgmlType base);
+
+struct RandomModelOptions {
+  RandomShape shape;
+  GgmlType type = GgmlType::kQ4_0;
+  std::string vocab_path;  // a GGUF with tokenizer.ggml.* keys and exactly shape.n_vocab tokens
+  uint64_t seed = 1;
+};
+
+struct RandomModelStats {
+  int n_tensors = 0;
+  uint64_t n_params = 0;
+  uint64_t n_bytes = 0;  // tensor data bytes
+};
+
+// Writes the model (atomically: PATH.tmp renamed over PATH). Weights are N(0, 0.02), norm
+// weights 1, biases 0. The file's contents depend on the options only, not on the pool size.
+Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const std::string& path,
+                                            ThreadPool& pool);
+
+// The default vocabulary of `shape`: the first of dirs/shape.vocab_file that exists.
+Result<std::string> find_vocab(const RandomShape& shape, std::span<const std::string> dirs);
+
+}  // namespace tova::model

@@ -1,0 +1,216 @@
+// The built `tova ppl` / `tova trace` commands: bad input gives exit code 1, exactly one stderr
+// line "tova: error: ...", and no output folder (not even a temporary one); good input writes
+// the documented files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_data.h"
+
+namespace tova::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string tova_binary() { return binary_dir() + "/bin/tova"; }
+
+class CliEval : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (shared_dir().empty()) GTEST_SKIP() << "shared data folder not found";
+    if (!fs::exists(tova_binary())) {
+      const char* ci = std::getenv("CI");
+      if (ci != nullptr && std::string(ci) == "true") FAIL() << tova_binary() << " not built";
+      GTEST_SKIP() << tova_binary() << " not built";
+    }
+    dir_ = make_temp_dir();
+    model_ = shared_path("models/stories260K.gguf");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  RunResult run(const std::string& args) {
+    const std::string out = dir_ + "/.stdout", err = dir_ + "/.stderr";
+    const std::string cmd = tova_binary() + " " + args + " >" + out + " 2>" + err;
+    const int st = std::system(cmd.c_str());
+    RunResult r;
+    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    fs::remove(out);
+    fs::remove(err);
+    return r;
+  }
+
+  std::string write(const std::string& name, const std::string& content) {
+    const std::string p = dir_ + "/" + name;
+    std::ofstream(p, std::ios::binary) << content;
+    return p;
+  }
+
+  // Exit 1, one "tova: error:" line, and nothing left in dir_ but the input files.
+  void expect_clean_failure(const RunResult& r, const std::string& needle,
+                            const std::set<std::string>& inputs) {
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err.rfind("tova: error:", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      EXPECT_TRUE(inputs.count(e.path().filename().string())) << "left behind: " << e.path();
+    }
+  }
+
+  std::string dir_;
+  std::string model_;
+};
+
+TEST_F(CliEval, PplRejectsEmptyText) {
+  const std::string text = write("empty.txt", "");
+  const RunResult r = run("ppl -m " + model_ + " -f " + text +
+                          " --policies full,window --budgets 16 --ctx 64 --out " + dir_ + "/res");
+  expect_clean_failure(r, "empty", {"empty.txt"});
+}
+
+TEST_F(CliEval, PplRejectsTextShorterThanOneChunk) {
+  const std::string text = write("short.txt", "Once upon a time there was a cat.");
+  const RunResult r = run("ppl -m " + model_ + " -f " + text +
+                          " --policies full,window --budgets 16 --ctx 256 --out " + dir_ + "/res");
+  expect_clean_failure(r, "fewer than one chunk", {"short.txt"});
+}
+
+TEST_F(CliEval, PplRejectsBudgetAboveCtx) {
+  const RunResult r = run("ppl -m " + model_ + " --tokens " +
+                          shared_path("golden/tokens-1024.json") +
+                          " --policies window --budgets 16,128 --ctx 64 --out " + dir_ + "/res");
+  expect_clean_failure(r, "above the context", {});
+}
+
+TEST_F(CliEval, PplRejectsUnknownPolicyListingValidOnes) {
+  const RunResult r = run("ppl -m " + model_ + " --tokens " +
+                          shared_path("golden/tokens-1024.json") +
+                          " --policies full,lru --budgets 16 --ctx 64 --out " + dir_ + "/res");
+  expect_clean_failure(r, "tova-head", {});
+}
+
+TEST_F(CliEval, PplRejectsSinkAtLeastBudget) {
+  const RunResult r = run("ppl -m " + model_ + " --tokens " +
+                          shared_path("golden/tokens-1024.json") +
+                          " --policies sink:4 --budgets 4,16 --ctx 64");
+  expect_clean_failure(r, "sink:4", {});
+}
+
+TEST_F(CliEval, PplRejectsNoPolicies) {
+  const RunResult r = run("ppl -m " + model_ + " --tokens " +
+                          shared_path("golden/tokens-1024.json") + " --budgets 16 --ctx 64");
+  expect_clean_failure(r, "no policies", {});
+}
+
+TEST_F(CliEval, PplRejectsUnwritableOut) {
+  const RunResult r = run("ppl -m " + model_ + " --tokens " +
+                          shared_path("golden/tokens-1024.json") +
+                          " --policies window --budgets 16 --ctx 64 --out /proc/forbidden/x");
+  expect_clean_failure(r, "/proc/forbidden/x", {});
+  EXPECT_FALSE(fs::exists("/proc/forbidden/x"));
+}
+
+TEST_F(CliEval, PplRejectsNonEmptyOutWithoutForce) {
+  fs::create_directory(dir_ + "/res");
+  write("res/keep.txt", "x");
+  const RunResult r = run("ppl -m " + model_ + " --tokens " +
+                          shared_path("golden/tokens-1024.json") +
+                          " --policies window --budgets 16 --ctx 64 --chunks 1 --out " + dir_ +
+                          "/res");
+  expect_clean_failure(r, "--force", {"res"});
+  EXPECT_TRUE(fs::exists(dir_ + "/res/keep.txt"));  // untouched
+}
+
+TEST_F(CliEval, PplWritesTablesJsonCsvAndPlots) {
+  const std::string out = dir_ + "/res";
+  const RunResult r = run("ppl -m " + model_ + " --tokens " +
+                          shared_path("golden/tokens-1024.json") +
+                          " --policies full,window,tova --budgets 32,16 --ctx 128 --chunks 3"
+                          " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| policy \\ k | 16 | 32 | full |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| policy | k | ppl ± stderr |"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out + "/results.json"));
+  EXPECT_EQ(j["header"]["ctx"], 128);
+  EXPECT_EQ(j["header"]["n_chunks"], 3);
+  ASSERT_EQ(j["results"].size(), 5u);
+  EXPECT_EQ(j["results"][0]["policy"], "full");
+  EXPECT_TRUE(j["results"][0]["budget"].is_null());
+  EXPECT_EQ(j["results"][1]["policy"], "window");
+  EXPECT_EQ(j["results"][1]["budget"], 32);
+  for (const auto& c : j["results"]) {
+    EXPECT_EQ(c["nll_by_position"].size(), 127u);
+    EXPECT_GT(c["ppl"].get<double>(), 1.0);
+    EXPECT_FALSE(c["kl_p99"].is_null());
+    EXPECT_FALSE(c["ppl_stderr"].is_null());
+  }
+  const std::string csv = slurp(out + "/results.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
+  EXPECT_EQ(csv.rfind("policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree\n", 0),
+            0u);
+  EXPECT_GT(fs::file_size(out + "/ppl.png"), 1000u);
+  EXPECT_NE(slurp(out + "/ppl.svg").find("<svg"), std::string::npos);
+  // Nothing else left next to the result (no temporary folder).
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) n += e.path().filename() != "res";
+  EXPECT_EQ(n, 0);
+}
+
+TEST_F(CliEval, TraceWritesJsonAndHeatMap) {
+  const std::string out = dir_ + "/tr";
+  const RunResult r = run("trace -m " + model_ + " --tokens " +
+                          shared_path("golden/tokens-128.json") +
+                          " --kv-policy window --kv-budget 3 --ctx 8 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out + "/trace.json"));
+  EXPECT_EQ(j["n_tokens"], 8);
+  EXPECT_EQ(j["layers"][0]["heads"][0]["survival"],
+            nlohmann::json({3, 3, 3, 3, 3, 2, 1, 0}));
+  EXPECT_EQ(j["layers"][0]["heads"][0]["alive_at_end"],
+            nlohmann::json({0, 0, 0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(j["token_text"].size(), 8u);
+  EXPECT_GT(fs::file_size(out + "/trace.png"), 1000u);
+  EXPECT_NE(r.out.find("Token strings kept longest"), std::string::npos) << r.out;
+}
+
+TEST_F(CliEval, TraceRejectsBadInput) {
+  const std::string tokens = shared_path("golden/tokens-128.json");
+  expect_clean_failure(run("trace -m " + model_ + " --tokens " + tokens +
+                           " --kv-policy nope --kv-budget 3 --out " + dir_ + "/tr"),
+                       "valid:", {});
+  expect_clean_failure(run("trace -m " + model_ + " --tokens " + tokens +
+                           " --kv-policy tova --kv-budget 64 --ctx 32 --out " + dir_ + "/tr"),
+                       "above the context", {});
+  expect_clean_failure(run("trace -m " + model_ + " --tokens " + tokens +
+                           " --kv-policy tova --kv-budget 4 --out /proc/forbidden/x"),
+                       "/proc/forbidden/x", {});
+  const std::string empty = write("empty.txt", "");
+  expect_clean_failure(run("trace -m " + model_ + " -f " + empty +
+                           " --kv-policy tova --kv-budget 4 --out " + dir_ + "/tr"),
+                       "empty", {"empty.txt"});
+}
+
+}  // namespace
+}  // namespace tova::testing

@@ -1,0 +1,256 @@
+// matmul (SIMD, threaded, tiled) against matmul_ref for every weight type, several shapes and
+// token counts, 1 and 2 threads; and the kernels on real GGUF weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "hwy/targets.h"
+#include "io/gguf.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+#include "test_data.h"
+
+namespace tova::kernels {
+namespace {
+
+// Runs fn once per SIMD target this CPU supports (AVX3_DL, AVX3, AVX2, ..., SCALAR), so every
+// kernel variant is compared with the reference, not only the one dispatch picks here.
+template <typename Fn>
+void for_each_target(Fn&& fn) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    fn();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+const GgmlType kWeightTypes[] = {
+    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+    GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+    GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+};
+
+struct Matrix {
+  std::vector<uint8_t> bytes;
+  std::vector<float> dequant;  // [n_out][n_in]
+  WeightMatrix w;
+};
+
+Matrix random_matrix(GgmlType t, int64_t n_out, int64_t n_in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> f(static_cast<size_t>(n_out * n_in));
+  for (auto& v : f) v = dist(rng);
+  Matrix m;
+  const uint64_t row_bytes = bytes_per_row(t, n_in).value();
+  m.bytes.resize(row_bytes * static_cast<uint64_t>(n_out));
+  m.dequant.resize(f.size());
+  for (int64_t o = 0; o < n_out; ++o) {
+    quantize_row_ref(t, f.data() + o * n_in, m.bytes.data() + o * row_bytes, n_in);
+    dequantize_row_ref(t, m.bytes.data() + o * row_bytes, m.dequant.data() + o * n_in, n_in);
+  }
+  m.w = WeightMatrix{t, m.bytes.data(), n_in, n_out, row_bytes};
+  return m;
+}
+
+std::vector<float> random_acts(int64_t n_tok, int64_t n_in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n_tok * n_in));
+  for (auto& v : x) v = dist(rng);
+  return x;
+}
+
+// One matmul problem with its reference answer, computed once and checked on every target.
+struct Problem {
+  const WeightMatrix* w;
+  int64_t n_tok;
+  std::vector<float> x;       // [n_tok][n_in]
+  std::vector<float> ref;     // [n_tok][n_out], matmul_ref
+  std::vector<double> scale;  // [n_tok][n_out], sum_i |w_i x_i| with dequantized w
+};
+
+Problem make_problem(const WeightMatrix& w, const std::vector<float>& dequant, int64_t n_tok,
+                     uint32_t seed) {
+  Problem p{&w, n_tok, random_acts(n_tok, w.n_in, seed), {}, {}};
+  p.ref.resize(static_cast<size_t>(n_tok * w.n_out));
+  matmul_ref(w, p.x.data(), n_tok, p.ref.data());
+  p.scale.resize(p.ref.size());
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t o = 0; o < w.n_out; ++o) {
+      double s = 0.0;
+      for (int64_t i = 0; i < w.n_in; ++i) {
+        s += std::fabs(static_cast<double>(dequant[o * w.n_in + i]) * p.x[t * w.n_in + i]);
+      }
+      p.scale[t * w.n_out + o] = s;
+    }
+  }
+  return p;
+}
+
+// Runs matmul and checks |y - ref| <= 1e-5 * sum_i |w_i x_i| for every output: the kernels
+// round activations exactly like the reference, so only float-vs-double summation differs.
+void check_matmul(const Problem& p, ThreadPool& pool, const std::string& what) {
+  const WeightMatrix& w = *p.w;
+  std::vector<float> y(p.ref.size(), std::nanf(""));
+  matmul(w, p.x.data(), p.n_tok, y.data(), pool);
+  int bad = 0;
+  for (size_t i = 0; i < y.size() && bad < 5; ++i) {
+    const double diff = std::fabs(static_cast<double>(y[i]) - p.ref[i]);
+    if (!(diff <= 1e-5 * p.scale[i] + 1e-30)) {
+      ADD_FAILURE() << what << " threads=" << pool.size() << " t=" << i / w.n_out
+                    << " o=" << i % w.n_out << " y=" << y[i] << " ref=" << p.ref[i]
+                    << " scale=" << p.scale[i];
+      ++bad;
+    }
+  }
+}
+
+TEST(Matmul, MatchesReferenceForEveryTypeShapeAndThreadCount) {
+  ThreadPool pool1(1), pool2(2);
+  struct Shape {
+    int64_t n_out, n_in_blocks;
+  };
+  // Block counts 1, 3, 7, 33 along n_in; odd row counts exercise the 4-row and 16-row tails.
+  const Shape shapes[] = {{1, 1}, {7, 3}, {33, 7}, {203, 33}};
+  for (GgmlType t : kWeightTypes) {
+    const int64_t blk = std::max<int64_t>(32, type_traits(t).block_size);
+    for (const Shape& s : shapes) {
+      const int64_t n_in = s.n_in_blocks * blk;
+      const Matrix m = random_matrix(t, s.n_out, n_in, static_cast<uint32_t>(n_in + s.n_out));
+      // 1 and 3: row kernels; 17 and 33: token-lane kernels where the type has them (with a
+      // partial last token group).
+      for (int64_t n_tok : {1, 3, 17, 33}) {
+        const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok));
+        const std::string what = std::string(type_name(t)) + " " + std::to_string(s.n_out) + "x" +
+                                 std::to_string(n_in) + " n_tok=" + std::to_string(n_tok);
+        for_each_target([&] {
+          check_matmul(p, pool1, what);
+          check_matmul(p, pool2, what);
+        });
+      }
+    }
+  }
+}
+
+TEST(Matmul, ManyTokensAndLargeRowsOnTwoThreads) {
+  // Large enough to run threaded, with token counts around the kernels' tile sizes.
+  ThreadPool pool(2);
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ6_K, GgmlType::kF16, GgmlType::kQ8_0}) {
+    const Matrix m = random_matrix(t, 100, 512, 5);
+    for (int64_t n_tok : {8, 16, 31, 40, 64}) {
+      const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 1);
+      for_each_target([&] {
+        check_matmul(p, pool, std::string(type_name(t)) + " n_tok=" + std::to_string(n_tok));
+      });
+    }
+  }
+}
+
+TEST(Matmul, RepeatedCallsReuseBuffersCorrectly) {
+  // A big call then small ones: stale buffer contents (padding tokens) must not leak in.
+  ThreadPool pool(2);
+  const Matrix m = random_matrix(GgmlType::kQ4_0, 48, 256, 17);
+  std::vector<Problem> problems;
+  for (int64_t n_tok : {40, 9, 1, 33, 2}) {
+    problems.push_back(make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) * 7));
+  }
+  for_each_target([&] {
+    for (const Problem& p : problems) check_matmul(p, pool, "n_tok=" + std::to_string(p.n_tok));
+  });
+}
+
+// ---- real weights: llama.cpp-written GGUF files ----
+
+std::unique_ptr<io::GgufFile> open_model(const std::string& name) {
+  auto f = io::GgufFile::open(testing::shared_path("models/" + name));
+  EXPECT_TRUE(f.ok()) << (f.ok() ? "" : f.message());
+  return f.ok() ? std::move(f).value() : nullptr;
+}
+
+// RMS of (dequantized - f32 original) / RMS(original) over a whole tensor.
+double relative_rms(const io::GgufTensorInfo& q, const io::GgufTensorInfo& f32) {
+  const int64_t n_in = q.dims[0];
+  const int64_t rows = q.n_elements / n_in;
+  const uint64_t row_bytes = bytes_per_row(q.type, n_in).value();
+  std::vector<float> row(static_cast<size_t>(n_in)), ref_row(row.size());
+  const auto* orig = reinterpret_cast<const float*>(f32.data);
+  double e2 = 0.0, s2 = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(q.type, q.data + r * row_bytes, row.data(), n_in);
+    dequantize_row_ref(q.type, q.data + r * row_bytes, ref_row.data(), n_in);
+    EXPECT_EQ(0, std::memcmp(row.data(), ref_row.data(), row.size() * sizeof(float))) << q.name;
+    for (int64_t i = 0; i < n_in; ++i) {
+      const double o = orig[r * n_in + i];
+      e2 += (row[i] - o) * (row[i] - o);
+      s2 += o * o;
+    }
+  }
+  return std::sqrt(e2 / s2);
+}
+
+TEST(MatmulRealData, DequantizedWeightsMatchTheF32Model) {
+  // The fixtures are one random model written in several types, so the Q4_0/Q6_K/Q8_0/F16/BF16
+  // tensors must dequantize to the F32 file's values within the type's error. A wrong nibble or
+  // bit order gives an error of order 1.
+  TOVA_REQUIRE_SHARED();
+  auto f32 = open_model("rand-llama-gqa-f32.gguf");
+  ASSERT_NE(f32, nullptr);
+  struct Case {
+    const char* file;
+    double bound;  // relative RMS bound per tensor type
+  };
+  for (const Case& c :
+       {Case{"rand-llama-gqa-q4_0.gguf", 0.12}, Case{"rand-llama-gqa-q8_0.gguf", 6e-3},
+        Case{"rand-llama-gqa-f16.gguf", 4e-4}, Case{"rand-llama-gqa-bf16.gguf", 3e-3}}) {
+    auto q = open_model(c.file);
+    ASSERT_NE(q, nullptr);
+    int checked = 0;
+    for (const auto& t : q->tensors()) {
+      if (t.type == GgmlType::kF32 || t.dims.size() != 2) continue;
+      const io::GgufTensorInfo* orig = f32->find_tensor(t.name);
+      ASSERT_NE(orig, nullptr) << t.name;
+      ASSERT_EQ(orig->type, GgmlType::kF32);
+      const double rel = relative_rms(t, *orig);
+      const double bound = t.type == GgmlType::kQ6_K ? 0.03 : c.bound;
+      EXPECT_LE(rel, bound) << c.file << " " << t.name << " (" << type_name(t.type) << ")";
+      ++checked;
+    }
+    EXPECT_GT(checked, 4) << c.file;
+  }
+}
+
+TEST(MatmulRealData, MatmulOnRealTensorsMatchesReference) {
+  TOVA_REQUIRE_SHARED();
+  ThreadPool pool(2);
+  for (const char* file : {"rand-llama-gqa-q4_0.gguf", "rand-llama-gqa-q8_0.gguf",
+                           "rand-llama-gqa-f16.gguf", "rand-llama-gqa-bf16.gguf"}) {
+    auto q = open_model(file);
+    ASSERT_NE(q, nullptr);
+    for (const char* name : {"output.weight", "blk.0.ffn_down.weight", "blk.1.attn_k.weight"}) {
+      const io::GgufTensorInfo* t = q->find_tensor(name);
+      ASSERT_NE(t, nullptr) << name;
+      const int64_t n_in = t->dims[0], n_out = t->dims[1];
+      const WeightMatrix w{t->type, t->data, n_in, n_out, bytes_per_row(t->type, n_in).value()};
+      std::vector<float> dequant(static_cast<size_t>(n_in * n_out));
+      for (int64_t o = 0; o < n_out; ++o) {
+        dequantize_row_ref(t->type, t->data + o * w.row_bytes, dequant.data() + o * n_in, n_in);
+      }
+      for (int64_t n_tok : {1, 20}) {
+        const Problem p = make_problem(w, dequant, n_tok, 3);
+        for_each_target([&] {
+          check_matmul(p, pool, std::string(file) + " " + name + " n_tok=" + std::to_string(n_tok));
+        });
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tova::kernels

@@ -1,0 +1,285 @@
+// Random-weight models: the file our loader reads back has the shape's config, llama-quantize's
+// tensor types, the vocabulary copied verbatim, weights of the stated distribution, and runs.
+#include "model/random_model.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "io/gguf.h"
+#include "kernels/quant.h"
+#include "model/model.h"
+#include "runtime/sequence.h"
+#include "test_data.h"
+
+namespace tova::model {
+namespace {
+
+using testing::shared_path;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class RandomModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::make_temp_dir(); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Writes `shape` in `type` with its default shared vocabulary.
+  std::string write(const std::string& shape, GgmlType type, int threads = 2,
+                    uint64_t seed = 7) {
+    auto s = find_random_shape(shape);
+    EXPECT_TRUE(s.ok()) << s.message();
+    ThreadPool pool(threads);
+    const std::string path =
+        fmt::format("{}/{}-{}-t{}-s{}.gguf", dir_, shape, type_name(type), threads, seed);
+    auto st = write_random_model(
+        {.shape = *s, .type = type, .vocab_path = shared_path("vocab/" + s->vocab_file),
+         .seed = seed},
+        path, pool);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return path;
+  }
+
+  std::string dir_;
+};
+
+TEST(RandomShapes, RealShapesAreThePublishedOnes) {
+  auto t = find_random_shape("tinyllama");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->n_layer, 22);
+  EXPECT_EQ(t->n_embd, 2048);
+  EXPECT_EQ(t->n_head, 32);
+  EXPECT_EQ(t->n_head_kv, 4);
+  EXPECT_EQ(t->n_ff, 5632);
+  EXPECT_EQ(t->n_vocab, 32000);
+  EXPECT_FALSE(t->tied_output);
+  auto s = find_random_shape("smollm");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->n_layer, 30);
+  EXPECT_EQ(s->n_embd, 576);
+  EXPECT_EQ(s->n_head, 9);
+  EXPECT_EQ(s->n_head_kv, 3);
+  EXPECT_EQ(s->n_ff, 1536);
+  EXPECT_EQ(s->n_vocab, 49152);
+  EXPECT_EQ(s->rope_base, 100000.f);
+  EXPECT_TRUE(s->tied_output);
+}
+
+TEST(RandomShapes, UnknownNamesListTheValidOnes) {
+  auto s = find_random_shape("gpt5");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("unknown shape 'gpt5'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("tinyllama, smollm"), std::string::npos) << s.message();
+  auto t = parse_random_type("q3_k");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.message().find("q4_0"), std::string::npos) << t.message();
+  EXPECT_NE(t.message().find("bf16"), std::string::npos) << t.message();
+  EXPECT_EQ(*parse_random_type("Q4_K"), GgmlType::kQ4_K);
+}
+
+// What llama-quantize does, worked out by hand from its rules.
+TEST(RandomShapes, TensorTypesFollowLlamaQuantize) {
+  using enum GgmlType;
+  struct Case {
+    GgmlType base;
+    MatrixRole role;
+    bool tied;
+    int64_t n_in;
+    GgmlType want;
+  };
+  const Case cases[] = {
+      // TinyLlama: untied; the output matrix gets Q6_K, the embedding keeps the base type.
+      {kQ4_0, MatrixRole::kOutput, false, 2048, kQ6_K},
+      {kQ4_0, MatrixRole::kTokenEmbd, false, 2048, kQ4_0},
+      {kQ4_0, MatrixRole::kLayer, false, 5632, kQ4_0},
+      {kQ5_1, MatrixRole::kOutput, false, 2048, kQ6_K},
+      {kQ4_K, MatrixRole::kLayer, false, 5632, kQ4_K},
+      {kQ8_0, MatrixRole::kOutput, false, 2048, kQ8_0},
+      {kQ6_K, MatrixRole::kOutput, false, 2048, kQ6_K},
+      {kF16, MatrixRole::kOutput, false, 2048, kF16},
+      {kBF16, MatrixRole::kTokenEmbd, true, 576, kBF16},
+      // SmolLM: 576 = 2.25 super-blocks, so Q6_K and the k-quants fall back.
+      {kQ4_0, MatrixRole::kTokenEmbd, true, 576, kQ8_0},
+      {kQ4_K, MatrixRole::kLayer, true, 576, kQ5_0},
+      {kQ5_K, MatrixRole::kLayer, true, 576, kQ5_1},
+      {kQ6_K, MatrixRole::kLayer, true, 576, kQ8_0},
+      {kQ4_K, MatrixRole::kLayer, true, 1536, kQ4_K},  // ffn_down rows divide
+      {kQ4_K, MatrixRole::kTokenEmbd, true, 576, kQ8_0},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(random_matrix_type(c.base, c.role, c.tied, c.n_in), c.want)
+        << type_name(c.base) << " role " << static_cast<int>(c.role) << " n_in " << c.n_in;
+  }
+  EXPECT_EQ(llama_file_type(kQ4_0), 2u);
+  EXPECT_EQ(llama_file_type(kQ8_0), 7u);
+  EXPECT_EQ(llama_file_type(kF16), 1u);
+  EXPECT_EQ(llama_file_type(kBF16), 32u);
+}
+
+TEST_F(RandomModelTest, LoaderReadsTheShapeTypesAndVocabulary) {
+  TOVA_REQUIRE_SHARED();
+  const std::string path = write("tiny", GgmlType::kQ4_K);
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.message();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_EQ(c.arch, Arch::kLlama);
+  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_EQ(c.n_embd, 256);
+  EXPECT_EQ(c.n_head, 4);
+  EXPECT_EQ(c.n_head_kv, 2);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.n_ff, 512);
+  EXPECT_EQ(c.n_vocab, 32000);
+  EXPECT_EQ(c.n_ctx_train, 512);
+  EXPECT_FALSE(c.tied_output);
+  const ModelWeights& w = (*m)->weights();
+  EXPECT_EQ(w.output.type, GgmlType::kQ6_K);
+  EXPECT_EQ(w.token_embd.type, GgmlType::kQ4_K);
+  EXPECT_EQ(w.layers[1].w_down.type, GgmlType::kQ4_K);
+  EXPECT_EQ(w.layers[0].w_down.n_in, 512);
+  const io::GgufFile& f = (*m)->file();
+  EXPECT_EQ(f.find_tensor("blk.0.attn_norm.weight")->type, GgmlType::kF32);
+  EXPECT_EQ(*f.get_u32("general.file_type"), 14u);
+  EXPECT_EQ(*f.get_u32("general.quantization_version"), 2u);
+
+  // Every tokenizer.* key of the vocabulary file, copied verbatim.
+  auto vocab = io::GgufFile::open(shared_path("vocab/ggml-vocab-llama-spm.gguf"));
+  ASSERT_TRUE(vocab.ok()) << vocab.message();
+  int n_copied = 0;
+  for (const auto& [key, value] : (*vocab)->metadata()) {
+    if (key.rfind("tokenizer.", 0) != 0) continue;
+    const io::GgufValue* mine = f.find(key);
+    ASSERT_NE(mine, nullptr) << key;
+    EXPECT_TRUE(*mine == value) << key;
+    ++n_copied;
+  }
+  EXPECT_GE(n_copied, 4);
+}
+
+TEST_F(RandomModelTest, Qwen2ShapeHasBiasesAndTiedEmbedding) {
+  TOVA_REQUIRE_SHARED();
+  const std::string path = write("tiny-qwen2", GgmlType::kQ4_0);
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.message();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_EQ(c.arch, Arch::kQwen2);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_TRUE(c.tied_output);
+  EXPECT_EQ(c.n_vocab, 49152);
+  EXPECT_FLOAT_EQ(c.rope.freq_base, 1e6f);
+  const ModelWeights& w = (*m)->weights();
+  EXPECT_EQ(w.token_embd.type, GgmlType::kQ6_K);  // tied: quantized as the output
+  EXPECT_EQ(w.layers[0].wq.type, GgmlType::kQ4_0);
+  ASSERT_EQ(w.layers[0].bq.size(), 256u);
+  EXPECT_EQ(w.layers[0].bk[5], 0.f);
+  EXPECT_EQ(w.layers[1].ffn_norm[17], 1.f);
+}
+
+TEST_F(RandomModelTest, WeightsAreNormalWithSd002) {
+  TOVA_REQUIRE_SHARED();
+  const std::string path = write("tiny", GgmlType::kF16);
+  auto f = io::GgufFile::open(path);
+  ASSERT_TRUE(f.ok()) << f.message();
+  for (const char* name : {"blk.0.ffn_up.weight", "output.weight"}) {
+    const io::GgufTensorInfo* t = (*f)->find_tensor(name);
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->type, GgmlType::kF16);
+    std::vector<float> x(t->n_elements);
+    kernels::dequantize_row_ref(t->type, t->data, x.data(), t->n_elements);
+    double s = 0, s2 = 0, s4 = 0;
+    int64_t n_big = 0;
+    for (float v : x) {
+      s += v;
+      s2 += double(v) * v;
+      s4 += double(v) * v * v * v;
+      n_big += std::fabs(v) > 2 * 0.02;
+    }
+    const double n = static_cast<double>(x.size());
+    const double var = s2 / n;
+    EXPECT_NEAR(s / n, 0.0, 5e-4) << name;
+    EXPECT_NEAR(std::sqrt(var), 0.02, 4e-4) << name;
+    EXPECT_NEAR(s4 / n / (var * var), 3.0, 0.1) << name;  // kurtosis of a normal
+    EXPECT_NEAR(n_big / n, 0.0455, 0.004) << name;        // P(|z| > 2)
+  }
+  auto norm = (*f)->find_tensor("blk.1.attn_norm.weight");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(reinterpret_cast<const float*>(norm->data)[0], 1.f);
+}
+
+TEST_F(RandomModelTest, SameSeedSameBytesWhateverTheThreads) {
+  TOVA_REQUIRE_SHARED();
+  const std::string a = slurp(write("tiny", GgmlType::kQ8_0, 1, 3));
+  const std::string b = slurp(write("tiny", GgmlType::kQ8_0, 2, 3));
+  const std::string c = slurp(write("tiny", GgmlType::kQ8_0, 2, 4));
+  ASSERT_GT(a.size(), 1000000u);
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(a.size(), c.size());
+  EXPECT_FALSE(a == c);
+}
+
+TEST_F(RandomModelTest, RunsAForwardPassWithFiniteLogits) {
+  TOVA_REQUIRE_SHARED();
+  const std::string path = write("tiny", GgmlType::kQ4_0);
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.message();
+  ThreadPool pool(2);
+  runtime::CacheOptions o;
+  o.policy = *kv::parse_policy("full", 0);
+  auto state = runtime::make_state(**m, o, 8);
+  ASSERT_TRUE(state.ok()) << state.message();
+  ForwardScratch scratch;
+  std::vector<float> logits((*m)->config().n_vocab);
+  const std::vector<int32_t> ids = {1, 450, 4996, 17354, 1701, 432, 17204, 975};
+  ASSERT_TRUE(runtime::feed(**m, pool, scratch, **state, ids, 4, logits.data()).ok());
+  double sq = 0;
+  for (float v : logits) {
+    ASSERT_TRUE(std::isfinite(v));
+    sq += double(v) * v;
+  }
+  EXPECT_GT(sq, 0.0);
+}
+
+TEST_F(RandomModelTest, ErrorsNameTheProblem) {
+  TOVA_REQUIRE_SHARED();
+  ThreadPool pool(1);
+  RandomModelOptions o{.shape = *find_random_shape("tiny"),
+                       .type = GgmlType::kQ8_0,
+                       .vocab_path = shared_path("vocab/ggml-vocab-starcoder.gguf")};
+  auto st = write_random_model(o, dir_ + "/x.gguf", pool);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("has 49152 tokens, but shape 'tiny' needs 32000"),
+            std::string::npos)
+      << st.message();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/x.gguf"));
+
+  o.vocab_path = shared_path("vocab/ggml-vocab-llama-spm.gguf");
+  st = write_random_model(o, dir_ + "/no/such/dir/x.gguf", pool);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cannot create"), std::string::npos) << st.message();
+
+  o.type = GgmlType::kQ2_K;
+  st = write_random_model(o, dir_ + "/x.gguf", pool);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("q2_k"), std::string::npos) << st.message();
+
+  const std::vector<std::string> dirs = {dir_, shared_path("vocab")};
+  auto v = find_vocab(*find_random_shape("smollm"), dirs);
+  ASSERT_TRUE(v.ok()) << v.message();
+  EXPECT_NE(v->find("ggml-vocab-starcoder.gguf"), std::string::npos);
+  const std::vector<std::string> none = {dir_};
+  v = find_vocab(*find_random_shape("smollm"), none);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.message().find("--vocab"), std::string::npos) << v.message();
+}
+
+}  // namespace
+}  // namespace tova::model
