@@ -36,7 +36,7 @@ void add_logits_command(CLI::App& app) {
     auto ids = read_token_file(f.tokens);
     if (!ids.ok()) throw CLI::RuntimeError(fail(ids.message()));
     if (ids->empty()) throw CLI::RuntimeError(fail(f.tokens + ": the token list is empty"));
-    auto lm = load_model(f.model.model_path(), false);
+    auto lm = load_model(f.model.model_path(), false, f.model.options());
     if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
     const model::Model& m = *lm->model;
     const int n_vocab = m.config().n_vocab;

@@ -161,7 +161,7 @@ void add_ppl_command(CLI::App& app) {
     if (f.text_file.empty() && f.tokens_file.empty()) {
       throw CLI::RuntimeError(fail("nothing to score: give a text (-f) or token ids (--tokens)"));
     }
-    auto lm = load_model(f.model.model_path(), f.tokens_file.empty());
+    auto lm = load_model(f.model.model_path(), f.tokens_file.empty(), f.model.options());
     if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
     const model::Model& m = *lm->model;
     const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 1 ? m.config().n_ctx_train

@@ -43,7 +43,7 @@ void add_run_command(CLI::App& app) {
       if (!text.ok()) throw CLI::RuntimeError(fail(text.message()));
       prompt = *text;
     }
-    auto lm = load_model(f.model.model_path());
+    auto lm = load_model(f.model.model_path(), true, f.model.options());
     if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
     const tok::Tokenizer& tk = *lm->tokenizer;
     const std::vector<int32_t> ids = tk.encode(prompt, true);

@@ -89,7 +89,7 @@ void add_trace_command(CLI::App& app) {
     if (f.text_file.empty() && f.tokens_file.empty()) {
       throw CLI::RuntimeError(fail("nothing to feed: give a text (-f) or token ids (--tokens)"));
     }
-    auto lm = load_model(f.model.model_path(), true);
+    auto lm = load_model(f.model.model_path(), true, f.model.options());
     if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
     const model::Model& m = *lm->model;
     const tok::Tokenizer& tk = *lm->tokenizer;

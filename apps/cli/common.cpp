@@ -19,6 +19,9 @@ void ModelFlags::add(CLI::App& app) {
   app.add_option("-m,--model", model, "GGUF model file (default: bundled stories260K)");
   app.add_option("-t,--threads", threads, "threads to use (default: all cores)")
       ->check(CLI::Range(1, 1024));
+  app.add_flag("--f32-activations", f32_activations,
+               "keep activations in float32 for quantized weights (exact dequantized rows, no "
+               "Q8 rounding of activations as llama.cpp does; slower)");
 }
 
 std::string ModelFlags::model_path() const { return model.empty() ? bundled_model_path() : model; }
@@ -64,10 +67,11 @@ runtime::SamplerParams SamplingFlags::params() const {
   return q;
 }
 
-Result<LoadedModel> load_model(const std::string& path, bool need_tokenizer) {
+Result<LoadedModel> load_model(const std::string& path, bool need_tokenizer,
+                               const model::ModelOptions& options) {
   LoadedModel lm;
   Timer t;
-  TOVA_ASSIGN_OR_RETURN(lm.model, model::Model::load(path));
+  TOVA_ASSIGN_OR_RETURN(lm.model, model::Model::load(path, options));
   if (need_tokenizer) {
     TOVA_ASSIGN_OR_RETURN(lm.tokenizer, tok::Tokenizer::from_gguf(lm.model->file()));
   }

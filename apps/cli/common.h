@@ -18,7 +18,9 @@ namespace tova::cli {
 struct ModelFlags {
   std::string model;  // empty: the bundled assets/stories260K.gguf
   int threads = 0;    // 0: every core
+  bool f32_activations = false;
   void add(CLI::App& app);
+  model::ModelOptions options() const { return {.f32_activations = f32_activations}; }
   std::string model_path() const;
   int n_threads() const;
 };
@@ -44,7 +46,8 @@ struct LoadedModel {
   std::unique_ptr<tok::Tokenizer> tokenizer;
   double load_seconds = 0;
 };
-Result<LoadedModel> load_model(const std::string& path, bool need_tokenizer = true);
+Result<LoadedModel> load_model(const std::string& path, bool need_tokenizer = true,
+                               const model::ModelOptions& options = {});
 
 // The path of the bundled default model, found next to the executable or the working folder.
 std::string bundled_model_path();
