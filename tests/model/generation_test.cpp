@@ -79,7 +79,9 @@ TEST(Generation, BoundedPolicyKeepsMemoryFlatOver20000Tokens) {
         bytes_at_1000 = (*state)->bytes();
         rss_at_1000 = rss_kib("VmRSS:");
       }
-      if (i >= 999) ASSERT_EQ((*state)->bytes(), bytes_at_1000) << "at token " << i;
+      if (i >= 999) {
+        ASSERT_EQ((*state)->bytes(), bytes_at_1000) << "at token " << i;
+      }
     }
     EXPECT_EQ((*state)->n_seen(), n);
     for (int il = 0; il < (*state)->n_layer(); ++il) {
@@ -88,7 +90,10 @@ TEST(Generation, BoundedPolicyKeepsMemoryFlatOver20000Tokens) {
     }
     // Far past the trained context (512) with the same allocation; the process did not grow
     // by more than allocator noise (a full cache of 20k tokens would add ~13 MiB here).
-    EXPECT_LT(rss_kib("VmRSS:") - rss_at_1000, 2048) << policy;
+    // (Not under AddressSanitizer: its quarantine keeps freed blocks resident by design.)
+    if (std::getenv("TOVA_SANITIZE_RUN") == nullptr) {
+      EXPECT_LT(rss_kib("VmRSS:") - rss_at_1000, 2048) << policy;
+    }
   }
 }
 
