@@ -120,7 +120,9 @@ void add_trace_command(CLI::App& app) {
     if (static_cast<int>(ids.size()) > ctx) ids.resize(ctx);
 
     ThreadPool pool(f.model.n_threads());
-    eval::TraceOptions to{.policy = cache->policy, .kv_type = cache->kv_type};
+    eval::TraceOptions to{.policy = cache->policy,
+                          .kv_type = cache->kv_type,
+                          .far_age = m.config().n_ctx_train};
     const bool tty = ::isatty(2) != 0;
     Timer t;
     if (tty) {
@@ -148,14 +150,21 @@ void add_trace_command(CLI::App& app) {
       return std::isfinite(v) ? fmt::format(fmt::runtime(f), v) : std::string("-");
     };
     fmt::print("| layer | first token survival | median survival (evicted) | p90 (evicted) "
-               "| evicted on arrival | survived >= 2k | recent k/2 share |\n"
-               "|---:|---:|---:|---:|---:|---:|---:|\n");
+               "| evicted on arrival | survived >= 2k | recent k/2 share | mean age held "
+               "| held >= {} back |\n"
+               "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+               m.config().n_ctx_train);
     for (int il = 0; il < r.n_layer; ++il) {
-      fmt::print("| {} | {:.1f} | {} | {} | {} | {} | {} |\n", il, r.first_token_survival[il],
-                 num(r.survival_median[il], "{:.1f}"), num(r.survival_p90[il], "{:.1f}"),
+      fmt::print("| {} | {:.1f} | {} | {} | {} | {} | {} | {} | {} |\n", il,
+                 r.first_token_survival[il], num(r.survival_median[il], "{:.1f}"),
+                 num(r.survival_p90[il], "{:.1f}"),
                  num(r.evicted_on_arrival[il] * 100, "{:.1f}%"),
-                 num(r.kept_over_2k[il] * 100, "{:.1f}%"), num(r.recent_share[il], "{:.3f}"));
+                 num(r.kept_over_2k[il] * 100, "{:.1f}%"), num(r.recent_share[il], "{:.3f}"),
+                 num(r.mean_age[il], "{:.1f}"), num(r.far_share[il] * 100, "{:.1f}%"));
     }
+    fmt::print("\nRecent share, mean age and the share held from beyond the training context "
+               "({} tokens) are averaged over the steps that evict (t >= k) and KV heads.\n",
+               m.config().n_ctx_train);
     if (std::isfinite(r.recent_share_mean)) {
       fmt::print("\nShare of held states among the k/2 most recent positions, mean over layers "
                  "and the steps that evict: {:.3f} (0.5 by construction for window, sink and h2o "

@@ -77,6 +77,8 @@ nlohmann::ordered_json trace_json(const TraceResult& r, const nlohmann::ordered_
         {"survival_p90_evicted", number(r.survival_p90[il])},
         {"evicted_on_arrival", number(r.evicted_on_arrival[il])},
         {"kept_over_2k", number(r.kept_over_2k[il])},
+        {"mean_age", number(r.mean_age[il])},
+        {"far_share", number(r.far_share[il])},
         {"mean_survival", floats(std::vector<double>(r.layer_survival.begin() + il * r.n_tokens,
                                                      r.layer_survival.begin() +
                                                          (il + 1) * r.n_tokens))},

@@ -36,7 +36,7 @@ Result<TraceResult> run_trace(const model::Model& m, ThreadPool& pool,
   const int H = r.n_head_kv;
   // The last step after which each (layer, head, position) was still held; -1: never.
   std::vector<int64_t> last_held(static_cast<size_t>(L) * H * T, -1);
-  std::vector<double> recent_sum(L, 0.0);
+  std::vector<double> recent_sum(L, 0.0), age_sum(L, 0.0), far_sum(L, 0.0);
   int64_t n_recent_steps = 0;
   const int k = r.budget;
 
@@ -52,19 +52,30 @@ Result<TraceResult> run_trace(const model::Model& m, ThreadPool& pool,
     for (int il = 0; il < L; ++il) {
       const kv::LayerState& ls = ms.layer(il);
       const int n_slot = ls.n_slot();
-      double share = 0;
+      double share = 0, age = 0, far = 0;
       for (int g = 0; g < H; ++g) {
         const int64_t* pos = ls.pos() + static_cast<size_t>(g) * n_slot;
-        int n_held = 0, n_recent = 0;
+        int n_held = 0, n_recent = 0, n_far = 0;
+        int64_t age_total = 0;
         for (int s = 0; s < n_slot; ++s) {
           if (pos[s] < 0) continue;
           last_held[r.index(il, g, pos[s])] = t;
           ++n_held;
           if (pos[s] >= recent_from) ++n_recent;
+          age_total += t - pos[s];
+          if (o.far_age > 0 && t - pos[s] >= o.far_age) ++n_far;
         }
-        if (count_recent && n_held > 0) share += static_cast<double>(n_recent) / n_held;
+        if (count_recent && n_held > 0) {
+          share += static_cast<double>(n_recent) / n_held;
+          age += static_cast<double>(age_total) / n_held;
+          far += static_cast<double>(n_far) / n_held;
+        }
       }
-      if (count_recent) recent_sum[il] += share / H;
+      if (count_recent) {
+        recent_sum[il] += share / H;
+        age_sum[il] += age / H;
+        far_sum[il] += far / H;
+      }
     }
     if (count_recent) ++n_recent_steps;
     if (o.on_progress) o.on_progress(t + 1, T);
@@ -118,6 +129,10 @@ Result<TraceResult> run_trace(const model::Model& m, ThreadPool& pool,
                                         : std::nan("");
     r.recent_share.push_back(s);
     r.recent_share_mean += s / L;
+    const double steps = static_cast<double>(n_recent_steps);
+    r.mean_age.push_back(n_recent_steps > 0 ? age_sum[il] / steps : std::nan(""));
+    r.far_share.push_back(n_recent_steps > 0 && o.far_age > 0 ? far_sum[il] / steps
+                                                              : std::nan(""));
   }
   return r;
 }

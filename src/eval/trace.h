@@ -27,6 +27,9 @@ namespace tova::eval {
 struct TraceOptions {
   kv::PolicySpec policy;
   kv::KvType kv_type = kv::KvType::kF32;
+  // Age (t - pos) from which a held state counts as "far" in TraceResult::far_share, e.g. the
+  // model's training context; 0: not computed.
+  int64_t far_age = 0;
   std::function<void(int64_t done, int64_t total)> on_progress;  // tokens fed
 };
 
@@ -45,7 +48,7 @@ struct TraceResult {
   std::vector<double> first_token_survival;  // [n_layer], position 0, mean over KV heads
   // Share of the held states that are among the k/2 most recent positions (t - k/2 < pos <= t)
   // after step t, averaged over KV heads and over the steps t >= k (the steps that evict).
-  // NaN when unbounded or when no step evicted.
+  // NaN (here and in mean_age, far_share) when unbounded or when no step evicted.
   std::vector<double> recent_share;  // [n_layer]
   // Per layer over every (KV head, position) the policy evicted (alive-at-end tokens are left
   // out: their survival is cut short by the end of the text). NaN when nothing was evicted.
@@ -56,6 +59,10 @@ struct TraceResult {
   std::vector<double> evicted_on_arrival;  // [n_layer]
   std::vector<double> kept_over_2k;        // [n_layer]
   double recent_share_mean = 0;      // over layers
+  // Over the same steps and KV heads: the mean age t - pos of the held states, and the share of
+  // held states at least TraceOptions::far_age old (NaN if far_age is 0).
+  std::vector<double> mean_age;   // [n_layer]
+  std::vector<double> far_share;  // [n_layer]
   double seconds = 0;
 
   size_t index(int layer, int head_kv, int64_t pos) const {

@@ -32,11 +32,12 @@ std::unique_ptr<model::Model> load_stories() {
   return m.ok() ? std::move(m).value() : nullptr;
 }
 
-TraceResult trace(const model::Model& m, const std::string& policy, int budget, size_t n) {
+TraceResult trace(const model::Model& m, const std::string& policy, int budget, size_t n,
+                  int64_t far_age = 0) {
   auto spec = kv::parse_policy(policy, budget);
   EXPECT_TRUE(spec.ok()) << spec.message();
   ThreadPool pool(1);
-  auto r = run_trace(m, pool, first_tokens(n), {.policy = *spec});
+  auto r = run_trace(m, pool, first_tokens(n), {.policy = *spec, .far_age = far_age});
   EXPECT_TRUE(r.ok()) << r.message();
   return std::move(r).value();
 }
@@ -63,7 +64,7 @@ TEST(Trace, WindowOfThreeOverEightTokens) {
   TOVA_REQUIRE_SHARED();
   auto m = load_stories();
   ASSERT_NE(m, nullptr);
-  const TraceResult r = trace(*m, "window", 3, 8);
+  const TraceResult r = trace(*m, "window", 3, 8, /*far_age=*/2);
   // After step t >= 3 the window holds {t-2, t-1, t}: token p is evicted at step p + 3 and was
   // seen by tokens p+1..p+3. Tokens 5, 6, 7 are held at the end, seen by 2, 1, 0 later tokens.
   expect_all_rows(r, {3, 3, 3, 3, 3, 2, 1, 0}, {0, 0, 0, 0, 0, 1, 1, 1});
@@ -75,6 +76,8 @@ TEST(Trace, WindowOfThreeOverEightTokens) {
     EXPECT_EQ(r.survival_p90[il], 3.0);
     EXPECT_EQ(r.evicted_on_arrival[il], 0.0);
     EXPECT_EQ(r.kept_over_2k[il], 0.0);
+    EXPECT_NEAR(r.mean_age[il], 1.0, 1e-12);         // ages {0, 1, 2}
+    EXPECT_NEAR(r.far_share[il], 1.0 / 3.0, 1e-12);  // age >= 2: one of three
   }
   EXPECT_EQ(r.mean_survival, (std::vector<double>{3, 3, 3, 3, 3, 2, 1, 0}));
 }
@@ -90,6 +93,8 @@ TEST(Trace, SinkKeepsTheFirstTokenForever) {
     EXPECT_EQ(r.first_token_survival[il], 7.0);
     EXPECT_EQ(r.kept_over_2k[il], 1.0 / 8.0);  // only position 0 reaches 2k = 6
     EXPECT_EQ(r.survival_median[il], 2.0);
+    // Held after step t >= 3: ages {t, 1, 0}, mean (t + 1) / 3; over t = 3..7 that is 2.
+    EXPECT_NEAR(r.mean_age[il], 2.0, 1e-12);
   }
 }
 
@@ -102,6 +107,8 @@ TEST(Trace, FullKeepsEverything) {
   EXPECT_EQ(r.budget, -1);
   EXPECT_TRUE(std::isnan(r.recent_share_mean));
   EXPECT_TRUE(std::isnan(r.survival_median[0]));  // nothing evicted
+  EXPECT_TRUE(std::isnan(r.mean_age[0]));
+  EXPECT_TRUE(std::isnan(r.far_share[0]));
 }
 
 // ---- Independent derivation for score-based policies, layer 0 ----------------------------
