@@ -86,9 +86,8 @@ std::string detail_table(const eval::SweepResult& r) {
   for (const eval::ConfigResult& c : r.configs) {
     const std::string se = std::isfinite(c.ppl_se) ? fmt::format("{:.3f}", c.ppl_se) : "-";
     s += fmt::format("| {} | {} | {} ± {} | {:.4f} | {} | {} | {} |\n", c.policy.label(),
-                     c.policy.bounded() ? std::to_string(c.policy.budget) : "-",
-                     fmt_ppl(c.ppl), se, c.mean_nll, opt(c.kl_mean, "{:.5f}"),
-                     opt(c.kl_p99, "{:.4f}"),
+                     c.policy.bounded() ? std::to_string(c.policy.budget) : "-", fmt_ppl(c.ppl), se,
+                     c.mean_nll, opt(c.kl_mean, "{:.5f}"), opt(c.kl_p99, "{:.4f}"),
                      c.top1_agree ? fmt::format("{:.1f}%", *c.top1_agree * 100) : "-");
   }
   return s;
@@ -164,8 +163,7 @@ void add_ppl_command(CLI::App& app) {
     auto lm = load_model(f.model.model_path(), f.tokens_file.empty(), f.model.options());
     if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
     const model::Model& m = *lm->model;
-    const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 1 ? m.config().n_ctx_train
-                                                                      : 512);
+    const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 1 ? m.config().n_ctx_train : 512);
     auto configs = eval::sweep_configs(f.policies, f.budgets, ctx);
     if (!configs.ok()) throw CLI::RuntimeError(fail(configs.message()));
 
@@ -196,16 +194,13 @@ void add_ppl_command(CLI::App& app) {
 
     ThreadPool pool(f.model.n_threads());
     const bool tty = ::isatty(2) != 0;
-    eval::SweepOptions so{.configs = *configs,
-                          .kv_type = *kv_type,
-                          .n_batch = f.n_batch,
-                          .batched = !f.no_batch};
+    eval::SweepOptions so{
+        .configs = *configs, .kv_type = *kv_type, .n_batch = f.n_batch, .batched = !f.no_batch};
     if (tty) {
       so.on_progress = [last = -1.0](const eval::SweepProgress& p) mutable {
         if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;  // ~10 redraws/s
         last = p.seconds;
-        fmt::print(stderr, "\r{}",
-                   eval::progress_line(p.steps_done, p.steps_total, p.seconds));
+        fmt::print(stderr, "\r{}", eval::progress_line(p.steps_done, p.steps_total, p.seconds));
         std::fflush(stderr);
       };
     }
@@ -214,10 +209,11 @@ void add_ppl_command(CLI::App& app) {
     if (!res.ok()) throw CLI::RuntimeError(fail(res.message()));
     const eval::SweepResult& r = *res;
 
-    const std::string title = fmt::format(
-        "{} on {}: ctx {}, {} chunk{}", std::filesystem::path(f.model.model_path()).filename().string(),
-        std::filesystem::path(input).filename().string(), r.ctx, r.n_chunks,
-        r.n_chunks == 1 ? "" : "s");
+    const std::string title =
+        fmt::format("{} on {}: ctx {}, {} chunk{}",
+                    std::filesystem::path(f.model.model_path()).filename().string(),
+                    std::filesystem::path(input).filename().string(), r.ctx, r.n_chunks,
+                    r.n_chunks == 1 ? "" : "s");
     fmt::print("## Perplexity: {}\n\n{}\n{}", title, ppl_table(r), "\n");
     fmt::print("{}\n", detail_table(r));
     const int64_t steps = static_cast<int64_t>(r.n_chunks) * r.ctx * r.configs.size();
@@ -230,14 +226,17 @@ void add_ppl_command(CLI::App& app) {
     if (out) {
       const nlohmann::ordered_json header = {
           {"model", f.model.model_path()},
-          {"text", f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file) : nlohmann::ordered_json()},
-          {"tokens_file", f.tokens_file.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.tokens_file)},
+          {"text",
+           f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file) : nlohmann::ordered_json()},
+          {"tokens_file", f.tokens_file.empty() ? nlohmann::ordered_json()
+                                                : nlohmann::ordered_json(f.tokens_file)},
           {"ctx", r.ctx},
           {"n_chunks", r.n_chunks},
           {"n_tokens", ids.size()},
           {"n_predictions_per_config", r.n_predictions},
           {"scoring", "every prediction of each chunk (ctx - 1); chunk = BOS + ctx - 1 tokens"},
           {"kv_type", f.kv_type},
+          {"f32_activations", f.model.f32_activations},
           {"batched", !f.no_batch},
           {"n_batch", f.n_batch},
           {"threads", pool.size()},
@@ -245,8 +244,8 @@ void add_ppl_command(CLI::App& app) {
           {"sweep_seconds", r.seconds},
           {"wall_seconds", wall.seconds()},
       };
-      auto st = eval::write_file(out->file("results.json"),
-                                 eval::sweep_json(r, header).dump(1) + "\n");
+      auto st =
+          eval::write_file(out->file("results.json"), eval::sweep_json(r, header).dump(1) + "\n");
       if (st.ok()) st = eval::write_file(out->file("results.csv"), eval::sweep_csv(r));
       if (st.ok() && !f.no_plot) {
         st = eval::plot_sweep(r, title, out->tmp_path());

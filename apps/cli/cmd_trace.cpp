@@ -50,14 +50,15 @@ void add_trace_command(CLI::App& app) {
     std::string out;
     bool force = false;
     int top = 20;
+    int64_t far_age = 0;
     bool no_plot = false;
   };
   auto flags = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand(
-      "trace", "record which tokens a policy keeps, per layer, on one sequence");
+  CLI::App* cmd =
+      app.add_subcommand("trace", "record which tokens a policy keeps, per layer, on one sequence");
   flags->model.add(*cmd);
   auto* file_opt = cmd->add_option("-f,--file", flags->text_file,
-                                    "text to feed (BOS + its tokens, up to --ctx)");
+                                   "text to feed (BOS + its tokens, up to --ctx)");
   cmd->add_option("--tokens", flags->tokens_file,
                   "JSON list of token ids to feed instead of -f (used as given)")
       ->excludes(file_opt);
@@ -70,6 +71,10 @@ void add_trace_command(CLI::App& app) {
   cmd->add_option("--top", flags->top, "token strings to list, kept longest first")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
+  cmd->add_option("--far", flags->far_age,
+                  "report the share of held states at least this many positions back "
+                  "(default: the model's training context from its metadata)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_flag("--no-plot", flags->no_plot, "do not draw trace.png (no gnuplot needed)");
   flags->cache.add(*cmd);
   cmd->footer(
@@ -81,8 +86,9 @@ void add_trace_command(CLI::App& app) {
     const Flags& f = *flags;
     Timer wall;
     if (f.cache.prefill != "exact") {
-      throw CLI::RuntimeError(fail("tova trace feeds one token per step; --kv-prefill must be "
-                                   "exact"));
+      throw CLI::RuntimeError(
+          fail("tova trace feeds one token per step; --kv-prefill must be "
+               "exact"));
     }
     auto cache = f.cache.options();
     if (!cache.ok()) throw CLI::RuntimeError(fail(cache.message()));
@@ -93,11 +99,10 @@ void add_trace_command(CLI::App& app) {
     if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
     const model::Model& m = *lm->model;
     const tok::Tokenizer& tk = *lm->tokenizer;
-    const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 0 ? m.config().n_ctx_train
-                                                                      : 512);
+    const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 0 ? m.config().n_ctx_train : 512);
     if (cache->policy.bounded() && cache->policy.budget > ctx) {
-      throw CLI::RuntimeError(fail(fmt::format("budget {} is above the context of {} tokens",
-                                               cache->policy.budget, ctx)));
+      throw CLI::RuntimeError(fail(
+          fmt::format("budget {} is above the context of {} tokens", cache->policy.budget, ctx)));
     }
     auto out = eval::OutputDir::create(f.out, f.force);
     if (!out.ok()) throw CLI::RuntimeError(fail(out.message()));
@@ -120,9 +125,8 @@ void add_trace_command(CLI::App& app) {
     if (static_cast<int>(ids.size()) > ctx) ids.resize(ctx);
 
     ThreadPool pool(f.model.n_threads());
-    eval::TraceOptions to{.policy = cache->policy,
-                          .kv_type = cache->kv_type,
-                          .far_age = m.config().n_ctx_train};
+    const int64_t far_age = f.far_age > 0 ? f.far_age : m.config().n_ctx_train;
+    eval::TraceOptions to{.policy = cache->policy, .kv_type = cache->kv_type, .far_age = far_age};
     const bool tty = ::isatty(2) != 0;
     Timer t;
     if (tty) {
@@ -139,41 +143,44 @@ void add_trace_command(CLI::App& app) {
     const eval::TraceResult& r = *res;
     auto text_of = [&tk](int32_t id) { return tk.token_text(id); };
 
-    const std::string title = fmt::format(
-        "{} on {}: {}, k = {}, {} tokens",
-        std::filesystem::path(f.model.model_path()).filename().string(),
-        std::filesystem::path(input).filename().string(), r.policy,
-        r.budget >= 0 ? std::to_string(r.budget) : "unbounded", r.n_tokens);
+    const std::string title =
+        fmt::format("{} on {}: {}, k = {}, {} tokens",
+                    std::filesystem::path(f.model.model_path()).filename().string(),
+                    std::filesystem::path(input).filename().string(), r.policy,
+                    r.budget >= 0 ? std::to_string(r.budget) : "unbounded", r.n_tokens);
     fmt::print("## Trace: {}\n\n", title);
     fmt::print("Survival = later tokens whose attention included the token (see --help).\n\n");
     auto num = [](double v, const char* f) {
       return std::isfinite(v) ? fmt::format(fmt::runtime(f), v) : std::string("-");
     };
-    fmt::print("| layer | first token survival | median survival (evicted) | p90 (evicted) "
-               "| evicted on arrival | survived >= 2k | recent k/2 share | mean age held "
-               "| held >= {} back |\n"
-               "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-               m.config().n_ctx_train);
+    fmt::print(
+        "| layer | first token survival | median survival (evicted) | p90 (evicted) "
+        "| evicted on arrival | survived >= 2k | recent k/2 share | mean age held "
+        "| held >= {} back |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        far_age);
     for (int il = 0; il < r.n_layer; ++il) {
       fmt::print("| {} | {:.1f} | {} | {} | {} | {} | {} | {} | {} |\n", il,
                  r.first_token_survival[il], num(r.survival_median[il], "{:.1f}"),
-                 num(r.survival_p90[il], "{:.1f}"),
-                 num(r.evicted_on_arrival[il] * 100, "{:.1f}%"),
+                 num(r.survival_p90[il], "{:.1f}"), num(r.evicted_on_arrival[il] * 100, "{:.1f}%"),
                  num(r.kept_over_2k[il] * 100, "{:.1f}%"), num(r.recent_share[il], "{:.3f}"),
                  num(r.mean_age[il], "{:.1f}"), num(r.far_share[il] * 100, "{:.1f}%"));
     }
-    fmt::print("\nRecent share, mean age and the share held from beyond the training context "
-               "({} tokens) are averaged over the steps that evict (t >= k) and KV heads.\n",
-               m.config().n_ctx_train);
+    fmt::print(
+        "\nRecent share, mean age and the share held from {} or more positions back "
+        "(--far) are averaged over the steps that evict (t >= k) and KV heads.\n",
+        far_age);
     if (std::isfinite(r.recent_share_mean)) {
-      fmt::print("\nShare of held states among the k/2 most recent positions, mean over layers "
-                 "and the steps that evict: {:.3f} (0.5 by construction for window, sink and h2o "
-                 "with an even k)\n",
-                 r.recent_share_mean);
+      fmt::print(
+          "\nShare of held states among the k/2 most recent positions, mean over layers "
+          "and the steps that evict: {:.3f} (0.5 by construction for window, sink and h2o "
+          "with an even k)\n",
+          r.recent_share_mean);
     }
     if (f.top > 0) {
-      fmt::print("\nToken strings kept longest (mean survival over layers, KV heads and "
-                 "occurrences):\n\n| rank | token | mean survival | count |\n|---:|---|---:|---:|\n");
+      fmt::print(
+          "\nToken strings kept longest (mean survival over layers, KV heads and "
+          "occurrences):\n\n| rank | token | mean survival | count |\n|---:|---|---:|---:|\n");
       int rank = 0;
       for (const eval::TokenSurvival& ts : eval::longest_kept(r, text_of, f.top)) {
         fmt::print("| {} | {} | {:.1f} | {} |\n", ++rank, cell_text(ts.text), ts.mean_survival,
@@ -183,10 +190,14 @@ void add_trace_command(CLI::App& app) {
 
     const nlohmann::ordered_json header = {
         {"model", f.model.model_path()},
-        {"text", f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file) : nlohmann::ordered_json()},
-        {"tokens_file", f.tokens_file.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.tokens_file)},
+        {"text",
+         f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file) : nlohmann::ordered_json()},
+        {"tokens_file",
+         f.tokens_file.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.tokens_file)},
         {"ctx", ctx},
+        {"far_age", far_age},
         {"kv_type", f.cache.kv_type},
+        {"f32_activations", f.model.f32_activations},
         {"trace_seconds", r.seconds},
         {"wall_seconds", wall.seconds()},
     };

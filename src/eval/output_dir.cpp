@@ -23,8 +23,7 @@ Result<std::unique_ptr<OutputDir>> OutputDir::create(const std::string& path, bo
       return make_error("output folder '{}' exists and is not a folder", path);
     }
     if (!fs::is_empty(p, ec) && !replace) {
-      return make_error("output folder '{}' exists and is not empty (--force replaces it)",
-                        path);
+      return make_error("output folder '{}' exists and is not empty (--force replaces it)", path);
     }
   }
   const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
@@ -47,8 +46,10 @@ OutputDir::~OutputDir() {
 Status OutputDir::commit() {
   std::error_code ec;
   // mkdtemp made the folder private; give it the usual permissions.
-  fs::permissions(tmp_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec, ec);
+  fs::permissions(tmp_,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
   if (fs::exists(path_, ec)) {
     if (!fs::is_directory(path_, ec)) {
       return make_error("output folder '{}' exists and is not a folder", path_);

@@ -100,9 +100,8 @@ std::string sweep_plot_script(const SweepResult& r, const std::string& title) {
   for (size_t i = 0; i < names.size(); ++i) {
     s += fmt::format("$d{} << EOD\n# budget ppl ppl_stderr\n", i);
     std::vector<const ConfigResult*> pts = series[names[i]];
-    std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) {
-      return a->policy.budget < b->policy.budget;
-    });
+    std::sort(pts.begin(), pts.end(),
+              [](auto* a, auto* b) { return a->policy.budget < b->policy.budget; });
     for (const ConfigResult* c : pts) {
       s += fmt::format("{} {:.6f} {:.6f}\n", c->policy.budget, c->ppl,
                        std::isnan(c->ppl_se) ? 0.0 : c->ppl_se);
@@ -137,8 +136,8 @@ std::string sweep_plot_script(const SweepResult& r, const std::string& title) {
     sep = ", \\\n     ";
   }
   if (full) {
-    plot += fmt::format("{}{:.6f} with lines dt 2 lw 2 lc rgb \"black\" title \"full\"", sep,
-                        *full);
+    plot +=
+        fmt::format("{}{:.6f} with lines dt 2 lw 2 lc rgb \"black\" title \"full\"", sep, *full);
   }
   s += "set terminal pngcairo size 1000,640 font \",11\"\n";
   s += "set output \"ppl.png\"\n";
@@ -178,8 +177,8 @@ std::string trace_plot_script(const TraceResult& r, const std::string& title) {
   }
   s += "EOD\n";
   s += "set encoding utf8\n";
-  s += "set terminal pngcairo size 1400,"
-       + std::to_string(std::clamp(160 + 60 * r.n_layer, 420, 1400)) + " font \",10\"\n";
+  s += "set terminal pngcairo size 1400," +
+       std::to_string(std::clamp(160 + 60 * r.n_layer, 420, 1400)) + " font \",10\"\n";
   s += "set output \"trace.png\"\n";
   s += fmt::format("set multiplot layout 2,1 title {} noenhanced\n", gp_quote(title));
   s += fmt::format("set xrange [-0.5:{}]\nset yrange [-0.5:{}]\n", T - 0.5, r.n_layer - 0.5);

@@ -359,8 +359,7 @@ class Sweep {
 }  // namespace
 
 Result<SweepResult> run_sweep(const model::Model& m, ThreadPool& pool,
-                              std::span<const std::vector<int32_t>> chunks,
-                              const SweepOptions& o) {
+                              std::span<const std::vector<int32_t>> chunks, const SweepOptions& o) {
   if (chunks.empty()) return make_error("no chunks to score");
   if (o.configs.empty()) return make_error("no configurations to score");
   const size_t ctx = chunks.front().size();

@@ -79,7 +79,6 @@ struct SweepResult {
 // Scores every configuration on every chunk (all chunks have the same length) with exact
 // per-token semantics.
 Result<SweepResult> run_sweep(const model::Model& m, ThreadPool& pool,
-                              std::span<const std::vector<int32_t>> chunks,
-                              const SweepOptions& o);
+                              std::span<const std::vector<int32_t>> chunks, const SweepOptions& o);
 
 }  // namespace tova::eval

@@ -30,7 +30,8 @@ nlohmann::ordered_json sweep_json(const SweepResult& r, const nlohmann::ordered_
   for (const ConfigResult& c : r.configs) {
     results.push_back({
         {"policy", c.policy.label()},
-        {"budget", c.policy.bounded() ? nlohmann::ordered_json(c.policy.budget) : nlohmann::ordered_json()},
+        {"budget",
+         c.policy.bounded() ? nlohmann::ordered_json(c.policy.budget) : nlohmann::ordered_json()},
         {"ppl", number(c.ppl)},
         {"ppl_stderr", number(c.ppl_se)},
         {"mean_nll", number(c.mean_nll)},
@@ -48,25 +49,25 @@ std::string sweep_csv(const SweepResult& r) {
   std::string s = "policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree\n";
   for (const ConfigResult& c : r.configs) {
     s += fmt::format("{},{},{},{},{},{},{},{}\n", c.policy.label(),
-                     c.policy.bounded() ? std::to_string(c.policy.budget) : "",
-                     csv_number(c.ppl), csv_number(c.ppl_se), csv_number(c.mean_nll),
-                     csv_number(c.kl_mean), csv_number(c.kl_p99), csv_number(c.top1_agree));
+                     c.policy.bounded() ? std::to_string(c.policy.budget) : "", csv_number(c.ppl),
+                     csv_number(c.ppl_se), csv_number(c.mean_nll), csv_number(c.kl_mean),
+                     csv_number(c.kl_p99), csv_number(c.top1_agree));
   }
   return s;
 }
 
 nlohmann::ordered_json trace_json(const TraceResult& r, const nlohmann::ordered_json& header,
-                          const std::function<std::string(int32_t)>& text, int n_top) {
+                                  const std::function<std::string(int32_t)>& text, int n_top) {
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (int il = 0; il < r.n_layer; ++il) {
     nlohmann::ordered_json heads = nlohmann::ordered_json::array();
     for (int g = 0; g < r.n_head_kv; ++g) {
       const size_t i0 = r.index(il, g, 0);
       heads.push_back({
-          {"survival", std::vector<int32_t>(r.survival.begin() + i0,
-                                            r.survival.begin() + i0 + r.n_tokens)},
-          {"alive_at_end", std::vector<int>(r.alive_at_end.begin() + i0,
-                                            r.alive_at_end.begin() + i0 + r.n_tokens)},
+          {"survival",
+           std::vector<int32_t>(r.survival.begin() + i0, r.survival.begin() + i0 + r.n_tokens)},
+          {"alive_at_end",
+           std::vector<int>(r.alive_at_end.begin() + i0, r.alive_at_end.begin() + i0 + r.n_tokens)},
       });
     }
     layers.push_back({
@@ -79,9 +80,9 @@ nlohmann::ordered_json trace_json(const TraceResult& r, const nlohmann::ordered_
         {"kept_over_2k", number(r.kept_over_2k[il])},
         {"mean_age", number(r.mean_age[il])},
         {"far_share", number(r.far_share[il])},
-        {"mean_survival", floats(std::vector<double>(r.layer_survival.begin() + il * r.n_tokens,
-                                                     r.layer_survival.begin() +
-                                                         (il + 1) * r.n_tokens))},
+        {"mean_survival",
+         floats(std::vector<double>(r.layer_survival.begin() + il * r.n_tokens,
+                                    r.layer_survival.begin() + (il + 1) * r.n_tokens))},
         {"heads", heads},
     });
   }

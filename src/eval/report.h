@@ -23,6 +23,6 @@ std::string sweep_csv(const SweepResult& r);
 // Raw trace numbers: survival and alive flags per layer, KV head and position, the per-layer
 // summaries, and each token's text.
 nlohmann::ordered_json trace_json(const TraceResult& r, const nlohmann::ordered_json& header,
-                          const std::function<std::string(int32_t)>& text, int n_top);
+                                  const std::function<std::string(int32_t)>& text, int n_top);
 
 }  // namespace tova::eval

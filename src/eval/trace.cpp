@@ -125,14 +125,13 @@ Result<TraceResult> run_trace(const model::Model& m, ThreadPool& pool,
   }
   r.recent_share_mean = 0;
   for (int il = 0; il < L; ++il) {
-    const double s = n_recent_steps > 0 ? recent_sum[il] / static_cast<double>(n_recent_steps)
-                                        : std::nan("");
+    const double s =
+        n_recent_steps > 0 ? recent_sum[il] / static_cast<double>(n_recent_steps) : std::nan("");
     r.recent_share.push_back(s);
     r.recent_share_mean += s / L;
     const double steps = static_cast<double>(n_recent_steps);
     r.mean_age.push_back(n_recent_steps > 0 ? age_sum[il] / steps : std::nan(""));
-    r.far_share.push_back(n_recent_steps > 0 && o.far_age > 0 ? far_sum[il] / steps
-                                                              : std::nan(""));
+    r.far_share.push_back(n_recent_steps > 0 && o.far_age > 0 ? far_sum[il] / steps : std::nan(""));
   }
   return r;
 }

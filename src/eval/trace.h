@@ -43,8 +43,8 @@ struct TraceResult {
   // [n_layer][n_head_kv][T]. Layer-wise policies give every KV head of a layer the same row.
   std::vector<int32_t> survival;
   std::vector<uint8_t> alive_at_end;
-  std::vector<double> layer_survival;  // [n_layer][T], mean over KV heads
-  std::vector<double> mean_survival;   // [T], mean over layers of layer_survival
+  std::vector<double> layer_survival;        // [n_layer][T], mean over KV heads
+  std::vector<double> mean_survival;         // [T], mean over layers of layer_survival
   std::vector<double> first_token_survival;  // [n_layer], position 0, mean over KV heads
   // Share of the held states that are among the k/2 most recent positions (t - k/2 < pos <= t)
   // after step t, averaged over KV heads and over the steps t >= k (the steps that evict).
@@ -58,7 +58,7 @@ struct TraceResult {
   // and the share that survived at least 2k later tokens (alive-at-end ones included).
   std::vector<double> evicted_on_arrival;  // [n_layer]
   std::vector<double> kept_over_2k;        // [n_layer]
-  double recent_share_mean = 0;      // over layers
+  double recent_share_mean = 0;            // over layers
   // Over the same steps and KV heads: the mean age t - pos of the held states, and the share of
   // held states at least TraceOptions::far_age old (NaN if far_age is 0).
   std::vector<double> mean_age;   // [n_layer]

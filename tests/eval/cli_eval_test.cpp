@@ -98,23 +98,23 @@ TEST_F(CliEval, PplRejectsTextShorterThanOneChunk) {
 }
 
 TEST_F(CliEval, PplRejectsBudgetAboveCtx) {
-  const RunResult r = run("ppl -m " + model_ + " --tokens " +
-                          shared_path("golden/tokens-1024.json") +
-                          " --policies window --budgets 16,128 --ctx 64 --out " + dir_ + "/res");
+  const RunResult r =
+      run("ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
+          " --policies window --budgets 16,128 --ctx 64 --out " + dir_ + "/res");
   expect_clean_failure(r, "above the context", {});
 }
 
 TEST_F(CliEval, PplRejectsUnknownPolicyListingValidOnes) {
-  const RunResult r = run("ppl -m " + model_ + " --tokens " +
-                          shared_path("golden/tokens-1024.json") +
-                          " --policies full,lru --budgets 16 --ctx 64 --out " + dir_ + "/res");
+  const RunResult r =
+      run("ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
+          " --policies full,lru --budgets 16 --ctx 64 --out " + dir_ + "/res");
   expect_clean_failure(r, "tova-head", {});
 }
 
 TEST_F(CliEval, PplRejectsSinkAtLeastBudget) {
-  const RunResult r = run("ppl -m " + model_ + " --tokens " +
-                          shared_path("golden/tokens-1024.json") +
-                          " --policies sink:4 --budgets 4,16 --ctx 64");
+  const RunResult r =
+      run("ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
+          " --policies sink:4 --budgets 4,16 --ctx 64");
   expect_clean_failure(r, "sink:4", {});
 }
 
@@ -125,9 +125,9 @@ TEST_F(CliEval, PplRejectsNoPolicies) {
 }
 
 TEST_F(CliEval, PplRejectsUnwritableOut) {
-  const RunResult r = run("ppl -m " + model_ + " --tokens " +
-                          shared_path("golden/tokens-1024.json") +
-                          " --policies window --budgets 16 --ctx 64 --out /proc/forbidden/x");
+  const RunResult r =
+      run("ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
+          " --policies window --budgets 16 --ctx 64 --out /proc/forbidden/x");
   expect_clean_failure(r, "/proc/forbidden/x", {});
   EXPECT_FALSE(fs::exists("/proc/forbidden/x"));
 }
@@ -135,20 +135,20 @@ TEST_F(CliEval, PplRejectsUnwritableOut) {
 TEST_F(CliEval, PplRejectsNonEmptyOutWithoutForce) {
   fs::create_directory(dir_ + "/res");
   write("res/keep.txt", "x");
-  const RunResult r = run("ppl -m " + model_ + " --tokens " +
-                          shared_path("golden/tokens-1024.json") +
-                          " --policies window --budgets 16 --ctx 64 --chunks 1 --out " + dir_ +
-                          "/res");
+  const RunResult r =
+      run("ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
+          " --policies window --budgets 16 --ctx 64 --chunks 1 --out " + dir_ + "/res");
   expect_clean_failure(r, "--force", {"res"});
   EXPECT_TRUE(fs::exists(dir_ + "/res/keep.txt"));  // untouched
 }
 
 TEST_F(CliEval, PplWritesTablesJsonCsvAndPlots) {
   const std::string out = dir_ + "/res";
-  const RunResult r = run("ppl -m " + model_ + " --tokens " +
-                          shared_path("golden/tokens-1024.json") +
-                          " --policies full,window,tova --budgets 32,16 --ctx 128 --chunks 3"
-                          " --out " + out);
+  const RunResult r =
+      run("ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
+          " --policies full,window,tova --budgets 32,16 --ctx 128 --chunks 3"
+          " --out " +
+          out);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("| policy \\ k | 16 | 32 | full |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| policy | k | ppl ± stderr |"), std::string::npos) << r.out;
@@ -168,8 +168,7 @@ TEST_F(CliEval, PplWritesTablesJsonCsvAndPlots) {
   }
   const std::string csv = slurp(out + "/results.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
-  EXPECT_EQ(csv.rfind("policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree\n", 0),
-            0u);
+  EXPECT_EQ(csv.rfind("policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree\n", 0), 0u);
   EXPECT_GT(fs::file_size(out + "/ppl.png"), 1000u);
   EXPECT_NE(slurp(out + "/ppl.svg").find("<svg"), std::string::npos);
   // Nothing else left next to the result (no temporary folder).
@@ -180,16 +179,14 @@ TEST_F(CliEval, PplWritesTablesJsonCsvAndPlots) {
 
 TEST_F(CliEval, TraceWritesJsonAndHeatMap) {
   const std::string out = dir_ + "/tr";
-  const RunResult r = run("trace -m " + model_ + " --tokens " +
-                          shared_path("golden/tokens-128.json") +
-                          " --kv-policy window --kv-budget 3 --ctx 8 --out " + out);
+  const RunResult r =
+      run("trace -m " + model_ + " --tokens " + shared_path("golden/tokens-128.json") +
+          " --kv-policy window --kv-budget 3 --ctx 8 --out " + out);
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(slurp(out + "/trace.json"));
   EXPECT_EQ(j["n_tokens"], 8);
-  EXPECT_EQ(j["layers"][0]["heads"][0]["survival"],
-            nlohmann::json({3, 3, 3, 3, 3, 2, 1, 0}));
-  EXPECT_EQ(j["layers"][0]["heads"][0]["alive_at_end"],
-            nlohmann::json({0, 0, 0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(j["layers"][0]["heads"][0]["survival"], nlohmann::json({3, 3, 3, 3, 3, 2, 1, 0}));
+  EXPECT_EQ(j["layers"][0]["heads"][0]["alive_at_end"], nlohmann::json({0, 0, 0, 0, 0, 1, 1, 1}));
   EXPECT_EQ(j["token_text"].size(), 8u);
   EXPECT_GT(fs::file_size(out + "/trace.png"), 1000u);
   EXPECT_NE(r.out.find("Token strings kept longest"), std::string::npos) << r.out;

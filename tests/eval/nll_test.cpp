@@ -36,7 +36,7 @@ TEST(Nll, TwoTokenCaseByHand) {
   double p[2], q[2];
   log_softmax(lp, p);
   log_softmax(lq, q);
-  EXPECT_NEAR(std::exp(p[0]), 0.75, 1e-7);  // ln 3 is rounded to float
+  EXPECT_NEAR(std::exp(p[0]), 0.75, 1e-7);        // ln 3 is rounded to float
   EXPECT_NEAR(nll(p, 1), -std::log(0.25), 1e-7);  // 1.3862944
   EXPECT_NEAR(nll(q, 0), std::log(2.0), 1e-15);
   // KL(p||q) = 3/4 ln(3/2) + 1/4 ln(1/2) = 0.130812036

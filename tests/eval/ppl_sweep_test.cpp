@@ -80,8 +80,8 @@ void check_against_golden(const std::string& model_file, const std::string& gold
     ASSERT_EQ(c.token_nll.size(), x.nll.size()) << name;
     // Before the first eviction (the first budget + 1 tokens) a policy is the full model:
     // per-token NLL within 1e-4 of the reference (which rounds to 1e-6).
-    const size_t exact = x.spec.bounded() ? std::min<size_t>(x.spec.budget, x.nll.size())
-                                          : x.nll.size();
+    const size_t exact =
+        x.spec.bounded() ? std::min<size_t>(x.spec.budget, x.nll.size()) : x.nll.size();
     for (size_t t = 0; t < exact; ++t) {
       ASSERT_NEAR(c.token_nll[t], x.nll[t], 1e-4) << name << " prediction " << t;
     }
@@ -123,11 +123,11 @@ BatchCase batch_case(int n_batch) {
   EXPECT_TRUE(chunks.ok()) << chunks.message();
   c.chunks = std::move(chunks).value();
   for (auto [p, b] : std::vector<std::pair<const char*, int>>{{"full", 0},
-                                                               {"window", 16},
-                                                               {"tova", 24},
-                                                               {"h2o-head", 32},
-                                                               {"sink:4", 8},
-                                                               {"tova-head", c.ctx}}) {
+                                                              {"window", 16},
+                                                              {"tova", 24},
+                                                              {"h2o-head", 32},
+                                                              {"sink:4", 8},
+                                                              {"tova-head", c.ctx}}) {
     auto spec = kv::parse_policy(p, b);
     EXPECT_TRUE(spec.ok()) << spec.message();
     c.options.configs.push_back(*spec);

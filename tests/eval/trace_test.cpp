@@ -48,8 +48,7 @@ void expect_all_rows(const TraceResult& r, const std::vector<int32_t>& want,
   for (int il = 0; il < r.n_layer; ++il) {
     for (int g = 0; g < r.n_head_kv; ++g) {
       const size_t i0 = r.index(il, g, 0);
-      EXPECT_EQ(std::vector<int32_t>(r.survival.begin() + i0,
-                                     r.survival.begin() + i0 + r.n_tokens),
+      EXPECT_EQ(std::vector<int32_t>(r.survival.begin() + i0, r.survival.begin() + i0 + r.n_tokens),
                 want)
           << "layer " << il << " head " << g;
       EXPECT_EQ(std::vector<uint8_t>(r.alive_at_end.begin() + i0,
