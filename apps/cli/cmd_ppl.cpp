@@ -109,6 +109,7 @@ void add_ppl_command(CLI::App& app) {
     std::string kv_type = "f32";
     int n_batch = 32;
     bool no_batch = false;
+    bool no_share = false;
     bool no_plot = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -142,6 +143,9 @@ void add_ppl_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--no-batch", flags->no_batch,
                 "run each configuration in forward passes of its own (slow; for comparison)");
+  cmd->add_flag("--no-share", flags->no_share,
+                "compute every configuration from position 0, instead of letting it ride along "
+                "with full until its first eviction (same results; for comparison)");
   cmd->add_flag("--no-plot", flags->no_plot, "do not draw ppl.png / ppl.svg (no gnuplot needed)");
   cmd->footer(
       "Each chunk is BOS followed by the next ctx-1 tokens of the text, positions from 0, and "
@@ -194,8 +198,11 @@ void add_ppl_command(CLI::App& app) {
 
     ThreadPool pool(f.model.n_threads());
     const bool tty = ::isatty(2) != 0;
-    eval::SweepOptions so{
-        .configs = *configs, .kv_type = *kv_type, .n_batch = f.n_batch, .batched = !f.no_batch};
+    eval::SweepOptions so{.configs = *configs,
+                          .kv_type = *kv_type,
+                          .n_batch = f.n_batch,
+                          .batched = !f.no_batch,
+                          .share_prefix = !f.no_share};
     if (tty) {
       so.on_progress = [last = -1.0](const eval::SweepProgress& p) mutable {
         if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;  // ~10 redraws/s
@@ -221,7 +228,9 @@ void add_ppl_command(CLI::App& app) {
                "scored {} configurations x {} chunks x {} predictions in {:.2f} s "
                "({:.0f} token steps/s, {} forward calls, {})\n",
                r.configs.size(), r.n_chunks, r.ctx - 1, r.seconds, steps / r.seconds,
-               r.n_forward_calls, f.no_batch ? "one configuration per call" : "batched");
+               r.n_forward_calls,
+               f.no_batch ? "one configuration per call"
+                          : (f.no_share ? "batched, no prefix sharing" : "batched"));
 
     if (out) {
       const nlohmann::ordered_json header = {
@@ -238,6 +247,7 @@ void add_ppl_command(CLI::App& app) {
           {"kv_type", f.kv_type},
           {"f32_activations", f.model.f32_activations},
           {"batched", !f.no_batch},
+          {"share_prefix", !f.no_batch && !f.no_share},
           {"n_batch", f.n_batch},
           {"threads", pool.size()},
           {"forward_calls", r.n_forward_calls},

@@ -96,4 +96,19 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   });
 }
 
+void ThreadPool::for_each_dynamic(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  if (n_threads_ == 1 || n == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  run([&](int) {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
+      fn(i);
+    }
+  });
+}
+
 }  // namespace tova

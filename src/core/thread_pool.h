@@ -29,6 +29,10 @@ class ThreadPool {
   // (but the last), and calls fn(begin, end) for each non-empty range.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+  // Calls fn(i) for every i in [0, n), handing out one index at a time to whichever thread is
+  // free: for items of uneven cost (list the costliest first).
+  void for_each_dynamic(int64_t n, const std::function<void(int64_t)>& fn);
+
  private:
   void worker_loop(int index);
 

@@ -25,6 +25,16 @@ double kl_divergence(std::span<const double> logp, std::span<const double> logq)
   return std::max(0.0, kl);
 }
 
+double kl_divergence(std::span<const double> p, std::span<const double> logp,
+                     std::span<const double> logq) {
+  double kl = 0;
+  for (size_t i = 0; i < logp.size(); ++i) {
+    if (p[i] == 0) continue;
+    kl += p[i] * (logp[i] - logq[i]);
+  }
+  return std::max(0.0, kl);
+}
+
 int32_t argmax(std::span<const float> logits) {
   int32_t best = 0;
   for (size_t i = 1; i < logits.size(); ++i) {

@@ -19,6 +19,10 @@ inline double nll(std::span<const double> logp, int32_t target) { return -logp[t
 // rounding can make nearly equal distributions come out a hair below zero, so it is clamped.
 // Terms with p_i == 0 (exp underflow) contribute nothing.
 double kl_divergence(std::span<const double> logp, std::span<const double> logq);
+// The same with p's probabilities given too (p_i = exp(logp_i)), for scoring many q against
+// one p: bit-identical to the form above.
+double kl_divergence(std::span<const double> p, std::span<const double> logp,
+                     std::span<const double> logq);
 
 // Index of the largest logit; ties go to the smallest index.
 int32_t argmax(std::span<const float> logits);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/timer.h"
 #include "eval/nll.h"
+#include "kernels/matmul.h"
 #include "runtime/sequence.h"
 
 namespace tova::eval {
@@ -188,6 +190,7 @@ class Sweep {
     r.n_chunks = static_cast<int>(chunks_.size());
     r.n_predictions = static_cast<int64_t>(r.n_chunks) * (ctx_ - 1);
     r.n_forward_calls = n_forward_;
+    r.n_shared_steps = n_shared_;
     const double n_pred = static_cast<double>(r.n_predictions);
     for (int c = 0; c < n_cfg_; ++c) {
       Accumulator& a = acc_[c];
@@ -229,36 +232,77 @@ class Sweep {
     const int n_seq = static_cast<int>(seqs.size());
     const int64_t by_memory = std::max<int64_t>(1, kMaxLogitFloats / (int64_t{n_seq} * n_vocab_));
     const int step = static_cast<int>(std::min<int64_t>(std::max(1, o_.n_batch), by_memory));
-    // The sequences of each chunk: [first, last) into seqs, and which one is full.
+    // The sequences of each chunk: [first, last) into seqs, which one is full, and the leader
+    // the others ride along with while their states equal its (the largest budget).
     struct ChunkRange {
-      int chunk, first, last, full_seq;
+      int chunk, first, last, full_seq, leader;
     };
     std::vector<ChunkRange> ranges;
+    auto budget_of = [&](int s) {
+      const kv::PolicySpec& p = o_.configs[seqs[s].cfg];
+      return p.bounded() ? p.budget : std::numeric_limits<int>::max();
+    };
     for (int s = 0; s < n_seq; ++s) {
       if (ranges.empty() || ranges.back().chunk != seqs[s].chunk) {
-        ranges.push_back({seqs[s].chunk, s, s, -1});
+        ranges.push_back({seqs[s].chunk, s, s, -1, s});
       }
-      ranges.back().last = s + 1;
-      if (seqs[s].cfg == full_) ranges.back().full_seq = s;
+      ChunkRange& r = ranges.back();
+      r.last = s + 1;
+      if (seqs[s].cfg == full_) r.full_seq = s;
+      if (budget_of(s) > budget_of(r.leader)) r.leader = s;
+    }
+    // leader_of[s] >= 0: s follows that sequence for positions below follow_until[s], the last
+    // micro-batch boundary at or before its budget (it holds every token up to there) and
+    // before the chunk's last, partial micro-batch. Every call then still holds at least one
+    // whole micro-batch of the leader, and with micro-batches of kMatmulBatchInvariantTokens or
+    // more the matmul computes each row as it would without sharing: bit-identical scores.
+    std::vector<int> leader_of(n_seq, -1), follow_until(n_seq, 0);
+    if (o_.batched && o_.share_prefix && full_store == nullptr &&
+        step >= kernels::kMatmulBatchInvariantTokens) {
+      for (const ChunkRange& r : ranges) {
+        for (int s = r.first; s < r.last; ++s) {
+          if (s == r.leader || !o_.configs[seqs[s].cfg].bounded()) continue;
+          const int until = std::min(ctx_ / step, budget_of(s) / step) * step;
+          if (until > 0) {
+            leader_of[s] = r.leader;
+            follow_until[s] = until;
+          }
+        }
+      }
     }
 
     std::vector<model::BatchToken> batch;
+    std::vector<model::Follower> followers;
+    std::vector<int> row_seq(n_seq);  // the sequence whose logits rows s uses in this call
+    std::vector<int> active_index(n_seq);
     std::vector<ScoreItem> items;
     for (int p0 = 0; p0 < ctx_; p0 += step) {
       const int p1 = std::min(ctx_, p0 + step);
       const int n_rows = std::max(0, std::min(p1, ctx_ - 1) - p0);  // rows with logits per seq
       batch.clear();
-      for (Seq& sq : seqs) {
+      followers.clear();
+      int n_active = 0;
+      for (int s = 0; s < n_seq; ++s) {
+        Seq& sq = seqs[s];
+        if (leader_of[s] >= 0 && p0 < follow_until[s]) {
+          followers.push_back({.leader = seqs[leader_of[s]].state.get(), .state = sq.state.get()});
+          row_seq[s] = leader_of[s];
+          n_shared_ += p1 - p0;
+          continue;
+        }
+        row_seq[s] = s;
+        active_index[s] = n_active++;
         const std::vector<int32_t>& ch = chunks_[sq.chunk];
         for (int p = p0; p < p1; ++p) {
           batch.push_back({.token = ch[p], .state = sq.state.get(), .logits = p < ctx_ - 1});
         }
       }
-      logits_.resize(static_cast<size_t>(n_seq) * n_rows * n_vocab_);
-      TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data()));
+      logits_.resize(static_cast<size_t>(n_active) * n_rows * n_vocab_);
+      TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data(), followers));
       ++n_forward_;
       auto row = [&](int s, int p) {
-        return &logits_[(static_cast<size_t>(s) * n_rows + (p - p0)) * n_vocab_];
+        const int a = active_index[row_seq[s]];
+        return &logits_[(static_cast<size_t>(a) * n_rows + (p - p0)) * n_vocab_];
       };
 
       items.clear();
@@ -300,7 +344,7 @@ class Sweep {
     scores_.resize(items.size());
     const int n = n_vocab_;
     pool_.parallel_for(static_cast<int64_t>(items.size()), 8, [&](int64_t i0, int64_t i1) {
-      std::vector<double> lf(n), lc(n);
+      std::vector<double> lf(n), pf(n), lc(n);
       const float* cached = nullptr;  // full's row whose log-softmax is in lf
       int32_t full_arg = 0;
       for (int64_t i = i0; i < i1; ++i) {
@@ -311,10 +355,11 @@ class Sweep {
         if (it.full_row != nullptr) {
           if (it.full_row != cached) {
             log_softmax({it.full_row, static_cast<size_t>(n)}, lf);
+            for (int v = 0; v < n; ++v) pf[v] = std::exp(lf[v]);
             full_arg = argmax({it.full_row, static_cast<size_t>(n)});
             cached = it.full_row;
           }
-          sc.kl = kl_divergence(lf, lc);
+          sc.kl = kl_divergence(pf, lf, lc);
           sc.agree = argmax({it.row, static_cast<size_t>(n)}) == full_arg;
         }
       }
@@ -353,6 +398,7 @@ class Sweep {
   std::vector<Score> scores_;
   SweepProgress progress_;
   int64_t n_forward_ = 0;
+  int64_t n_shared_ = 0;
   Timer timer_;
 };
 

@@ -47,6 +47,11 @@ struct SweepOptions {
   kv::KvType kv_type = kv::KvType::kF32;
   int n_batch = 32;     // positions per sequence and forward call
   bool batched = true;  // false: each configuration alone in its own forward calls
+  // Batched sweeps: until a bounded configuration first evicts, its multi-state equals that of
+  // the chunk's largest configuration (`full`), so it rides along with it (model::Follower)
+  // instead of computing the same numbers again; it joins the batch at the last micro-batch
+  // boundary before its budget. The scores are bit-identical either way.
+  bool share_prefix = true;
   // Sequences (chunk x configuration) per forward call when batching; several chunks run
   // together when there are few configurations. 0: automatic.
   int max_seqs = 0;
@@ -72,6 +77,9 @@ struct SweepResult {
   int n_chunks = 0;
   int64_t n_predictions = 0;  // per configuration: n_chunks * (ctx - 1)
   int64_t n_forward_calls = 0;
+  // (configuration, chunk, position) steps that rode along with the chunk's largest
+  // configuration instead of being computed (SweepOptions::share_prefix).
+  int64_t n_shared_steps = 0;
   double seconds = 0;
   std::vector<ConfigResult> configs;  // in SweepOptions::configs order
 };

@@ -23,6 +23,12 @@ struct WeightMatrix {
 // over the weights serves all n_tok rows of x (batched decode, chunked prompts).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
 
+// Calls with at least this many tokens compute each token's row with the same arithmetic,
+// whatever the other rows hold and however many there are; smaller calls may take row kernels
+// that sum in another order. Callers that want results independent of batching (the perplexity
+// sweep) keep every call at this size or above.
+inline constexpr int64_t kMatmulBatchInvariantTokens = 20;
+
 // Scalar reference with the same activation rounding (quantize_row_ref + vec_dot_ref).
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_tok, float* y);
 

@@ -43,6 +43,9 @@ constexpr int64_t kInt8LanesMinTokens = 8;
 constexpr int64_t kDecodeLanesMinTokens = 12;
 constexpr int64_t kFloatLanesMinTokens = 20;
 constexpr int kRowChunk = 32;  // rows unpacked together for the token-lane kernels
+static_assert(kInt8LanesMinTokens <= kMatmulBatchInvariantTokens &&
+              kDecodeLanesMinTokens <= kMatmulBatchInvariantTokens &&
+              kFloatLanesMinTokens <= kMatmulBatchInvariantTokens);
 
 bool IsFloatType(GgmlType t) {
   return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16;

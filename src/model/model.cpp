@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
 #include "kernels/attention.h"
 #include "kernels/matmul_f32act.h"
 #include "kernels/ops.h"
@@ -46,37 +47,69 @@ void resize(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
-// The tokens of one sequence within a batch, in order.
-struct SeqRun {
-  kv::MultiState* state;
-  std::vector<int> idx;
-};
-
-std::vector<SeqRun> group_by_sequence(std::span<const BatchToken> batch) {
-  std::vector<SeqRun> runs;
+// Groups the batch by sequence, in order of first appearance.
+void group_by_sequence(std::span<const BatchToken> batch, std::vector<SequenceRun>& runs) {
+  runs.clear();
   for (int i = 0; i < static_cast<int>(batch.size()); ++i) {
-    auto it = std::find_if(runs.begin(), runs.end(),
-                           [&](const SeqRun& r) { return r.state == batch[i].state; });
+    // A sequence's tokens usually sit together: try the latest run first.
+    auto it = !runs.empty() && runs.back().state == batch[i].state
+                  ? runs.end() - 1
+                  : std::find_if(runs.begin(), runs.end(), [&](const SequenceRun& r) {
+                      return r.state == batch[i].state;
+                    });
     if (it == runs.end()) {
       runs.push_back({batch[i].state, {i}});
     } else {
       it->idx.push_back(i);
     }
   }
-  return runs;
+}
+
+// Attaches each follower to its leader's run, after checking that riding along is exact: the
+// follower is at the leader's position, neither is chunked, and neither evicts in this batch.
+Status attach_followers(std::span<const Follower> followers, std::vector<SequenceRun>& runs) {
+  for (const Follower& f : followers) {
+    if (f.leader == nullptr || f.state == nullptr || f.leader == f.state) {
+      return make_error("a follower needs a leader and a state of its own");
+    }
+    auto is = [](const kv::MultiState* st) {
+      return [st](const SequenceRun& r) { return r.state == st; };
+    };
+    auto lead = std::find_if(runs.begin(), runs.end(), is(f.leader));
+    if (lead == runs.end()) return make_error("a follower's leader is not in the batch");
+    if (std::find_if(runs.begin(), runs.end(), is(f.state)) != runs.end()) {
+      return make_error("a follower has tokens of its own in the batch");
+    }
+    for (const SequenceRun& r : runs) {
+      if (std::find(r.followers.begin(), r.followers.end(), f.state) != r.followers.end()) {
+        return make_error("a sequence follows two leaders");
+      }
+    }
+    const int64_t n_after = f.leader->n_seen() + static_cast<int64_t>(lead->idx.size());
+    if (f.state->n_layer() != f.leader->n_layer() || f.state->n_seen() != f.leader->n_seen() ||
+        f.state->max_new() != 1 || f.leader->max_new() != 1 ||
+        (f.state->budget() >= 0 && n_after > f.state->budget()) ||
+        (f.leader->budget() >= 0 && n_after > f.leader->budget())) {
+      return make_error(
+          "a follower must be exact, at its leader's position, and hold every token of the "
+          "batch without evicting (follower at {}, leader at {}, {} tokens)",
+          f.state->n_seen(), f.leader->n_seen(), lead->idx.size());
+    }
+    lead->followers.push_back(f.state);
+  }
+  return ok_status();
 }
 
 }  // namespace
 
 // Attention for every token of the batch in layer il, with the per-step semantics of the
 // multi-state: join, attend over everything held, then let the policy evict.
-void Model::attend_layer(int il, std::span<const BatchToken> batch, ForwardScratch& s,
-                         ThreadPool& pool) const {
+void Model::attend_layer(int il, ForwardScratch& s, ThreadPool& pool) const {
   const ModelConfig& c = config_;
   const int q_dim = c.n_head * c.head_dim;
   const int kv_dim = c.n_head_kv * c.head_dim;
   const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
-  std::vector<SeqRun> runs = group_by_sequence(batch);
+  const std::vector<SequenceRun>& runs = s.runs;
 
   auto args_for = [&](const kv::LayerState& L, int i, float* probs, float* scratch) {
     return kernels::AttentionArgs{.q = &s.q[static_cast<size_t>(i) * q_dim],
@@ -97,16 +130,45 @@ void Model::attend_layer(int il, std::span<const BatchToken> batch, ForwardScrat
 
   // Runs one sequence's tokens; `heads_in_parallel` splits each token's heads over the pool
   // (used when the batch holds a single sequence).
-  auto run_sequence = [&](const SeqRun& run, bool heads_in_parallel) {
+  auto run_sequence = [&](const SequenceRun& run, bool heads_in_parallel) {
     kv::MultiState& ms = *run.state;
     kv::LayerState& L = ms.layer(il);
-    const bool scores = ms.score_need() != kv::ScoreNeed::kNone;
+    const bool own_scores = ms.score_need() != kv::ScoreNeed::kNone;
+    bool follower_scores = false;
+    for (const kv::MultiState* f : run.followers) {
+      follower_scores |= f->score_need() != kv::ScoreNeed::kNone;
+    }
+    const bool scores = own_scores || follower_scores;
     const bool chunked = ms.budget() >= 0 && ms.max_new() > 1;
-    std::vector<float> probs, scratch;
-    std::vector<int32_t> slots(c.n_head_kv);
+    std::vector<float> probs, scratch, follower_probs;
+    std::vector<int32_t> slots(c.n_head_kv), follower_slots(c.n_head_kv);
     auto insert = [&](int i) {
-      L.insert(s.pos[i], &s.k[static_cast<size_t>(i) * kv_dim],
-               &s.v[static_cast<size_t>(i) * kv_dim], slots.data());
+      const float* k = &s.k[static_cast<size_t>(i) * kv_dim];
+      const float* v = &s.v[static_cast<size_t>(i) * kv_dim];
+      L.insert(s.pos[i], k, v, slots.data());
+      for (kv::MultiState* f : run.followers) {
+        // Same tokens in the same order into free stacks that hand out the lowest slot first:
+        // the follower's slots match the leader's.
+        f->layer(il).insert(s.pos[i], k, v, follower_slots.data());
+        TOVA_CHECK(follower_slots == slots);
+      }
+    };
+    // The leader's probabilities [n_head][its n_slot] as each follower's policy expects them,
+    // [n_head][the follower's n_slot]: every held slot is below both pool sizes.
+    auto observe_followers = [&](int i) {
+      (void)i;
+      for (kv::MultiState* f : run.followers) {
+        if (f->score_need() == kv::ScoreNeed::kNone) continue;
+        kv::LayerState& F = f->layer(il);
+        TOVA_CHECK(F.n_held() <= std::min(F.n_slot(), L.n_slot()));
+        follower_probs.assign(static_cast<size_t>(c.n_head) * F.n_slot(), 0.f);
+        const int n_copy = std::min(F.n_slot(), L.n_slot());
+        for (int h = 0; h < c.n_head; ++h) {
+          std::copy_n(&probs[static_cast<size_t>(h) * L.n_slot()], n_copy,
+                      &follower_probs[static_cast<size_t>(h) * F.n_slot()]);
+        }
+        F.policy().observe(F.view(), follower_probs.data());
+      }
     };
     auto attend = [&](int i) {
       if (scores) probs.assign(static_cast<size_t>(c.n_head) * L.n_slot(), 0.f);
@@ -129,7 +191,8 @@ void Model::attend_layer(int il, std::span<const BatchToken> batch, ForwardScrat
         a.scratch_size = static_cast<int64_t>(scratch.size());
         kernels::attention(a);
       }
-      if (scores) L.policy().observe(L.view(), probs.data());
+      if (own_scores) L.policy().observe(L.view(), probs.data());
+      if (follower_scores) observe_followers(i);
     };
     if (chunked) {
       // chunk:C — the whole chunk joins, attends causally, then the policy evicts once.
@@ -141,6 +204,7 @@ void Model::attend_layer(int il, std::span<const BatchToken> batch, ForwardScrat
         insert(i);
         attend(i);
         L.evict_to(ms.budget());
+        for (kv::MultiState* f : run.followers) TOVA_CHECK(f->layer(il).n_held() <= f->budget());
       }
     }
   };
@@ -152,14 +216,23 @@ void Model::attend_layer(int il, std::span<const BatchToken> batch, ForwardScrat
     const int64_t work = static_cast<int64_t>(L.n_held() + 1) * c.n_head * c.head_dim;
     run_sequence(runs[0], pool.size() > 1 && c.n_head > 1 && work >= (1 << 16));
   } else {
-    pool.parallel_for(static_cast<int64_t>(runs.size()), 1, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) run_sequence(runs[r], false);
-    });
+    // Sequences differ widely in cost (budgets, full caches, scoring): hand them out one at a
+    // time, costliest first, so no thread idles while another works through a long list.
+    std::vector<std::pair<int64_t, int>> order;
+    order.reserve(runs.size());
+    for (int r = 0; r < static_cast<int>(runs.size()); ++r) {
+      const int64_t held = runs[r].state->layer(il).n_held();
+      const int64_t n_tok = static_cast<int64_t>(runs[r].idx.size());
+      order.emplace_back(-(held + n_tok) * n_tok, r);
+    }
+    std::sort(order.begin(), order.end());
+    pool.for_each_dynamic(static_cast<int64_t>(order.size()),
+                          [&](int64_t j) { run_sequence(runs[order[j].second], false); });
   }
 }
 
 Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& s,
-                      float* logits) const {
+                      float* logits, std::span<const Follower> followers) const {
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
   const int64_t n = static_cast<int64_t>(batch.size());
@@ -174,13 +247,15 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
       return make_error("batch token without a multi-state of this model");
     }
   }
-  for (const SeqRun& run : group_by_sequence(batch)) {
+  group_by_sequence(batch, s.runs);
+  for (const SequenceRun& run : s.runs) {
     if (run.state->budget() >= 0 && run.state->max_new() > 1 &&
         static_cast<int>(run.idx.size()) > run.state->max_new()) {
       return make_error("a chunk of {} tokens exceeds the sequence's prefill chunk size {}",
                         run.idx.size(), run.state->max_new());
     }
   }
+  TOVA_RETURN_IF_ERROR(attach_followers(followers, s.runs));
   resize(s.x, n * c.n_embd);
   resize(s.xb, n * c.n_embd);
   resize(s.q, n * q_dim);
@@ -233,7 +308,7 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
       kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, c.rope);
       kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, c.rope);
     }
-    attend_layer(il, batch, s, pool);
+    attend_layer(il, s, pool);
     matmul(L.wo, s.att.data(), n, s.xb.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
       kernels::add(&s.x[i * c.n_embd], &s.xb[i * c.n_embd], c.n_embd);
@@ -250,8 +325,9 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
   }
 
   // Advance every sequence by the tokens it contributed.
-  for (const SeqRun& run : group_by_sequence(batch)) {
+  for (const SequenceRun& run : s.runs) {
     run.state->advance(static_cast<int64_t>(run.idx.size()));
+    for (kv::MultiState* f : run.followers) f->advance(static_cast<int64_t>(run.idx.size()));
   }
 
   // Final norm and output projection for the rows that want logits.

@@ -26,11 +26,30 @@ struct BatchToken {
   bool logits = false;  // write this token's logits
 };
 
+// A sequence that rides along with another while their multi-states are equal. Until a bounded
+// sequence first evicts, it holds exactly the tokens a sequence with a larger budget (or `full`)
+// holds, in the same slots, so its outputs are bit-identical to that leader's. A follower's
+// tokens are not in the batch: each of its layers receives the leader's keys and values and,
+// if its policy scores, the leader's attention probabilities, and it computes nothing else.
+// Its logits are the leader's.
+struct Follower {
+  kv::MultiState* leader = nullptr;  // in the batch
+  kv::MultiState* state = nullptr;   // not in the batch
+};
+
+// The tokens of one sequence within a batch: their indices, in order, and its followers.
+struct SequenceRun {
+  kv::MultiState* state = nullptr;
+  std::vector<int> idx;
+  std::vector<kv::MultiState*> followers;
+};
+
 // Per-call buffers, reused across calls (one per thread that calls forward).
 struct ForwardScratch {
   std::vector<float> x, xb, q, k, v, att, hb, hb2, logit_in;  // [n_tok][...] activations
   std::vector<float> rope_cs;                                   // [n_tok][n_rot]
   std::vector<int64_t> pos;                                     // [n_tok]
+  std::vector<SequenceRun> runs;                                // the batch's sequences
 };
 
 struct ModelOptions {
@@ -54,8 +73,10 @@ class Model {
   // spec/POLICIES.md), unless the sequence was created for chunked prefill (max_new > 1):
   // then its tokens in this batch form one chunk, and eviction happens after the chunk.
   // logits: [number of tokens with .logits][n_vocab], in batch order.
+  // followers: sequences that ride along with one in the batch (see Follower); each must be
+  // at its leader's position, exact (not chunked), and must not need to evict within the batch.
   Status forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& scratch,
-                 float* logits) const;
+                 float* logits, std::span<const Follower> followers = {}) const;
 
   // Options for a new sequence's multi-state matching this model's shape.
   kv::MultiStateOptions state_options(const kv::PolicySpec& policy, kv::KvType kv_type,
@@ -65,8 +86,8 @@ class Model {
   Model() = default;
   void matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok, float* y,
               ThreadPool& pool) const;
-  void attend_layer(int il, std::span<const BatchToken> batch, ForwardScratch& s,
-                    ThreadPool& pool) const;
+  // Attention of layer il for every sequence in s.runs.
+  void attend_layer(int il, ForwardScratch& s, ThreadPool& pool) const;
 
   std::unique_ptr<io::GgufFile> file_;
   ModelConfig config_;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -50,6 +52,43 @@ TEST(ThreadPool, ParallelForCoversEachIndexOnce) {
       }
     }
   }
+}
+
+TEST(ThreadPool, ForEachDynamicCoversEachIndexOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 2, 3, 7, 64, 1001}) {
+      SCOPED_TRACE(::testing::Message() << "threads " << threads << " n " << n);
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      pool.for_each_dynamic(n, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+      for (int64_t j = 0; j < n; ++j) ASSERT_EQ(hits[static_cast<size_t>(j)].load(), 1) << j;
+    }
+  }
+}
+
+TEST(ThreadPool, ForEachDynamicBalancesUnevenItems) {
+  // Item 0 blocks until every other item is done: only a pool that hands the remaining items to
+  // the other thread (rather than a fixed half to each) finishes before the deadline.
+  ThreadPool pool(2);
+  constexpr int kN = 20;
+  std::atomic<int> others_done{0};
+  std::atomic<bool> waited_out{false};
+  pool.for_each_dynamic(kN, [&](int64_t i) {
+    if (i != 0) {
+      others_done.fetch_add(1);
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (others_done.load() < kN - 1) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        waited_out.store(true);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  EXPECT_FALSE(waited_out.load());
+  EXPECT_EQ(others_done.load(), kN - 1);
 }
 
 TEST(ThreadPool, RunCallsEveryIndexOnce) {

@@ -43,6 +43,9 @@ TEST(Nll, TwoTokenCaseByHand) {
   EXPECT_NEAR(kl_divergence(p, q), 0.13081203594113697, 1e-7);
   // KL(q||p) = 1/2 ln(2/3) + 1/2 ln(2) = 1/2 ln(4/3) = 0.143841036
   EXPECT_NEAR(kl_divergence(q, p), 0.5 * std::log(4.0 / 3.0), 1e-7);
+  // The form with p's probabilities precomputed gives the same bits.
+  const double pp[2] = {std::exp(p[0]), std::exp(p[1])};
+  EXPECT_EQ(kl_divergence(pp, p, q), kl_divergence(p, q));
 }
 
 TEST(Nll, KlOfIdenticalDistributionsIsZero) {

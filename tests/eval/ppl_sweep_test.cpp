@@ -184,6 +184,61 @@ TEST(PplSweep, BatchedEqualsOneByOneBitForBit) {
   EXPECT_EQ(*a->configs.back().kl_mean, 0.0);
 }
 
+// Bounded configurations ride along with full until the micro-batch boundary before their
+// budget (SweepOptions::share_prefix): every score must be the same, bit for bit, as computing
+// each configuration from position 0, and the shared steps are exactly those expected.
+TEST(PplSweep, PrefixSharingIsBitIdentical) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(shared_path("models/stories260K.gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  const std::vector<int32_t> tokens =
+      read_json(shared_path("golden/tokens-1024.json")).get<std::vector<int32_t>>();
+  const int ctx = under_sanitizer() ? 72 : 130;  // not a multiple of the micro-batch
+  auto chunks = make_chunks(tokens, {.ctx = ctx, .max_chunks = 3});
+  ASSERT_TRUE(chunks.ok()) << chunks.message();
+  SweepOptions o;
+  o.keep_token_nll = true;
+  o.n_batch = 20;
+  // Each rides along up to the last multiple of 20 at or below its budget and ctx; tova-head
+  // (19) not at all.
+  const std::vector<std::pair<const char*, int>> cfgs = {
+      {"full", 0}, {"window", 40}, {"tova", 64},     {"h2o", 39},
+      {"h2o-head", 100 < ctx ? 100 : 70}, {"tova-head", 19}, {"sink:4", 45}};
+  for (auto [p, b] : cfgs) o.configs.push_back(*kv::parse_policy(p, b));
+  ThreadPool pool(2);
+  auto a = run_sweep(**m, pool, *chunks, o);
+  ASSERT_TRUE(a.ok()) << a.message();
+  SweepOptions no_share = o;
+  no_share.share_prefix = false;
+  auto b = run_sweep(**m, pool, *chunks, no_share);
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(b->n_shared_steps, 0);
+  int64_t expected = 0;
+  for (size_t c = 1; c < cfgs.size(); ++c) {
+    expected += std::min(ctx / 20, cfgs[c].second / 20) * 20;
+  }
+  EXPECT_EQ(a->n_shared_steps, 3 * expected);
+  EXPECT_EQ(a->n_forward_calls, b->n_forward_calls);
+  for (size_t i = 0; i < a->configs.size(); ++i) {
+    const ConfigResult& x = a->configs[i];
+    const ConfigResult& y = b->configs[i];
+    const std::string name = x.policy.label() + " k=" + std::to_string(x.policy.budget);
+    ASSERT_EQ(x.token_nll.size(), y.token_nll.size()) << name;
+    for (size_t t = 0; t < x.token_nll.size(); ++t) {
+      ASSERT_EQ(x.token_nll[t], y.token_nll[t]) << name << " token " << t;
+    }
+    EXPECT_EQ(*x.kl_mean, *y.kl_mean) << name;
+    EXPECT_EQ(*x.kl_p99, *y.kl_p99) << name;
+    EXPECT_EQ(*x.top1_agree, *y.top1_agree) << name;
+  }
+  // Micro-batches below the matmul's batch-invariant size: nothing is shared.
+  SweepOptions small = o;
+  small.n_batch = 8;
+  auto c = run_sweep(**m, pool, *chunks, small);
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->n_shared_steps, 0);
+}
+
 // Micro-batches that do not divide the chunk (a last call of 8 tokens takes the matmul's row
 // kernel when run alone, the token-lane kernel when batched): float rounding only.
 TEST(PplSweep, BatchedMatchesOneByOneWithUnevenMicroBatches) {
