@@ -31,6 +31,12 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+namespace {
+constexpr uint64_t kClosed = uint64_t{1} << 31;
+constexpr uint64_t kInsideMask = kClosed - 1;
+uint64_t gate_tag(uint64_t generation) { return (generation & 0xffffffffu) << 32; }
+}  // namespace
+
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
@@ -46,9 +52,51 @@ void ThreadPool::worker_loop(int index) {
     }
     seen = gen;
     if (stop_.load()) return;
+    // Join the job unless it is closed or already replaced by a newer one.
+    uint64_t g = gate_.load(std::memory_order_acquire);
+    bool joined = false;
+    while ((g & ~kInsideMask & ~kClosed) == gate_tag(gen) && (g & kClosed) == 0) {
+      if (gate_.compare_exchange_weak(g, g + 1, std::memory_order_acq_rel)) {
+        joined = true;
+        break;
+      }
+    }
+    if (!joined) continue;
     (*job_)(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if (wait_all_) completed_.fetch_add(1, std::memory_order_acq_rel);
+    gate_.fetch_sub(1, std::memory_order_acq_rel);
   }
+}
+
+void ThreadPool::dispatch(const std::function<void(int)>& fn, bool wait_all) {
+  job_ = &fn;
+  wait_all_ = wait_all;
+  completed_.store(0, std::memory_order_relaxed);
+  const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  gate_.store(gate_tag(gen), std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation_.store(gen, std::memory_order_release);
+  }
+  cv_.notify_all();
+  fn(0);
+  // Spin first (the common case: workers finish within microseconds), then yield, so an
+  // oversubscribed machine still makes progress.
+  auto wait = [](auto&& done) {
+    for (int spin = 0; !done(); ++spin) {
+      if (spin < kSpinIterations) {
+        TOVA_PAUSE();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  };
+  if (wait_all) {
+    wait([&] { return completed_.load(std::memory_order_acquire) == n_threads_ - 1; });
+  }
+  gate_.fetch_or(kClosed, std::memory_order_acq_rel);
+  wait([&] { return (gate_.load(std::memory_order_acquire) & kInsideMask) == 0; });
+  job_ = nullptr;
 }
 
 void ThreadPool::run(const std::function<void(int)>& fn) {
@@ -56,24 +104,7 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
-  job_ = &fn;
-  pending_.store(n_threads_ - 1, std::memory_order_release);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
-  }
-  cv_.notify_all();
-  fn(0);
-  // Spin first (the common case: workers finish within microseconds), then yield, so an
-  // oversubscribed machine still makes progress.
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < kSpinIterations) {
-      TOVA_PAUSE();
-    } else {
-      std::this_thread::yield();
-    }
-  }
-  job_ = nullptr;
+  dispatch(fn, /*wait_all=*/true);
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
@@ -86,14 +117,24 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  run([&](int t) {
-    if (t >= n_parts) return;
+  auto part = [&](int64_t t) {
     const int64_t g0 = n_grains * t / n_parts;
     const int64_t g1 = n_grains * (t + 1) / n_parts;
     const int64_t begin = g0 * grain;
     const int64_t end = std::min(n, g1 * grain);
     if (begin < end) fn(begin, end);
-  });
+  };
+  // The caller takes the first part; the others go to whoever claims them first.
+  std::atomic<int64_t> next{1};
+  dispatch(
+      [&](int thread) {
+        if (thread == 0) part(0);
+        for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < n_parts;
+             t = next.fetch_add(1, std::memory_order_relaxed)) {
+          part(t);
+        }
+      },
+      /*wait_all=*/false);
 }
 
 void ThreadPool::for_each_dynamic(int64_t n, const std::function<void(int64_t)>& fn) {
@@ -103,12 +144,14 @@ void ThreadPool::for_each_dynamic(int64_t n, const std::function<void(int64_t)>&
     return;
   }
   std::atomic<int64_t> next{0};
-  run([&](int) {
-    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
-         i = next.fetch_add(1, std::memory_order_relaxed)) {
-      fn(i);
-    }
-  });
+  dispatch(
+      [&](int) {
+        for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+             i = next.fetch_add(1, std::memory_order_relaxed)) {
+          fn(i);
+        }
+      },
+      /*wait_all=*/false);
 }
 
 }  // namespace tova

@@ -1,6 +1,10 @@
 // A fixed pool of worker threads for data-parallel loops. The calling thread takes part, so a
 // pool of n threads starts n-1 workers. Workers spin briefly before sleeping: decode issues many
 // small parallel loops per token, and waking a sleeping thread costs more than the loop itself.
+//
+// Loops hand out their pieces to whichever thread claims them first, and a worker that has not
+// joined by the time every piece is taken stays out: on a busy machine, where a worker may not
+// be scheduled for milliseconds, the caller does the work itself instead of waiting for it.
 #pragma once
 
 #include <atomic>
@@ -26,7 +30,8 @@ class ThreadPool {
   void run(const std::function<void(int)>& fn);
 
   // Splits [0, n) into contiguous ranges, at most one per thread, each a multiple of `grain`
-  // (but the last), and calls fn(begin, end) for each non-empty range.
+  // (but the last), and calls fn(begin, end) for each non-empty range, on whichever thread
+  // claims it first.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
   // Calls fn(i) for every i in [0, n), handing out one index at a time to whichever thread is
@@ -35,12 +40,21 @@ class ThreadPool {
 
  private:
   void worker_loop(int index);
+  // Publishes fn to the workers, calls fn(0), and returns once no worker is inside fn. With
+  // wait_all every worker calls fn once; otherwise workers that have not joined by the time
+  // fn(0) returns stay out (fn must then hand out its work to whoever calls it).
+  void dispatch(const std::function<void(int)>& fn, bool wait_all);
 
   int n_threads_;
   std::vector<std::thread> workers_;
   const std::function<void(int)>* job_ = nullptr;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  // Each on a cache line of its own: idle workers spin on generation_.
+  alignas(64) std::atomic<uint64_t> generation_{0};
+  // The current job's gate: [generation (32 bits) | closed (1 bit) | workers inside (31 bits)].
+  // A worker joins by incrementing it while it still shows its generation and is open.
+  alignas(64) std::atomic<uint64_t> gate_{0};
+  alignas(64) std::atomic<int> completed_{0};  // workers done with the current job (wait_all)
+  bool wait_all_ = false;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;
