@@ -155,8 +155,7 @@ void Model::attend_layer(int il, ForwardScratch& s, ThreadPool& pool) const {
     };
     // The leader's probabilities [n_head][its n_slot] as each follower's policy expects them,
     // [n_head][the follower's n_slot]: every held slot is below both pool sizes.
-    auto observe_followers = [&](int i) {
-      (void)i;
+    auto observe_followers = [&] {
       for (kv::MultiState* f : run.followers) {
         if (f->score_need() == kv::ScoreNeed::kNone) continue;
         kv::LayerState& F = f->layer(il);
@@ -192,7 +191,7 @@ void Model::attend_layer(int il, ForwardScratch& s, ThreadPool& pool) const {
         kernels::attention(a);
       }
       if (own_scores) L.policy().observe(L.view(), probs.data());
-      if (follower_scores) observe_followers(i);
+      if (follower_scores) observe_followers();
     };
     if (chunked) {
       // chunk:C — the whole chunk joins, attends causally, then the policy evicts once.
