@@ -149,6 +149,7 @@ void add_bench_command(CLI::App& app) {
     uint64_t seed = 1234;
     bool no_warmup = false;
     bool progress = false;
+    bool mmap = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -184,6 +185,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-s,--seed", flags->seed, "seed of the random token ids")->capture_default_str();
   cmd->add_flag("--no-warmup", flags->no_warmup, "skip the warmup run of each test");
+  cmd->add_flag("--mmap", flags->mmap,
+                "map the model file instead of reading it into memory (llama-bench's default)");
   cmd->add_flag("--progress", flags->progress, "report progress on stderr");
   cmd->callback([flags] {
     const Flags& f = *flags;
@@ -225,7 +228,7 @@ void add_bench_command(CLI::App& app) {
       };
     }
     const std::string path = f.model.empty() ? bundled_model_path() : f.model;
-    auto lm = load_model(path, /*need_tokenizer=*/false);
+    auto lm = load_model(path, /*need_tokenizer=*/false, {.mmap = f.mmap});
     if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
     auto results = eval::run_bench(*lm->model, path, o);
     if (!results.ok()) throw CLI::RuntimeError(fail(results.message()));

@@ -19,8 +19,11 @@ struct ModelFlags {
   std::string model;  // empty: the bundled assets/stories260K.gguf
   int threads = 0;    // 0: every core
   bool f32_activations = false;
+  bool mmap = false;
   void add(CLI::App& app);
-  model::ModelOptions options() const { return {.f32_activations = f32_activations}; }
+  model::ModelOptions options() const {
+    return {.f32_activations = f32_activations, .mmap = mmap};
+  }
   std::string model_path() const;
   int n_threads() const;
 };

@@ -85,7 +85,10 @@ class GgufFile {
   // that are not whole blocks, misaligned or overlapping tensor data, bool bytes other than
   // 0/1, arrays nested deeper than 8, strings over 64 MiB (keys and names over 64 KiB).
   // A file without tensors may end right after its tables (llama.cpp's vocab-only files do).
-  static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
+  // kRead copies the file into memory of its own (io::read_file_to_memory) instead of mapping
+  // it: slower to open, faster to stream weights from.
+  enum class Load { kMap, kRead };
+  static Result<std::unique_ptr<GgufFile>> open(const std::string& path, Load load = Load::kMap);
   // Parses an in-memory image (tests); the bytes are copied and owned by the file.
   static Result<std::unique_ptr<GgufFile>> from_bytes(std::span<const uint8_t> bytes,
                                                       std::string name = "<memory>");

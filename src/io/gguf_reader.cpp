@@ -210,8 +210,10 @@ Status read_value(Cursor& c, GgufValueType type, int depth, GgufValue& out) {
 
 GgufFile::~GgufFile() { unmap_region(MappedRegion{map_, size_}); }
 
-Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
-  TOVA_ASSIGN_OR_RETURN(const MappedRegion region, map_file_read_only(path));
+Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path, Load load) {
+  TOVA_ASSIGN_OR_RETURN(const MappedRegion region, load == Load::kRead
+                                                       ? read_file_to_memory(path)
+                                                       : map_file_read_only(path));
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
   file->map_ = region.addr;

@@ -39,6 +39,64 @@ Result<MappedRegion> map_file_read_only(const std::string& path) {
   return region;
 }
 
+Result<MappedRegion> read_file_to_memory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error("{}: cannot open: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return make_error("{}: cannot stat: {}", path, std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error("{}: not a regular file", path);
+  }
+  MappedRegion region;
+  region.size = static_cast<uint64_t>(st.st_size);
+  if (region.size == 0) {
+    ::close(fd);
+    return region;
+  }
+  // Over-allocate by one huge page and keep a 2 MiB aligned window, so huge pages can back it.
+  constexpr uint64_t kHuge = uint64_t{2} << 20;
+  const uint64_t reserve = region.size + kHuge;
+  void* raw = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
+    const int err = errno;
+    ::close(fd);
+    return make_error("{}: cannot allocate {} bytes: {}", path, region.size, std::strerror(err));
+  }
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHuge - 1) / kHuge * kHuge;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t span = (region.size + page - 1) / page * page;
+  // Give back what lies outside the window (both ends are page multiples).
+  if (aligned > start) ::munmap(raw, aligned - start);
+  const uintptr_t end = start + reserve;
+  if (aligned + span < end) ::munmap(reinterpret_cast<void*>(aligned + span), end - aligned - span);
+  auto* dst = reinterpret_cast<uint8_t*>(aligned);
+  ::madvise(dst, span, MADV_HUGEPAGE);  // advisory: no error if THP is unavailable
+  uint64_t done = 0;
+  while (done < region.size) {
+    const ssize_t n = ::pread(fd, dst + done, region.size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::munmap(dst, span);
+      ::close(fd);
+      return err != 0 ? make_error("{}: read failed: {}", path, std::strerror(err))
+                      : make_error("{}: file shrank while reading ({} of {} bytes)", path, done,
+                                   region.size);
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  ::mprotect(dst, span, PROT_READ);
+  region.addr = dst;  // munmap rounds region.size up to whole pages
+  return region;
+}
+
 void unmap_region(const MappedRegion& region) {
   if (region.addr != nullptr) ::munmap(region.addr, region.size);
 }

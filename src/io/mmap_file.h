@@ -16,6 +16,14 @@ struct MappedRegion {
 
 // Maps all of a regular file with PROT_READ / MAP_PRIVATE. Errors name the path.
 Result<MappedRegion> map_file_read_only(const std::string& path);
+
+// Reads all of a regular file into fresh anonymous memory (2 MiB aligned, transparent huge
+// pages requested), then makes it read-only. Streaming weights from it is faster than from a
+// mapping of the page cache, whose 4 KiB frames lie scattered in physical memory (about 30 vs
+// 23 GB/s on this project's machine, 2 threads); the cost is a copy at load time. Release it
+// with unmap_region.
+Result<MappedRegion> read_file_to_memory(const std::string& path);
+
 void unmap_region(const MappedRegion& region);
 
 }  // namespace tova::io

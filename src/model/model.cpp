@@ -15,7 +15,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path,
                                            const ModelOptions& options) {
   auto m = std::unique_ptr<Model>(new Model());
   m->options_ = options;
-  TOVA_ASSIGN_OR_RETURN(m->file_, io::GgufFile::open(path));
+  TOVA_ASSIGN_OR_RETURN(m->file_, io::GgufFile::open(path, options.mmap ? io::GgufFile::Load::kMap
+                                                                        : io::GgufFile::Load::kRead));
   TOVA_ASSIGN_OR_RETURN(m->config_, load_config(*m->file_));
   TOVA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_));
   return m;

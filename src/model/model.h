@@ -57,6 +57,9 @@ struct ModelOptions {
   // products) instead of rounding them to Q8 blocks for int8 dot products as llama.cpp does.
   // Slower; computes what the weights mean, for comparisons with a float64 reference.
   bool f32_activations = false;
+  // Map the file (shared with the page cache, opens at once) rather than read it into memory of
+  // its own (a copy at load time, ~30 % faster weight streaming; see io::read_file_to_memory).
+  bool mmap = false;
 };
 
 class Model {

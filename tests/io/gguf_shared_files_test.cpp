@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "io/gguf.h"
 #include "test_data.h"
@@ -180,13 +183,61 @@ TEST(GgufSharedFiles, WriterReproducesModelsByteForByte) {
   }
 }
 
-TEST(GgufSharedFiles, OpenErrorsNameThePath) {
+// Reading a file into memory of its own gives the same file as mapping it: metadata, tensor
+// table and every tensor byte, at an aligned address.
+TEST(GgufSharedFiles, ReadIntoMemoryEqualsMapping) {
+  TOVA_REQUIRE_SHARED();
+  for (const std::string& path : gguf_files_in("models")) {
+    SCOPED_TRACE(path);
+    auto a = GgufFile::open(path, GgufFile::Load::kMap);
+    auto b = GgufFile::open(path, GgufFile::Load::kRead);
+    ASSERT_TRUE(a.ok()) << a.message();
+    ASSERT_TRUE(b.ok()) << b.message();
+    EXPECT_EQ((*a)->file_size(), (*b)->file_size());
+    EXPECT_EQ((*a)->metadata().size(), (*b)->metadata().size());
+    ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
+    check_tensor_table(**b);
+    for (size_t i = 0; i < (*a)->tensors().size(); ++i) {
+      const GgufTensorInfo& x = (*a)->tensors()[i];
+      const GgufTensorInfo& y = (*b)->tensors()[i];
+      ASSERT_EQ(x.name, y.name);
+      ASSERT_NE(x.data, y.data);
+      ASSERT_EQ(std::memcmp(x.data, y.data, x.n_bytes), 0) << x.name;
+    }
+  }
+}
+
+// A truncated model: the same one-line error whether mapped or read into memory (the copy is
+// exactly the file's bytes, never padded to a page).
+TEST(GgufSharedFiles, TruncatedFileFailsTheSameBothWays) {
+  TOVA_REQUIRE_SHARED();
+  std::ifstream in(tova::testing::shared_path("models/stories260K.gguf"), std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000u);
   const std::string dir = tova::testing::make_temp_dir();
-  auto missing = GgufFile::open(dir + "/missing.gguf");
+  const std::string cut = dir + "/cut.gguf";
+  {
+    std::ofstream out(cut, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 7));
+  }
+  auto a = GgufFile::open(cut, GgufFile::Load::kMap);
+  auto b = GgufFile::open(cut, GgufFile::Load::kRead);
+  ASSERT_FALSE(a.ok());
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(a.message(), b.message());
+  EXPECT_EQ(b.message().find('\n'), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GgufSharedFiles, OpenErrorsNameThePath) {
+  for (GgufFile::Load load : {GgufFile::Load::kMap, GgufFile::Load::kRead}) {
+  SCOPED_TRACE(load == GgufFile::Load::kMap ? "map" : "read");
+  const std::string dir = tova::testing::make_temp_dir();
+  auto missing = GgufFile::open(dir + "/missing.gguf", load);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find(dir + "/missing.gguf: cannot open"), std::string::npos)
       << missing.message();
-  auto directory = GgufFile::open(dir);
+  auto directory = GgufFile::open(dir, load);
   ASSERT_FALSE(directory.ok());
   EXPECT_NE(directory.message().find("not a regular file"), std::string::npos)
       << directory.message();
@@ -196,10 +247,11 @@ TEST(GgufSharedFiles, OpenErrorsNameThePath) {
     ASSERT_NE(fp, nullptr);
     std::fclose(fp);
   }
-  auto e = GgufFile::open(empty);
+  auto e = GgufFile::open(empty, load);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.message().rfind(empty + ": not a GGUF file", 0), 0u) << e.message();
   std::filesystem::remove_all(dir);
+  }
 }
 
 }  // namespace
