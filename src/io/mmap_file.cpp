@@ -10,7 +10,15 @@
 
 namespace tova::io {
 
-Result<MappedRegion> map_file_read_only(const std::string& path) {
+namespace {
+
+// An open descriptor of a regular file and the file's size; errors name the path.
+struct OpenFile {
+  int fd = -1;
+  uint64_t size = 0;
+};
+
+Result<OpenFile> open_regular_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return make_error("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
@@ -23,8 +31,16 @@ Result<MappedRegion> map_file_read_only(const std::string& path) {
     ::close(fd);
     return make_error("{}: not a regular file", path);
   }
+  return OpenFile{fd, static_cast<uint64_t>(st.st_size)};
+}
+
+}  // namespace
+
+Result<MappedRegion> map_file_read_only(const std::string& path) {
+  TOVA_ASSIGN_OR_RETURN(const OpenFile file, open_regular_file(path));
+  const int fd = file.fd;
   MappedRegion region;
-  region.size = static_cast<uint64_t>(st.st_size);
+  region.size = file.size;
   if (region.size > 0) {
     void* p = ::mmap(nullptr, region.size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -40,20 +56,10 @@ Result<MappedRegion> map_file_read_only(const std::string& path) {
 }
 
 Result<MappedRegion> read_file_to_memory(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error("{}: cannot open: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return make_error("{}: cannot stat: {}", path, std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return make_error("{}: not a regular file", path);
-  }
+  TOVA_ASSIGN_OR_RETURN(const OpenFile file, open_regular_file(path));
+  const int fd = file.fd;
   MappedRegion region;
-  region.size = static_cast<uint64_t>(st.st_size);
+  region.size = file.size;
   if (region.size == 0) {
     ::close(fd);
     return region;
