@@ -30,19 +30,6 @@ namespace {
 constexpr int kBudget = 512;
 constexpr int kThreads = 2;
 
-std::vector<std::string> vocab_dirs() {
-  namespace fs = std::filesystem;
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("TOVA_SHARED_DIR"); env != nullptr && *env != '\0') {
-    dirs.push_back((fs::path(env) / "vocab").string());
-  }
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back((exe.parent_path() / "../../../shared/vocab").lexically_normal());
-  dirs.push_back("../shared/vocab");
-  return dirs;
-}
-
 struct Loaded {
   std::unique_ptr<model::Model> model;
   std::string error;
@@ -66,7 +53,7 @@ const Loaded& loaded() {
       path = env;
     } else {
       auto shape = model::find_random_shape("smollm");
-      const std::vector<std::string> dirs = vocab_dirs();
+      const std::vector<std::string> dirs = model::default_vocab_dirs();
       auto vocab = model::find_vocab(*shape, dirs);
       if (!vocab.ok()) {
         r.error = vocab.message();

@@ -12,26 +12,6 @@
 
 namespace tova::cli {
 
-namespace {
-
-// Where the shared vocabularies may be: $TOVA_SHARED_DIR/vocab, then ../shared/vocab next to
-// the source tree (the executable lives in REPO/BUILD/bin), then relative to the working folder.
-std::vector<std::string> vocab_dirs() {
-  namespace fs = std::filesystem;
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("TOVA_SHARED_DIR"); env != nullptr && *env != '\0') {
-    dirs.push_back((fs::path(env) / "vocab").string());
-  }
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back((exe.parent_path() / "../../../shared/vocab").lexically_normal());
-  dirs.push_back("../shared/vocab");
-  dirs.push_back("shared/vocab");
-  return dirs;
-}
-
-}  // namespace
-
 void add_make_random_command(CLI::App& app) {
   struct Flags {
     std::string shape;
@@ -63,7 +43,7 @@ void add_make_random_command(CLI::App& app) {
     if (!type.ok()) throw CLI::RuntimeError(fail(type.message()));
     std::string vocab = f.vocab;
     if (vocab.empty()) {
-      const std::vector<std::string> dirs = vocab_dirs();
+      const std::vector<std::string> dirs = model::default_vocab_dirs();
       auto found = model::find_vocab(*shape, dirs);
       if (!found.ok()) throw CLI::RuntimeError(fail(found.message()));
       vocab = *found;

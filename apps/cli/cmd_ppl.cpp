@@ -178,20 +178,11 @@ void add_ppl_command(CLI::App& app) {
       out = std::move(o).value();
     }
 
-    std::vector<int32_t> ids;
-    std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-    int32_t bos = -1;
-    if (!f.tokens_file.empty()) {
-      auto t = read_token_file(f.tokens_file);
-      if (!t.ok()) throw CLI::RuntimeError(fail(t.message()));
-      ids = std::move(t).value();
-    } else {
-      auto text = read_text_file(f.text_file);
-      if (!text.ok()) throw CLI::RuntimeError(fail(text.message()));
-      if (text->empty()) throw CLI::RuntimeError(fail("'" + f.text_file + "' is empty"));
-      ids = lm->tokenizer->encode(*text, false);
-      bos = lm->tokenizer->bos();
-    }
+    const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
+    auto in = read_input_ids(f.tokens_file, f.text_file, *lm->tokenizer);
+    if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
+    const std::vector<int32_t>& ids = in->ids;
+    const int32_t bos = in->from_text ? lm->tokenizer->bos() : -1;
     if (ids.empty()) throw CLI::RuntimeError(fail("'" + input + "' gives no tokens"));
     auto chunks = eval::make_chunks(ids, {.ctx = ctx, .bos = bos, .max_chunks = f.chunks});
     if (!chunks.ok()) throw CLI::RuntimeError(fail(input + ": " + chunks.message()));

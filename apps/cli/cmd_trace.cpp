@@ -107,20 +107,12 @@ void add_trace_command(CLI::App& app) {
     auto out = eval::OutputDir::create(f.out, f.force);
     if (!out.ok()) throw CLI::RuntimeError(fail(out.message()));
 
-    std::vector<int32_t> ids;
     const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-    if (!f.tokens_file.empty()) {
-      auto t = read_token_file(f.tokens_file);
-      if (!t.ok()) throw CLI::RuntimeError(fail(t.message()));
-      ids = std::move(t).value();
-    } else {
-      auto text = read_text_file(f.text_file);
-      if (!text.ok()) throw CLI::RuntimeError(fail(text.message()));
-      if (text->empty()) throw CLI::RuntimeError(fail("'" + f.text_file + "' is empty"));
-      if (tk.bos() >= 0) ids.push_back(tk.bos());
-      const std::vector<int32_t> body = tk.encode(*text, false);
-      ids.insert(ids.end(), body.begin(), body.end());
-    }
+    auto in = read_input_ids(f.tokens_file, f.text_file, tk);
+    if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
+    std::vector<int32_t> ids;
+    if (in->from_text && tk.bos() >= 0) ids.push_back(tk.bos());
+    ids.insert(ids.end(), in->ids.begin(), in->ids.end());
     if (ids.empty()) throw CLI::RuntimeError(fail("'" + input + "' gives no tokens"));
     if (static_cast<int>(ids.size()) > ctx) ids.resize(ctx);
 

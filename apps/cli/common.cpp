@@ -133,6 +133,20 @@ Result<std::vector<int32_t>> read_token_file(const std::string& path) {
   return ids;
 }
 
+Result<InputIds> read_input_ids(const std::string& tokens_file, const std::string& text_file,
+                                const tok::Tokenizer& tokenizer) {
+  InputIds in;
+  if (!tokens_file.empty()) {
+    TOVA_ASSIGN_OR_RETURN(in.ids, read_token_file(tokens_file));
+    return in;
+  }
+  TOVA_ASSIGN_OR_RETURN(const std::string text, read_text_file(text_file));
+  if (text.empty()) return make_error("'{}' is empty", text_file);
+  in.ids = tokenizer.encode(text, false);
+  in.from_text = true;
+  return in;
+}
+
 std::string format_bytes(uint64_t b) {
   if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / double(1ull << 30));
   if (b >= (1ull << 20)) return fmt::format("{:.2f} MiB", b / double(1ull << 20));

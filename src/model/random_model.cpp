@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -343,6 +344,20 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   }
   TOVA_RETURN_IF_ERROR(w.write_file(path));
   return b.stats();
+}
+
+std::vector<std::string> default_vocab_dirs() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("TOVA_SHARED_DIR"); env != nullptr && *env != '\0') {
+    dirs.push_back((fs::path(env) / "vocab").string());
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back((exe.parent_path() / "../../../shared/vocab").lexically_normal());
+  dirs.push_back("../shared/vocab");
+  dirs.push_back("shared/vocab");
+  return dirs;
 }
 
 Result<std::string> find_vocab(const RandomShape& shape, std::span<const std::string> dirs) {

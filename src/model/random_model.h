@@ -75,6 +75,10 @@ struct RandomModelStats {
 Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const std::string& path,
                                             ThreadPool& pool);
 
+// Where the shared vocabularies may be: $TOVA_SHARED_DIR/vocab, then ../shared/vocab next to
+// the source tree (executables live in REPO/BUILD/bin), then relative to the working folder.
+std::vector<std::string> default_vocab_dirs();
+
 // The default vocabulary of `shape`: the first of dirs/shape.vocab_file that exists.
 Result<std::string> find_vocab(const RandomShape& shape, std::span<const std::string> dirs);
 
