@@ -179,7 +179,7 @@ void add_ppl_command(CLI::App& app) {
     }
 
     const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-    auto in = read_input_ids(f.tokens_file, f.text_file, *lm->tokenizer);
+    auto in = read_input_ids(f.tokens_file, f.text_file, lm->tokenizer.get());
     if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
     const std::vector<int32_t>& ids = in->ids;
     const int32_t bos = in->from_text ? lm->tokenizer->bos() : -1;

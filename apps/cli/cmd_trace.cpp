@@ -108,7 +108,7 @@ void add_trace_command(CLI::App& app) {
     if (!out.ok()) throw CLI::RuntimeError(fail(out.message()));
 
     const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-    auto in = read_input_ids(f.tokens_file, f.text_file, tk);
+    auto in = read_input_ids(f.tokens_file, f.text_file, &tk);
     if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
     std::vector<int32_t> ids;
     if (in->from_text && tk.bos() >= 0) ids.push_back(tk.bos());

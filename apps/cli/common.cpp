@@ -134,15 +134,16 @@ Result<std::vector<int32_t>> read_token_file(const std::string& path) {
 }
 
 Result<InputIds> read_input_ids(const std::string& tokens_file, const std::string& text_file,
-                                const tok::Tokenizer& tokenizer) {
+                                const tok::Tokenizer* tokenizer) {
   InputIds in;
   if (!tokens_file.empty()) {
     TOVA_ASSIGN_OR_RETURN(in.ids, read_token_file(tokens_file));
     return in;
   }
+  if (tokenizer == nullptr) return make_error("no tokenizer to read '{}' with", text_file);
   TOVA_ASSIGN_OR_RETURN(const std::string text, read_text_file(text_file));
   if (text.empty()) return make_error("'{}' is empty", text_file);
-  in.ids = tokenizer.encode(text, false);
+  in.ids = tokenizer->encode(text, false);
   in.from_text = true;
   return in;
 }

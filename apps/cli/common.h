@@ -64,13 +64,14 @@ Result<std::string> read_text_file(const std::string& path);
 Result<std::vector<int32_t>> read_token_file(const std::string& path);
 
 // The ids a command scores: those of tokens_file as given if it is set, else text_file
-// tokenized without BOS (an error if the text is empty). from_text says which.
+// tokenized without BOS (an error if the text is empty). from_text says which. The tokenizer
+// is only used for text; it may be null when tokens_file is set.
 struct InputIds {
   std::vector<int32_t> ids;
   bool from_text = false;
 };
 Result<InputIds> read_input_ids(const std::string& tokens_file, const std::string& text_file,
-                                const tok::Tokenizer& tokenizer);
+                                const tok::Tokenizer* tokenizer);
 
 std::string format_bytes(uint64_t bytes);
 
