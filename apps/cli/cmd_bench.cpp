@@ -16,34 +16,6 @@ namespace tova::cli {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (true) {
-    const size_t comma = s.find(',', at);
-    out.push_back(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return out;
-}
-
-// "512,1024" -> {512, 1024}; every entry an integer in [lo, hi].
-Result<std::vector<int>> parse_int_list(const std::string& flag, const std::string& s, int lo,
-                                        int hi) {
-  std::vector<int> v;
-  for (const std::string& item : split_list(s)) {
-    int x = 0;
-    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
-    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || x < lo || x > hi) {
-      return make_error("{}: '{}' is not a list of integers in [{}, {}] (e.g. 512,1024)", flag, s,
-                        lo, hi);
-    }
-    v.push_back(x);
-  }
-  return v;
-}
-
 std::string format_size(uint64_t b) {
   return b < (1ull << 30) ? fmt::format("{:.2f} MiB", b / 1024.0 / 1024.0)
                           : fmt::format("{:.2f} GiB", b / 1024.0 / 1024.0 / 1024.0);

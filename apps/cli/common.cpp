@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -153,6 +154,107 @@ std::string format_bytes(uint64_t b) {
   if (b >= (1ull << 20)) return fmt::format("{:.2f} MiB", b / double(1ull << 20));
   if (b >= (1ull << 10)) return fmt::format("{:.1f} KiB", b / double(1ull << 10));
   return fmt::format("{} B", b);
+}
+
+}  // namespace tova::cli
+
+namespace tova::cli {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = s.find(',', at);
+    out.push_back(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+Result<std::vector<int>> parse_int_list(const std::string& flag, const std::string& s, int lo,
+                                        int hi) {
+  std::vector<int> v;
+  for (const std::string& item : split_list(s)) {
+    int x = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || x < lo || x > hi) {
+      return make_error("{}: '{}' is not a list of integers in [{}, {}] (e.g. 512,1024)", flag, s,
+                        lo, hi);
+    }
+    v.push_back(x);
+  }
+  return v;
+}
+
+Result<std::vector<kv::PolicySpec>> parse_policy_grid(const std::string& policies,
+                                                      const std::string& budgets) {
+  TOVA_ASSIGN_OR_RETURN(const std::vector<int> ks,
+                        parse_int_list("--kv-budget", budgets, 0, 1 << 24));
+  std::vector<kv::PolicySpec> out;
+  for (const std::string& policy : split_list(policies)) {
+    bool unbounded_done = false;
+    for (int k : ks) {
+      TOVA_ASSIGN_OR_RETURN(const kv::PolicySpec spec, kv::parse_policy(policy, k));
+      if (!spec.bounded()) {
+        if (unbounded_done) continue;  // the budget means nothing to `full`
+        unbounded_done = true;
+      }
+      out.push_back(spec);
+    }
+  }
+  return out;
+}
+
+Result<uint64_t> parse_bytes(const std::string& flag, const std::string& s) {
+  double value = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  const std::string_view unit(p, s.data() + s.size() - p);
+  double scale = 1;
+  if (unit == "K" || unit == "k" || unit == "KiB") {
+    scale = 1024.0;
+  } else if (unit == "M" || unit == "MiB") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "G" || unit == "GiB") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (!unit.empty()) {
+    scale = -1;
+  }
+  const double bytes = value * scale;
+  if (s.empty() || ec != std::errc() || scale < 0 || !(bytes >= 1) || bytes > 1e15) {
+    return make_error("{}: '{}' is not a size in bytes (e.g. 805306368, 768M, 1.5G)", flag, s);
+  }
+  return static_cast<uint64_t>(bytes);
+}
+
+void print_markdown_table(const std::vector<std::string>& head,
+                          const std::vector<std::vector<std::string>>& rows,
+                          const std::function<bool(size_t)>& right) {
+  auto cols = [](const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  std::vector<size_t> width(head.size());
+  for (size_t i = 0; i < head.size(); ++i) {
+    width[i] = std::max<size_t>(cols(head[i]), 1);
+    for (const auto& row : rows) width[i] = std::max(width[i], cols(row[i]));
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s = "|";
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const std::string pad(width[i] - cols(cells[i]), ' ');
+      s += " " + (right(i) ? pad + cells[i] : cells[i] + pad) + " |";
+    }
+    fmt::print("{}\n", s);
+  };
+  line(head);
+  std::string rule = "|";
+  for (size_t i = 0; i < head.size(); ++i) {
+    rule += " " + std::string(width[i] - 1, '-') + (right(i) ? ":" : "-") + " |";
+  }
+  fmt::print("{}\n", rule);
+  for (const auto& row : rows) line(row);
 }
 
 }  // namespace tova::cli

@@ -3,11 +3,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "core/thread_pool.h"
+#include "kv/policy_registry.h"
 #include "model/model.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
@@ -74,5 +77,26 @@ Result<InputIds> read_input_ids(const std::string& tokens_file, const std::strin
                                 const tok::Tokenizer* tokenizer);
 
 std::string format_bytes(uint64_t bytes);
+
+}  // namespace tova::cli
+
+namespace tova::cli {
+
+// "a,b,c" -> {"a", "b", "c"} (an empty string gives one empty item).
+std::vector<std::string> split_list(const std::string& s);
+// "512,1024" -> {512, 1024}; every entry an integer in [lo, hi]; the error names the flag.
+Result<std::vector<int>> parse_int_list(const std::string& flag, const std::string& s, int lo,
+                                        int hi);
+// Every policy of a comma-separated list at every budget of a comma-separated list; an
+// unbounded policy (`full`) appears once, whatever the budgets.
+Result<std::vector<kv::PolicySpec>> parse_policy_grid(const std::string& policies,
+                                                      const std::string& budgets);
+// "805306368", "768M", "1.5G", "64K" (powers of 1024) -> bytes.
+Result<uint64_t> parse_bytes(const std::string& flag, const std::string& s);
+// A markdown table on stdout; columns whose index right(i) says align right. Widths count
+// code points, so "±" takes one column.
+void print_markdown_table(const std::vector<std::string>& head,
+                          const std::vector<std::vector<std::string>>& rows,
+                          const std::function<bool(size_t)>& right);
 
 }  // namespace tova::cli

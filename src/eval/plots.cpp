@@ -28,6 +28,8 @@ std::string gp_quote(const std::string& s) {
 
 }  // namespace
 
+std::string gnuplot_string(const std::string& s) { return gp_quote(s); }
+
 Status run_gnuplot(const std::string& dir, const std::string& script) {
   const std::string log = dir + "/gnuplot.log";
   const pid_t pid = ::fork();

@@ -14,6 +14,8 @@ namespace tova::eval {
 // Runs `gnuplot script` (a file name inside dir) with dir as the working folder. An error
 // carries gnuplot's first complaint, or says that gnuplot is missing.
 Status run_gnuplot(const std::string& dir, const std::string& script);
+// s as a gnuplot double-quoted string literal.
+std::string gnuplot_string(const std::string& s);
 
 // The gnuplot script for perplexity vs budget (log2 x axis, one line per policy with error
 // bars, full as a dashed horizontal topline), writing ppl.png and ppl.svg.

@@ -36,6 +36,10 @@ class KvPolicy {
 
   virtual ScoreNeed score_need() const { return ScoreNeed::kNone; }
 
+  // An independent copy with the same internal state (accumulated scores and the like), for a
+  // multi-state copied into another sequence (MultiState::clone).
+  virtual std::unique_ptr<KvPolicy> clone() const = 0;
+
   // A state was written into `slot` of KV head `head_kv` (per-slot scores restart here).
   virtual void on_insert(int head_kv, int slot) {
     (void)head_kv;

@@ -26,6 +26,21 @@ LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<K
   }
 }
 
+LayerState::LayerState(const LayerState& o)
+    : n_head_kv_(o.n_head_kv_),
+      head_dim_(o.head_dim_),
+      kv_type_(o.kv_type_),
+      elem_bytes_(o.elem_bytes_),
+      n_slot_(o.n_slot_),
+      n_held_(o.n_held_),
+      keys_(o.keys_),
+      values_(o.values_),
+      pos_(o.pos_),
+      free_(o.free_),
+      policy_(o.policy_->clone()),
+      n_head_(o.n_head_),
+      n_evicted_(o.n_evicted_) {}
+
 SlotView LayerState::view() const {
   return SlotView{.n_head = n_head_,
                   .n_head_kv = n_head_kv_,
@@ -135,6 +150,18 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     // creation cannot follow it: only `full` (which keeps none) may be unbounded.
     ms->layers_.push_back(std::make_unique<LayerState>(o, n_slot, std::move(policy)));
   }
+  return ms;
+}
+
+std::unique_ptr<MultiState> MultiState::clone() const {
+  auto ms = std::unique_ptr<MultiState>(new MultiState());
+  ms->spec_ = spec_;
+  ms->kv_type_ = kv_type_;
+  ms->score_need_ = score_need_;
+  ms->max_new_ = max_new_;
+  ms->n_seen_ = n_seen_;
+  ms->layers_.reserve(layers_.size());
+  for (const auto& l : layers_) ms->layers_.push_back(std::make_unique<LayerState>(*l));
   return ms;
 }
 

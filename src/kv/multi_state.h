@@ -33,6 +33,9 @@ struct MultiStateOptions {
 class LayerState {
  public:
   LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy);
+  // A deep copy: the same slots, keys, values, positions, free slots and policy state.
+  LayerState(const LayerState& other);
+  LayerState& operator=(const LayerState&) = delete;
 
   int n_slot() const { return n_slot_; }
   int n_held() const { return n_held_; }
@@ -79,6 +82,9 @@ class LayerState {
 class MultiState {
  public:
   static Result<std::unique_ptr<MultiState>> create(const MultiStateOptions& o);
+  // An independent copy holding the same states (and policy state): continuing it gives
+  // exactly what continuing this one would. Allocates as much as this one holds allocated.
+  std::unique_ptr<MultiState> clone() const;
 
   const PolicySpec& policy() const { return spec_; }
   KvType kv_type() const { return kv_type_; }

@@ -126,6 +126,9 @@ SpyLog& spy_log() {
 class SpyPolicy final : public kv::KvPolicy {
  public:
   explicit SpyPolicy(bool record) : record_(record) {}
+  std::unique_ptr<kv::KvPolicy> clone() const override {
+    return std::make_unique<SpyPolicy>(*this);
+  }
   kv::ScoreNeed score_need() const override { return kv::ScoreNeed::kCurrent; }
   void observe(const kv::SlotView& v, const float* probs) override {
     if (!record_) return;

@@ -7,6 +7,7 @@ namespace {
 
 class FullPolicy final : public KvPolicy {
  public:
+  std::unique_ptr<KvPolicy> clone() const override { return std::make_unique<FullPolicy>(*this); }
   void choose_evictions(const SlotView&, int, int32_t*) override {
     TOVA_CHECK(false && "the full policy never holds more than its budget");
   }

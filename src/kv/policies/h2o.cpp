@@ -11,6 +11,7 @@ namespace {
 
 class H2oPolicy final : public KvPolicy {
  public:
+  std::unique_ptr<KvPolicy> clone() const override { return std::make_unique<H2oPolicy>(*this); }
   H2oPolicy(const PolicyArgs& a, bool head_wise)
       : head_wise_(head_wise),
         n_recent_(a.budget / 2),

@@ -8,6 +8,7 @@ namespace {
 
 class SinkPolicy final : public KvPolicy {
  public:
+  std::unique_ptr<KvPolicy> clone() const override { return std::make_unique<SinkPolicy>(*this); }
   explicit SinkPolicy(int n_sink) : n_sink_(n_sink) {}
   void choose_evictions(const SlotView& v, int n, int32_t* out) override {
     scoring::lowest_slots(v.pos, v.n_slot, nullptr, {.keep_below = n_sink_}, n, out);

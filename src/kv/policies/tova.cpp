@@ -11,6 +11,7 @@ namespace {
 
 class TovaPolicy final : public KvPolicy {
  public:
+  std::unique_ptr<KvPolicy> clone() const override { return std::make_unique<TovaPolicy>(*this); }
   TovaPolicy(const PolicyArgs& a, bool head_wise)
       : head_wise_(head_wise),
         n_slot_(a.n_slot),

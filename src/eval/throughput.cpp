@@ -1,0 +1,198 @@
+#include "eval/throughput.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "core/timer.h"
+#include "eval/bench.h"
+#include "eval/token_source.h"
+
+namespace tova::eval {
+namespace {
+
+// Resident memory of this process, from /proc/self/statm; -1 if it cannot be read.
+int64_t resident_bytes() {
+  std::ifstream in("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return -1;
+  return resident * 4096;
+}
+
+std::string label_of(const kv::PolicySpec& p) {
+  return p.bounded() ? fmt::format("{} k={}", p.label(), p.budget) : p.label();
+}
+
+// Unbounded states reserve ctx + extra slots up front (no growth inside the measurement);
+// bounded ones allocate k + 1 whatever ctx is.
+kv::MultiStateOptions options_for(const model::Model& m, const kv::PolicySpec& policy,
+                                  kv::KvType kv_type, int ctx, int extra_steps) {
+  kv::MultiStateOptions so = m.state_options(policy, kv_type, 1);
+  so.initial_slots = ctx + extra_steps;
+  return so;
+}
+
+// Bytes of K/V one step reads across the batch: every held state of every layer of every
+// sequence (all copies hold the same number).
+uint64_t kv_read_bytes(const kv::MultiState& s) {
+  uint64_t b = 0;
+  for (int il = 0; il < s.n_layer(); ++il) {
+    const kv::LayerState& l = s.layer(il);
+    const uint64_t elem = l.kv_type() == kv::KvType::kF16 ? 2 : 4;
+    b += 2ull * l.n_held() * l.n_head_kv() * l.head_dim() * elem;
+  }
+  return b;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+double stddev_of(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean_of(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+}  // namespace
+
+Result<uint64_t> bytes_per_sequence(const model::Model& m, const kv::PolicySpec& policy,
+                                    kv::KvType kv_type, int ctx, int extra_steps) {
+  TOVA_ASSIGN_OR_RETURN(auto state,
+                        kv::MultiState::create(options_for(m, policy, kv_type, ctx, extra_steps)));
+  return state->bytes();
+}
+
+Result<ThroughputReport> run_throughput(const model::Model& m, const ThroughputOptions& o) {
+  if (o.ctx < 1) return make_error("--ctx must be at least 1, got {}", o.ctx);
+  if (o.n_steps < 1 || o.repetitions < 1 || o.warmup_steps < 0) {
+    return make_error("steps ({}) and repetitions ({}) must be at least 1", o.n_steps,
+                      o.repetitions);
+  }
+  if (o.n_batch < 1) return make_error("batch size must be at least 1, got {}", o.n_batch);
+  if (o.n_threads < 1) return make_error("thread count must be at least 1, got {}", o.n_threads);
+  if (o.policies.empty()) return make_error("no KV policy to measure");
+  if (o.kv_memory == 0 && o.full_batch < 1) {
+    return make_error("give the K/V memory budget in bytes, or how many `full` sequences it holds");
+  }
+  const int extra_steps = o.warmup_steps + o.n_steps * o.repetitions;
+
+  ThroughputReport report;
+  report.ctx = o.ctx;
+  report.kv_memory = o.kv_memory;
+  if (report.kv_memory == 0) {
+    TOVA_ASSIGN_OR_RETURN(const kv::PolicySpec full, kv::parse_policy("full", 0));
+    TOVA_ASSIGN_OR_RETURN(const uint64_t b,
+                          bytes_per_sequence(m, full, o.kv_type, o.ctx, extra_steps));
+    report.kv_memory = b * static_cast<uint64_t>(o.full_batch);
+  }
+  // Check every configuration fits before spending minutes on the first.
+  for (const kv::PolicySpec& p : o.policies) {
+    TOVA_ASSIGN_OR_RETURN(const uint64_t b, bytes_per_sequence(m, p, o.kv_type, o.ctx, extra_steps));
+    if (b > report.kv_memory) {
+      return make_error(
+          "{} at ctx {} needs {} bytes of K/V for one sequence, more than the budget of {} bytes",
+          label_of(p), o.ctx, b, report.kv_memory);
+    }
+  }
+
+  ThreadPool pool(o.n_threads);
+  model::ForwardScratch scratch;
+  TokenSource tokens(m, o.seed);
+  const int n_vocab = m.config().n_vocab;
+  const uint64_t weight_bytes = describe_model(m, "").decode_weight_bytes;
+
+  for (size_t ci = 0; ci < o.policies.size(); ++ci) {
+    const kv::PolicySpec& p = o.policies[ci];
+    ThroughputResult r;
+    r.policy = p.label();
+    r.budget = p.bounded() ? p.budget : -1;
+    r.ctx = o.ctx;
+    auto progress = [&](const char* phase) {
+      if (o.on_progress) {
+        o.on_progress({.index = static_cast<int>(ci),
+                       .n_configs = static_cast<int>(o.policies.size()),
+                       .label = label_of(p),
+                       .phase = phase,
+                       .batch = r.batch});
+      }
+    };
+
+    // One real prefill of ctx tokens.
+    progress("fill");
+    TOVA_ASSIGN_OR_RETURN(auto first,
+                          kv::MultiState::create(options_for(m, p, o.kv_type, o.ctx, extra_steps)));
+    r.bytes_per_seq = first->bytes();
+    r.max_batch = static_cast<int>(report.kv_memory / r.bytes_per_seq);
+    r.batch = o.batch_cap > 0 ? std::min(o.batch_cap, r.max_batch) : r.max_batch;
+    {
+      std::vector<float> last(n_vocab);
+      const std::vector<int32_t> fill = tokens.draw(o.ctx, true);
+      TOVA_RETURN_IF_ERROR(runtime::feed(m, pool, scratch, *first, fill, o.n_batch, last.data()));
+    }
+
+    // The copies, and the resident memory they really take.
+    progress("copy");
+    std::vector<std::unique_ptr<kv::MultiState>> states;
+    states.reserve(r.batch);
+    const int64_t rss_before = resident_bytes();
+    for (int b = 1; b < r.batch; ++b) states.push_back(first->clone());
+    const int64_t rss_after = resident_bytes();
+    if (rss_before >= 0 && rss_after >= 0) r.rss_copies_bytes = rss_after - rss_before;
+    states.push_back(std::move(first));
+    for (const auto& s : states) r.kv_bytes_total += s->bytes();
+    if (r.kv_bytes_total > report.kv_memory) {
+      return make_error("{}: the batch allocated {} bytes, more than the budget of {}",
+                        label_of(p), r.kv_bytes_total, report.kv_memory);
+    }
+
+    // Decode: every step feeds one token to every sequence in ONE forward pass.
+    std::vector<model::BatchToken> batch(r.batch);
+    std::vector<float> logits(static_cast<size_t>(r.batch) * n_vocab);
+    auto step = [&]() -> Status {
+      const std::vector<int32_t> ids = tokens.draw(r.batch, false);
+      for (int b = 0; b < r.batch; ++b) {
+        batch[b] = {.token = ids[b], .state = states[b].get(), .logits = true};
+      }
+      return m.forward(batch, pool, scratch, logits.data());
+    };
+    progress("warmup");
+    for (int i = 0; i < o.warmup_steps; ++i) TOVA_RETURN_IF_ERROR(step());
+    progress("run");
+    double total_seconds = 0;
+    for (int rep = 0; rep < o.repetitions; ++rep) {
+      Timer t;
+      for (int i = 0; i < o.n_steps; ++i) TOVA_RETURN_IF_ERROR(step());
+      const double s = t.seconds();
+      total_seconds += s;
+      r.samples_ts.push_back(s > 0 ? static_cast<double>(r.batch) * o.n_steps / s : 0);
+    }
+    r.avg_ts = mean_of(r.samples_ts);
+    r.stddev_ts = stddev_of(r.samples_ts);
+    r.step_ms = total_seconds * 1e3 / (static_cast<double>(o.n_steps) * o.repetitions);
+    r.read_bytes_per_step = weight_bytes + kv_read_bytes(*states[0]) * r.batch;
+    r.read_gbps = r.step_ms > 0 ? r.read_bytes_per_step / (r.step_ms * 1e6) : 0;
+    report.results.push_back(std::move(r));
+  }
+
+  // Relative to `full` if it was measured, else to the first configuration.
+  const ThroughputResult* base = &report.results.front();
+  for (const ThroughputResult& r : report.results) {
+    if (r.budget < 0) {
+      base = &r;
+      break;
+    }
+  }
+  const double base_ts = base->avg_ts;
+  for (ThroughputResult& r : report.results) r.relative = base_ts > 0 ? r.avg_ts / base_ts : 0;
+  return report;
+}
+
+}  // namespace tova::eval

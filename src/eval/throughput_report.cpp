@@ -1,0 +1,105 @@
+#include "eval/throughput_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "eval/output_dir.h"
+#include "eval/plots.h"
+
+namespace tova::eval {
+
+nlohmann::ordered_json throughput_json(const ThroughputReport& r,
+                                       const nlohmann::ordered_json& header) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ThroughputResult& c : r.results) {
+    nlohmann::ordered_json j = header.is_object() ? header : nlohmann::ordered_json::object();
+    j["policy"] = c.policy;
+    j["budget"] = c.budget < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.budget);
+    j["ctx"] = c.ctx;
+    j["kv_memory"] = r.kv_memory;
+    j["bytes_per_seq"] = c.bytes_per_seq;
+    j["max_batch"] = c.max_batch;
+    j["batch"] = c.batch;
+    j["kv_bytes_total"] = c.kv_bytes_total;
+    j["rss_copies_bytes"] = c.rss_copies_bytes;
+    j["avg_ts"] = c.avg_ts;
+    j["stddev_ts"] = c.stddev_ts;
+    j["samples_ts"] = c.samples_ts;
+    j["step_ms"] = c.step_ms;
+    j["relative"] = c.relative;
+    j["read_bytes_per_step"] = c.read_bytes_per_step;
+    j["read_gbps"] = c.read_gbps;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string throughput_plot_script(const ThroughputReport& r, const std::string& title) {
+  // One series per policy name; `full` (unbounded) sits at k = ctx.
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<const ThroughputResult*>> series;
+  std::vector<int> ks;
+  for (const ThroughputResult& c : r.results) {
+    if (!series.count(c.policy)) names.push_back(c.policy);
+    series[c.policy].push_back(&c);
+    const int k = c.budget < 0 ? c.ctx : c.budget;
+    if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
+  }
+  std::sort(ks.begin(), ks.end());
+  std::string s = "# tova throughput: decode throughput at a fixed K/V memory. Re-draw with: "
+                  "gnuplot throughput.gp\n";
+  for (size_t i = 0; i < names.size(); ++i) {
+    s += fmt::format("$d{} << EOD\n# k relative max_batch avg_ts\n", i);
+    std::vector<const ThroughputResult*> pts = series[names[i]];
+    std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) {
+      return (a->budget < 0 ? a->ctx : a->budget) < (b->budget < 0 ? b->ctx : b->budget);
+    });
+    for (const ThroughputResult* c : pts) {
+      s += fmt::format("{} {:.6f} {} {:.3f}\n", c->budget < 0 ? c->ctx : c->budget, c->relative,
+                       c->max_batch, c->avg_ts);
+    }
+    s += "EOD\n";
+  }
+  s += "set encoding utf8\n";
+  s += fmt::format("set title {} noenhanced\n", gnuplot_string(title));
+  s += "set xlabel \"multi-state size k (states per layer; full = ctx)\"\n";
+  s += "set ylabel \"decode throughput relative to full\"\n";
+  s += "set y2label \"max batch in the K/V budget\"\n";
+  s += "set ytics nomirror\nset y2tics\nset yrange [0:*]\nset y2range [0:*]\n";
+  s += "set key outside right top noenhanced\nset grid\n";
+  if (!ks.empty()) {
+    s += "set logscale x 2\n";
+    s += fmt::format("set xrange [{}:{}]\n", ks.front() / 1.4, ks.back() * 1.4);
+    std::string tics;
+    for (int k : ks) tics += (tics.empty() ? "" : ", ") + std::to_string(k);
+    s += "set xtics (" + tics + ")\n";
+  }
+  std::string plot = "plot ";
+  const char* sep = "";
+  for (size_t i = 0; i < names.size(); ++i) {
+    plot += fmt::format(
+        "{}$d{} using 1:2 axes x1y1 with linespoints lw 2 pt 7 title {}, "
+        "$d{} using 1:3 axes x1y2 with linespoints dt 2 lw 1 pt 4 title {}",
+        sep, i, gnuplot_string(names[i] + " throughput"), i,
+        gnuplot_string(names[i] + " max batch"));
+    sep = ", \\\n     ";
+  }
+  s += "set terminal pngcairo size 1000,640 font \",11\"\n";
+  s += "set output \"throughput.png\"\n";
+  s += plot + "\n";
+  s += "set terminal svg size 1000,640 dynamic font \",11\"\n";
+  s += "set output \"throughput.svg\"\n";
+  s += "replot\nunset output\n";
+  return s;
+}
+
+Status plot_throughput(const ThroughputReport& r, const std::string& title,
+                       const std::string& dir) {
+  TOVA_RETURN_IF_ERROR(write_file(dir + "/throughput.gp", throughput_plot_script(r, title)));
+  return run_gnuplot(dir, "throughput.gp");
+}
+
+}  // namespace tova::eval

@@ -1,0 +1,144 @@
+// The throughput protocol's memory accounting (eval/throughput.h): bytes per sequence come from
+// the allocation, the max batch is floor(budget / bytes per sequence), and that batch really
+// decodes together.
+#include <gtest/gtest.h>
+
+#include "eval/throughput.h"
+#include "eval/throughput_report.h"
+#include "test_data.h"
+
+namespace tova {
+namespace {
+
+std::unique_ptr<model::Model> stories() {
+  auto m = model::Model::load(testing::shared_path("models/stories260K.gguf"));
+  EXPECT_TRUE(m.ok()) << m.message();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+kv::PolicySpec spec(const std::string& name, int budget) {
+  auto s = kv::parse_policy(name, budget);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return *s;
+}
+
+eval::ThroughputOptions small_options() {
+  eval::ThroughputOptions o;
+  o.ctx = 96;
+  o.n_steps = 2;
+  o.repetitions = 2;
+  o.warmup_steps = 1;
+  o.n_batch = 32;
+  o.n_threads = 2;
+  o.kv_type = kv::KvType::kF16;
+  return o;
+}
+
+TEST(Throughput, BytesPerSequenceIsTheAllocation) {
+  TOVA_REQUIRE_SHARED();
+  auto m = stories();
+  const model::ModelConfig& c = m->config();
+  // stories260K: 5 layers, 4 KV heads of 8 dims. A bounded state holds k + 1 slots, each with
+  // a key and a value of head_dim f16 elements and an int64 position, per KV head and layer.
+  const uint64_t per_slot = static_cast<uint64_t>(c.n_layer) * c.n_head_kv *
+                            (2ull * c.head_dim * 2 + sizeof(int64_t));
+  auto b = eval::bytes_per_sequence(*m, spec("tova", 32), kv::KvType::kF16, 4096, 0);
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(*b, 33 * per_slot);
+  // `full` reserves ctx plus the measured steps.
+  auto f = eval::bytes_per_sequence(*m, spec("full", 0), kv::KvType::kF16, 100, 7);
+  ASSERT_TRUE(f.ok()) << f.message();
+  EXPECT_EQ(*f, 107 * per_slot);
+}
+
+TEST(Throughput, MaxBatchIsTheBudgetOverBytesPerSequenceAndRuns) {
+  TOVA_REQUIRE_SHARED();
+  auto m = stories();
+  eval::ThroughputOptions o = small_options();
+  o.policies = {spec("full", 0), spec("tova", 16), spec("h2o", 24), spec("window", 40)};
+  const int extra = o.warmup_steps + o.n_steps * o.repetitions;
+  auto full_bytes = eval::bytes_per_sequence(*m, o.policies[0], o.kv_type, o.ctx, extra);
+  ASSERT_TRUE(full_bytes.ok());
+  o.kv_memory = 3 * *full_bytes + 1234;  // not a multiple of any sequence's size
+  auto rep = eval::run_throughput(*m, o);
+  ASSERT_TRUE(rep.ok()) << rep.message();
+  ASSERT_EQ(rep->results.size(), 4u);
+  for (const eval::ThroughputResult& r : rep->results) {
+    auto b = eval::bytes_per_sequence(*m, spec(r.policy, r.budget < 0 ? 0 : r.budget), o.kv_type,
+                                      o.ctx, extra);
+    ASSERT_TRUE(b.ok());
+    SCOPED_TRACE(r.policy + " " + std::to_string(r.budget));
+    EXPECT_EQ(r.bytes_per_seq, *b);
+    EXPECT_EQ(r.max_batch, static_cast<int>(o.kv_memory / *b));
+    EXPECT_EQ(r.batch, r.max_batch);
+    EXPECT_EQ(r.kv_bytes_total, r.bytes_per_seq * static_cast<uint64_t>(r.batch));
+    EXPECT_LE(r.kv_bytes_total, o.kv_memory);
+    ASSERT_EQ(r.samples_ts.size(), 2u);
+    EXPECT_GT(r.avg_ts, 0);
+    EXPECT_GT(r.step_ms, 0);
+  }
+  EXPECT_EQ(rep->results[0].max_batch, 3);
+  EXPECT_DOUBLE_EQ(rep->results[0].relative, 1.0);  // relative to full
+  // A bounded state of 17 slots against full's 96 + 5: more sequences fit.
+  EXPECT_GT(rep->results[1].max_batch, 5 * rep->results[0].max_batch);
+}
+
+TEST(Throughput, FullBatchSetsTheBudgetAndCapLimitsTheRun) {
+  TOVA_REQUIRE_SHARED();
+  auto m = stories();
+  eval::ThroughputOptions o = small_options();
+  o.full_batch = 2;
+  o.batch_cap = 5;
+  o.policies = {spec("full", 0), spec("tova", 8)};
+  auto rep = eval::run_throughput(*m, o);
+  ASSERT_TRUE(rep.ok()) << rep.message();
+  EXPECT_EQ(rep->kv_memory, 2 * rep->results[0].bytes_per_seq);
+  EXPECT_EQ(rep->results[0].batch, 2);
+  EXPECT_GT(rep->results[1].max_batch, 5);
+  EXPECT_EQ(rep->results[1].batch, 5);
+}
+
+TEST(Throughput, ABudgetBelowOneSequenceIsAClearError) {
+  TOVA_REQUIRE_SHARED();
+  auto m = stories();
+  eval::ThroughputOptions o = small_options();
+  o.policies = {spec("tova", 64), spec("full", 0)};
+  o.kv_memory = 60000;  // tova k=64 fits (65 slots of 800 bytes), full at ctx 96 + 5 does not
+  auto rep = eval::run_throughput(*m, o);
+  ASSERT_FALSE(rep.ok());
+  EXPECT_NE(rep.message().find("full at ctx 96 needs"), std::string::npos) << rep.message();
+  EXPECT_NE(rep.message().find("more than the budget of 60000"), std::string::npos);
+  o.kv_memory = 0;
+  o.full_batch = 0;
+  EXPECT_FALSE(eval::run_throughput(*m, o).ok());
+}
+
+TEST(Throughput, JsonHasOneObjectPerConfigurationWithTheTableFields) {
+  eval::ThroughputReport rep;
+  rep.kv_memory = 1000;
+  rep.ctx = 64;
+  rep.results.push_back({.policy = "full", .budget = -1, .ctx = 64, .bytes_per_seq = 400,
+                         .max_batch = 2, .batch = 2, .avg_ts = 10, .stddev_ts = 1,
+                         .relative = 1});
+  rep.results.push_back({.policy = "tova", .budget = 8, .ctx = 64, .bytes_per_seq = 60,
+                         .max_batch = 16, .batch = 16, .avg_ts = 50, .stddev_ts = 2,
+                         .relative = 5});
+  const auto j = eval::throughput_json(rep, {{"model_type", "x"}});
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  for (const char* key : {"policy", "budget", "ctx", "bytes_per_seq", "max_batch", "avg_ts",
+                          "stddev_ts", "relative", "model_type"}) {
+    EXPECT_TRUE(j[0].contains(key)) << key;
+    EXPECT_TRUE(j[1].contains(key)) << key;
+  }
+  EXPECT_TRUE(j[0]["budget"].is_null());
+  EXPECT_EQ(j[1]["budget"], 8);
+  EXPECT_EQ(j[1]["max_batch"], 16);
+  EXPECT_EQ(j[1]["relative"], 5.0);
+  const std::string gp = eval::throughput_plot_script(rep, "t");
+  EXPECT_NE(gp.find("throughput.png"), std::string::npos);
+  EXPECT_NE(gp.find("64 1.000000 2 10.000"), std::string::npos) << gp;  // full at k = ctx
+}
+
+}  // namespace
+}  // namespace tova
