@@ -1,5 +1,6 @@
-// Batched decode against the machine's limits (counters are rates: tokens/s, read_GB/s, GFLOP/s): B sequences, each holding the same multi-state,
-// decode one token each per step in ONE forward pass. Per B it reports the step time and what
+// Batched decode against the machine's limits: B sequences, each holding the same multi-state,
+// decode one token each per step in ONE forward pass (counters are rates: tokens/s, read_GB/s,
+// GFLOP/s). Per B it reports the step time and what
 // it achieved: bytes read per second (the weights once + every sequence's held K/V) and
 // floating-point work per second (every matrix times B rows, plus attention over the held
 // states), to set beside the machine's bandwidth (BM_read_bandwidth, measured in the same run)
@@ -134,7 +135,8 @@ void BM_batched_decode(benchmark::State& state) {
   }
   for (auto _ : state) {
     const std::vector<int32_t> ids = f.tokens->draw(B, false);
-    for (int b = 0; b < B; ++b) batch[b] = {.token = ids[b], .state = states[b].get(), .logits = true};
+    for (int b = 0; b < B; ++b)
+      batch[b] = {.token = ids[b], .state = states[b].get(), .logits = true};
     const Status s = f.model->forward(batch, *f.pool, scratch, logits.data());
     if (!s.ok()) {
       state.SkipWithError(s.message().c_str());
@@ -148,8 +150,7 @@ void BM_batched_decode(benchmark::State& state) {
   const double flops = (f.weight_flops + att_flops) * B;
   state.counters["tokens"] = benchmark::Counter(steps * B, benchmark::Counter::kIsRate);
   state.counters["read_GB"] = benchmark::Counter(steps * bytes / 1e9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP"] =
-      benchmark::Counter(steps * flops / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP"] = benchmark::Counter(steps * flops / 1e9, benchmark::Counter::kIsRate);
   state.counters["MB/step"] = bytes / 1e6;
   state.counters["GFLOP/step"] = flops / 1e9;
 }
@@ -182,7 +183,7 @@ void BM_read_bandwidth(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(sink.load());
   state.counters["read_GB"] = benchmark::Counter(static_cast<double>(state.iterations()) * n / 1e9,
-                                              benchmark::Counter::kIsRate);
+                                                 benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_read_bandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 

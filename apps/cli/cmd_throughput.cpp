@@ -104,8 +104,8 @@ void add_throughput_command(CLI::App& app) {
     o.seed = f.seed;
     if (f.progress) {
       o.on_progress = [](const eval::ThroughputProgress& p) {
-        fmt::print(stderr, "tova throughput: {}/{} {}: {}{}\n", p.index + 1, p.n_configs,
-                   p.label, p.phase, p.batch > 0 ? fmt::format(" (batch {})", p.batch) : "");
+        fmt::print(stderr, "tova throughput: {}/{} {}: {}{}\n", p.index + 1, p.n_configs, p.label,
+                   p.phase, p.batch > 0 ? fmt::format(" (batch {})", p.batch) : "");
       };
     }
     std::unique_ptr<eval::OutputDir> dir;

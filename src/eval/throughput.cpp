@@ -95,7 +95,8 @@ Result<ThroughputReport> run_throughput(const model::Model& m, const ThroughputO
   }
   // Check every configuration fits before spending minutes on the first.
   for (const kv::PolicySpec& p : o.policies) {
-    TOVA_ASSIGN_OR_RETURN(const uint64_t b, bytes_per_sequence(m, p, o.kv_type, o.ctx, extra_steps));
+    TOVA_ASSIGN_OR_RETURN(const uint64_t b,
+                          bytes_per_sequence(m, p, o.kv_type, o.ctx, extra_steps));
     if (b > report.kv_memory) {
       return make_error(
           "{} at ctx {} needs {} bytes of K/V for one sequence, more than the budget of {} bytes",
@@ -149,8 +150,8 @@ Result<ThroughputReport> run_throughput(const model::Model& m, const ThroughputO
     states.push_back(std::move(first));
     for (const auto& s : states) r.kv_bytes_total += s->bytes();
     if (r.kv_bytes_total > report.kv_memory) {
-      return make_error("{}: the batch allocated {} bytes, more than the budget of {}",
-                        label_of(p), r.kv_bytes_total, report.kv_memory);
+      return make_error("{}: the batch allocated {} bytes, more than the budget of {}", label_of(p),
+                        r.kv_bytes_total, report.kv_memory);
     }
 
     // Decode: every step feeds one token to every sequence in ONE forward pass.

@@ -37,12 +37,12 @@ struct ThroughputOptions {
   // K/V bytes for all sequences together. 0: full_batch times one `full` sequence at ctx.
   uint64_t kv_memory = 0;
   int full_batch = 0;
-  int ctx = 4096;         // tokens every sequence has seen when the measurement starts
-  int n_steps = 16;       // decode steps per measured window (each step: one token per sequence)
-  int repetitions = 3;    // measured windows
-  int warmup_steps = 2;   // untimed steps first
-  int n_batch = 512;      // prefill micro-batch (exact semantics whatever its size)
-  int batch_cap = 0;      // >0: run at most this many sequences (the max batch is still reported)
+  int ctx = 4096;        // tokens every sequence has seen when the measurement starts
+  int n_steps = 16;      // decode steps per measured window (each step: one token per sequence)
+  int repetitions = 3;   // measured windows
+  int warmup_steps = 2;  // untimed steps first
+  int n_batch = 512;     // prefill micro-batch (exact semantics whatever its size)
+  int batch_cap = 0;     // >0: run at most this many sequences (the max batch is still reported)
   int n_threads = 2;
   kv::KvType kv_type = kv::KvType::kF16;
   std::vector<kv::PolicySpec> policies;  // `full` first is customary; any order works
@@ -51,23 +51,23 @@ struct ThroughputOptions {
 };
 
 struct ThroughputResult {
-  std::string policy;             // "tova", "full"
-  int budget = -1;                // -1: unbounded
+  std::string policy;  // "tova", "full"
+  int budget = -1;     // -1: unbounded
   int ctx = 0;
-  uint64_t bytes_per_seq = 0;     // K/V (and position) memory one sequence allocated
-  int max_batch = 0;              // floor(kv_memory / bytes_per_seq)
-  int batch = 0;                  // sequences that decoded together (max_batch unless capped)
-  uint64_t kv_bytes_total = 0;    // what the batch allocated, summed over its sequences
+  uint64_t bytes_per_seq = 0;   // K/V (and position) memory one sequence allocated
+  int max_batch = 0;            // floor(kv_memory / bytes_per_seq)
+  int batch = 0;                // sequences that decoded together (max_batch unless capped)
+  uint64_t kv_bytes_total = 0;  // what the batch allocated, summed over its sequences
   // Resident memory the process gained while the copies were made (batch - 1 sequences):
   // the allocation is real memory, not a promise. -1 when /proc is unavailable.
   int64_t rss_copies_bytes = -1;
   std::vector<double> samples_ts;  // aggregate tokens/s, one per measured window
   double avg_ts = 0, stddev_ts = 0;
-  double step_ms = 0;              // mean time of one step over the measured windows
-  double relative = 0;             // avg_ts / avg_ts of `full` (or of the first configuration)
+  double step_ms = 0;   // mean time of one step over the measured windows
+  double relative = 0;  // avg_ts / avg_ts of `full` (or of the first configuration)
   // Bytes one step reads: the weights once, plus every held state of every sequence.
   uint64_t read_bytes_per_step = 0;
-  double read_gbps = 0;            // read_bytes_per_step / step time
+  double read_gbps = 0;  // read_bytes_per_step / step time
 };
 
 struct ThroughputReport {

@@ -49,8 +49,9 @@ std::string throughput_plot_script(const ThroughputReport& r, const std::string&
     if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
   }
   std::sort(ks.begin(), ks.end());
-  std::string s = "# tova throughput: decode throughput at a fixed K/V memory. Re-draw with: "
-                  "gnuplot throughput.gp\n";
+  std::string s =
+      "# tova throughput: decode throughput at a fixed K/V memory. Re-draw with: "
+      "gnuplot throughput.gp\n";
   for (size_t i = 0; i < names.size(); ++i) {
     s += fmt::format("$d{} << EOD\n# k relative max_batch avg_ts\n", i);
     std::vector<const ThroughputResult*> pts = series[names[i]];

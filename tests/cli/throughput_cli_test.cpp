@@ -59,7 +59,8 @@ TEST(ThroughputCli, ImpossibleBudgetsAreOneLineErrors) {
   EXPECT_ONE_LINE_ERROR(r, "is not a size in bytes");
   r = run_tova("throughput -m " + stories() + kSmall);
   EXPECT_ONE_LINE_ERROR(r, "exactly one of --kv-memory");
-  r = run_tova("throughput -m " + stories() + kSmall + "--full-batch 2 --kv-policy tova "
+  r = run_tova("throughput -m " + stories() + kSmall +
+               "--full-batch 2 --kv-policy tova "
                "--kv-budget 0");
   EXPECT_ONE_LINE_ERROR(r, "tova");
 }

@@ -40,8 +40,8 @@ TEST(Throughput, BytesPerSequenceIsTheAllocation) {
   const model::ModelConfig& c = m->config();
   // stories260K: 5 layers, 4 KV heads of 8 dims. A bounded state holds k + 1 slots, each with
   // a key and a value of head_dim f16 elements and an int64 position, per KV head and layer.
-  const uint64_t per_slot = static_cast<uint64_t>(c.n_layer) * c.n_head_kv *
-                            (2ull * c.head_dim * 2 + sizeof(int64_t));
+  const uint64_t per_slot =
+      static_cast<uint64_t>(c.n_layer) * c.n_head_kv * (2ull * c.head_dim * 2 + sizeof(int64_t));
   auto b = eval::bytes_per_sequence(*m, spec("tova", 32), kv::KvType::kF16, 4096, 0);
   ASSERT_TRUE(b.ok()) << b.message();
   EXPECT_EQ(*b, 33 * per_slot);
@@ -117,11 +117,23 @@ TEST(Throughput, JsonHasOneObjectPerConfigurationWithTheTableFields) {
   eval::ThroughputReport rep;
   rep.kv_memory = 1000;
   rep.ctx = 64;
-  rep.results.push_back({.policy = "full", .budget = -1, .ctx = 64, .bytes_per_seq = 400,
-                         .max_batch = 2, .batch = 2, .avg_ts = 10, .stddev_ts = 1,
+  rep.results.push_back({.policy = "full",
+                         .budget = -1,
+                         .ctx = 64,
+                         .bytes_per_seq = 400,
+                         .max_batch = 2,
+                         .batch = 2,
+                         .avg_ts = 10,
+                         .stddev_ts = 1,
                          .relative = 1});
-  rep.results.push_back({.policy = "tova", .budget = 8, .ctx = 64, .bytes_per_seq = 60,
-                         .max_batch = 16, .batch = 16, .avg_ts = 50, .stddev_ts = 2,
+  rep.results.push_back({.policy = "tova",
+                         .budget = 8,
+                         .ctx = 64,
+                         .bytes_per_seq = 60,
+                         .max_batch = 16,
+                         .batch = 16,
+                         .avg_ts = 50,
+                         .stddev_ts = 2,
                          .relative = 5});
   const auto j = eval::throughput_json(rep, {{"model_type", "x"}});
   ASSERT_TRUE(j.is_array());

@@ -9,8 +9,8 @@
 namespace tova {
 namespace {
 
-const char* const kPolicies[] = {"full", "window", "sink:4", "h2o", "h2o-head", "tova",
-                                 "tova-head"};
+const char* const kPolicies[] = {"full",     "window", "sink:4",   "h2o",
+                                 "h2o-head", "tova",   "tova-head"};
 
 std::unique_ptr<model::Model> stories() {
   auto m = model::Model::load(testing::shared_path("models/stories260K.gguf"));
@@ -30,7 +30,8 @@ std::vector<int64_t> held_positions(const kv::MultiState& s) {
 TEST(MultiStateClone, ContinuesExactlyAsTheOriginal) {
   TOVA_REQUIRE_SHARED();
   auto m = stories();
-  const std::vector<int32_t> ids = testing::read_ids(testing::shared_path("golden/tokens-128.json"));
+  const std::vector<int32_t> ids =
+      testing::read_ids(testing::shared_path("golden/tokens-128.json"));
   ThreadPool pool(2);
   model::ForwardScratch scratch;
   const int n_vocab = m->config().n_vocab;
@@ -39,8 +40,8 @@ TEST(MultiStateClone, ContinuesExactlyAsTheOriginal) {
     auto state = runtime::make_state(*m, testing::cache_options(policy, 24), 128);
     ASSERT_TRUE(state.ok()) << state.message();
     std::vector<float> a(n_vocab), b(n_vocab);
-    ASSERT_TRUE(runtime::feed(*m, pool, scratch, **state, std::span(ids).first(60), 16, a.data())
-                    .ok());
+    ASSERT_TRUE(
+        runtime::feed(*m, pool, scratch, **state, std::span(ids).first(60), 16, a.data()).ok());
     std::unique_ptr<kv::MultiState> copy = (*state)->clone();
     EXPECT_EQ(copy->n_seen(), 60);
     EXPECT_EQ(copy->bytes(), (*state)->bytes());
