@@ -52,6 +52,19 @@ uint64_t kv_read_bytes(const kv::MultiState& s) {
   return b;
 }
 
+// A state for one test: n_prompt sizes chunk:inf's chunk; an unbounded state reserves n_total
+// slots (depth + test) up front, as llama-bench sizes its context to depth + test: a `full`
+// cache that doubled and copied itself inside the measured steps would time the copy, not the
+// decode.
+Result<std::unique_ptr<kv::MultiState>> bench_state(const model::Model& m,
+                                                    const runtime::CacheOptions& c,
+                                                    int64_t n_prompt, int64_t n_total) {
+  if (c.policy.bounded()) return runtime::make_state(m, c, n_prompt);
+  kv::MultiStateOptions so = m.state_options(c.policy, c.kv_type, 1);
+  so.initial_slots = static_cast<int>(std::max<int64_t>(1, n_total));
+  return kv::MultiState::create(so);
+}
+
 class Runner {
  public:
   Runner(const model::Model& m, const BenchOptions& o)
@@ -60,7 +73,9 @@ class Runner {
   // A fresh state holding n_depth tokens.
   Result<std::unique_ptr<kv::MultiState>> prepared_state(const BenchCase& c, ThreadPool& pool) {
     const int64_t n_size = c.n_depth > 0 ? c.n_depth : std::max(c.n_prompt, 1);
-    TOVA_ASSIGN_OR_RETURN(auto state, runtime::make_state(m_, c.cache, n_size));
+    TOVA_ASSIGN_OR_RETURN(
+        auto state,
+        bench_state(m_, c.cache, n_size, static_cast<int64_t>(c.n_depth) + c.n_prompt + c.n_gen));
     if (c.n_depth > 0) {
       const std::vector<int32_t> t = tokens_.draw(c.n_depth, true);
       TOVA_RETURN_IF_ERROR(
@@ -145,8 +160,8 @@ BenchModelInfo describe_model(const model::Model& m, const std::string& filename
   std::map<GgmlType, uint64_t> by_type;
   const model::ModelWeights& w = m.weights();
   for (const model::LayerWeights& l : w.layers) {
-    for (const kernels::WeightMatrix* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up,
-                                           &l.w_down}) {
+    for (const kernels::WeightMatrix* x :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
       by_type[x->type] += matrix_bytes(*x);
       info.decode_weight_bytes += matrix_bytes(*x);
     }
@@ -208,7 +223,8 @@ Result<std::vector<BenchResult>> run_bench(const model::Model& m, const std::str
 
     if (opts.warmup) {
       progress(index, c, "warmup", 0);
-      TOVA_ASSIGN_OR_RETURN(auto state, runtime::make_state(m, c.cache, std::max(n_tokens, 1)));
+      TOVA_ASSIGN_OR_RETURN(auto state,
+                            bench_state(m, c.cache, std::max(n_tokens, 1), std::max(n_tokens, 1)));
       TOVA_RETURN_IF_ERROR(test(*state, c.n_prompt > 0 ? c.n_prompt : 1));
     }
     BenchResult r{.test = c, .model = info, .n_batch = opts.n_batch};
