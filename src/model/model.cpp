@@ -11,12 +11,12 @@
 
 namespace tova::model {
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path,
-                                           const ModelOptions& options) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelOptions& options) {
   auto m = std::unique_ptr<Model>(new Model());
   m->options_ = options;
-  TOVA_ASSIGN_OR_RETURN(m->file_, io::GgufFile::open(path, options.mmap ? io::GgufFile::Load::kMap
-                                                                        : io::GgufFile::Load::kRead));
+  TOVA_ASSIGN_OR_RETURN(
+      m->file_, io::GgufFile::open(
+                    path, options.mmap ? io::GgufFile::Load::kMap : io::GgufFile::Load::kRead));
   TOVA_ASSIGN_OR_RETURN(m->config_, load_config(*m->file_));
   TOVA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_));
   return m;
@@ -44,6 +44,11 @@ void Model::matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok
 
 namespace {
 
+bool same_rope(const kernels::RopeParams& a, const kernels::RopeParams& b) {
+  return a.n_rot == b.n_rot && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
+         a.mode == b.mode;
+}
+
 void resize(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
@@ -55,9 +60,8 @@ void group_by_sequence(std::span<const BatchToken> batch, std::vector<SequenceRu
     // A sequence's tokens usually sit together: try the latest run first.
     auto it = !runs.empty() && runs.back().state == batch[i].state
                   ? runs.end() - 1
-                  : std::find_if(runs.begin(), runs.end(), [&](const SequenceRun& r) {
-                      return r.state == batch[i].state;
-                    });
+                  : std::find_if(runs.begin(), runs.end(),
+                                 [&](const SequenceRun& r) { return r.state == batch[i].state; });
     if (it == runs.end()) {
       runs.push_back({batch[i].state, {i}});
     } else {
@@ -105,12 +109,29 @@ Status attach_followers(std::span<const Follower> followers, std::vector<Sequenc
 
 // Attention for every token of the batch in layer il, with the per-step semantics of the
 // multi-state: join, attend over everything held, then let the policy evict.
-void Model::attend_layer(int il, ForwardScratch& s, ThreadPool& pool) const {
+void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch& s,
+                         ThreadPool& pool) const {
   const ModelConfig& c = config_;
   const int q_dim = c.n_head * c.head_dim;
   const int kv_dim = c.n_head_kv * c.head_dim;
   const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
   const std::vector<SequenceRun>& runs = s.runs;
+  const int64_t n = static_cast<int64_t>(s.pos.size());
+
+  // RoPE at each token's position. The cos/sin table is computed once per forward call and
+  // reused by every layer that shares the same rope parameters.
+  if (!s.rope_cs_valid || !same_rope(s.rope_cs_params, rope)) {
+    resize(s.rope_cs, n * rope.n_rot);
+    for (int64_t i = 0; i < n; ++i)
+      kernels::rope_cos_sin(s.pos[i], rope, &s.rope_cs[i * rope.n_rot]);
+    s.rope_cs_params = rope;
+    s.rope_cs_valid = true;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float* cs = &s.rope_cs[i * rope.n_rot];
+    kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, rope);
+    kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, rope);
+  }
 
   auto args_for = [&](const kv::LayerState& L, int i, float* probs, float* scratch) {
     return kernels::AttentionArgs{.q = &s.q[static_cast<size_t>(i) * q_dim],
@@ -264,8 +285,8 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
   resize(s.att, n * q_dim);
   resize(s.hb, n * c.n_ff);
   resize(s.hb2, n * c.n_ff);
-  resize(s.rope_cs, n * c.rope.n_rot);
   s.pos.resize(n);
+  s.rope_cs_valid = false;  // positions change with every call
 
   // Positions: each token takes the next position of its own sequence.
   {
@@ -278,7 +299,6 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
         it = next.end() - 1;
       }
       s.pos[i] = it->second++;
-      kernels::rope_cos_sin(s.pos[i], c.rope, &s.rope_cs[i * c.rope.n_rot]);
     }
   }
 
@@ -304,11 +324,8 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
         kernels::add(&s.k[i * kv_dim], L.bk.data(), kv_dim);
         kernels::add(&s.v[i * kv_dim], L.bv.data(), kv_dim);
       }
-      const float* cs = &s.rope_cs[i * c.rope.n_rot];
-      kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, c.rope);
-      kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, c.rope);
     }
-    attend_layer(il, s, pool);
+    attend_layer(il, c.rope, s, pool);
     matmul(L.wo, s.att.data(), n, s.xb.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
       kernels::add(&s.x[i * c.n_embd], &s.xb[i * c.n_embd], c.n_embd);

@@ -47,9 +47,11 @@ struct SequenceRun {
 // Per-call buffers, reused across calls (one per thread that calls forward).
 struct ForwardScratch {
   std::vector<float> x, xb, q, k, v, att, hb, hb2, logit_in;  // [n_tok][...] activations
-  std::vector<float> rope_cs;                                   // [n_tok][n_rot]
-  std::vector<int64_t> pos;                                     // [n_tok]
-  std::vector<SequenceRun> runs;                                // the batch's sequences
+  std::vector<float> rope_cs;                                 // [n_tok][n_rot]
+  kernels::RopeParams rope_cs_params;                         // what rope_cs was computed for
+  bool rope_cs_valid = false;
+  std::vector<int64_t> pos;       // [n_tok]
+  std::vector<SequenceRun> runs;  // the batch's sequences
 };
 
 struct ModelOptions {
@@ -89,8 +91,11 @@ class Model {
   Model() = default;
   void matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok, float* y,
               ThreadPool& pool) const;
-  // Attention of layer il for every sequence in s.runs.
-  void attend_layer(int il, ForwardScratch& s, ThreadPool& pool) const;
+  // Attention of layer il for every sequence in s.runs. s.q and s.k hold the batch's queries
+  // and keys before RoPE; attend_layer rotates them with `rope` (an architecture may give
+  // layers different rope parameters) at the positions the multi-state assigns.
+  void attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch& s,
+                    ThreadPool& pool) const;
 
   std::unique_ptr<io::GgufFile> file_;
   ModelConfig config_;
