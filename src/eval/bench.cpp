@@ -59,10 +59,9 @@ uint64_t kv_read_bytes(const kv::MultiState& s) {
 Result<std::unique_ptr<kv::MultiState>> bench_state(const model::Model& m,
                                                     const runtime::CacheOptions& c,
                                                     int64_t n_prompt, int64_t n_total) {
-  if (c.policy.bounded()) return runtime::make_state(m, c, n_prompt);
-  kv::MultiStateOptions so = m.state_options(c.policy, c.kv_type, 1);
-  so.initial_slots = static_cast<int>(std::max<int64_t>(1, n_total));
-  return kv::MultiState::create(so);
+  runtime::CacheOptions sized = c;
+  sized.reserve = n_total;
+  return runtime::make_state(m, sized, n_prompt);
 }
 
 class Runner {

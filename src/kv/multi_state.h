@@ -18,9 +18,13 @@ namespace tova::kv {
 
 enum class KvType { kF32, kF16 };
 
+// Most states an unbounded cache may reserve up front (16M: far past any trained context; a
+// hostile count must not allocate terabytes).
+inline constexpr int64_t kMaxUnboundedReserve = int64_t{1} << 24;
+
 struct MultiStateOptions {
   int n_layer = 0;
-  int n_head = 0;     // query heads (policies average over them)
+  int n_head = 0;  // query heads (policies average over them)
   int n_head_kv = 0;
   int head_dim = 0;
   PolicySpec policy;
@@ -68,9 +72,9 @@ class LayerState {
   size_t elem_bytes_;
   int n_slot_;
   int n_held_ = 0;
-  std::vector<uint8_t> keys_;    // [n_head_kv][n_slot][head_dim]
-  std::vector<uint8_t> values_;  // [n_head_kv][n_slot][head_dim]
-  std::vector<int64_t> pos_;     // [n_head_kv][n_slot]
+  std::vector<uint8_t> keys_;               // [n_head_kv][n_slot][head_dim]
+  std::vector<uint8_t> values_;             // [n_head_kv][n_slot][head_dim]
+  std::vector<int64_t> pos_;                // [n_head_kv][n_slot]
   std::vector<std::vector<int32_t>> free_;  // per KV head, a stack; lowest slot on top
   std::unique_ptr<KvPolicy> policy_;
   std::vector<int32_t> evict_scratch_;

@@ -49,8 +49,16 @@ int max_new_for(const PrefillMode& p, int64_t n_prompt) {
 
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
                                                    int64_t n_prompt) {
-  return kv::MultiState::create(
-      m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt)));
+  kv::MultiStateOptions so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));
+  if (!o.policy.bounded()) {
+    const int64_t want = std::max(o.reserve, n_prompt);
+    if (want > kv::kMaxUnboundedReserve) {
+      return make_error("cannot reserve a cache of {} tokens (at most {})", want,
+                        kv::kMaxUnboundedReserve);
+    }
+    so.initial_slots = static_cast<int>(std::max<int64_t>(want, so.initial_slots));
+  }
+  return kv::MultiState::create(so);
 }
 
 Status feed(const model::Model& m, ThreadPool& pool, model::ForwardScratch& scratch,
@@ -90,7 +98,10 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
                                const std::function<bool(int32_t)>& on_token) {
   if (prompt.empty()) return make_error("the prompt is empty (no tokens to start from)");
   TOVA_RETURN_IF_ERROR(validate(o.sampling));
-  TOVA_ASSIGN_OR_RETURN(auto state, make_state(m, o.cache, static_cast<int64_t>(prompt.size())));
+  CacheOptions cache = o.cache;
+  cache.reserve =
+      std::max<int64_t>(cache.reserve, static_cast<int64_t>(prompt.size()) + o.n_predict);
+  TOVA_ASSIGN_OR_RETURN(auto state, make_state(m, cache, static_cast<int64_t>(prompt.size())));
   const int n_vocab = m.config().n_vocab;
   std::vector<float> logits(n_vocab);
   model::ForwardScratch scratch;

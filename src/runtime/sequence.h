@@ -31,9 +31,16 @@ struct CacheOptions {
   kv::PolicySpec policy;
   kv::KvType kv_type = kv::KvType::kF32;
   PrefillMode prefill;
+  // Unbounded policies: slots allocated up front, the tokens the caller expects the sequence to
+  // hold (as llama.cpp sizes its context). A `full` cache that fills its allocation doubles it
+  // and copies every state, a stall of a whole-cache copy inside one step; reserving what a run
+  // will hold means that never happens within it. 0: a small first allocation. Bounded
+  // policies allocate k + chunk once and ignore this.
+  int64_t reserve = 0;
 };
 
-// A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it).
+// A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it) and,
+// if unbounded, for max(o.reserve, n_prompt) states.
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
                                                    int64_t n_prompt);
 

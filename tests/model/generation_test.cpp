@@ -115,6 +115,38 @@ TEST(Generation, FullCacheGrows) {
   EXPECT_EQ((*state)->layer(0).n_held(), 2000);
 }
 
+// A `full` cache reserved for the tokens it will hold allocates once and never grows (no step
+// pays for a whole-cache copy), and gives bit-identical logits to one that grew by doubling.
+TEST(Generation, ReservedFullCacheNeverGrowsAndMatchesAGrowingOne) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(shared_path("models/stories260K.gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  ThreadPool pool(1);
+  runtime::CacheOptions reserved = cache_options("full", 0);
+  reserved.reserve = 700;
+  auto big = runtime::make_state(**m, reserved, 1);
+  auto small = runtime::make_state(**m, cache_options("full", 0), 1);
+  ASSERT_TRUE(big.ok() && small.ok());
+  const uint64_t b0 = (*big)->bytes();
+  EXPECT_EQ((*big)->layer(0).n_slot(), 700);
+  model::ForwardScratch scratch;
+  const int n_vocab = (*m)->config().n_vocab;
+  std::vector<float> la(n_vocab), lb(n_vocab);
+  for (int i = 0; i < 700; ++i) {
+    const model::BatchToken a{.token = 1 + i % 400, .state = big->get(), .logits = true};
+    const model::BatchToken b{.token = 1 + i % 400, .state = small->get(), .logits = true};
+    ASSERT_TRUE((*m)->forward({&a, 1}, pool, scratch, la.data()).ok());
+    ASSERT_TRUE((*m)->forward({&b, 1}, pool, scratch, lb.data()).ok());
+    ASSERT_EQ(la, lb) << "position " << i;
+  }
+  EXPECT_EQ((*big)->bytes(), b0);
+  EXPECT_GT((*small)->layer(0).n_slot(), 256);  // it grew
+  reserved.reserve = kv::kMaxUnboundedReserve + 1;
+  auto huge = runtime::make_state(**m, reserved, 1);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.message().find("cannot reserve"), std::string::npos) << huge.message();
+}
+
 // Different policies and budgets share one batched forward pass and each gets exactly what it
 // gets alone.
 TEST(Generation, MixedPoliciesInOneBatchMatchSeparateRuns) {
