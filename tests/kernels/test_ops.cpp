@@ -118,6 +118,41 @@ TEST_P(OpsTest, RopeMatchesRef) {
   }
 }
 
+// Llama-3.x frequency factors divide each frequency's angle (ggml_rope_ext's freq_factors).
+TEST_P(OpsTest, RopeFreqFactorsDivideTheAngle) {
+  const float ff[2] = {1.f, 8.f};
+  for (RopeMode mode : {RopeMode::kNorm, RopeMode::kNeox}) {
+    const RopeParams p{.n_rot = 4, .freq_base = 100.f, .mode = mode, .freq_factors = ff};
+    const int64_t pos = 7;
+    std::vector<float> x = {1.f, 2.f, 3.f, 4.f, 5.f};  // head_dim 5: the last one passes through
+    auto y = x, y_ref = x;
+    rope(y.data(), 1, 5, pos, p);
+    rope_ref(y_ref.data(), 1, 5, pos, p);
+    // theta_0 = 7 / 1, theta_1 = 7 * 100^(-1/2) / 8 = 0.0875, by hand.
+    const double th[2] = {7.0, 0.0875};
+    std::vector<float> want = x;
+    for (int i = 0; i < 2; ++i) {
+      const int a = mode == RopeMode::kNorm ? 2 * i : i;
+      const int b = mode == RopeMode::kNorm ? 2 * i + 1 : i + 2;
+      want[a] = static_cast<float>(x[a] * std::cos(th[i]) - x[b] * std::sin(th[i]));
+      want[b] = static_cast<float>(x[a] * std::sin(th[i]) + x[b] * std::cos(th[i]));
+    }
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_NEAR(y[i], want[i], 1e-5f) << i;
+      EXPECT_NEAR(y_ref[i], want[i], 1e-5f) << i;
+    }
+    // Factors of 1 change nothing, bit for bit.
+    const float ones[2] = {1.f, 1.f};
+    RopeParams p1 = p, p0 = p;
+    p1.freq_factors = ones;
+    p0.freq_factors = nullptr;
+    auto y1 = x, y0 = x;
+    rope(y1.data(), 1, 5, 12345, p1);
+    rope(y0.data(), 1, 5, 12345, p0);
+    EXPECT_EQ(y1, y0);
+  }
+}
+
 TEST_P(OpsTest, SiluMulMatchesRef) {
   for (int64_t n : kSizes) {
     auto gate = random_floats(n, -20.f, 20.f, 3);
@@ -131,8 +166,8 @@ TEST_P(OpsTest, SiluMulMatchesRef) {
     }
   }
   // Huge magnitudes: exp must neither overflow nor produce NaN.
-  std::vector<float> gate = {-200.f, -100.f, -90.f, 90.f, 100.f, 200.f, 0.f, -0.f,
-                             -1e30f, 1e30f, 1e-30f, -1e-30f, 88.f, -88.f, 5.f, -5.f, 0.5f};
+  std::vector<float> gate = {-200.f, -100.f, -90.f,   90.f, 100.f, 200.f, 0.f,  -0.f, -1e30f,
+                             1e30f,  1e-30f, -1e-30f, 88.f, -88.f, 5.f,   -5.f, 0.5f};
   const std::vector<float> up(gate.size(), 2.f);
   auto gate_ref = gate;
   silu_mul(gate.data(), up.data(), static_cast<int64_t>(gate.size()));
@@ -238,19 +273,32 @@ TEST_P(OpsTest, F16LoadIsExactForEveryHalf) {
 }
 
 TEST_P(OpsTest, Fp32ToFp16RowIsBitExact) {
-  std::vector<float> x = {0.f, -0.f, 1.f, -1.f, 65504.f, 65519.f, 65520.f, -65520.f, 1e6f,
+  std::vector<float> x = {0.f,
+                          -0.f,
+                          1.f,
+                          -1.f,
+                          65504.f,
+                          65519.f,
+                          65520.f,
+                          -65520.f,
+                          1e6f,
                           std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity(),
-                          std::numeric_limits<float>::quiet_NaN(), float_of(0x7f800001u),
-                          float_of(0xffc12345u), float_of(0x7fffffffu),
+                          std::numeric_limits<float>::quiet_NaN(),
+                          float_of(0x7f800001u),
+                          float_of(0xffc12345u),
+                          float_of(0x7fffffffu),
                           std::numeric_limits<float>::denorm_min(),
-                          std::numeric_limits<float>::min(), 5.9604645e-8f /* 2^-24 */,
-                          2.9802322e-8f /* 2^-25: ties to 0 */, 6.1035156e-5f /* 2^-14 */};
+                          std::numeric_limits<float>::min(),
+                          5.9604645e-8f /* 2^-24 */,
+                          2.9802322e-8f /* 2^-25: ties to 0 */,
+                          6.1035156e-5f /* 2^-14 */};
   // Exact halfway points between neighbouring halves and their float neighbours, across the
   // subnormal and normal half ranges.
   for (uint32_t h = 0; h < 0x7c00; h += 7) {
     const double mid = (static_cast<double>(fp16_to_fp32(static_cast<uint16_t>(h))) +
-                        fp16_to_fp32(static_cast<uint16_t>(h + 1))) / 2;
+                        fp16_to_fp32(static_cast<uint16_t>(h + 1))) /
+                       2;
     const float m = static_cast<float>(mid);
     for (float v : {m, std::nextafter(m, 0.f), std::nextafter(m, 1e9f)}) {
       x.push_back(v);
@@ -366,8 +414,8 @@ TEST_P(OpsTest, RmsNormOfConstantVector) {
 
 TEST_P(OpsTest, SiluKnownValues) {
   for (bool use_ref : {false, true}) {
-    std::vector<float> gate = {0.f, 1.f, -1.f, 0.f, 0.f, 0.f, 0.f, 0.f,
-                               0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 2.f};
+    std::vector<float> gate = {0.f, 1.f, -1.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f,
+                               0.f, 0.f, 0.f,  0.f, 0.f, 0.f, 0.f, 2.f};
     const std::vector<float> up(gate.size(), 3.f);
     (use_ref ? silu_mul_ref : silu_mul)(gate.data(), up.data(), static_cast<int64_t>(gate.size()));
     EXPECT_EQ(gate[0], 0.f);
