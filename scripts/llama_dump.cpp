@@ -1,9 +1,14 @@
 // Golden data from llama.cpp for tova's architecture fixtures. Built OUTSIDE the repository
 // against libllama by scripts/make_arch_goldens.sh (never part of tova's build).
 //   llama_dump MODEL TOKENS.json LOGITS.f32 N_PROMPT N_GREEDY GREEDY.json
+//   llama_dump --evict K N_SINK MODEL TOKENS.json LOGITS.f32
 // LOGITS.f32: float32 [n_tokens][n_vocab], the logits after every token of TOKENS.json fed in one
 // batch (f32 K/V cache, flash attention off, one thread). GREEDY.json: the N_GREEDY tokens that
 // argmax decoding produces after the first N_PROMPT tokens of TOKENS.json, one token at a time.
+// --evict: the logits of every token fed one at a time while, after each step, the cache drops
+// positions so that it holds at most K: the N_SINK first positions and the most recent others.
+// That is spec/POLICIES.md's `window` (N_SINK 0) and `sink:N` policies with absolute positions
+// (keys cached after RoPE, never re-rotated), computed by llama.cpp's own cache.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -45,13 +50,47 @@ static llama_context* new_context(llama_model* model) {
   return llama_init_from_model(model, cp);
 }
 
+static int evict_mode(char** argv) {
+  const int k = std::atoi(argv[2]);
+  const int n_sink = std::atoi(argv[3]);
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  llama_model* model = llama_model_load_from_file(argv[4], mp);
+  if (model == nullptr || k <= n_sink) return 1;
+  const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  std::vector<llama_token> ids = read_ids(argv[5]);
+  llama_context* ctx = new_context(model);
+  llama_memory_t mem = llama_get_memory(ctx);
+  std::FILE* f = std::fopen(argv[6], "wb");
+  for (size_t p = 0; p < ids.size(); ++p) {
+    llama_batch b = llama_batch_init(1, 0, 1);
+    b.token[0] = ids[p];
+    b.pos[0] = static_cast<llama_pos>(p);
+    b.n_seq_id[0] = 1;
+    b.seq_id[0][0] = 0;
+    b.logits[0] = 1;
+    b.n_tokens = 1;
+    if (llama_decode(ctx, b) != 0) return 1;
+    std::fwrite(llama_get_logits_ith(ctx, 0), sizeof(float), n_vocab, f);
+    llama_batch_free(b);
+    // Held now: positions 0..N_SINK-1 and p-(K-N_SINK)..p, K+1 in all: drop the oldest non-sink.
+    const long drop = static_cast<long>(p) - (k - n_sink);
+    if (drop >= n_sink) llama_memory_seq_rm(mem, 0, static_cast<llama_pos>(drop), drop + 1);
+  }
+  std::fclose(f);
+  llama_free(ctx);
+  llama_model_free(model);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  llama_backend_init();
+  if (argc == 7 && std::string(argv[1]) == "--evict") return evict_mode(argv);
   if (argc != 7) {
     std::fprintf(stderr, "usage: %s MODEL TOKENS.json LOGITS.f32 N_PROMPT N_GREEDY GREEDY.json\n",
                  argv[0]);
     return 2;
   }
-  llama_backend_init();
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   llama_model* model = llama_model_load_from_file(argv[1], mp);

@@ -27,6 +27,7 @@ mkdir -p "$OUT"
   echo "llama.cpp tree: $LLAMA_DIR"
   (cd "$LLAMA_DIR" && sha256sum include/llama.h src/llama-model.cpp)
   echo "dumper: scripts/llama_dump.cpp MODEL tokens-128.json LOGITS 16 64 GREEDY"
+  echo "        scripts/llama_dump.cpp --evict 32 {0,4} qwen3-f32.gguf tokens-128.json LOGITS"
 } > "$OUT/SOURCE"
 for arch in llama3 qwen3 qwen2 mistral; do
   "$BUILD/bin/tova" make-random --arch "$arch" --type f32 -t 1 -o "$OUT/$arch-f32.gguf"
@@ -35,3 +36,8 @@ for arch in llama3 qwen3 qwen2 mistral; do
     { cat "$TMP/$arch.log"; exit 1; }
   echo "$arch: $(cat "$OUT/$arch-f32.greedy.json")"
 done
+# Bounded policies computed by llama.cpp's cache: window and sink:4 at k = 32 on the qwen3 fixture.
+"$TMP/llama_dump" --evict 32 0 "$OUT/qwen3-f32.gguf" "$SHARED/golden/tokens-128.json" \
+  "$OUT/qwen3-f32.window-32.logits.f32" 2> "$TMP/w.log" || { cat "$TMP/w.log"; exit 1; }
+"$TMP/llama_dump" --evict 32 4 "$OUT/qwen3-f32.gguf" "$SHARED/golden/tokens-128.json" \
+  "$OUT/qwen3-f32.sink4-32.logits.f32" 2> "$TMP/s.log" || { cat "$TMP/s.log"; exit 1; }
