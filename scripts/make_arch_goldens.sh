@@ -29,7 +29,7 @@ mkdir -p "$OUT"
   echo "dumper: scripts/llama_dump.cpp MODEL tokens-128.json LOGITS 16 64 GREEDY"
   echo "        scripts/llama_dump.cpp --evict 32 {0,4} qwen3-f32.gguf tokens-128.json LOGITS"
 } > "$OUT/SOURCE"
-for arch in llama3 qwen3 qwen2 mistral; do
+for arch in llama3 qwen3 qwen2 mistral phi3; do
   "$BUILD/bin/tova" make-random --arch "$arch" --type f32 -t 1 -o "$OUT/$arch-f32.gguf"
   "$TMP/llama_dump" "$OUT/$arch-f32.gguf" "$SHARED/golden/tokens-128.json" \
     "$OUT/$arch-f32.logits.f32" 16 64 "$OUT/$arch-f32.greedy.json" 2> "$TMP/$arch.log" ||

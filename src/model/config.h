@@ -11,7 +11,7 @@
 
 namespace tova::model {
 
-enum class Arch { kLlama, kQwen2, kQwen3 };
+enum class Arch { kLlama, kQwen2, kQwen3, kPhi3 };
 
 struct ModelConfig {
   Arch arch = Arch::kLlama;

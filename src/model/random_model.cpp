@@ -117,6 +117,13 @@ std::vector<RandomShape> make_shapes() {
   q2.tied_output = true;
   q2.qkv_bias = true;
   s.push_back(q2);
+  RandomShape p3 = fixture;
+  p3.name = "arch-phi3";
+  p3.description = "Phi-4 (scaled down)";
+  p3.arch = "phi3";
+  p3.rope_base = 250000.f;
+  p3.tied_output = false;
+  s.push_back(p3);
   RandomShape mi = fixture;
   mi.name = "arch-mistral";
   mi.description = "Mistral-7B-v0.3 (scaled down)";
@@ -388,6 +395,12 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   w.set(a + "attention.layer_norm_rms_epsilon", io::GgufValue::make_f32(s.rms_eps));
   w.set(a + "rope.dimension_count", io::GgufValue::make_u32(head_dim));
   w.set(a + "vocab_size", io::GgufValue::make_u32(s.n_vocab));
+  const bool phi3 = s.arch == "phi3";
+  if (phi3) {
+    // convert_hf_to_gguf's Phi3MiniModel writes both; sliding_window 0 marks Phi-4.
+    w.set(a + "rope.scaling.original_context_length", io::GgufValue::make_u32(s.n_ctx));
+    w.set(a + "attention.sliding_window", io::GgufValue::make_u32(0));
+  }
   if (s.head_dim > 0) {
     w.set(a + "attention.key_length", io::GgufValue::make_u32(head_dim));
     w.set(a + "attention.value_length", io::GgufValue::make_u32(head_dim));
@@ -427,9 +440,14 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   for (int il = 0; il < s.n_layer; ++il) {
     const std::string p = fmt::format("blk.{}.", il);
     b.vector(p + "attn_norm.weight", s.n_embd, 1.f, norm_sd);
-    b.matrix(p + "attn_q.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, q_dim);
-    b.matrix(p + "attn_k.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
-    b.matrix(p + "attn_v.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
+    if (phi3) {  // fused: rows q, k, v
+      b.matrix(p + "attn_qkv.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
+               q_dim + 2 * kv_dim);
+    } else {
+      b.matrix(p + "attn_q.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, q_dim);
+      b.matrix(p + "attn_k.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
+      b.matrix(p + "attn_v.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
+    }
     if (s.qkv_bias) {
       b.vector(p + "attn_q.bias", q_dim, 0.f, norm_sd);
       b.vector(p + "attn_k.bias", kv_dim, 0.f, norm_sd);
@@ -441,8 +459,12 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     }
     b.matrix(p + "attn_output.weight", mtype(MatrixRole::kLayer, q_dim), q_dim, s.n_embd);
     b.vector(p + "ffn_norm.weight", s.n_embd, 1.f, norm_sd);
-    b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
-    b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
+    if (phi3) {  // fused: rows gate, up
+      b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, 2 * s.n_ff);
+    } else {
+      b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
+      b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
+    }
     b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, s.n_ff), s.n_ff, s.n_embd);
   }
   TOVA_RETURN_IF_ERROR(w.write_file(path));

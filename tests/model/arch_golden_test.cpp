@@ -67,7 +67,7 @@ TEST_P(ArchGolden, Greedy64EqualsLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchGolden,
-                         ::testing::Values("llama3", "qwen3", "qwen2", "mistral"));
+                         ::testing::Values("llama3", "qwen3", "qwen2", "mistral", "phi3"));
 
 }  // namespace
 }  // namespace tova::testing

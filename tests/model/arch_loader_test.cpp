@@ -45,13 +45,23 @@ struct MiniFile {
     tensor("output_norm.weight", {kEmbd});
     const std::string p = "blk.0.";
     tensor(p + "attn_norm.weight", {kEmbd});
-    tensor(p + "attn_q.weight", {kEmbd, kHead * kHeadDim});
-    tensor(p + "attn_k.weight", {kEmbd, kHeadKv * kHeadDim});
-    tensor(p + "attn_v.weight", {kEmbd, kHeadKv * kHeadDim});
+    if (arch == "phi3") {
+      key("rope.scaling.original_context_length", GgufValue::make_u32(128));
+      key("attention.sliding_window", GgufValue::make_u32(0));
+      tensor(p + "attn_qkv.weight", {kEmbd, (kHead + 2 * kHeadKv) * kHeadDim});
+    } else {
+      tensor(p + "attn_q.weight", {kEmbd, kHead * kHeadDim});
+      tensor(p + "attn_k.weight", {kEmbd, kHeadKv * kHeadDim});
+      tensor(p + "attn_v.weight", {kEmbd, kHeadKv * kHeadDim});
+    }
     tensor(p + "attn_output.weight", {kHead * kHeadDim, kEmbd});
     tensor(p + "ffn_norm.weight", {kEmbd});
-    tensor(p + "ffn_gate.weight", {kEmbd, kFf});
-    tensor(p + "ffn_up.weight", {kEmbd, kFf});
+    if (arch == "phi3") {
+      tensor(p + "ffn_up.weight", {kEmbd, 2 * kFf});
+    } else {
+      tensor(p + "ffn_gate.weight", {kEmbd, kFf});
+      tensor(p + "ffn_up.weight", {kEmbd, kFf});
+    }
     tensor(p + "ffn_down.weight", {kFf, kEmbd});
     if (arch == "qwen2") {
       tensor(p + "attn_q.bias", {kHead * kHeadDim});
@@ -85,7 +95,8 @@ struct MiniFile {
 };
 
 TEST(ArchLoader, EveryFamilyLoadsItsConvertedTensorsAndKeys) {
-  const std::pair<const char*, size_t> cases[] = {{"llama", 11}, {"qwen2", 14}, {"qwen3", 13}};
+  const std::pair<const char*, size_t> cases[] = {
+      {"llama", 11}, {"qwen2", 14}, {"qwen3", 13}, {"phi3", 8}};
   for (const auto& [arch, n_tensors] : cases) {
     MiniFile m(arch);
     ModelWeights w;
@@ -192,6 +203,40 @@ TEST(ArchLoader, Llama3FrequencyFactorsAreRead) {
   EXPECT_EQ(bad.load_error(),
             "mini.gguf: tensor 'rope_freqs.weight' has shape [4], expected [2] for this "
             "architecture");
+}
+
+TEST(ArchLoader, Phi3SplitsItsFusedMatricesIntoRowRanges) {
+  MiniFile m("phi3");
+  ModelWeights w;
+  ASSERT_EQ(m.load_error(&w), "");
+  const LayerWeights& l = w.layers[0];
+  const uint64_t row = kEmbd * 4;
+  EXPECT_EQ(l.wk.data, l.wq.data + kHead * kHeadDim * row);
+  EXPECT_EQ(l.wv.data, l.wk.data + kHeadKv * kHeadDim * row);
+  EXPECT_EQ(l.wv.n_out, kHeadKv * kHeadDim);
+  EXPECT_EQ(l.w_up.data, l.w_gate.data + kFf * row);
+  EXPECT_EQ(l.w_up.n_out, kFf);
+}
+
+TEST(ArchLoader, Phi3LongRopeAndShortSlidingWindowsAreRefused) {
+  MiniFile swa("phi3");
+  swa.key("attention.sliding_window", GgufValue::make_u32(64));  // Phi-3-mini-4k: 2047 < 4096
+  EXPECT_EQ(swa.load_error(),
+            "mini.gguf: phi3.attention.sliding_window 64 is shorter than context_length 128: "
+            "sliding-window attention is not implemented");
+  MiniFile wide("phi3");
+  wide.key("attention.sliding_window", GgufValue::make_u32(256));  // never applies
+  EXPECT_EQ(wide.load_error(), "");
+  MiniFile longrope("phi3");  // Phi-3-128k, Phi-3.5, Phi-4-mini
+  longrope.key("rope.scaling.attn_factor", GgufValue::make_f32(1.19f));
+  longrope.tensor("rope_factors_long.weight", {kHeadDim / 2});
+  longrope.tensor("rope_factors_short.weight", {kHeadDim / 2});
+  EXPECT_NE(longrope.load_error().find("'phi3.rope.scaling.attn_factor' is not implemented"),
+            std::string::npos);
+  MiniFile factors("phi3");
+  factors.tensor("rope_factors_long.weight", {kHeadDim / 2});
+  EXPECT_NE(factors.load_error().find("tensor 'rope_factors_long.weight' is not used"),
+            std::string::npos);
 }
 
 }  // namespace
