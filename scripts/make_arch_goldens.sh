@@ -36,6 +36,15 @@ for arch in llama3 qwen3 qwen2 mistral phi3; do
     { cat "$TMP/$arch.log"; exit 1; }
   echo "$arch: $(cat "$OUT/$arch-f32.greedy.json")"
 done
+# Quantized weights (Q8_0: llama.cpp rounds activations to Q8_0 blocks too): the fused phi3
+# matrices split on block rows, qwen3's q/k norms in the int8 path.
+for arch in qwen3 phi3; do
+  "$BUILD/bin/tova" make-random --arch "$arch" --type q8_0 -t 1 -o "$OUT/$arch-q8_0.gguf"
+  "$TMP/llama_dump" "$OUT/$arch-q8_0.gguf" "$SHARED/golden/tokens-128.json" \
+    "$OUT/$arch-q8_0.logits.f32" 16 64 "$OUT/$arch-q8_0.greedy.json" 2> "$TMP/$arch.log" ||
+    { cat "$TMP/$arch.log"; exit 1; }
+  echo "$arch q8_0: $(cat "$OUT/$arch-q8_0.greedy.json")"
+done
 # Bounded policies computed by llama.cpp's cache: window and sink:4 at k = 32 on the qwen3 fixture.
 "$TMP/llama_dump" --evict 32 0 "$OUT/qwen3-f32.gguf" "$SHARED/golden/tokens-128.json" \
   "$OUT/qwen3-f32.window-32.logits.f32" 2> "$TMP/w.log" || { cat "$TMP/w.log"; exit 1; }
