@@ -109,6 +109,17 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
     }
   }
   c.tied_output = f.find_tensor("output.weight") == nullptr;
+  // Keys some converters write that change nothing here: a mixture of experts with no experts,
+  // and the provenance of the (already permuted) tensors of older llama files.
+  for (const char* moe : {"expert_count", "expert_used_count"}) {
+    if (!k.has(moe)) continue;
+    TOVA_ASSIGN_OR_RETURN(uint32_t n, k.u32(moe));
+    if (n != 0) {
+      return make_error("{}: {} {}: mixture-of-experts models are not implemented", f.path(),
+                        k.key(moe), n);
+    }
+  }
+  if (k.has("tensor_data_layout")) k.accept("tensor_data_layout");
   TOVA_RETURN_IF_ERROR(spec->configure(k, c));
   TOVA_RETURN_IF_ERROR(k.check_all_read());
   c.keys_read = k.keys_read();

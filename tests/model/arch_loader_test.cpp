@@ -158,7 +158,6 @@ TEST(ArchLoader, AnUnimplementedKeyIsOneErrorNamingIt) {
       {"attention.sliding_window", GgufValue::make_u32(4096)},
       {"attn_logit_softcapping", GgufValue::make_f32(50.f)},
       {"final_logit_softcapping", GgufValue::make_f32(30.f)},
-      {"expert_count", GgufValue::make_u32(8)},
       {"attention.layer_norm_epsilon", GgufValue::make_f32(1e-5f)},
   };
   for (const auto& [suffix, value] : keys) {
@@ -170,6 +169,18 @@ TEST(ArchLoader, AnUnimplementedKeyIsOneErrorNamingIt) {
                           "docs/ARCHITECTURES.md)",
                           suffix));
   }
+}
+
+TEST(ArchLoader, KeysThatChangeNothingAreAcceptedAndExpertsRefused) {
+  MiniFile m("llama");
+  m.key("expert_count", GgufValue::make_u32(0));
+  m.key("expert_used_count", GgufValue::make_u32(0));
+  m.key("tensor_data_layout", GgufValue::make_str("Meta AI original pth"));
+  EXPECT_EQ(m.load_error(), "");
+  MiniFile moe("llama");
+  moe.key("expert_count", GgufValue::make_u32(8));
+  EXPECT_EQ(moe.load_error(),
+            "mini.gguf: llama.expert_count 8: mixture-of-experts models are not implemented");
 }
 
 TEST(ArchLoader, RopeScalingOtherThanLinearIsRefused) {
