@@ -208,8 +208,8 @@ class Builder {
   // A float32 vector filled with `value` (norm weights 1, biases 0), plus N(0, sd) if sd > 0.
   void vector(const std::string& name, int64_t n, float value, float sd = 0.f) {
     std::vector<float> v(n + 1, 0.f);
-    if (sd > 0.f) gaussian_row(o_.seed * 0x9E3779B97F4A7C15ull ^ hash_name(name), 0, sd,
-                               v.data(), n);
+    if (sd > 0.f)
+      gaussian_row(o_.seed * 0x9E3779B97F4A7C15ull ^ hash_name(name), 0, sd, v.data(), n);
     std::vector<uint8_t> data(n * sizeof(float));
     for (int64_t i = 0; i < n; ++i) {
       const float x = value + v[i];
@@ -295,8 +295,7 @@ Result<RandomShape> find_random_arch(std::string_view family) {
   for (const RandomShape& r : random_shapes()) {
     if (r.name.starts_with("arch-") && r.name.substr(5) == family) return r;
   }
-  return make_error("unknown architecture fixture '{}' (valid: {})", family,
-                    random_arch_choices());
+  return make_error("unknown architecture fixture '{}' (valid: {})", family, random_arch_choices());
 }
 
 Result<RandomShape> find_random_shape(std::string_view name) {
@@ -423,8 +422,8 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     const double low_wavelen = s.llama3_orig_ctx / kLow, high_wavelen = s.llama3_orig_ctx / kHigh;
     std::vector<float> factors;
     for (int i = 0; i < head_dim; i += 2) {
-      const double freq = 1.0 / std::pow(static_cast<double>(s.rope_base),
-                                         static_cast<double>(i) / head_dim);
+      const double freq =
+          1.0 / std::pow(static_cast<double>(s.rope_base), static_cast<double>(i) / head_dim);
       const double wavelen = 2 * M_PI / freq;
       if (wavelen < high_wavelen) {
         factors.push_back(1.f);

@@ -166,8 +166,8 @@ TEST_P(OpsTest, SiluMulMatchesRef) {
     }
   }
   // Huge magnitudes: exp must neither overflow nor produce NaN.
-  std::vector<float> gate = {-200.f, -100.f, -90.f,   90.f, 100.f, 200.f, 0.f,  -0.f, -1e30f,
-                             1e30f,  1e-30f, -1e-30f, 88.f, -88.f, 5.f,   -5.f, 0.5f};
+  std::vector<float> gate = {-200.f, -100.f, -90.f, 90.f, 100.f, 200.f, 0.f, -0.f,
+                             -1e30f, 1e30f, 1e-30f, -1e-30f, 88.f, -88.f, 5.f, -5.f, 0.5f};
   const std::vector<float> up(gate.size(), 2.f);
   auto gate_ref = gate;
   silu_mul(gate.data(), up.data(), static_cast<int64_t>(gate.size()));
@@ -273,32 +273,19 @@ TEST_P(OpsTest, F16LoadIsExactForEveryHalf) {
 }
 
 TEST_P(OpsTest, Fp32ToFp16RowIsBitExact) {
-  std::vector<float> x = {0.f,
-                          -0.f,
-                          1.f,
-                          -1.f,
-                          65504.f,
-                          65519.f,
-                          65520.f,
-                          -65520.f,
-                          1e6f,
+  std::vector<float> x = {0.f, -0.f, 1.f, -1.f, 65504.f, 65519.f, 65520.f, -65520.f, 1e6f,
                           std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity(),
-                          std::numeric_limits<float>::quiet_NaN(),
-                          float_of(0x7f800001u),
-                          float_of(0xffc12345u),
-                          float_of(0x7fffffffu),
+                          std::numeric_limits<float>::quiet_NaN(), float_of(0x7f800001u),
+                          float_of(0xffc12345u), float_of(0x7fffffffu),
                           std::numeric_limits<float>::denorm_min(),
-                          std::numeric_limits<float>::min(),
-                          5.9604645e-8f /* 2^-24 */,
-                          2.9802322e-8f /* 2^-25: ties to 0 */,
-                          6.1035156e-5f /* 2^-14 */};
+                          std::numeric_limits<float>::min(), 5.9604645e-8f /* 2^-24 */,
+                          2.9802322e-8f /* 2^-25: ties to 0 */, 6.1035156e-5f /* 2^-14 */};
   // Exact halfway points between neighbouring halves and their float neighbours, across the
   // subnormal and normal half ranges.
   for (uint32_t h = 0; h < 0x7c00; h += 7) {
     const double mid = (static_cast<double>(fp16_to_fp32(static_cast<uint16_t>(h))) +
-                        fp16_to_fp32(static_cast<uint16_t>(h + 1))) /
-                       2;
+                        fp16_to_fp32(static_cast<uint16_t>(h + 1))) / 2;
     const float m = static_cast<float>(mid);
     for (float v : {m, std::nextafter(m, 0.f), std::nextafter(m, 1e9f)}) {
       x.push_back(v);
@@ -414,8 +401,8 @@ TEST_P(OpsTest, RmsNormOfConstantVector) {
 
 TEST_P(OpsTest, SiluKnownValues) {
   for (bool use_ref : {false, true}) {
-    std::vector<float> gate = {0.f, 1.f, -1.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f,
-                               0.f, 0.f, 0.f,  0.f, 0.f, 0.f, 0.f, 2.f};
+    std::vector<float> gate = {0.f, 1.f, -1.f, 0.f, 0.f, 0.f, 0.f, 0.f,
+                               0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 2.f};
     const std::vector<float> up(gate.size(), 3.f);
     (use_ref ? silu_mul_ref : silu_mul)(gate.data(), up.data(), static_cast<int64_t>(gate.size()));
     EXPECT_EQ(gate[0], 0.f);
