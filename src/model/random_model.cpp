@@ -126,10 +126,11 @@ std::vector<RandomShape> make_shapes() {
   s.push_back(p3);
   RandomShape mi = fixture;
   mi.name = "arch-mistral";
-  mi.description = "Mistral-7B-v0.3 (scaled down)";
+  mi.description = "Mistral-Nemo-12B (scaled down)";
   mi.arch = "llama";
   mi.rope_base = 1000000.f;
-  mi.head_dim = 16;  // Mistral files write attention.key_length
+  mi.head_dim = 32;  // attention.key_length: n_head * head_dim != n_embd, as Nemo's 32 x 128
+                     // != 5120
   s.push_back(mi);
   return s;
 }
