@@ -233,7 +233,12 @@ Result<ChatTemplate> ChatTemplate::detect(std::string_view t) {
   if (has(t, "<|user|>") && has(t, "<|end|>")) return ChatTemplate(Family::kPhi3);
   if (has(t, "<|user|>") && has(t, "eos_token")) return ChatTemplate(Family::kZephyr);
   if (has(t, "[INST]")) {
-    return ChatTemplate(has(t, "<<SYS>>") ? Family::kLlama2 : Family::kMistral);
+    if (has(t, "<<SYS>>")) return ChatTemplate(Family::kLlama2);
+    // Mistral v0.3 and later (tools, [SYSTEM_PROMPT]) place system prompts and spaces
+    // differently; rendering them as v0.1/v0.2 would be a guess.
+    if (!has(t, "[AVAILABLE_TOOLS]") && !has(t, "[SYSTEM_PROMPT]")) {
+      return ChatTemplate(Family::kMistral);
+    }
   }
   std::string head(t.substr(0, 60));
   for (char& c : head) {

@@ -159,6 +159,13 @@ TEST(ChatTemplate, UnknownTemplatesAndNamesAreClearErrors) {
             "unrecognised chat template (it begins '{% for m in messages %}### {{ m.role }}: {{ "
             "m.content }}'); choose one with --chat-template NAME (chatml, qwen2.5, qwen3, "
             "llama2, llama3, llama3.1, mistral, gemma, gemma3, phi3, zephyr)");
+  // Mistral v0.3+ templates are not rendered as v0.2's.
+  auto v3 =
+      ChatTemplate::detect("{{- '[AVAILABLE_TOOLS] [' }}{{- '[INST] ' + message['content'] }}");
+  EXPECT_FALSE(v3.ok());
+  auto v7 =
+      ChatTemplate::detect("{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}[INST]");
+  EXPECT_FALSE(v7.ok());
   auto n = ChatTemplate::by_name("vicuna");
   ASSERT_FALSE(n.ok());
   EXPECT_EQ(n.message().substr(0, 36), "unknown chat template 'vicuna' (know");
