@@ -15,6 +15,7 @@ namespace tova::cli {
 void add_make_random_command(CLI::App& app) {
   struct Flags {
     std::string shape;
+    std::string arch;
     std::string type = "q4_0";
     std::string out;
     std::string vocab;
@@ -24,8 +25,13 @@ void add_make_random_command(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "make-random", "write a random-weight GGUF of a real model's shape (for benchmarks)");
-  cmd->add_option("--shape", flags->shape, "model shape (" + model::random_shape_choices() + ")")
-      ->required();
+  auto* shape_opt = cmd->add_option("--shape", flags->shape,
+                                    "model shape (" + model::random_shape_choices() + ")");
+  cmd->add_option("--arch", flags->arch,
+                  "an architecture's test fixture: every tensor and key of a converted model of "
+                  "the family, scaled down (" +
+                      model::random_arch_choices() + "); same as --shape arch-NAME")
+      ->excludes(shape_opt);
   cmd->add_option("--type", flags->type, "weight type (" + model::random_type_choices() + ")")
       ->capture_default_str();
   cmd->add_option("-o,--out", flags->out, "output GGUF file")->required();
@@ -37,7 +43,9 @@ void add_make_random_command(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   cmd->callback([flags] {
     const Flags& f = *flags;
-    auto shape = model::find_random_shape(f.shape);
+    if (f.shape.empty() && f.arch.empty()) throw CLI::RuntimeError(fail("give --shape or --arch"));
+    auto shape =
+        f.arch.empty() ? model::find_random_shape(f.shape) : model::find_random_arch(f.arch);
     if (!shape.ok()) throw CLI::RuntimeError(fail(shape.message()));
     auto type = model::parse_random_type(f.type);
     if (!type.ok()) throw CLI::RuntimeError(fail(type.message()));
@@ -54,7 +62,8 @@ void add_make_random_command(CLI::App& app) {
     auto st = model::write_random_model(
         {.shape = *shape, .type = *type, .vocab_path = vocab, .seed = f.seed}, f.out, pool);
     if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
-    fmt::print(stderr, "wrote {}: {} shape, {} weights, {} tensors, {:.2f} M params, {} in {:.1f} s\n",
+    fmt::print(stderr,
+               "wrote {}: {} shape, {} weights, {} tensors, {:.2f} M params, {} in {:.1f} s\n",
                f.out, shape->description, type_name(*type), st->n_tensors, st->n_params / 1e6,
                format_bytes(st->n_bytes), t.seconds());
   });

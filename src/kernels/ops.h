@@ -26,13 +26,17 @@ struct RopeParams {
   float freq_base = 10000.f;
   float freq_scale = 1.f;  // linear scaling: position is multiplied by this
   RopeMode mode = RopeMode::kNorm;
+  // [n_rot/2] or nullptr: theta_i is divided by freq_factors[i] (Llama-3.x's rope_freqs.weight,
+  // the llama3 scaling baked in by the converter, as ggml_rope_ext applies it).
+  const float* freq_factors = nullptr;
 };
 
 // y = x / sqrt(mean(x^2) + eps) * w over n floats (y may alias x).
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 
 // Rotates n_head consecutive head vectors of head_dim floats each, in place, at position pos.
-// theta_i = pos * freq_scale * freq_base^(-2i/n_rot) for i < n_rot/2, computed in double.
+// theta_i = pos * freq_scale * freq_base^(-2i/n_rot) [/ freq_factors[i]] for i < n_rot/2,
+// computed in double.
 void rope(float* x, int n_head, int head_dim, int64_t pos, const RopeParams& p);
 
 // Hot-path split of rope(): rope_cos_sin fills cs[2*i] = cos(theta_i), cs[2*i+1] = sin(theta_i)

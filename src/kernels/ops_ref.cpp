@@ -13,8 +13,7 @@ namespace tova::kernels {
 void rms_norm_ref(const float* x, const float* w, float* y, int64_t n, float eps) {
   double sum_sq = 0.0;
   for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
-  const float inv_rms =
-      static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps));
+  const float inv_rms = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps));
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv_rms * w[i];
 }
 
@@ -24,8 +23,8 @@ void rope_cos_sin_ref(int64_t pos, const RopeParams& p, float* cs) {
   // phase error after range reduction.
   const double scaled_pos = static_cast<double>(pos) * static_cast<double>(p.freq_scale);
   for (int i = 0; i < p.n_rot / 2; ++i) {
-    const double theta =
-        scaled_pos * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
+    double theta = scaled_pos * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
+    if (p.freq_factors != nullptr) theta /= static_cast<double>(p.freq_factors[i]);
     cs[2 * i] = static_cast<float>(std::cos(theta));
     cs[2 * i + 1] = static_cast<float>(std::sin(theta));
   }

@@ -1,95 +1,91 @@
 #include "model/config.h"
 
+#include "model/arch.h"
+
 namespace tova::model {
 
-const char* supported_architectures() { return "llama, qwen2"; }
+const char* supported_architectures() { return "llama, qwen2, qwen3, phi3"; }
 
-namespace {
-
-// Optional integer key with a default.
-Result<uint32_t> u32_or(const io::GgufFile& f, const std::string& key, uint32_t def) {
-  if (f.find(key) == nullptr) return def;
-  return f.get_u32(key);
+Status read_rope_scaling(KeyReader& keys, ModelConfig& c) {
+  const std::string& path = keys.file().path();
+  // Linear RoPE scaling: positions are multiplied by 1/factor.
+  float factor = 1.f;
+  if (keys.has("rope.scaling.type")) {
+    TOVA_ASSIGN_OR_RETURN(std::string type, keys.str("rope.scaling.type"));
+    if (type == "linear") {
+      TOVA_ASSIGN_OR_RETURN(factor, keys.f32_or("rope.scaling.factor", 1.f));
+    } else if (type == "none") {
+      if (keys.has("rope.scaling.factor")) keys.accept("rope.scaling.factor");  // unused
+    } else {
+      return make_error("{}: unsupported {} '{}' (supported: none, linear)", path,
+                        keys.key("rope.scaling.type"), type);
+    }
+  } else if (keys.has("rope.scale_linear")) {
+    TOVA_ASSIGN_OR_RETURN(factor, keys.f32("rope.scale_linear"));
+  }
+  // Only what the scaling type uses is read: a yarn/longrope key under "linear" stays unread
+  // and is refused by name.
+  if (keys.has("rope.scaling.finetuned")) keys.accept("rope.scaling.finetuned");  // a label
+  if (!(factor > 0.f) || factor > 1e6f) {
+    return make_error("{}: invalid rope scaling factor {}", path, factor);
+  }
+  c.rope.freq_scale = 1.f / factor;
+  return ok_status();
 }
-Result<float> f32_or(const io::GgufFile& f, const std::string& key, float def) {
-  if (f.find(key) == nullptr) return def;
-  return f.get_f32(key);
-}
-
-}  // namespace
 
 Result<ModelConfig> load_config(const io::GgufFile& f) {
   ModelConfig c;
   TOVA_ASSIGN_OR_RETURN(c.arch_name, f.get_string("general.architecture"));
-  if (c.arch_name == "llama") {
-    c.arch = Arch::kLlama;
-    c.rope.mode = kernels::RopeMode::kNorm;
-  } else if (c.arch_name == "qwen2") {
-    c.arch = Arch::kQwen2;
-    c.rope.mode = kernels::RopeMode::kNeox;
-    c.qkv_bias = true;
-  } else {
+  const ArchSpec* spec = find_arch(c.arch_name);
+  if (spec == nullptr) {
     return make_error("{}: unsupported architecture '{}' (supported: {})", f.path(), c.arch_name,
                       supported_architectures());
   }
+  c.arch = spec->arch;
   if (f.find("general.name") != nullptr) {
     auto n = f.get_string("general.name");
     if (n.ok()) c.name = *n;
   }
+  KeyReader k(f, c.arch_name);
   const std::string a = c.arch_name + ".";
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_embd, f.get_u32(a + "embedding_length"));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, f.get_u32(a + "block_count"));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_ff, f.get_u32(a + "feed_forward_length"));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_head, f.get_u32(a + "attention.head_count"));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_head_kv, u32_or(f, a + "attention.head_count_kv", n_head));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_ctx, u32_or(f, a + "context_length", 2048));
-  TOVA_ASSIGN_OR_RETURN(c.rms_eps, f32_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f));
-  TOVA_ASSIGN_OR_RETURN(c.rope.freq_base, f32_or(f, a + "rope.freq_base", 10000.f));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_embd, k.u32("embedding_length"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, k.u32("block_count"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_ff, k.u32("feed_forward_length"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_head, k.u32("attention.head_count"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_head_kv, k.u32_or("attention.head_count_kv", n_head));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_ctx, k.u32_or("context_length", 2048));
+  TOVA_ASSIGN_OR_RETURN(c.rms_eps, k.f32_or("attention.layer_norm_rms_epsilon", 1e-5f));
+  TOVA_ASSIGN_OR_RETURN(c.rope.freq_base, k.f32_or("rope.freq_base", 10000.f));
 
   constexpr uint32_t kMaxDim = 1u << 20;
   if (n_embd == 0 || n_embd > kMaxDim || n_layer == 0 || n_layer > 4096 || n_ff == 0 ||
       n_ff > kMaxDim || n_head == 0 || n_head > 4096 || n_head_kv == 0) {
-    return make_error("{}: implausible model shape (embedding_length {}, block_count {}, "
-                      "feed_forward_length {}, head_count {}, head_count_kv {})",
-                      f.path(), n_embd, n_layer, n_ff, n_head, n_head_kv);
+    return make_error(
+        "{}: implausible model shape (embedding_length {}, block_count {}, "
+        "feed_forward_length {}, head_count {}, head_count_kv {})",
+        f.path(), n_embd, n_layer, n_ff, n_head, n_head_kv);
   }
   if (n_head % n_head_kv != 0) {
     return make_error("{}: {}attention.head_count {} is not a multiple of head_count_kv {}",
                       f.path(), a, n_head, n_head_kv);
   }
   const uint32_t def_hd = n_embd % n_head == 0 ? n_embd / n_head : 0;
-  TOVA_ASSIGN_OR_RETURN(uint32_t head_dim, u32_or(f, a + "attention.key_length", def_hd));
-  TOVA_ASSIGN_OR_RETURN(uint32_t v_dim, u32_or(f, a + "attention.value_length", head_dim));
+  TOVA_ASSIGN_OR_RETURN(uint32_t head_dim, k.u32_or("attention.key_length", def_hd));
+  TOVA_ASSIGN_OR_RETURN(uint32_t v_dim, k.u32_or("attention.value_length", head_dim));
   if (head_dim == 0 || head_dim % 2 != 0 || v_dim != head_dim || head_dim > 1024) {
     return make_error("{}: unsupported head size (key_length {}, value_length {})", f.path(),
                       head_dim, v_dim);
   }
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_rot, u32_or(f, a + "rope.dimension_count", head_dim));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_rot, k.u32_or("rope.dimension_count", head_dim));
   if (n_rot == 0 || n_rot > head_dim || n_rot % 2 != 0) {
-    return make_error("{}: {}rope.dimension_count {} does not fit head size {}", f.path(), a,
-                      n_rot, head_dim);
+    return make_error("{}: {}rope.dimension_count {} does not fit head size {}", f.path(), a, n_rot,
+                      head_dim);
   }
   c.rope.n_rot = static_cast<int>(n_rot);
-  // Linear RoPE scaling: positions are multiplied by 1/factor.
-  float factor = 1.f;
-  if (f.find(a + "rope.scaling.type") != nullptr) {
-    TOVA_ASSIGN_OR_RETURN(std::string type, f.get_string(a + "rope.scaling.type"));
-    if (type == "linear") {
-      TOVA_ASSIGN_OR_RETURN(factor, f32_or(f, a + "rope.scaling.factor", 1.f));
-    } else if (type != "none") {
-      return make_error("{}: unsupported {}rope.scaling.type '{}' (supported: none, linear)",
-                        f.path(), a, type);
-    }
-  } else if (f.find(a + "rope.scale_linear") != nullptr) {
-    TOVA_ASSIGN_OR_RETURN(factor, f.get_f32(a + "rope.scale_linear"));
-  }
-  if (!(factor > 0.f) || factor > 1e6f) {
-    return make_error("{}: invalid rope scaling factor {}", f.path(), factor);
-  }
-  c.rope.freq_scale = 1.f / factor;
+  TOVA_RETURN_IF_ERROR(read_rope_scaling(k, c));
   if (!(c.rope.freq_base > 0.f) || !(c.rms_eps > 0.f)) {
-    return make_error("{}: invalid rope.freq_base {} or rms epsilon {}", f.path(),
-                      c.rope.freq_base, c.rms_eps);
+    return make_error("{}: invalid rope.freq_base {} or rms epsilon {}", f.path(), c.rope.freq_base,
+                      c.rms_eps);
   }
   c.n_embd = static_cast<int>(n_embd);
   c.n_layer = static_cast<int>(n_layer);
@@ -105,7 +101,28 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
                       emb->dims.size());
   }
   c.n_vocab = static_cast<int>(emb->dims[1]);
+  if (k.has("vocab_size")) {
+    TOVA_ASSIGN_OR_RETURN(uint32_t n_vocab, k.u32("vocab_size"));
+    if (static_cast<int64_t>(n_vocab) != c.n_vocab) {
+      return make_error("{}: {}vocab_size {} does not match token_embd.weight's {} rows", f.path(),
+                        a, n_vocab, c.n_vocab);
+    }
+  }
   c.tied_output = f.find_tensor("output.weight") == nullptr;
+  // Keys some converters write that change nothing here: a mixture of experts with no experts,
+  // and the provenance of the (already permuted) tensors of older llama files.
+  for (const char* moe : {"expert_count", "expert_used_count"}) {
+    if (!k.has(moe)) continue;
+    TOVA_ASSIGN_OR_RETURN(uint32_t n, k.u32(moe));
+    if (n != 0) {
+      return make_error("{}: {} {}: mixture-of-experts models are not implemented", f.path(),
+                        k.key(moe), n);
+    }
+  }
+  if (k.has("tensor_data_layout")) k.accept("tensor_data_layout");
+  TOVA_RETURN_IF_ERROR(spec->configure(k, c));
+  TOVA_RETURN_IF_ERROR(k.check_all_read());
+  c.keys_read = k.keys_read();
   return c;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "io/gguf.h"
@@ -10,12 +11,12 @@
 
 namespace tova::model {
 
-enum class Arch { kLlama, kQwen2 };
+enum class Arch { kLlama, kQwen2, kQwen3, kPhi3 };
 
 struct ModelConfig {
   Arch arch = Arch::kLlama;
-  std::string arch_name;   // general.architecture
-  std::string name;        // general.name, if any
+  std::string arch_name;  // general.architecture
+  std::string name;       // general.name, if any
   int n_vocab = 0;
   int n_ctx_train = 0;
   int n_embd = 0;
@@ -26,8 +27,9 @@ struct ModelConfig {
   int n_ff = 0;
   float rms_eps = 1e-5f;
   kernels::RopeParams rope;
-  bool qkv_bias = false;     // qwen2
   bool tied_output = false;  // no output.weight: the token embedding is reused
+  // The "{arch}." metadata keys the loader read (every such key of the file), sorted.
+  std::vector<std::string> keys_read;
 };
 
 // The architectures tova implements, for error messages.

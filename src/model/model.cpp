@@ -46,7 +46,7 @@ namespace {
 
 bool same_rope(const kernels::RopeParams& a, const kernels::RopeParams& b) {
   return a.n_rot == b.n_rot && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
-         a.mode == b.mode;
+         a.mode == b.mode && a.freq_factors == b.freq_factors;
 }
 
 void resize(std::vector<float>& v, size_t n) {
@@ -309,6 +309,8 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
                             &s.x[i * c.n_embd], c.n_embd);
   }
 
+  kernels::RopeParams rope = c.rope;
+  if (!w.rope_freqs.empty()) rope.freq_factors = w.rope_freqs.data();
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[il];
     for (int64_t i = 0; i < n; ++i) {
@@ -318,14 +320,25 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
     matmul(L.wq, s.xb.data(), n, s.q.data(), pool);
     matmul(L.wk, s.xb.data(), n, s.k.data(), pool);
     matmul(L.wv, s.xb.data(), n, s.v.data(), pool);
-    for (int64_t i = 0; i < n; ++i) {
-      if (c.qkv_bias) {
+    if (!L.bq.empty()) {
+      for (int64_t i = 0; i < n; ++i) {
         kernels::add(&s.q[i * q_dim], L.bq.data(), q_dim);
         kernels::add(&s.k[i * kv_dim], L.bk.data(), kv_dim);
         kernels::add(&s.v[i * kv_dim], L.bv.data(), kv_dim);
       }
     }
-    attend_layer(il, c.rope, s, pool);
+    if (!L.q_norm.empty()) {
+      // qwen3: every query and key head is RMS-normalised on its own before RoPE.
+      for (int64_t h = 0; h < n * c.n_head; ++h) {
+        float* q = &s.q[h * c.head_dim];
+        kernels::rms_norm(q, L.q_norm.data(), q, c.head_dim, c.rms_eps);
+      }
+      for (int64_t h = 0; h < n * c.n_head_kv; ++h) {
+        float* k = &s.k[h * c.head_dim];
+        kernels::rms_norm(k, L.k_norm.data(), k, c.head_dim, c.rms_eps);
+      }
+    }
+    attend_layer(il, rope, s, pool);
     matmul(L.wo, s.att.data(), n, s.xb.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
       kernels::add(&s.x[i * c.n_embd], &s.xb[i * c.n_embd], c.n_embd);

@@ -15,8 +15,6 @@
 namespace tova::model {
 namespace {
 
-constexpr float kWeightStd = 0.02f;
-
 std::vector<RandomShape> make_shapes() {
   std::vector<RandomShape> s;
   s.push_back({.name = "tinyllama",
@@ -78,6 +76,62 @@ std::vector<RandomShape> make_shapes() {
                .tied_output = true,
                .qkv_bias = true,
                .vocab_file = "ggml-vocab-starcoder.gguf"});
+  // Architecture fixtures (--arch): every tensor and key of a converted model of the family,
+  // scaled down; the vocabulary is stories260K's (512 tokens), so they share test inputs.
+  const RandomShape fixture{.n_layer = 2,
+                            .n_embd = 64,
+                            .n_head = 4,
+                            .n_head_kv = 2,
+                            .n_ff = 160,
+                            .n_vocab = 512,
+                            .n_ctx = 256,
+                            .rms_eps = 1e-5f,
+                            .weight_std = 0.15f,  // not near-uniform logits: greedy varies
+                            .random_norms = true,
+                            .vocab_file = "stories260K.gguf"};
+  RandomShape l3 = fixture;
+  l3.name = "arch-llama3";
+  l3.description = "Llama-3.2-1B (scaled down)";
+  l3.arch = "llama";
+  l3.rope_base = 500000.f;
+  l3.tied_output = true;
+  l3.head_dim = 16;
+  l3.llama3_orig_ctx = 64;
+  s.push_back(l3);
+  RandomShape q3 = fixture;
+  q3.name = "arch-qwen3";
+  q3.description = "Qwen3-0.6B (scaled down)";
+  q3.arch = "qwen3";
+  q3.rope_base = 1000000.f;
+  q3.rms_eps = 1e-6f;
+  q3.tied_output = true;
+  q3.head_dim = 32;  // n_head * head_dim = 128 != n_embd, as Qwen3-0.6B's 16 x 128 != 1024
+  q3.qk_norm = true;
+  s.push_back(q3);
+  RandomShape q2 = fixture;
+  q2.name = "arch-qwen2";
+  q2.description = "Qwen2.5-0.5B (scaled down)";
+  q2.arch = "qwen2";
+  q2.rope_base = 1000000.f;
+  q2.rms_eps = 1e-6f;
+  q2.tied_output = true;
+  q2.qkv_bias = true;
+  s.push_back(q2);
+  RandomShape p3 = fixture;
+  p3.name = "arch-phi3";
+  p3.description = "Phi-4 (scaled down)";
+  p3.arch = "phi3";
+  p3.rope_base = 250000.f;
+  p3.tied_output = false;
+  s.push_back(p3);
+  RandomShape mi = fixture;
+  mi.name = "arch-mistral";
+  mi.description = "Mistral-Nemo-12B (scaled down)";
+  mi.arch = "llama";
+  mi.rope_base = 1000000.f;
+  mi.head_dim = 32;  // attention.key_length: n_head * head_dim != n_embd, as Nemo's 32 x 128
+                     // != 5120
+  s.push_back(mi);
   return s;
 }
 
@@ -145,18 +199,29 @@ class Builder {
     pool_.parallel_for(n_out, 16, [&](int64_t r0, int64_t r1) {
       std::vector<float> row(n_in);
       for (int64_t r = r0; r < r1; ++r) {
-        gaussian_row(stream, r, kWeightStd, row.data(), n_in);
+        gaussian_row(stream, r, o_.shape.weight_std, row.data(), n_in);
         kernels::quantize_row_ref(type, row.data(), data.data() + r * row_bytes, n_in);
       }
     });
     add(name, type, {n_in, n_out}, std::move(data));
   }
 
-  // A float32 vector filled with `value` (norm weights 1, biases 0).
-  void vector(const std::string& name, int64_t n, float value) {
+  // A float32 vector filled with `value` (norm weights 1, biases 0), plus N(0, sd) if sd > 0.
+  void vector(const std::string& name, int64_t n, float value, float sd = 0.f) {
+    std::vector<float> v(n + 1, 0.f);
+    if (sd > 0.f)
+      gaussian_row(o_.seed * 0x9E3779B97F4A7C15ull ^ hash_name(name), 0, sd, v.data(), n);
     std::vector<uint8_t> data(n * sizeof(float));
-    for (int64_t i = 0; i < n; ++i) std::memcpy(&data[i * sizeof(float)], &value, sizeof(float));
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = value + v[i];
+      std::memcpy(&data[i * sizeof(float)], &x, sizeof(float));
+    }
     add(name, GgmlType::kF32, {n}, std::move(data));
+  }
+  void vector(const std::string& name, const std::vector<float>& v) {
+    std::vector<uint8_t> data(v.size() * sizeof(float));
+    std::memcpy(data.data(), v.data(), data.size());
+    add(name, GgmlType::kF32, {static_cast<int64_t>(v.size())}, std::move(data));
   }
 
   io::GgufWriter& writer() { return w_; }
@@ -217,6 +282,21 @@ std::string random_shape_choices() {
   std::string s;
   for (const RandomShape& r : random_shapes()) s += (s.empty() ? "" : ", ") + r.name;
   return s;
+}
+
+std::string random_arch_choices() {
+  std::string s;
+  for (const RandomShape& r : random_shapes()) {
+    if (r.name.starts_with("arch-")) s += (s.empty() ? "" : ", ") + r.name.substr(5);
+  }
+  return s;
+}
+
+Result<RandomShape> find_random_arch(std::string_view family) {
+  for (const RandomShape& r : random_shapes()) {
+    if (r.name.starts_with("arch-") && r.name.substr(5) == family) return r;
+  }
+  return make_error("unknown architecture fixture '{}' (valid: {})", family, random_arch_choices());
 }
 
 Result<RandomShape> find_random_shape(std::string_view name) {
@@ -288,8 +368,9 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
                       random_type_choices());
   }
   if (s.n_layer < 1 || s.n_embd < 1 || s.n_head < 1 || s.n_head_kv < 1 || s.n_ff < 1 ||
-      s.n_vocab < 1 || s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0 ||
-      s.n_embd % 32 != 0 || s.n_ff % 32 != 0) {
+      s.n_vocab < 1 || (s.head_dim == 0 && s.n_embd % s.n_head != 0) ||
+      s.n_head % s.n_head_kv != 0 || s.n_embd % 32 != 0 || s.n_ff % 32 != 0 ||
+      s.head_dim < 0 || s.head_dim % 2 != 0) {
     return make_error("shape '{}' is not a valid model shape", s.name);
   }
   TOVA_RETURN_IF_ERROR(check_writable(path));
@@ -297,7 +378,8 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   Builder b(o, pool);
   io::GgufWriter& w = b.writer();
   const std::string a = s.arch + ".";
-  const int head_dim = s.n_embd / s.n_head;
+  const int head_dim = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head;
+  const float norm_sd = s.random_norms ? 0.1f : 0.f;
   w.set("general.architecture", io::GgufValue::make_str(s.arch));
   w.set("general.name",
         io::GgufValue::make_str(fmt::format("{} shape, random weights", s.description)));
@@ -313,6 +395,16 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   w.set(a + "attention.layer_norm_rms_epsilon", io::GgufValue::make_f32(s.rms_eps));
   w.set(a + "rope.dimension_count", io::GgufValue::make_u32(head_dim));
   w.set(a + "vocab_size", io::GgufValue::make_u32(s.n_vocab));
+  const bool phi3 = s.arch == "phi3";
+  if (phi3) {
+    // convert_hf_to_gguf's Phi3MiniModel writes both; sliding_window 0 marks Phi-4.
+    w.set(a + "rope.scaling.original_context_length", io::GgufValue::make_u32(s.n_ctx));
+    w.set(a + "attention.sliding_window", io::GgufValue::make_u32(0));
+  }
+  if (s.head_dim > 0) {
+    w.set(a + "attention.key_length", io::GgufValue::make_u32(head_dim));
+    w.set(a + "attention.value_length", io::GgufValue::make_u32(head_dim));
+  }
   TOVA_RETURN_IF_ERROR(copy_vocab(o, w));
 
   const int64_t q_dim = static_cast<int64_t>(s.n_head) * head_dim;
@@ -321,25 +413,58 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     return random_matrix_type(o.type, role, s.tied_output, n_in);
   };
   b.matrix("token_embd.weight", mtype(MatrixRole::kTokenEmbd, s.n_embd), s.n_embd, s.n_vocab);
-  b.vector("output_norm.weight", s.n_embd, 1.f);
+  b.vector("output_norm.weight", s.n_embd, 1.f, norm_sd);
   if (!s.tied_output) {
     b.matrix("output.weight", mtype(MatrixRole::kOutput, s.n_embd), s.n_embd, s.n_vocab);
   }
+  if (s.llama3_orig_ctx > 0) {
+    // convert_hf_to_gguf.py's LlamaModel for rope_type "llama3".
+    constexpr double kFactor = 32, kLow = 1, kHigh = 4;
+    const double low_wavelen = s.llama3_orig_ctx / kLow, high_wavelen = s.llama3_orig_ctx / kHigh;
+    std::vector<float> factors;
+    for (int i = 0; i < head_dim; i += 2) {
+      const double freq =
+          1.0 / std::pow(static_cast<double>(s.rope_base), static_cast<double>(i) / head_dim);
+      const double wavelen = 2 * M_PI / freq;
+      if (wavelen < high_wavelen) {
+        factors.push_back(1.f);
+      } else if (wavelen > low_wavelen) {
+        factors.push_back(static_cast<float>(kFactor));
+      } else {
+        const double smooth = (s.llama3_orig_ctx / wavelen - kLow) / (kHigh - kLow);
+        factors.push_back(static_cast<float>(1 / ((1 - smooth) / kFactor + smooth)));
+      }
+    }
+    b.vector("rope_freqs.weight", factors);
+  }
   for (int il = 0; il < s.n_layer; ++il) {
     const std::string p = fmt::format("blk.{}.", il);
-    b.vector(p + "attn_norm.weight", s.n_embd, 1.f);
-    b.matrix(p + "attn_q.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, q_dim);
-    b.matrix(p + "attn_k.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
-    b.matrix(p + "attn_v.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
+    b.vector(p + "attn_norm.weight", s.n_embd, 1.f, norm_sd);
+    if (phi3) {  // fused: rows q, k, v
+      b.matrix(p + "attn_qkv.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
+               q_dim + 2 * kv_dim);
+    } else {
+      b.matrix(p + "attn_q.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, q_dim);
+      b.matrix(p + "attn_k.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
+      b.matrix(p + "attn_v.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
+    }
     if (s.qkv_bias) {
-      b.vector(p + "attn_q.bias", q_dim, 0.f);
-      b.vector(p + "attn_k.bias", kv_dim, 0.f);
-      b.vector(p + "attn_v.bias", kv_dim, 0.f);
+      b.vector(p + "attn_q.bias", q_dim, 0.f, norm_sd);
+      b.vector(p + "attn_k.bias", kv_dim, 0.f, norm_sd);
+      b.vector(p + "attn_v.bias", kv_dim, 0.f, norm_sd);
+    }
+    if (s.qk_norm) {
+      b.vector(p + "attn_q_norm.weight", head_dim, 1.f, norm_sd);
+      b.vector(p + "attn_k_norm.weight", head_dim, 1.f, norm_sd);
     }
     b.matrix(p + "attn_output.weight", mtype(MatrixRole::kLayer, q_dim), q_dim, s.n_embd);
-    b.vector(p + "ffn_norm.weight", s.n_embd, 1.f);
-    b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
-    b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
+    b.vector(p + "ffn_norm.weight", s.n_embd, 1.f, norm_sd);
+    if (phi3) {  // fused: rows gate, up
+      b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, 2 * s.n_ff);
+    } else {
+      b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
+      b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
+    }
     b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, s.n_ff), s.n_ff, s.n_embd);
   }
   TOVA_RETURN_IF_ERROR(w.write_file(path));
@@ -355,6 +480,8 @@ std::vector<std::string> default_vocab_dirs() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) dirs.push_back((exe.parent_path() / "../../../shared/vocab").lexically_normal());
+  // The architecture fixtures' vocabulary is the bundled model's.
+  if (!ec) dirs.push_back((exe.parent_path() / "../../assets").lexically_normal());
   dirs.push_back("../shared/vocab");
   dirs.push_back("shared/vocab");
   return dirs;

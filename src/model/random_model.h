@@ -30,7 +30,16 @@ struct RandomShape {
   float rms_eps = 1e-5f;
   bool tied_output = false;  // no output.weight: the token embedding is reused
   bool qkv_bias = false;     // qwen2: attn_{q,k,v}.bias
-  std::string vocab_file;    // default vocabulary, a file name in the vocab folder
+  int head_dim = 0;          // attention.key_length/value_length written when set (qwen3,
+                             // mistral); 0: n_embd / n_head, not written
+  bool qk_norm = false;      // qwen3: attn_{q,k}_norm.weight
+  // Llama-3.x: rope_freqs.weight from llama3 scaling (factor 32, low/high frequency factors 1
+  // and 4) over this original context, as the converter computes it; 0: none.
+  int llama3_orig_ctx = 0;
+  float weight_std = 0.02f;   // matrices are N(0, weight_std)
+  bool random_norms = false;  // norm weights 1 + N(0, 0.1) instead of 1 (fixtures: a norm
+                              // weight applied to the wrong element shows)
+  std::string vocab_file;     // default vocabulary, a file name in the vocab folder
 };
 
 // The known shapes, in a fixed order (real models first, then small ones for tests).
@@ -39,6 +48,10 @@ const std::vector<RandomShape>& random_shapes();
 std::string random_shape_choices();
 // An error lists the valid names.
 Result<RandomShape> find_random_shape(std::string_view name);
+// The fixture shape of an architecture family (--arch): a real converted model's tensors and
+// keys, scaled down to well under a megabyte with stories260K's 512-token vocabulary.
+std::string random_arch_choices();
+Result<RandomShape> find_random_arch(std::string_view family);
 
 // Weight types a random model can be written in (those tova computes with), e.g. "q4_0, f16".
 std::string random_type_choices();
@@ -70,8 +83,9 @@ struct RandomModelStats {
   uint64_t n_bytes = 0;  // tensor data bytes
 };
 
-// Writes the model (atomically: PATH.tmp renamed over PATH). Weights are N(0, 0.02), norm
-// weights 1, biases 0. The file's contents depend on the options only, not on the pool size.
+// Writes the model (atomically: PATH.tmp renamed over PATH). Matrices are N(0, weight_std),
+// norm weights 1 and biases 0 (or 1 + N(0, 0.1) and N(0, 0.1) with random_norms). The file's
+// contents depend on the options only, not on the pool size.
 Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const std::string& path,
                                             ThreadPool& pool);
 

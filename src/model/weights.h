@@ -1,7 +1,10 @@
 // The weights of a llama-family decoder: immutable views into the mapped GGUF file, checked
 // against the architecture's shapes. Small vectors (norms, biases) are converted to float32.
+// Optional parts are empty when the architecture has none; the forward pass applies what is
+// there.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/result.h"
@@ -12,26 +15,31 @@
 namespace tova::model {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [n_embd]
-  kernels::WeightMatrix wq;      // [n_head * head_dim][n_embd]
-  kernels::WeightMatrix wk;      // [n_head_kv * head_dim][n_embd]
-  kernels::WeightMatrix wv;      // [n_head_kv * head_dim][n_embd]
-  kernels::WeightMatrix wo;      // [n_embd][n_head * head_dim]
-  std::vector<float> bq, bk, bv; // qwen2 only: [n_head * head_dim], [n_head_kv * head_dim] x2
-  std::vector<float> ffn_norm;   // [n_embd]
-  kernels::WeightMatrix w_gate;  // [n_ff][n_embd]
-  kernels::WeightMatrix w_up;    // [n_ff][n_embd]
-  kernels::WeightMatrix w_down;  // [n_embd][n_ff]
+  std::vector<float> attn_norm;   // [n_embd]
+  kernels::WeightMatrix wq;       // [n_head * head_dim][n_embd]
+  kernels::WeightMatrix wk;       // [n_head_kv * head_dim][n_embd]
+  kernels::WeightMatrix wv;       // [n_head_kv * head_dim][n_embd]
+  kernels::WeightMatrix wo;       // [n_embd][n_head * head_dim]
+  std::vector<float> bq, bk, bv;  // qwen2: [n_head * head_dim], [n_head_kv * head_dim] x2
+  std::vector<float> q_norm;      // qwen3: [head_dim], RMSNorm of each query head before RoPE
+  std::vector<float> k_norm;      // qwen3: [head_dim], RMSNorm of each key head before RoPE
+  std::vector<float> ffn_norm;    // [n_embd]
+  kernels::WeightMatrix w_gate;   // [n_ff][n_embd]
+  kernels::WeightMatrix w_up;     // [n_ff][n_embd]
+  kernels::WeightMatrix w_down;   // [n_embd][n_ff]
 };
 
 struct ModelWeights {
   kernels::WeightMatrix token_embd;  // [n_vocab][n_embd], rows are dequantized on lookup
   std::vector<float> output_norm;    // [n_embd]
   kernels::WeightMatrix output;      // [n_vocab][n_embd] (token_embd when tied)
+  std::vector<float> rope_freqs;     // [n_rot/2] Llama-3.x frequency factors, or empty
   std::vector<LayerWeights> layers;
-  uint64_t n_bytes = 0;              // bytes of weight data the forward pass reads
+  uint64_t n_bytes = 0;                   // bytes of weight data the forward pass reads
+  std::vector<std::string> tensors_read;  // every tensor of the file, sorted
 };
 
+// Fails with one error naming a tensor of the file that the architecture does not use.
 Result<ModelWeights> load_weights(const io::GgufFile& file, const ModelConfig& c);
 
 }  // namespace tova::model

@@ -118,6 +118,41 @@ TEST_P(OpsTest, RopeMatchesRef) {
   }
 }
 
+// Llama-3.x frequency factors divide each frequency's angle (ggml_rope_ext's freq_factors).
+TEST_P(OpsTest, RopeFreqFactorsDivideTheAngle) {
+  const float ff[2] = {1.f, 8.f};
+  for (RopeMode mode : {RopeMode::kNorm, RopeMode::kNeox}) {
+    const RopeParams p{.n_rot = 4, .freq_base = 100.f, .mode = mode, .freq_factors = ff};
+    const int64_t pos = 7;
+    std::vector<float> x = {1.f, 2.f, 3.f, 4.f, 5.f};  // head_dim 5: the last one passes through
+    auto y = x, y_ref = x;
+    rope(y.data(), 1, 5, pos, p);
+    rope_ref(y_ref.data(), 1, 5, pos, p);
+    // theta_0 = 7 / 1, theta_1 = 7 * 100^(-1/2) / 8 = 0.0875, by hand.
+    const double th[2] = {7.0, 0.0875};
+    std::vector<float> want = x;
+    for (int i = 0; i < 2; ++i) {
+      const int a = mode == RopeMode::kNorm ? 2 * i : i;
+      const int b = mode == RopeMode::kNorm ? 2 * i + 1 : i + 2;
+      want[a] = static_cast<float>(x[a] * std::cos(th[i]) - x[b] * std::sin(th[i]));
+      want[b] = static_cast<float>(x[a] * std::sin(th[i]) + x[b] * std::cos(th[i]));
+    }
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_NEAR(y[i], want[i], 1e-5f) << i;
+      EXPECT_NEAR(y_ref[i], want[i], 1e-5f) << i;
+    }
+    // Factors of 1 change nothing, bit for bit.
+    const float ones[2] = {1.f, 1.f};
+    RopeParams p1 = p, p0 = p;
+    p1.freq_factors = ones;
+    p0.freq_factors = nullptr;
+    auto y1 = x, y0 = x;
+    rope(y1.data(), 1, 5, 12345, p1);
+    rope(y0.data(), 1, 5, 12345, p0);
+    EXPECT_EQ(y1, y0);
+  }
+}
+
 TEST_P(OpsTest, SiluMulMatchesRef) {
   for (int64_t n : kSizes) {
     auto gate = random_floats(n, -20.f, 20.f, 3);

@@ -1,0 +1,52 @@
+#!/bin/bash
+# Writes the architecture fixtures (tests/data/arch/*.gguf, by `tova make-random --arch`) and
+# their golden data from llama.cpp: logits of every position of ../shared/golden/tokens-128.json
+# and the 64-token greedy continuation of its first 16 tokens.
+#
+# llama.cpp is built OUTSIDE the repository (never committed): LLAMA_DIR (default
+# /work/ext/llama.cpp, build in $LLAMA_DIR/build, CPU, Release). Goldens committed with this
+# script were made with the llama.cpp tree the lead fetched to /work/ext/llama.cpp on
+# 2026-11-23 (its build reports LLAMA_COMMIT "unknown"; the script records the sha256 of
+# include/llama.h and src/llama-model.cpp of the tree it ran with in tests/data/arch/SOURCE).
+#
+#   scripts/make_arch_goldens.sh [BUILD_DIR]      (run from the repository root)
+set -euo pipefail
+BUILD=${1:-build}
+LLAMA_DIR=${LLAMA_DIR:-/work/ext/llama.cpp}
+SHARED=${TOVA_SHARED_DIR:-../shared}
+OUT=tests/data/arch
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+g++ -std=c++17 -O2 -o "$TMP/llama_dump" scripts/llama_dump.cpp -I"$LLAMA_DIR/include" \
+  -I"$LLAMA_DIR/ggml/include" -L"$LLAMA_DIR/build/bin" -lllama -lggml -lggml-base \
+  -Wl,-rpath,"$LLAMA_DIR/build/bin"
+
+mkdir -p "$OUT"
+{
+  echo "llama.cpp tree: $LLAMA_DIR"
+  (cd "$LLAMA_DIR" && sha256sum include/llama.h src/llama-model.cpp)
+  echo "dumper: scripts/llama_dump.cpp MODEL tokens-128.json LOGITS 16 64 GREEDY"
+  echo "        scripts/llama_dump.cpp --evict 32 {0,4} qwen3-f32.gguf tokens-128.json LOGITS"
+} > "$OUT/SOURCE"
+for arch in llama3 qwen3 qwen2 mistral phi3; do
+  "$BUILD/bin/tova" make-random --arch "$arch" --type f32 -t 1 -o "$OUT/$arch-f32.gguf"
+  "$TMP/llama_dump" "$OUT/$arch-f32.gguf" "$SHARED/golden/tokens-128.json" \
+    "$OUT/$arch-f32.logits.f32" 16 64 "$OUT/$arch-f32.greedy.json" 2> "$TMP/$arch.log" ||
+    { cat "$TMP/$arch.log"; exit 1; }
+  echo "$arch: $(cat "$OUT/$arch-f32.greedy.json")"
+done
+# Quantized weights (Q8_0: llama.cpp rounds activations to Q8_0 blocks too): the fused phi3
+# matrices split on block rows, qwen3's q/k norms in the int8 path.
+for arch in qwen3 phi3; do
+  "$BUILD/bin/tova" make-random --arch "$arch" --type q8_0 -t 1 -o "$OUT/$arch-q8_0.gguf"
+  "$TMP/llama_dump" "$OUT/$arch-q8_0.gguf" "$SHARED/golden/tokens-128.json" \
+    "$OUT/$arch-q8_0.logits.f32" 16 64 "$OUT/$arch-q8_0.greedy.json" 2> "$TMP/$arch.log" ||
+    { cat "$TMP/$arch.log"; exit 1; }
+  echo "$arch q8_0: $(cat "$OUT/$arch-q8_0.greedy.json")"
+done
+# Bounded policies computed by llama.cpp's cache: window and sink:4 at k = 32 on the qwen3 fixture.
+"$TMP/llama_dump" --evict 32 0 "$OUT/qwen3-f32.gguf" "$SHARED/golden/tokens-128.json" \
+  "$OUT/qwen3-f32.window-32.logits.f32" 2> "$TMP/w.log" || { cat "$TMP/w.log"; exit 1; }
+"$TMP/llama_dump" --evict 32 4 "$OUT/qwen3-f32.gguf" "$SHARED/golden/tokens-128.json" \
+  "$OUT/qwen3-f32.sink4-32.logits.f32" 2> "$TMP/s.log" || { cat "$TMP/s.log"; exit 1; }

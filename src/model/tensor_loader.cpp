@@ -1,0 +1,68 @@
+#include "model/tensor_loader.h"
+
+#include <fmt/format.h>
+
+#include "kernels/quant.h"
+
+namespace tova::model {
+
+Result<const io::GgufTensorInfo*> TensorLoader::tensor(const std::string& name,
+                                                       const std::vector<int64_t>& dims) {
+  const io::GgufTensorInfo* t = f_.find_tensor(name);
+  if (t == nullptr) return make_error("{}: missing tensor '{}'", f_.path(), name);
+  if (t->dims != dims) {
+    return make_error("{}: tensor '{}' has shape [{}], expected [{}] for this architecture",
+                      f_.path(), name, fmt::join(t->dims, ", "), fmt::join(dims, ", "));
+  }
+  if (read_.contains(name)) n_bytes_ -= t->n_bytes;  // read twice (tied output): count once
+  read_.insert(name);
+  n_bytes_ += t->n_bytes;
+  return t;
+}
+
+Result<kernels::WeightMatrix> TensorLoader::matrix(const std::string& name, int64_t n_in,
+                                                   int64_t n_out) {
+  TOVA_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, tensor(name, {n_in, n_out}));
+  if (!is_compute_supported(t->type)) {
+    return make_error(
+        "{}: tensor '{}' has weight type {}, which tova does not support "
+        "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, "
+        "q6_k)",
+        f_.path(), name, type_name(t->type));
+  }
+  TOVA_ASSIGN_OR_RETURN(uint64_t row, bytes_per_row(t->type, n_in));
+  return kernels::WeightMatrix{
+      .type = t->type, .data = t->data, .n_in = n_in, .n_out = n_out, .row_bytes = row};
+}
+
+kernels::WeightMatrix TensorLoader::rows(const kernels::WeightMatrix& m, int64_t row0,
+                                         int64_t n_rows) {
+  kernels::WeightMatrix r = m;
+  r.data = m.data + static_cast<uint64_t>(row0) * m.row_bytes;
+  r.n_out = n_rows;
+  return r;
+}
+
+Result<std::vector<float>> TensorLoader::vector(const std::string& name, int64_t n) {
+  TOVA_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, tensor(name, {n}));
+  if (t->type != GgmlType::kF32 && t->type != GgmlType::kF16 && t->type != GgmlType::kBF16) {
+    return make_error("{}: tensor '{}' has type {}, expected f32, f16 or bf16", f_.path(), name,
+                      type_name(t->type));
+  }
+  std::vector<float> v(n);
+  kernels::dequantize_row_ref(t->type, t->data, v.data(), n);
+  return v;
+}
+
+Status TensorLoader::check_all_read(const std::string& arch) const {
+  for (const io::GgufTensorInfo& t : f_.tensors()) {
+    if (read_.contains(t.name)) continue;
+    return make_error(
+        "{}: tensor '{}' is not used by tova's '{}' architecture (a model that "
+        "needs it would compute something else; see docs/ARCHITECTURES.md)",
+        f_.path(), t.name, arch);
+  }
+  return ok_status();
+}
+
+}  // namespace tova::model

@@ -1,0 +1,112 @@
+// Each architecture fixture (tests/data/arch, written by `tova make-random --arch`) against
+// llama.cpp's logits and greedy tokens (scripts/make_arch_goldens.sh). The fixtures are F32, so
+// the tolerance is golden/README.md's for F32 models: max |diff| < 1e-3 and the same argmax at
+// every one of the 128 positions; greedy decoding of 64 tokens must be equal token for token.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model_test_util.h"
+
+namespace tova::testing {
+namespace {
+
+std::string arch_path(const std::string& file) {
+  return std::string(TOVA_TEST_DATA_DIR) + "/arch/" + file;
+}
+
+class ArchGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(arch_path(GetParam() + "-f32.gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  const int n_vocab = (*m)->config().n_vocab;
+  const auto ids = read_ids(shared_path("golden/tokens-128.json"));
+  ThreadPool pool(2);
+  const auto mine = all_logits(**m, ids, cache_options("full", 0), 64, pool);
+  const auto cpp = read_f32(arch_path(GetParam() + "-f32.logits.f32"));
+  ASSERT_EQ(cpp.size(), mine.size());
+  double max_diff = 0;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(static_cast<double>(mine[i]) - cpp[i]));
+  }
+  EXPECT_LT(max_diff, 1e-3);
+  for (size_t p = 0; p < ids.size(); ++p) {
+    EXPECT_EQ(argmax_row(&mine[p * n_vocab], n_vocab), argmax_row(&cpp[p * n_vocab], n_vocab))
+        << "position " << p;
+  }
+}
+
+void expect_greedy_64(const std::string& name) {
+  auto m = model::Model::load(arch_path(name + ".gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  const int n_vocab = (*m)->config().n_vocab;
+  auto ids = read_ids(shared_path("golden/tokens-128.json"));
+  ids.resize(16);
+  const auto want = read_ids(arch_path(name + ".greedy.json"));
+  ASSERT_EQ(want.size(), 64u);
+  ThreadPool pool(2);
+  auto state = runtime::make_state(**m, cache_options("full", 0), 16 + 64);
+  ASSERT_TRUE(state.ok()) << state.message();
+  model::ForwardScratch scratch;
+  std::vector<float> logits(n_vocab);
+  std::vector<model::BatchToken> batch;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    batch.push_back({.token = ids[i], .state = state->get(), .logits = i + 1 == ids.size()});
+  }
+  std::vector<int32_t> got;
+  for (int t = 0; t < 64; ++t) {
+    auto st = (*m)->forward(batch, pool, scratch, logits.data());
+    ASSERT_TRUE(st.ok()) << st.message();
+    got.push_back(argmax_row(logits.data(), n_vocab));
+    batch = {{.token = got.back(), .state = state->get(), .logits = true}};
+  }
+  EXPECT_EQ(got, want);
+}
+
+TEST_P(ArchGolden, Greedy64EqualsLlamaCpp) {
+  TOVA_REQUIRE_SHARED();
+  expect_greedy_64(GetParam() + "-f32");
+}
+
+// Q8_0 weights: tova's default mode rounds activations to Q8_0 blocks as llama.cpp does, so it
+// targets llama.cpp's logits (golden/README.md: relative L2 < 5e-3) and its argmax at >= 90% of
+// positions.
+class ArchGoldenQ8 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArchGoldenQ8, LogitsMatchLlamaCppWithQ8Activations) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(arch_path(GetParam() + "-q8_0.gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  const int n_vocab = (*m)->config().n_vocab;
+  const auto ids = read_ids(shared_path("golden/tokens-128.json"));
+  ThreadPool pool(2);
+  const auto mine = all_logits(**m, ids, cache_options("full", 0), 64, pool);
+  const auto cpp = read_f32(arch_path(GetParam() + "-q8_0.logits.f32"));
+  ASSERT_EQ(cpp.size(), mine.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    num += (static_cast<double>(mine[i]) - cpp[i]) * (static_cast<double>(mine[i]) - cpp[i]);
+    den += static_cast<double>(cpp[i]) * cpp[i];
+  }
+  EXPECT_LT(std::sqrt(num / den), 5e-3);
+  int agree = 0;
+  for (size_t p = 0; p < ids.size(); ++p) {
+    agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
+  }
+  EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+}
+
+TEST_P(ArchGoldenQ8, Greedy64EqualsLlamaCpp) {
+  TOVA_REQUIRE_SHARED();
+  expect_greedy_64(GetParam() + "-q8_0");
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenQ8, ::testing::Values("qwen3", "phi3"));
+
+INSTANTIATE_TEST_SUITE_P(Families, ArchGolden,
+                         ::testing::Values("llama3", "qwen3", "qwen2", "mistral", "phi3"));
+
+}  // namespace
+}  // namespace tova::testing
