@@ -5,9 +5,11 @@
 #
 # llama.cpp is built OUTSIDE the repository (never committed): LLAMA_DIR (default
 # /work/ext/llama.cpp, build in $LLAMA_DIR/build, CPU, Release). Goldens committed with this
-# script were made with the llama.cpp tree the lead fetched to /work/ext/llama.cpp on
-# 2026-11-23 (its build reports LLAMA_COMMIT "unknown"; the script records the sha256 of
-# include/llama.h and src/llama-model.cpp of the tree it ran with in tests/data/arch/SOURCE).
+# script were made on 2026-11-23 with llama.cpp upstream commit
+# 34af94cd9ab277632e27caeec2d41de2fd091b31 (the commit ../shared/ANCHORS.md names; checked out
+# without git metadata, so its build reports LLAMA_COMMIT "unknown"). The script records the
+# sha256 of include/llama.h and src/llama-model.cpp of the tree it ran with in
+# tests/data/arch/SOURCE; both equal that commit's files.
 #
 #   scripts/make_arch_goldens.sh [BUILD_DIR]      (run from the repository root)
 set -euo pipefail
