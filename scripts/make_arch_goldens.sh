@@ -26,7 +26,7 @@ g++ -std=c++17 -O2 -o "$TMP/llama_dump" scripts/llama_dump.cpp -I"$LLAMA_DIR/inc
 
 mkdir -p "$OUT"
 {
-  echo "llama.cpp tree: $LLAMA_DIR"
+  echo "llama.cpp tree: $LLAMA_DIR = upstream commit ${LLAMA_COMMIT:-34af94cd9ab277632e27caeec2d41de2fd091b31}"
   (cd "$LLAMA_DIR" && sha256sum include/llama.h src/llama-model.cpp)
   echo "dumper: scripts/llama_dump.cpp MODEL tokens-128.json LOGITS 16 64 GREEDY"
   echo "        scripts/llama_dump.cpp --evict 32 {0,4} qwen3-f32.gguf tokens-128.json LOGITS"
