@@ -136,6 +136,7 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   ms->spec_ = o.policy;
   ms->kv_type_ = o.kv_type;
   ms->max_new_ = o.max_new;
+  ms->positions_ = o.positions;
   const bool bounded = o.policy.bounded();
   const int n_slot = bounded ? o.policy.budget + o.max_new : std::max(1, o.initial_slots);
   for (int il = 0; il < o.n_layer; ++il) {
@@ -159,6 +160,7 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->kv_type_ = kv_type_;
   ms->score_need_ = score_need_;
   ms->max_new_ = max_new_;
+  ms->positions_ = positions_;
   ms->n_seen_ = n_seen_;
   ms->layers_.reserve(layers_.size());
   for (const auto& l : layers_) ms->layers_.push_back(std::make_unique<LayerState>(*l));

@@ -49,8 +49,9 @@ int max_new_for(const PrefillMode& p, int64_t n_prompt) {
 
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
                                                    int64_t n_prompt) {
-  return kv::MultiState::create(
-      m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt)));
+  kv::MultiStateOptions so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));
+  so.positions = o.positions;
+  return kv::MultiState::create(so);
 }
 
 Status feed(const model::Model& m, ThreadPool& pool, model::ForwardScratch& scratch,

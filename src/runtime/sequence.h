@@ -31,6 +31,7 @@ struct CacheOptions {
   kv::PolicySpec policy;
   kv::KvType kv_type = kv::KvType::kF32;
   PrefillMode prefill;
+  kv::PositionMode positions = kv::PositionMode::kAbsolute;
 };
 
 // A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it).
