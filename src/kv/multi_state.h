@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/result.h"
@@ -57,6 +58,7 @@ class LayerState {
   const void* keys() const { return keys_.data(); }
   const void* values() const { return values_.data(); }
   KvPolicy& policy() { return *policy_; }
+  const KvPolicy& policy() const { return *policy_; }
   SlotView view() const;
 
   // Writes one token's keys and values ([n_head_kv][head_dim] each) into a free slot of every
@@ -68,6 +70,14 @@ class LayerState {
 
   int64_t n_evicted() const { return n_evicted_; }
   uint64_t bytes() const;
+
+  // Replaces the contents with saved ones (session files): positions [n_head_kv][n_slot] (-1 =
+  // free), keys and values as keys()/values() lay them out, the policy's state. n_slot must be
+  // this layer's, or, for an unbounded layer, any larger size. Every
+  // KV head must hold the same number of states. An error changes nothing.
+  Status restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
+                 std::span<const uint8_t> values, int64_t n_evicted,
+                 std::span<const double> policy_state);
 
  private:
   void grow();
@@ -85,6 +95,7 @@ class LayerState {
   std::unique_ptr<KvPolicy> policy_;
   std::vector<int32_t> evict_scratch_;
   int n_head_;
+  bool bounded_;  // the pool never grows
   int64_t n_evicted_ = 0;
 };
 
@@ -110,6 +121,8 @@ class MultiState {
 
   int64_t n_seen() const { return n_seen_; }
   void advance(int64_t n) { n_seen_ += n; }
+  // Session files: the tokens seen of a restored state.
+  void set_n_seen(int64_t n) { n_seen_ = n; }
   // Bytes of K/V (and position) memory allocated for this sequence.
   uint64_t bytes() const;
 

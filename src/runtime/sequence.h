@@ -64,6 +64,9 @@ struct GenerateOptions {
   CacheOptions cache;
   int n_batch = 512;
   bool stop_at_eog = true;
+  // Session file (runtime/session_file.h): if it exists, the sequence resumes from it (the
+  // prompt, which may then be empty, continues the saved text); saved at the end either way.
+  std::string session;
 };
 
 struct GenerateStats {
