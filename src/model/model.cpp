@@ -163,12 +163,7 @@ struct Model::MovedKeys {
                             const ForwardScratch& s) {
     const int n_slot = L.n_slot();
     const int group = c.n_head / c.n_head_kv;
-    const size_t n_q = static_cast<size_t>(c.n_head) * c.head_dim;
-    // Zero padding past the last head: the attention kernel reads past the query rows when
-    // head_dim is below the SIMD width (found here: without it, results depended on the heap
-    // contents after this buffer; the kernel's owner should fix the over-read).
-    q.assign(n_q + 64, 0.f);
-    std::copy_n(q_in, n_q, q.begin());
+    q.assign(q_in, q_in + static_cast<size_t>(c.n_head) * c.head_dim);
     for (int g = 0; g < c.n_head_kv; ++g) {
       const int64_t* pos = L.pos() + static_cast<size_t>(g) * n_slot;
       const int sl = static_cast<int>(std::find(pos, pos + n_slot, p) - pos);
