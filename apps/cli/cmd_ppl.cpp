@@ -107,6 +107,7 @@ void add_ppl_command(CLI::App& app) {
     std::string out;
     bool force = false;
     std::string kv_type = "f32";
+    std::string positions = "absolute";
     int n_batch = 32;
     bool no_batch = false;
     bool no_share = false;
@@ -137,6 +138,7 @@ void add_ppl_command(CLI::App& app) {
   cmd->add_flag("--force", flags->force, "replace a non-empty --out folder");
   cmd->add_option("--kv-type", flags->kv_type, "K/V storage type: f32 | f16")
       ->capture_default_str();
+  add_positions_option(*cmd, flags->positions);
   cmd->add_option("-b,--batch", flags->n_batch,
                   "positions per sequence in one forward pass (all configurations share it)")
       ->capture_default_str()
@@ -158,6 +160,8 @@ void add_ppl_command(CLI::App& app) {
     Timer wall;
     auto kv_type = runtime::parse_kv_type(f.kv_type);
     if (!kv_type.ok()) throw CLI::RuntimeError(fail(kv_type.message()));
+    auto positions = kv::parse_position_mode(f.positions);
+    if (!positions.ok()) throw CLI::RuntimeError(fail(positions.message()));
     if (f.policies.empty()) {
       throw CLI::RuntimeError(fail("no policies given (--policies full,window,tova,...)"));
     }
@@ -191,6 +195,7 @@ void add_ppl_command(CLI::App& app) {
     const bool tty = ::isatty(2) != 0;
     eval::SweepOptions so{.configs = *configs,
                           .kv_type = *kv_type,
+                          .positions = *positions,
                           .n_batch = f.n_batch,
                           .batched = !f.no_batch,
                           .share_prefix = !f.no_share};
@@ -236,6 +241,7 @@ void add_ppl_command(CLI::App& app) {
           {"n_predictions_per_config", r.n_predictions},
           {"scoring", "every prediction of each chunk (ctx - 1); chunk = BOS + ctx - 1 tokens"},
           {"kv_type", f.kv_type},
+          {"kv_positions", f.positions},
           {"f32_activations", f.model.f32_activations},
           {"batched", !f.no_batch},
           {"share_prefix", !f.no_batch && !f.no_share},

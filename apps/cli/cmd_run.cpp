@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "commands.h"
 #include "common.h"
@@ -18,11 +19,13 @@ void add_run_command(CLI::App& app) {
     int n_predict = 256;
     int n_batch = 512;
     bool ignore_eos = false;
+    std::string session;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("run", "generate text from a prompt, streaming it");
   flags->model.add(*cmd);
-  cmd->add_option("-p,--prompt", flags->prompt, "prompt text")->capture_default_str();
+  CLI::Option* prompt_opt =
+      cmd->add_option("-p,--prompt", flags->prompt, "prompt text")->capture_default_str();
   cmd->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
   cmd->add_option("-n,--n-predict", flags->n_predict, "tokens to generate")
       ->capture_default_str()
@@ -30,14 +33,19 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("-b,--batch-size", flags->n_batch, "prompt tokens per forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--session", flags->session,
+                  "session file: resume from it if it exists (the prompt continues it), save "
+                  "the sequence into it at the end");
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "keep generating after end of sequence");
   flags->sampling.add(*cmd);
   flags->cache.add(*cmd);
-  cmd->callback([flags] {
+  cmd->callback([flags, prompt_opt] {
     const Flags& f = *flags;
     auto cache = f.cache.options();
     if (!cache.ok()) throw CLI::RuntimeError(fail(cache.message()));
-    std::string prompt = f.prompt;
+    // A resumed session continues its text: no default prompt, and no BOS.
+    const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
+    std::string prompt = resume && prompt_opt->count() == 0 ? std::string() : f.prompt;
     if (!f.prompt_file.empty()) {
       auto text = read_text_file(f.prompt_file);
       if (!text.ok()) throw CLI::RuntimeError(fail(text.message()));
@@ -46,8 +54,8 @@ void add_run_command(CLI::App& app) {
     auto lm = load_model(f.model.model_path(), true, f.model.options());
     if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
     const tok::Tokenizer& tk = *lm->tokenizer;
-    const std::vector<int32_t> ids = tk.encode(prompt, true);
-    if (ids.empty()) throw CLI::RuntimeError(fail("the prompt gives no tokens"));
+    const std::vector<int32_t> ids = tk.encode(prompt, !resume);
+    if (ids.empty() && !resume) throw CLI::RuntimeError(fail("the prompt gives no tokens"));
     ThreadPool pool(f.model.n_threads());
 
     // Echo the prompt, then stream the continuation.
@@ -62,7 +70,8 @@ void add_run_command(CLI::App& app) {
                                .sampling = f.sampling.params(),
                                .cache = *cache,
                                .n_batch = f.n_batch,
-                               .stop_at_eog = !f.ignore_eos};
+                               .stop_at_eog = !f.ignore_eos,
+                               .session = f.session};
     auto st = runtime::generate(
         *lm->model, pool, ids, o, [&](int32_t id) { return tk.is_eog(id); },
         [&](int32_t id) {

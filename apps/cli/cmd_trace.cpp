@@ -118,7 +118,10 @@ void add_trace_command(CLI::App& app) {
 
     ThreadPool pool(f.model.n_threads());
     const int64_t far_age = f.far_age > 0 ? f.far_age : m.config().n_ctx_train;
-    eval::TraceOptions to{.policy = cache->policy, .kv_type = cache->kv_type, .far_age = far_age};
+    eval::TraceOptions to{.policy = cache->policy,
+                          .kv_type = cache->kv_type,
+                          .positions = cache->positions,
+                          .far_age = far_age};
     const bool tty = ::isatty(2) != 0;
     Timer t;
     if (tty) {
@@ -189,6 +192,7 @@ void add_trace_command(CLI::App& app) {
         {"ctx", ctx},
         {"far_age", far_age},
         {"kv_type", f.cache.kv_type},
+        {"kv_positions", f.cache.positions},
         {"f32_activations", f.model.f32_activations},
         {"trace_seconds", r.seconds},
         {"wall_seconds", wall.seconds()},

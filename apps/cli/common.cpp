@@ -43,6 +43,14 @@ void CacheFlags::add(CLI::App& app) {
   app.add_option("--kv-prefill", prefill, "prompt processing: exact | chunk:C | chunk:inf")
       ->capture_default_str();
   app.add_option("--kv-type", kv_type, "K/V storage type: f32 | f16")->capture_default_str();
+  add_positions_option(app, positions);
+}
+
+void add_positions_option(CLI::App& app, std::string& positions) {
+  app.add_option("--kv-positions", positions,
+                 "positions RoPE sees for held states: absolute | gap (gaps over 10 compressed "
+                 "log-log, the paper's 7.2) | rank (index among held states, StreamingLLM)")
+      ->capture_default_str();
 }
 
 Result<runtime::CacheOptions> CacheFlags::options() const {
@@ -50,6 +58,7 @@ Result<runtime::CacheOptions> CacheFlags::options() const {
   TOVA_ASSIGN_OR_RETURN(o.policy, kv::parse_policy(policy, budget));
   TOVA_ASSIGN_OR_RETURN(o.prefill, runtime::parse_prefill(prefill));
   TOVA_ASSIGN_OR_RETURN(o.kv_type, runtime::parse_kv_type(kv_type));
+  TOVA_ASSIGN_OR_RETURN(o.positions, kv::parse_position_mode(positions));
   return o;
 }
 

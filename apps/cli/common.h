@@ -36,9 +36,13 @@ struct CacheFlags {
   int budget = 0;
   std::string prefill = "exact";
   std::string kv_type = "f32";
+  std::string positions = "absolute";
   void add(CLI::App& app);
   Result<runtime::CacheOptions> options() const;
 };
+
+// --kv-positions, for commands that declare their --kv-* flags themselves.
+void add_positions_option(CLI::App& app, std::string& positions);
 
 struct SamplingFlags {
   runtime::SamplerParams p;

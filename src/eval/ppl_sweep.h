@@ -45,6 +45,7 @@ struct SweepProgress {
 struct SweepOptions {
   std::vector<kv::PolicySpec> configs;  // at most one unbounded (full)
   kv::KvType kv_type = kv::KvType::kF32;
+  kv::PositionMode positions = kv::PositionMode::kAbsolute;  // every configuration's
   int n_batch = 32;     // positions per sequence and forward call
   bool batched = true;  // false: each configuration alone in its own forward calls
   // Batched sweeps: until a bounded configuration first evicts, its multi-state equals that of

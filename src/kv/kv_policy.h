@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,15 @@ class KvPolicy {
   // An independent copy with the same internal state (accumulated scores and the like), for a
   // multi-state copied into another sequence (MultiState::clone).
   virtual std::unique_ptr<KvPolicy> clone() const = 0;
+
+  // Internal state beyond the slots (e.g. h2o's accumulated scores), for session files. Its
+  // size depends only on how the policy was made (PolicyArgs), never on tokens seen.
+  virtual std::vector<double> state() const { return {}; }
+  // Restores what state() returned; an error (nothing changed) if the size does not fit.
+  virtual Status set_state(std::span<const double> s) {
+    if (!s.empty()) return make_error("this policy keeps no state, got {} values", s.size());
+    return ok_status();
+  }
 
   // A state was written into `slot` of KV head `head_kv` (per-slot scores restart here).
   virtual void on_insert(int head_kv, int slot) {

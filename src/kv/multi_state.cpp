@@ -19,7 +19,8 @@ LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<K
       pos_(static_cast<size_t>(o.n_head_kv) * n_slot, -1),
       free_(o.n_head_kv),
       policy_(std::move(policy)),
-      n_head_(o.n_head) {
+      n_head_(o.n_head),
+      bounded_(o.policy.bounded()) {
   for (auto& f : free_) {
     f.reserve(n_slot);
     for (int s = n_slot - 1; s >= 0; --s) f.push_back(s);
@@ -39,6 +40,7 @@ LayerState::LayerState(const LayerState& o)
       free_(o.free_),
       policy_(o.policy_->clone()),
       n_head_(o.n_head_),
+      bounded_(o.bounded_),
       n_evicted_(o.n_evicted_) {}
 
 SlotView LayerState::view() const {
@@ -121,6 +123,47 @@ int LayerState::evict_to(int budget) {
   return n;
 }
 
+Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
+                           std::span<const uint8_t> values, int64_t n_evicted,
+                           std::span<const double> policy_state) {
+  if (n_slot < 1 || (n_slot != n_slot_ && (bounded_ || n_slot < n_slot_))) {
+    return make_error("saved layer has {} slots, this cache {}", n_slot, n_slot_);
+  }
+  const size_t n_pos = static_cast<size_t>(n_head_kv_) * n_slot;
+  const size_t n_bytes = n_pos * head_dim_ * elem_bytes_;
+  if (pos.size() != n_pos || keys.size() != n_bytes || values.size() != n_bytes) {
+    return make_error("saved layer sizes do not match the cache shape");
+  }
+  if (n_evicted < 0) return make_error("saved layer has a negative eviction count");
+  int held = -1;
+  for (int g = 0; g < n_head_kv_; ++g) {
+    int h = 0;
+    for (int s = 0; s < n_slot; ++s) {
+      const int64_t p = pos[static_cast<size_t>(g) * n_slot + s];
+      if (p < -1) return make_error("saved layer has an invalid position {}", p);
+      h += p >= 0;
+    }
+    if (held >= 0 && h != held) return make_error("saved KV heads hold different counts");
+    held = h;
+  }
+  std::unique_ptr<KvPolicy> policy = policy_->clone();
+  TOVA_RETURN_IF_ERROR(policy->set_state(policy_state));
+  policy_ = std::move(policy);
+  n_slot_ = n_slot;
+  pos_.assign(pos.begin(), pos.end());
+  keys_.assign(keys.begin(), keys.end());
+  values_.assign(values.begin(), values.end());
+  for (int g = 0; g < n_head_kv_; ++g) {
+    free_[g].clear();
+    for (int s = n_slot - 1; s >= 0; --s) {
+      if (pos_[static_cast<size_t>(g) * n_slot + s] < 0) free_[g].push_back(s);
+    }
+  }
+  n_held_ = held;
+  n_evicted_ = n_evicted;
+  return ok_status();
+}
+
 uint64_t LayerState::bytes() const {
   return keys_.size() + values_.size() + pos_.size() * sizeof(int64_t);
 }
@@ -136,6 +179,7 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   ms->spec_ = o.policy;
   ms->kv_type_ = o.kv_type;
   ms->max_new_ = o.max_new;
+  ms->positions_ = o.positions;
   const bool bounded = o.policy.bounded();
   const int n_slot = bounded ? o.policy.budget + o.max_new : std::max(1, o.initial_slots);
   for (int il = 0; il < o.n_layer; ++il) {
@@ -159,6 +203,7 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->kv_type_ = kv_type_;
   ms->score_need_ = score_need_;
   ms->max_new_ = max_new_;
+  ms->positions_ = positions_;
   ms->n_seen_ = n_seen_;
   ms->layers_.reserve(layers_.size());
   for (const auto& l : layers_) ms->layers_.push_back(std::make_unique<LayerState>(*l));

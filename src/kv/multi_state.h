@@ -1,5 +1,6 @@
 // The multi-state: per sequence and per layer, a fixed pool of slots per KV head holding
-// post-RoPE keys, values and each state's original position. A new token is written into a
+// keys (post-RoPE in `absolute` position mode, pre-RoPE in the modes that move positions, see
+// kv/positions.h), values and each state's original position. A new token is written into a
 // free slot and an eviction frees one; memory is never shifted. Bounded policies allocate
 // everything once: (k + extra) slots x n_layer x n_head_kv x head_dim x 2 elements, where
 // extra is 1 for exact processing (the new token joins before the policy evicts) or C for
@@ -8,11 +9,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/result.h"
 #include "kv/kv_policy.h"
 #include "kv/policy_registry.h"
+#include "kv/positions.h"
 
 namespace tova::kv {
 
@@ -31,6 +34,13 @@ struct MultiStateOptions {
   KvType kv_type = KvType::kF32;
   int max_new = 1;          // most tokens that join a layer before the policy evicts (chunk C)
   int initial_slots = 256;  // unbounded policies only: first allocation, doubled when full
+  // Which position RoPE sees for each held state. `gap` and `rank` move the positions of held
+  // states at every step, so their keys are stored BEFORE RoPE and the attention rotates every
+  // held key by its mapped position at every step. Storing rotated keys and re-rotating them
+  // by the change of position instead would compound a rounding error at each step (and an
+  // f16 rounding per step with --kv-type f16); rotating from the pre-RoPE key is exact and
+  // costs one rotation per held key per step, the order of the attention's own dot products.
+  PositionMode positions = PositionMode::kAbsolute;
 };
 
 // One layer of one sequence.
@@ -47,10 +57,12 @@ class LayerState {
   int n_head_kv() const { return n_head_kv_; }
   KvType kv_type() const { return kv_type_; }
   const int64_t* pos() const { return pos_.data(); }  // [n_head_kv][n_slot], -1 = free
-  // [n_head_kv][n_slot][head_dim], float or IEEE half as kv_type() says; post-RoPE keys.
+  // [n_head_kv][n_slot][head_dim], float or IEEE half as kv_type() says; keys post-RoPE in
+  // absolute position mode, pre-RoPE otherwise (MultiStateOptions::positions).
   const void* keys() const { return keys_.data(); }
   const void* values() const { return values_.data(); }
   KvPolicy& policy() { return *policy_; }
+  const KvPolicy& policy() const { return *policy_; }
   SlotView view() const;
 
   // Writes one token's keys and values ([n_head_kv][head_dim] each) into a free slot of every
@@ -62,6 +74,14 @@ class LayerState {
 
   int64_t n_evicted() const { return n_evicted_; }
   uint64_t bytes() const;
+
+  // Replaces the contents with saved ones (session files): positions [n_head_kv][n_slot] (-1 =
+  // free), keys and values as keys()/values() lay them out, the policy's state. n_slot must be
+  // this layer's, or, for an unbounded layer, any larger size. Every
+  // KV head must hold the same number of states. An error changes nothing.
+  Status restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
+                 std::span<const uint8_t> values, int64_t n_evicted,
+                 std::span<const double> policy_state);
 
  private:
   void grow();
@@ -79,6 +99,7 @@ class LayerState {
   std::unique_ptr<KvPolicy> policy_;
   std::vector<int32_t> evict_scratch_;
   int n_head_;
+  bool bounded_;  // the pool never grows
   int64_t n_evicted_ = 0;
 };
 
@@ -92,6 +113,7 @@ class MultiState {
 
   const PolicySpec& policy() const { return spec_; }
   KvType kv_type() const { return kv_type_; }
+  PositionMode positions() const { return positions_; }
   int budget() const { return spec_.bounded() ? spec_.budget : -1; }  // -1: unbounded
   int n_layer() const { return static_cast<int>(layers_.size()); }
   LayerState& layer(int il) { return *layers_[il]; }
@@ -103,6 +125,8 @@ class MultiState {
 
   int64_t n_seen() const { return n_seen_; }
   void advance(int64_t n) { n_seen_ += n; }
+  // Session files: the tokens seen of a restored state.
+  void set_n_seen(int64_t n) { n_seen_ = n; }
   // Bytes of K/V (and position) memory allocated for this sequence.
   uint64_t bytes() const;
 
@@ -112,6 +136,7 @@ class MultiState {
   KvType kv_type_ = KvType::kF32;
   ScoreNeed score_need_ = ScoreNeed::kNone;
   int max_new_ = 1;
+  PositionMode positions_ = PositionMode::kAbsolute;
   std::vector<std::unique_ptr<LayerState>> layers_;
   int64_t n_seen_ = 0;
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/half.h"
 #include "kernels/attention.h"
 #include "kernels/matmul_f32act.h"
 #include "kernels/ops.h"
@@ -100,12 +101,109 @@ Status attach_followers(std::span<const Follower> followers, std::vector<Sequenc
           "batch without evicting (follower at {}, leader at {}, {} tokens)",
           f.state->n_seen(), f.leader->n_seen(), lead->idx.size());
     }
+    if (f.state->positions() != f.leader->positions()) {
+      return make_error("a follower must use its leader's position mode ({} vs {})",
+                        kv::position_mode_name(f.state->positions()),
+                        kv::position_mode_name(f.leader->positions()));
+    }
     lead->followers.push_back(f.state);
   }
   return ok_status();
 }
 
+// cos/sin of mapped position m in the table prepare_moved_positions filled.
+const float* moved_cs_at(const ForwardScratch& s, int64_t m, const kernels::RopeParams& rope) {
+  TOVA_CHECK(m >= 0 && m < s.moved_cs_n);
+  return &s.moved_cs[static_cast<size_t>(m) * rope.n_rot];
+}
+
 }  // namespace
+
+// One layer of one sequence in a mode that moves positions: its held keys rotated by their
+// mapped positions at this step (the pool keeps them before RoPE).
+struct Model::MovedKeys {
+  std::vector<uint8_t> keys;    // [n_head_kv][n_slot][head_dim], the pool's type, post-RoPE
+  std::vector<int64_t> mapped;  // [n_head_kv][n_slot], -1 = free
+  std::vector<int32_t> order;
+  std::vector<float> row, q;
+
+  void rotate_keys(const kv::LayerState& L, kv::PositionMode mode, const kernels::RopeParams& rope,
+                   const ForwardScratch& s) {
+    const int n_slot = L.n_slot(), hd = L.head_dim();
+    const bool f16 = L.kv_type() == kv::KvType::kF16;
+    const size_t elem = f16 ? 2 : 4;
+    mapped.resize(static_cast<size_t>(L.n_head_kv()) * n_slot);
+    keys.resize(mapped.size() * hd * elem);
+    row.resize(hd);
+    for (int g = 0; g < L.n_head_kv(); ++g) {
+      const size_t base = static_cast<size_t>(g) * n_slot;
+      kv::map_slot_positions(mode, {L.pos() + base, static_cast<size_t>(n_slot)},
+                             {&mapped[base], static_cast<size_t>(n_slot)}, order);
+      for (int32_t sl : order) {  // the held slots
+        const size_t off = (base + sl) * hd;
+        const float* cs = moved_cs_at(s, mapped[base + sl], rope);
+        if (!f16) {
+          float* dst = reinterpret_cast<float*>(keys.data()) + off;
+          std::copy_n(static_cast<const float*>(L.keys()) + off, hd, dst);
+          kernels::rope_apply(dst, 1, hd, cs, rope);
+        } else {
+          const uint16_t* src = static_cast<const uint16_t*>(L.keys()) + off;
+          for (int d = 0; d < hd; ++d) row[d] = fp16_to_fp32(src[d]);
+          kernels::rope_apply(row.data(), 1, hd, cs, rope);
+          kernels::fp32_to_fp16_row(row.data(), reinterpret_cast<uint16_t*>(keys.data()) + off, hd);
+        }
+      }
+    }
+  }
+
+  // The query of the state at original position p, each head rotated by the mapped position
+  // that state has in its KV head (head-wise policies hold different states per KV head).
+  const float* rotate_query(const kv::LayerState& L, const float* q_in, int64_t p,
+                            const ModelConfig& c, const kernels::RopeParams& rope,
+                            const ForwardScratch& s) {
+    const int n_slot = L.n_slot();
+    const int group = c.n_head / c.n_head_kv;
+    q.assign(q_in, q_in + static_cast<size_t>(c.n_head) * c.head_dim);
+    for (int g = 0; g < c.n_head_kv; ++g) {
+      const int64_t* pos = L.pos() + static_cast<size_t>(g) * n_slot;
+      const int sl = static_cast<int>(std::find(pos, pos + n_slot, p) - pos);
+      TOVA_CHECK(sl < n_slot);  // the query's own state joined before it attends
+      const float* cs = moved_cs_at(s, mapped[static_cast<size_t>(g) * n_slot + sl], rope);
+      kernels::rope_apply(&q[static_cast<size_t>(g) * group * c.head_dim], group, c.head_dim, cs,
+                          rope);
+    }
+    return q.data();
+  }
+};
+
+// Sizes the cos/sin table of mapped positions for the batch's sequences in modes that move
+// positions (before threads share it read-only); false when there are none.
+bool Model::prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) const {
+  int64_t need = 0;
+  bool any = false;
+  for (const SequenceRun& run : s.runs) {
+    const kv::PositionMode mode = run.state->positions();
+    if (!kv::moves_positions(mode)) continue;
+    any = true;
+    int64_t held = 0;
+    for (int il = 0; il < run.state->n_layer(); ++il) {
+      held = std::max<int64_t>(held, run.state->layer(il).n_held());
+    }
+    const int64_t n_held = held + static_cast<int64_t>(run.idx.size());
+    need = std::max(need, kv::max_mapped_position(mode, n_held, s.pos[run.idx.back()]) + 1);
+  }
+  if (!any) return false;
+  if (s.moved_cs_n > 0 && !same_rope(s.moved_cs_params, rope)) s.moved_cs_n = 0;
+  if (need > s.moved_cs_n) {
+    resize(s.moved_cs, static_cast<size_t>(need) * rope.n_rot);
+    for (int64_t m = s.moved_cs_n; m < need; ++m) {
+      kernels::rope_cos_sin(m, rope, &s.moved_cs[static_cast<size_t>(m) * rope.n_rot]);
+    }
+    s.moved_cs_n = need;
+    s.moved_cs_params = rope;
+  }
+  return true;
+}
 
 // Attention for every token of the batch in layer il, with the per-step semantics of the
 // multi-state: join, attend over everything held, then let the policy evict.
@@ -127,19 +225,31 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
     s.rope_cs_params = rope;
     s.rope_cs_valid = true;
   }
-  for (int64_t i = 0; i < n; ++i) {
+  auto rotate_token = [&](int64_t i) {
     const float* cs = &s.rope_cs[i * rope.n_rot];
     kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, rope);
     kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, rope);
+  };
+  const bool any_moved = prepare_moved_positions(rope, s);
+  if (!any_moved) {
+    for (int64_t i = 0; i < n; ++i) rotate_token(i);
+  } else {
+    // Sequences in a mode that moves positions keep q and k before RoPE here: attention
+    // rotates them by their mapped positions (MultiStateOptions::positions says why).
+    for (const SequenceRun& run : runs) {
+      if (kv::moves_positions(run.state->positions())) continue;
+      for (int i : run.idx) rotate_token(i);
+    }
   }
 
-  auto args_for = [&](const kv::LayerState& L, int i, float* probs, float* scratch) {
-    return kernels::AttentionArgs{.q = &s.q[static_cast<size_t>(i) * q_dim],
+  auto args_for = [&](const kv::LayerState& L, int i, float* probs, float* scratch, const float* q,
+                      const void* k) {
+    return kernels::AttentionArgs{.q = q != nullptr ? q : &s.q[static_cast<size_t>(i) * q_dim],
                                   .n_head = c.n_head,
                                   .n_head_kv = c.n_head_kv,
                                   .head_dim = c.head_dim,
                                   .n_slot = L.n_slot(),
-                                  .k = L.keys(),
+                                  .k = k != nullptr ? k : L.keys(),
                                   .v = L.values(),
                                   .kv_f16 = L.kv_type() == kv::KvType::kF16,
                                   .pos = L.pos(),
@@ -162,6 +272,8 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
     }
     const bool scores = own_scores || follower_scores;
     const bool chunked = ms.budget() >= 0 && ms.max_new() > 1;
+    const bool moved = kv::moves_positions(ms.positions());
+    MovedKeys mk;  // moved position modes: this step's rotated keys and mapped positions
     std::vector<float> probs, scratch, follower_probs;
     std::vector<int32_t> slots(c.n_head_kv), follower_slots(c.n_head_kv);
     auto insert = [&](int i) {
@@ -192,6 +304,12 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
       }
     };
     auto attend = [&](int i) {
+      const float* q = nullptr;
+      const void* k = nullptr;
+      if (moved) {
+        q = mk.rotate_query(L, &s.q[static_cast<size_t>(i) * q_dim], s.pos[i], c, rope, s);
+        k = mk.keys.data();
+      }
       if (scores) probs.assign(static_cast<size_t>(c.n_head) * L.n_slot(), 0.f);
       // The fused kernel scores a whole GQA group at once: a row per query head of the group
       // (per head when heads are split over threads).
@@ -201,14 +319,14 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
         pool.parallel_for(c.n_head, 1, [&](int64_t h0, int64_t h1) {
           // Each range of heads uses the scratch row of its first head.
           auto a = args_for(L, i, scores ? probs.data() : nullptr,
-                            &scratch[static_cast<size_t>(h0) * L.n_slot()]);
+                            &scratch[static_cast<size_t>(h0) * L.n_slot()], q, k);
           a.head_begin = static_cast<int>(h0);
           a.head_end = static_cast<int>(h1);
           a.scratch_size = (h1 - h0) * L.n_slot();
           kernels::attention(a);
         });
       } else {
-        auto a = args_for(L, i, scores ? probs.data() : nullptr, scratch.data());
+        auto a = args_for(L, i, scores ? probs.data() : nullptr, scratch.data(), q, k);
         a.scratch_size = static_cast<int64_t>(scratch.size());
         kernels::attention(a);
       }
@@ -218,11 +336,15 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
     if (chunked) {
       // chunk:C — the whole chunk joins, attends causally, then the policy evicts once.
       for (int i : run.idx) insert(i);
+      // Mapped positions are a function of the held positions up to each state, so one
+      // mapping serves every query of the chunk (the causal mask hides later chunk tokens).
+      if (moved) mk.rotate_keys(L, ms.positions(), rope, s);
       for (int i : run.idx) attend(i);
       L.evict_to(ms.budget());
     } else {
       for (int i : run.idx) {
         insert(i);
+        if (moved) mk.rotate_keys(L, ms.positions(), rope, s);
         attend(i);
         L.evict_to(ms.budget());
         for (kv::MultiState* f : run.followers) TOVA_CHECK(f->layer(il).n_held() <= f->budget());

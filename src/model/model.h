@@ -50,6 +50,11 @@ struct ForwardScratch {
   std::vector<float> rope_cs;                                 // [n_tok][n_rot]
   kernels::RopeParams rope_cs_params;                         // what rope_cs was computed for
   bool rope_cs_valid = false;
+  // Position modes that move positions (kv::PositionMode gap, rank): cos/sin of mapped
+  // positions 0 .. moved_cs_n - 1, [moved_cs_n][n_rot], grown as needed, kept across calls.
+  std::vector<float> moved_cs;
+  int64_t moved_cs_n = 0;
+  kernels::RopeParams moved_cs_params;
   std::vector<int64_t> pos;       // [n_tok]
   std::vector<SequenceRun> runs;  // the batch's sequences
 };
@@ -96,6 +101,8 @@ class Model {
   // layers different rope parameters) at the positions the multi-state assigns.
   void attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch& s,
                     ThreadPool& pool) const;
+  struct MovedKeys;
+  bool prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) const;
 
   std::unique_ptr<io::GgufFile> file_;
   ModelConfig config_;

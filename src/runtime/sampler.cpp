@@ -1,5 +1,7 @@
 #include "runtime/sampler.h"
 
+#include <sstream>
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_set>
@@ -26,6 +28,21 @@ int32_t argmax(const float* logits, int n) {
 }
 
 Sampler::Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) {}
+
+std::string Sampler::rng_state() const {
+  std::ostringstream out;
+  out << rng_;
+  return out.str();
+}
+
+Status Sampler::set_rng_state(const std::string& text) {
+  std::istringstream in(text);
+  std::mt19937_64 r;
+  in >> r;
+  if (in.fail()) return make_error("invalid sampler state");
+  rng_ = r;
+  return ok_status();
+}
 
 int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_t> history) {
   cands_.resize(n_vocab);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/result.h"
@@ -28,6 +29,10 @@ class Sampler {
   explicit Sampler(const SamplerParams& p);
   // history: the tokens so far (the penalty looks at its last repeat_last_n).
   int32_t sample(const float* logits, int n_vocab, std::span<const int32_t> history);
+  // The random generator's state as text (session files), and its restoration; an error
+  // (nothing changed) if the text is not such a state.
+  std::string rng_state() const;
+  Status set_rng_state(const std::string& text);
 
  private:
   struct Cand {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 
 #include "core/timer.h"
+#include "runtime/session_file.h"
 
 namespace tova::runtime {
 
@@ -58,6 +60,7 @@ Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const 
     }
     so.initial_slots = static_cast<int>(std::max<int64_t>(want, so.initial_slots));
   }
+  so.positions = o.positions;
   return kv::MultiState::create(so);
 }
 
@@ -96,36 +99,67 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
                                std::span<const int32_t> prompt, const GenerateOptions& o,
                                const std::function<bool(int32_t)>& is_eog,
                                const std::function<bool(int32_t)>& on_token) {
-  if (prompt.empty()) return make_error("the prompt is empty (no tokens to start from)");
   TOVA_RETURN_IF_ERROR(validate(o.sampling));
-  CacheOptions cache = o.cache;
-  cache.reserve =
-      std::max<int64_t>(cache.reserve, static_cast<int64_t>(prompt.size()) + o.n_predict);
-  TOVA_ASSIGN_OR_RETURN(auto state, make_state(m, cache, static_cast<int64_t>(prompt.size())));
+  const bool resume = !o.session.empty() && std::filesystem::exists(o.session);
+  if (prompt.empty() && !resume) {
+    return make_error("the prompt is empty (no tokens to start from)");
+  }
   const int n_vocab = m.config().n_vocab;
   std::vector<float> logits(n_vocab);
+  Sampler sampler(o.sampling);
+  std::vector<int32_t> history, to_feed(prompt.begin(), prompt.end());
+  std::unique_ptr<kv::MultiState> state;
+  if (resume) {
+    TOVA_ASSIGN_OR_RETURN(SessionData d, load_session(o.session, m));
+    if (!d.rng_state.empty()) TOVA_RETURN_IF_ERROR(sampler.set_rng_state(d.rng_state));
+    if (d.pending >= 0) to_feed.insert(to_feed.begin(), d.pending);
+    if (to_feed.empty() && d.logits.empty()) {
+      return make_error("session '{}' has no logits to continue from; give a prompt", o.session);
+    }
+    if (!d.logits.empty()) logits = d.logits;
+    history = std::move(d.history);
+    state = std::move(d.state);
+  } else {
+    CacheOptions cache = o.cache;
+    cache.reserve =
+        std::max<int64_t>(cache.reserve, static_cast<int64_t>(prompt.size()) + o.n_predict);
+    TOVA_ASSIGN_OR_RETURN(state, make_state(m, cache, static_cast<int64_t>(prompt.size())));
+  }
   model::ForwardScratch scratch;
   GenerateStats st;
-  st.n_prompt = static_cast<int64_t>(prompt.size());
+  st.n_prompt = static_cast<int64_t>(to_feed.size());
   Timer t;
-  TOVA_RETURN_IF_ERROR(feed(m, pool, scratch, *state, prompt, o.n_batch, logits.data()));
+  TOVA_RETURN_IF_ERROR(feed(m, pool, scratch, *state, to_feed, o.n_batch, logits.data()));
   st.prompt_seconds = t.seconds();
 
-  Sampler sampler(o.sampling);
-  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  history.insert(history.end(), prompt.begin(), prompt.end());
+  int32_t pending = -1;  // the last sampled token, not fed yet
   t.reset();
   for (int i = 0; i < o.n_predict; ++i) {
     const int32_t id = sampler.sample(logits.data(), n_vocab, history);
     history.push_back(id);
+    pending = id;
     ++st.n_generated;
     if (o.stop_at_eog && is_eog && is_eog(id)) break;
     if (!on_token(id)) break;
     if (i + 1 == o.n_predict) break;
     const model::BatchToken bt{.token = id, .state = state.get(), .logits = true};
     TOVA_RETURN_IF_ERROR(m.forward({&bt, 1}, pool, scratch, logits.data()));
+    pending = -1;
   }
   st.decode_seconds = t.seconds();
   st.kv = kv_stats(*state);
+  if (!o.session.empty()) {
+    if (history.size() > static_cast<size_t>(kSessionHistory)) {
+      history.erase(history.begin(), history.end() - kSessionHistory);
+    }
+    SessionData d{.state = std::move(state),
+                  .history = std::move(history),
+                  .pending = pending,
+                  .logits = std::move(logits),
+                  .rng_state = sampler.rng_state()};
+    TOVA_RETURN_IF_ERROR(save_session(o.session, m, d));
+  }
   return st;
 }
 

@@ -37,6 +37,7 @@ struct CacheOptions {
   // will hold means that never happens within it. 0: a small first allocation. Bounded
   // policies allocate k + chunk once and ignore this.
   int64_t reserve = 0;
+  kv::PositionMode positions = kv::PositionMode::kAbsolute;
 };
 
 // A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it) and,
@@ -70,6 +71,9 @@ struct GenerateOptions {
   CacheOptions cache;
   int n_batch = 512;
   bool stop_at_eog = true;
+  // Session file (runtime/session_file.h): if it exists, the sequence resumes from it (the
+  // prompt, which may then be empty, continues the saved text); saved at the end either way.
+  std::string session;
 };
 
 struct GenerateStats {

@@ -19,6 +19,15 @@ class H2oPolicy final : public KvPolicy {
         acc_(static_cast<size_t>(head_wise ? a.n_head_kv : 1) * a.n_slot, 0.0),
         mean_(a.n_slot, 0.0) {}
 
+  std::vector<double> state() const override { return acc_; }
+  Status set_state(std::span<const double> s) override {
+    if (s.size() != acc_.size()) {
+      return make_error("policy state has {} values, expected {}", s.size(), acc_.size());
+    }
+    std::copy(s.begin(), s.end(), acc_.begin());
+    return ok_status();
+  }
+
   ScoreNeed score_need() const override { return ScoreNeed::kAccumulated; }
 
   // A new state's score starts at zero (an evicted state's score is dropped with it).

@@ -17,6 +17,15 @@ class TovaPolicy final : public KvPolicy {
         n_slot_(a.n_slot),
         score_(static_cast<size_t>(head_wise ? a.n_head_kv : 1) * a.n_slot, 0.0) {}
 
+  std::vector<double> state() const override { return score_; }
+  Status set_state(std::span<const double> s) override {
+    if (s.size() != score_.size()) {
+      return make_error("policy state has {} values, expected {}", s.size(), score_.size());
+    }
+    std::copy(s.begin(), s.end(), score_.begin());
+    return ok_status();
+  }
+
   ScoreNeed score_need() const override { return ScoreNeed::kCurrent; }
 
   // Only the latest row counts: in chunked prefill that is the chunk's last token.

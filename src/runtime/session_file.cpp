@@ -1,0 +1,298 @@
+#include "runtime/session_file.h"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/sequence.h"
+
+namespace tova::runtime {
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'O', 'V', 'A', 'S', 'E', 'S', 'S'};
+constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8;
+// The sampler state is text of varying length; a fixed field keeps the file size constant
+// (mt19937_64: 313 numbers of at most 20 digits and their separators).
+constexpr size_t kRngField = 8192;
+
+uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 1469598103934665603ull) {
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+class Writer {
+ public:
+  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
+  template <typename T>
+  void put(T v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    out_.insert(out_.end(), p, p + sizeof(T));
+  }
+  void bytes(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+  void str(const std::string& s) {
+    put<uint32_t>(static_cast<uint32_t>(s.size()));
+    bytes(s.data(), s.size());
+  }
+
+ private:
+  std::vector<uint8_t>& out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> in) : in_(in) {}
+  template <typename T>
+  Result<T> get(const char* what) {
+    if (in_.size() - at_ < sizeof(T)) return make_error("session file ends inside {}", what);
+    T v;
+    std::memcpy(&v, in_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return v;
+  }
+  Result<std::span<const uint8_t>> bytes(size_t n, const char* what) {
+    if (in_.size() - at_ < n) return make_error("session file ends inside {}", what);
+    auto s = in_.subspan(at_, n);
+    at_ += n;
+    return s;
+  }
+  Result<std::string> str(size_t max, const char* what) {
+    TOVA_ASSIGN_OR_RETURN(uint32_t n, get<uint32_t>(what));
+    if (n > max) return make_error("session file has an invalid {} length {}", what, n);
+    TOVA_ASSIGN_OR_RETURN(auto b, bytes(n, what));
+    return std::string(b.begin(), b.end());
+  }
+  size_t left() const { return in_.size() - at_; }
+
+ private:
+  std::span<const uint8_t> in_;
+  size_t at_ = 0;
+};
+
+template <typename T>
+std::span<const T> as(std::span<const uint8_t> b) {
+  return {reinterpret_cast<const T*>(b.data()), b.size() / sizeof(T)};
+}
+
+}  // namespace
+
+uint64_t model_fingerprint(const model::Model& m) {
+  const model::ModelConfig& c = m.config();
+  const int64_t shape[] = {c.n_layer,   c.n_embd,     c.n_head,
+                           c.n_head_kv, c.head_dim,   c.n_ff,
+                           c.n_vocab,   c.rope.n_rot, static_cast<int64_t>(m.weights().n_bytes)};
+  uint64_t h = fnv1a(reinterpret_cast<const uint8_t*>(shape), sizeof(shape));
+  const kernels::WeightMatrix& e = m.weights().token_embd;
+  // The embedding's first rows tell apart models of the same shape (e.g. retrained ones).
+  const size_t n = std::min<size_t>(static_cast<size_t>(e.row_bytes) * c.n_vocab, 1 << 16);
+  return fnv1a(e.data, n, h);
+}
+
+std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d) {
+  const kv::MultiState& s = *d.state;
+  std::vector<uint8_t> payload;
+  Writer w(payload);
+  w.put<uint64_t>(model_fingerprint(m));
+  w.str(s.policy().name);
+  w.put<int32_t>(s.policy().arg.value_or(-1));
+  w.put<int32_t>(s.policy().budget);
+  w.put<uint8_t>(static_cast<uint8_t>(s.positions()));
+  w.put<uint8_t>(static_cast<uint8_t>(s.kv_type()));
+  w.put<int32_t>(s.max_new());
+  w.put<int64_t>(s.n_seen());
+  w.put<uint32_t>(static_cast<uint32_t>(s.n_layer()));
+  for (int il = 0; il < s.n_layer(); ++il) {
+    const kv::LayerState& L = s.layer(il);
+    const size_t n_pos = static_cast<size_t>(L.n_head_kv()) * L.n_slot();
+    const size_t n_bytes = n_pos * L.head_dim() * (L.kv_type() == kv::KvType::kF16 ? 2 : 4);
+    w.put<int32_t>(L.n_slot());
+    w.put<int64_t>(L.n_evicted());
+    w.bytes(L.pos(), n_pos * sizeof(int64_t));
+    w.bytes(L.keys(), n_bytes);
+    w.bytes(L.values(), n_bytes);
+    const std::vector<double> ps = L.policy().state();
+    w.put<uint32_t>(static_cast<uint32_t>(ps.size()));
+    w.bytes(ps.data(), ps.size() * sizeof(double));
+  }
+  // A fixed-size history field: the last kSessionHistory tokens, padded with -1.
+  w.put<uint32_t>(static_cast<uint32_t>(std::min<size_t>(d.history.size(), kSessionHistory)));
+  for (int i = 0; i < kSessionHistory; ++i) {
+    const size_t n = d.history.size();
+    const size_t from = n > kSessionHistory ? n - kSessionHistory : 0;
+    w.put<int32_t>(from + i < n ? d.history[from + i] : -1);
+  }
+  w.put<int32_t>(d.pending);
+  w.put<uint8_t>(d.logits.empty() ? 0 : 1);
+  std::vector<float> logits(m.config().n_vocab, 0.f);
+  std::copy_n(d.logits.begin(), std::min(d.logits.size(), logits.size()), logits.begin());
+  w.bytes(logits.data(), logits.size() * sizeof(float));
+  std::string rng = d.rng_state;
+  rng.resize(kRngField, '\0');
+  w.put<uint32_t>(static_cast<uint32_t>(std::min(d.rng_state.size(), kRngField)));
+  w.bytes(rng.data(), rng.size());
+
+  std::vector<uint8_t> out;
+  Writer h(out);
+  h.bytes(kMagic, sizeof(kMagic));
+  h.put<uint32_t>(kSessionVersion);
+  h.put<uint32_t>(0);
+  h.put<uint64_t>(payload.size());
+  h.put<uint64_t>(fnv1a(payload.data(), payload.size()));
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const uint8_t> bytes) {
+  if (bytes.size() < kHeader || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    return make_error("not a tova session file");
+  }
+  Reader hr(bytes.subspan(8));
+  TOVA_ASSIGN_OR_RETURN(uint32_t version, hr.get<uint32_t>("the header"));
+  if (version != kSessionVersion) {
+    return make_error("session file version {}, this tova reads version {}", version,
+                      kSessionVersion);
+  }
+  TOVA_ASSIGN_OR_RETURN(uint32_t flags, hr.get<uint32_t>("the header"));
+  TOVA_ASSIGN_OR_RETURN(uint64_t size, hr.get<uint64_t>("the header"));
+  TOVA_ASSIGN_OR_RETURN(uint64_t hash, hr.get<uint64_t>("the header"));
+  if (flags != 0) return make_error("session file has unknown flags {}", flags);
+  if (size != bytes.size() - kHeader) {
+    return make_error("session file is {} bytes, its header says {} (truncated or extended)",
+                      bytes.size(), size + kHeader);
+  }
+  const std::span<const uint8_t> payload = bytes.subspan(kHeader);
+  if (fnv1a(payload.data(), payload.size()) != hash) {
+    return make_error("session file is corrupted (checksum mismatch)");
+  }
+  Reader r(payload);
+  TOVA_ASSIGN_OR_RETURN(uint64_t fp, r.get<uint64_t>("the model fingerprint"));
+  if (fp != model_fingerprint(m)) {
+    return make_error("session file was saved with another model");
+  }
+  TOVA_ASSIGN_OR_RETURN(std::string name, r.str(64, "the policy name"));
+  TOVA_ASSIGN_OR_RETURN(int32_t arg, r.get<int32_t>("the policy"));
+  TOVA_ASSIGN_OR_RETURN(int32_t budget, r.get<int32_t>("the policy"));
+  TOVA_ASSIGN_OR_RETURN(uint8_t positions, r.get<uint8_t>("the position mode"));
+  TOVA_ASSIGN_OR_RETURN(uint8_t kv_type, r.get<uint8_t>("the K/V type"));
+  TOVA_ASSIGN_OR_RETURN(int32_t max_new, r.get<int32_t>("the chunk size"));
+  TOVA_ASSIGN_OR_RETURN(int64_t n_seen, r.get<int64_t>("the tokens seen"));
+  if (positions > 2 || kv_type > 1 || max_new < 1 || n_seen < 0) {
+    return make_error("session file has invalid cache options");
+  }
+  const std::string spec_text = arg >= 0 ? name + ":" + std::to_string(arg) : name;
+  TOVA_ASSIGN_OR_RETURN(kv::PolicySpec spec, kv::parse_policy(spec_text, budget));
+  kv::MultiStateOptions so =
+      m.state_options(spec, static_cast<kv::KvType>(kv_type), static_cast<int>(max_new));
+  so.positions = static_cast<kv::PositionMode>(positions);
+  TOVA_ASSIGN_OR_RETURN(auto state, kv::MultiState::create(so));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, r.get<uint32_t>("the layer count"));
+  if (static_cast<int>(n_layer) != state->n_layer()) {
+    return make_error("session file has {} layers, the model {}", n_layer, state->n_layer());
+  }
+  for (int il = 0; il < state->n_layer(); ++il) {
+    kv::LayerState& L = state->layer(il);
+    TOVA_ASSIGN_OR_RETURN(int32_t n_slot, r.get<int32_t>("a layer"));
+    TOVA_ASSIGN_OR_RETURN(int64_t n_evicted, r.get<int64_t>("a layer"));
+    if (n_slot < 1 || n_slot > (1 << 26)) return make_error("session layer has {} slots", n_slot);
+    const size_t n_pos = static_cast<size_t>(L.n_head_kv()) * n_slot;
+    const size_t n_bytes = n_pos * L.head_dim() * (L.kv_type() == kv::KvType::kF16 ? 2 : 4);
+    if (r.left() < n_pos * sizeof(int64_t) + 2 * n_bytes) {
+      return make_error("session file ends inside layer {}", il);
+    }
+    TOVA_ASSIGN_OR_RETURN(auto pos, r.bytes(n_pos * sizeof(int64_t), "positions"));
+    TOVA_ASSIGN_OR_RETURN(auto keys, r.bytes(n_bytes, "keys"));
+    TOVA_ASSIGN_OR_RETURN(auto values, r.bytes(n_bytes, "values"));
+    TOVA_ASSIGN_OR_RETURN(uint32_t n_ps, r.get<uint32_t>("a policy state"));
+    if (n_ps > (1u << 28)) return make_error("session policy state too large");
+    TOVA_ASSIGN_OR_RETURN(auto ps,
+                          r.bytes(static_cast<size_t>(n_ps) * sizeof(double), "a policy state"));
+    // Positions and doubles may be unaligned in the buffer: copy them.
+    std::vector<int64_t> pos_v(n_pos);
+    std::memcpy(pos_v.data(), pos.data(), pos.size());
+    std::vector<double> ps_v(n_ps);
+    std::memcpy(ps_v.data(), ps.data(), ps.size());
+    for (int64_t p : pos_v) {
+      if (p >= n_seen)
+        return make_error("session layer {} holds position {} >= {} seen", il, p, n_seen);
+    }
+    const Status st = L.restore(n_slot, pos_v, keys, values, n_evicted, ps_v);
+    if (!st.ok()) return make_error("session layer {}: {}", il, st.message());
+    if (spec.bounded() && L.n_held() > spec.budget) {
+      return make_error("session layer {} holds {} states, above the budget {}", il, L.n_held(),
+                        spec.budget);
+    }
+  }
+  state->set_n_seen(n_seen);
+  SessionData d;
+  d.state = std::move(state);
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_hist, r.get<uint32_t>("the history"));
+  if (n_hist > kSessionHistory) return make_error("session history too long");
+  const int n_vocab = m.config().n_vocab;
+  for (int i = 0; i < kSessionHistory; ++i) {
+    TOVA_ASSIGN_OR_RETURN(int32_t t, r.get<int32_t>("the history"));
+    if (static_cast<uint32_t>(i) < n_hist) {
+      if (t < 0 || t >= n_vocab) return make_error("session history has token {}", t);
+      d.history.push_back(t);
+    }
+  }
+  TOVA_ASSIGN_OR_RETURN(d.pending, r.get<int32_t>("the pending token"));
+  if (d.pending < -1 || d.pending >= n_vocab) {
+    return make_error("session pending token {} is outside the vocabulary", d.pending);
+  }
+  TOVA_ASSIGN_OR_RETURN(uint8_t has_logits, r.get<uint8_t>("the logits"));
+  TOVA_ASSIGN_OR_RETURN(auto lb,
+                        r.bytes(static_cast<size_t>(n_vocab) * sizeof(float), "the logits"));
+  if (has_logits > 1) return make_error("session file has invalid logits flag");
+  if (has_logits) {
+    d.logits.resize(n_vocab);
+    std::memcpy(d.logits.data(), lb.data(), lb.size());
+  }
+  TOVA_ASSIGN_OR_RETURN(uint32_t rng_len, r.get<uint32_t>("the sampler state"));
+  TOVA_ASSIGN_OR_RETURN(auto rng, r.bytes(kRngField, "the sampler state"));
+  if (rng_len > kRngField) return make_error("session sampler state too long");
+  d.rng_state.assign(rng.begin(), rng.begin() + rng_len);
+  if (r.left() != 0) return make_error("session file has {} bytes of trailing data", r.left());
+  return d;
+}
+
+Status save_session(const std::string& path, const model::Model& m, const SessionData& d) {
+  const std::vector<uint8_t> bytes = encode_session(m, d);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return make_error("cannot write session file '{}'", tmp);
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return make_error("cannot write session file '{}'", tmp);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    return make_error("cannot replace session file '{}': {}", path, ec.message());
+  }
+  return ok_status();
+}
+
+Result<SessionData> load_session(const std::string& path, const model::Model& m) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("cannot open session file '{}'", path);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  auto d = decode_session_bytes(m, bytes);
+  if (!d.ok()) return make_error("{}: {}", path, d.message());
+  return d;
+}
+
+}  // namespace tova::runtime

@@ -1,0 +1,47 @@
+// Session files: a sequence saved between runs — its multi-state (every layer's slots, keys,
+// values, positions and policy state), tokens seen, the last tokens (for the repetition
+// penalty), a sampled token not yet fed, the last logits and the sampler's random state.
+// Under a bounded policy the size does not depend on how many tokens were seen.
+//
+// Layout (little-endian): "TOVASESS", u32 version, u32 0, u64 payload bytes, u64 FNV-1a hash
+// of the payload, then the payload (model fingerprint, cache options, layers, tokens, logits,
+// sampler). Any truncation, flipped byte, other model or other version is one clear error.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "kv/multi_state.h"
+#include "model/model.h"
+
+namespace tova::runtime {
+
+inline constexpr uint32_t kSessionVersion = 1;
+// Tokens of history kept (the repetition penalty looks back at most this far).
+inline constexpr int kSessionHistory = 256;
+
+struct SessionData {
+  std::unique_ptr<kv::MultiState> state;
+  std::vector<int32_t> history;  // the last tokens fed or sampled, at most kSessionHistory
+  int32_t pending = -1;          // sampled but not yet fed (-1: none)
+  std::vector<float> logits;     // [n_vocab] after the last token fed (empty: none)
+  std::string rng_state;         // Sampler::rng_state()
+};
+
+// A hash of the model's shape and weights' first bytes: a session only loads into its model.
+uint64_t model_fingerprint(const model::Model& m);
+
+std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d);
+// Parses a whole session file's bytes for model m (the entry point for fuzzing).
+Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const uint8_t> bytes);
+
+// Writes to PATH.tmp, then renames it over PATH: a crash never leaves half a file at PATH.
+Status save_session(const std::string& path, const model::Model& m, const SessionData& d);
+// The error names the file; nothing is changed on error.
+Result<SessionData> load_session(const std::string& path, const model::Model& m);
+
+}  // namespace tova::runtime

@@ -1,0 +1,40 @@
+// tova run --session: a run split in two equals one run (greedy text), and a hostile session
+// file is one clear error.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_util.h"
+
+namespace tova::testing {
+namespace {
+
+std::string strip_newlines(std::string s) {
+  std::erase(s, '\n');
+  return s;
+}
+
+TEST(Cli, SplitRunWithSessionEqualsOneRun) {
+  TOVA_REQUIRE_SHARED();
+  const std::string m = "-m " + shared_path("models/stories260K.gguf");
+  const std::string cache = " --temp 0 -t 2 --kv-policy tova --kv-budget 32 --kv-positions gap";
+  const std::string dir = make_temp_dir();
+  const std::string sess = dir + "/s.bin";
+  const CmdResult one = run_tova("run " + m + " -n 120" + cache);
+  ASSERT_EQ(one.code, 0) << one.err;
+  const CmdResult a = run_tova("run " + m + " -n 70" + cache + " --session " + sess);
+  ASSERT_EQ(a.code, 0) << a.err;
+  // The resumed run takes its cache options from the file.
+  const CmdResult b = run_tova("run " + m + " -n 50 --temp 0 -t 2 --session " + sess);
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(strip_newlines(a.out + b.out), strip_newlines(one.out));
+  // Another model refuses the file, naming it.
+  const CmdResult other = run_tova("run -m " + shared_path("models/booklm-3m.gguf") +
+                                   " -n 5 --temp 0 --session " + sess);
+  EXPECT_NE(other.code, 0);
+  EXPECT_NE(other.err.find("another model"), std::string::npos) << other.err;
+  std::system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
+}  // namespace tova::testing
