@@ -1,51 +1,12 @@
 #include "runtime/sequence.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "core/timer.h"
+#include "runtime/batch_scheduler.h"
+#include "tova/session.h"
 
 namespace tova::runtime {
-
-std::string PrefillMode::label() const {
-  if (inf) return "chunk:inf";
-  return chunk > 0 ? "chunk:" + std::to_string(chunk) : "exact";
-}
-
-Result<PrefillMode> parse_prefill(std::string_view text) {
-  PrefillMode m;
-  if (text == "exact") return m;
-  if (text == "chunk:inf") {
-    m.inf = true;
-    return m;
-  }
-  if (text.substr(0, 6) == "chunk:") {
-    const std::string_view a = text.substr(6);
-    int c = 0;
-    auto [p, ec] = std::from_chars(a.data(), a.data() + a.size(), c);
-    if (ec == std::errc() && p == a.data() + a.size() && c >= 1 && c <= (1 << 20)) {
-      m.chunk = c;
-      return m;
-    }
-  }
-  return make_error("invalid prefill mode '{}' (valid: exact, chunk:C with C >= 1, chunk:inf)",
-                    text);
-}
-
-Result<kv::KvType> parse_kv_type(std::string_view text) {
-  if (text == "f32") return kv::KvType::kF32;
-  if (text == "f16") return kv::KvType::kF16;
-  return make_error("invalid KV type '{}' (valid: f32, f16)", text);
-}
-
-namespace {
-
-int max_new_for(const PrefillMode& p, int64_t n_prompt) {
-  if (p.inf) return static_cast<int>(std::max<int64_t>(1, n_prompt));
-  return p.chunk > 0 ? p.chunk : 1;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
                                                    int64_t n_prompt) {
@@ -89,32 +50,32 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
                                const std::function<bool(int32_t)>& is_eog,
                                const std::function<bool(int32_t)>& on_token) {
   if (prompt.empty()) return make_error("the prompt is empty (no tokens to start from)");
-  TOVA_RETURN_IF_ERROR(validate(o.sampling));
-  TOVA_ASSIGN_OR_RETURN(auto state, make_state(m, o.cache, static_cast<int64_t>(prompt.size())));
-  const int n_vocab = m.config().n_vocab;
-  std::vector<float> logits(n_vocab);
-  model::ForwardScratch scratch;
+  TOVA_ASSIGN_OR_RETURN(auto session,
+                        Session::create(m, {.cache = o.cache,
+                                            .sampling = o.sampling,
+                                            .n_prompt_hint = static_cast<int64_t>(prompt.size())}));
+  // The same scheduler `serve` batches many sessions through; here it holds one.
+  BatchScheduler scheduler(m, pool, {.step_tokens = o.n_batch});
+  Session* const sessions[] = {session.get()};
   GenerateStats st;
   st.n_prompt = static_cast<int64_t>(prompt.size());
   Timer t;
-  TOVA_RETURN_IF_ERROR(feed(m, pool, scratch, *state, prompt, o.n_batch, logits.data()));
+  session->queue(prompt);
+  TOVA_RETURN_IF_ERROR(scheduler.drain(sessions));
   st.prompt_seconds = t.seconds();
 
-  Sampler sampler(o.sampling);
-  std::vector<int32_t> history(prompt.begin(), prompt.end());
   t.reset();
   for (int i = 0; i < o.n_predict; ++i) {
-    const int32_t id = sampler.sample(logits.data(), n_vocab, history);
-    history.push_back(id);
+    const int32_t id = session->sample();
     ++st.n_generated;
     if (o.stop_at_eog && is_eog && is_eog(id)) break;
     if (!on_token(id)) break;
     if (i + 1 == o.n_predict) break;
-    const model::BatchToken bt{.token = id, .state = state.get(), .logits = true};
-    TOVA_RETURN_IF_ERROR(m.forward({&bt, 1}, pool, scratch, logits.data()));
+    session->queue(id);
+    TOVA_RETURN_IF_ERROR(scheduler.drain(sessions));
   }
   st.decode_seconds = t.seconds();
-  st.kv = kv_stats(*state);
+  st.kv = kv_stats(session->state());
   return st;
 }
 

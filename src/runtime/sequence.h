@@ -14,24 +14,10 @@
 #include "core/thread_pool.h"
 #include "kv/multi_state.h"
 #include "model/model.h"
+#include "runtime/cache_options.h"
 #include "runtime/sampler.h"
 
 namespace tova::runtime {
-
-// How a prompt joins the multi-state.
-struct PrefillMode {
-  int chunk = 0;     // 0: exact (token-by-token semantics); C > 0: chunk:C
-  bool inf = false;  // chunk:inf: the whole prompt is one chunk
-  std::string label() const;
-};
-Result<PrefillMode> parse_prefill(std::string_view text);  // "exact" | "chunk:C" | "chunk:inf"
-Result<kv::KvType> parse_kv_type(std::string_view text);   // "f32" | "f16"
-
-struct CacheOptions {
-  kv::PolicySpec policy;
-  kv::KvType kv_type = kv::KvType::kF32;
-  PrefillMode prefill;
-};
 
 // A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it).
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
