@@ -18,6 +18,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
+# The server tests drive `tova serve` with the real openai npm client (pinned by the lockfile).
+if command -v npm >/dev/null 2>&1; then
+  (cd tests/server/client && npm ci --no-audit --no-fund >&2)
+else
+  echo "setup: npm not found: the server client tests will be skipped" >&2
+fi
+
 build_dir=${TOVA_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TOVA_CMAKE_ARGS:-} >&2
 cmake --build "$build_dir" -j "$(nproc)" >&2
