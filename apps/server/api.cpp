@@ -100,7 +100,8 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
                                                 "logprobs",
                                                 "echo",
                                                 "logit_bias",
-                                                "cache_prompt"};
+                                                "cache_prompt",
+                                                "ignore_eos"};
   for (const auto& [key, value] : j.items()) {
     if (kCommon.count(key) == 0 && key != (chat ? "messages" : "prompt")) {
       return bad(key, fmt::format("unknown or unsupported field '{}'", key));
@@ -141,6 +142,10 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
     return bad("cache_prompt", "'cache_prompt' must be a boolean");
   }
   p.gen.allow_reuse = j.value("cache_prompt", true);
+  if (j.contains("ignore_eos") && !j["ignore_eos"].is_boolean()) {
+    return bad("ignore_eos", "'ignore_eos' must be a boolean");
+  }
+  p.gen.ignore_eos = j.value("ignore_eos", false);
   for (const char* key : {"frequency_penalty", "presence_penalty"}) {
     float v = 0;
     if (auto e = number(j, key, -2, 2, v)) return *e;

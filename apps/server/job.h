@@ -33,6 +33,7 @@ struct GenerationRequest {
   runtime::CacheOptions cache;
   uint64_t reserve_bytes = 0;  // K/V memory admission sets aside for it
   bool allow_reuse = true;
+  bool ignore_eos = false;  // keep generating past end-of-generation tokens (benchmarks)
 };
 
 // The multi-state a request used, reported with every response.

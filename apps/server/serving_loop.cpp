@@ -269,7 +269,7 @@ void ServingLoop::run() {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - a.job->created)
                 .count());
       }
-      if (tk.is_eog(id)) {
+      if (tk.is_eog(id) && !r.ignore_eos) {
         finish(a, "stop");
         continue;
       }
