@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libhwy-dev nlohmann-json3-dev
-          libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox)
+          libcli11-dev libfmt-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,6 +16,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# The server tests drive `tova serve` with the real openai npm client (pinned by the lockfile).
+if command -v npm >/dev/null 2>&1; then
+  (cd tests/server/client && npm ci --no-audit --no-fund >&2)
+else
+  echo "setup: npm not found: the server client tests will be skipped" >&2
 fi
 
 build_dir=${TOVA_BUILD_DIR:-build}

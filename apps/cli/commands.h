@@ -14,6 +14,8 @@ void add_trace_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_make_random_command(CLI::App& app);
 void add_throughput_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
 
 void print_run_stats(double load_seconds, const runtime::GenerateStats& st);
 void print_kv_stats(const runtime::KvStats& kv);

@@ -13,6 +13,7 @@
 
 #include "core/timer.h"
 #include "kv/policy_registry.h"
+#include "tova/engine.h"
 
 namespace tova::cli {
 
@@ -54,12 +55,7 @@ void add_positions_option(CLI::App& app, std::string& positions) {
 }
 
 Result<runtime::CacheOptions> CacheFlags::options() const {
-  runtime::CacheOptions o;
-  TOVA_ASSIGN_OR_RETURN(o.policy, kv::parse_policy(policy, budget));
-  TOVA_ASSIGN_OR_RETURN(o.prefill, runtime::parse_prefill(prefill));
-  TOVA_ASSIGN_OR_RETURN(o.kv_type, runtime::parse_kv_type(kv_type));
-  TOVA_ASSIGN_OR_RETURN(o.positions, kv::parse_position_mode(positions));
-  return o;
+  return runtime::parse_cache_options(policy, budget, prefill, kv_type, positions);
 }
 
 void SamplingFlags::add(CLI::App& app) {
@@ -82,30 +78,14 @@ runtime::SamplerParams SamplingFlags::params() const {
 
 Result<LoadedModel> load_model(const std::string& path, bool need_tokenizer,
                                const model::ModelOptions& options) {
-  LoadedModel lm;
-  Timer t;
-  TOVA_ASSIGN_OR_RETURN(lm.model, model::Model::load(path, options));
-  if (need_tokenizer) {
-    TOVA_ASSIGN_OR_RETURN(lm.tokenizer, tok::Tokenizer::from_gguf(lm.model->file()));
-  }
-  lm.load_seconds = t.seconds();
-  return lm;
-}
-
-std::string bundled_model_path() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  std::vector<fs::path> candidates;
-  if (!ec) {
-    candidates.push_back(exe.parent_path() / "../../assets/stories260K.gguf");
-    candidates.push_back(exe.parent_path() / "../share/tova/stories260K.gguf");
-  }
-  candidates.push_back("assets/stories260K.gguf");
-  for (const auto& c : candidates) {
-    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec).string();
-  }
-  return "assets/stories260K.gguf";
+  // The engine loads model and tokenizer; commands that keep their own pools take them out.
+  TOVA_ASSIGN_OR_RETURN(auto engine, Engine::load({.model_path = path,
+                                                   .n_threads = 1,
+                                                   .model = options,
+                                                   .need_tokenizer = need_tokenizer}));
+  return LoadedModel{.model = engine->release_model(),
+                     .tokenizer = engine->release_tokenizer(),
+                     .load_seconds = engine->load_seconds()};
 }
 
 int fail(const std::string& message) {
@@ -135,8 +115,7 @@ Result<std::vector<int32_t>> read_token_file(const std::string& path) {
   std::vector<int32_t> ids;
   for (const auto& v : j) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-      return make_error("{}: token list holds a value that is not a token id: {}", path,
-                        v.dump());
+      return make_error("{}: token list holds a value that is not a token id: {}", path, v.dump());
     }
     ids.push_back(v.get<int32_t>());
   }

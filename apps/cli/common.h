@@ -15,6 +15,7 @@
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
 #include "tokenizer/tokenizer.h"
+#include "tova/engine.h"
 
 namespace tova::cli {
 
@@ -24,9 +25,7 @@ struct ModelFlags {
   bool f32_activations = false;
   bool mmap = false;
   void add(CLI::App& app);
-  model::ModelOptions options() const {
-    return {.f32_activations = f32_activations, .mmap = mmap};
-  }
+  model::ModelOptions options() const { return {.f32_activations = f32_activations, .mmap = mmap}; }
   std::string model_path() const;
   int n_threads() const;
 };
@@ -59,8 +58,7 @@ struct LoadedModel {
 Result<LoadedModel> load_model(const std::string& path, bool need_tokenizer = true,
                                const model::ModelOptions& options = {});
 
-// The path of the bundled default model, found next to the executable or the working folder.
-std::string bundled_model_path();
+using tova::bundled_model_path;  // the library's (tova/engine.h)
 
 // Prints "tova: error: MESSAGE" on stderr and returns 1.
 int fail(const std::string& message);

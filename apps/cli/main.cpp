@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   tova::cli::add_bench_command(app);
   tova::cli::add_make_random_command(app);
   tova::cli::add_throughput_command(app);
+  tova::cli::add_serve_command(app);
+  tova::cli::add_chat_command(app);
   // A first word that is neither a flag nor a command: name it and the valid commands.
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;

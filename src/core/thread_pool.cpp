@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/check.h"
+
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #define TOVA_PAUSE() _mm_pause()
@@ -69,6 +71,10 @@ void ThreadPool::worker_loop(int index) {
 }
 
 void ThreadPool::dispatch(const std::function<void(int)>& fn, bool wait_all) {
+  // The pool has one job slot: a second caller (another thread, or a job calling back into the
+  // pool) would overwrite the job in flight. That is a programmer error; say so loudly.
+  const bool was_busy = busy_.exchange(true, std::memory_order_acq_rel);
+  TOVA_CHECK(!was_busy && "ThreadPool: one caller at a time (see thread_pool.h)");
   job_ = &fn;
   wait_all_ = wait_all;
   completed_.store(0, std::memory_order_relaxed);
@@ -97,6 +103,7 @@ void ThreadPool::dispatch(const std::function<void(int)>& fn, bool wait_all) {
   gate_.fetch_or(kClosed, std::memory_order_acq_rel);
   wait([&] { return (gate_.load(std::memory_order_acquire) & kInsideMask) == 0; });
   job_ = nullptr;
+  busy_.store(false, std::memory_order_release);
 }
 
 void ThreadPool::run(const std::function<void(int)>& fn) {
@@ -108,7 +115,7 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
-                             const std::function<void(int64_t, int64_t)>& fn) {
+                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t n_grains = (n + grain - 1) / grain;

@@ -56,6 +56,7 @@ class ThreadPool {
   alignas(64) std::atomic<int> completed_{0};  // workers done with the current job (wait_all)
   bool wait_all_ = false;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> busy_{false};  // a caller is inside dispatch (the one-caller contract)
   std::mutex mu_;
   std::condition_variable cv_;
 };

@@ -1,53 +1,14 @@
 #include "runtime/sequence.h"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 
 #include "core/timer.h"
+#include "runtime/batch_scheduler.h"
 #include "runtime/session_file.h"
+#include "tova/session.h"
 
 namespace tova::runtime {
-
-std::string PrefillMode::label() const {
-  if (inf) return "chunk:inf";
-  return chunk > 0 ? "chunk:" + std::to_string(chunk) : "exact";
-}
-
-Result<PrefillMode> parse_prefill(std::string_view text) {
-  PrefillMode m;
-  if (text == "exact") return m;
-  if (text == "chunk:inf") {
-    m.inf = true;
-    return m;
-  }
-  if (text.substr(0, 6) == "chunk:") {
-    const std::string_view a = text.substr(6);
-    int c = 0;
-    auto [p, ec] = std::from_chars(a.data(), a.data() + a.size(), c);
-    if (ec == std::errc() && p == a.data() + a.size() && c >= 1 && c <= (1 << 20)) {
-      m.chunk = c;
-      return m;
-    }
-  }
-  return make_error("invalid prefill mode '{}' (valid: exact, chunk:C with C >= 1, chunk:inf)",
-                    text);
-}
-
-Result<kv::KvType> parse_kv_type(std::string_view text) {
-  if (text == "f32") return kv::KvType::kF32;
-  if (text == "f16") return kv::KvType::kF16;
-  return make_error("invalid KV type '{}' (valid: f32, f16)", text);
-}
-
-namespace {
-
-int max_new_for(const PrefillMode& p, int64_t n_prompt) {
-  if (p.inf) return static_cast<int>(std::max<int64_t>(1, n_prompt));
-  return p.chunk > 0 ? p.chunk : 1;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
                                                    int64_t n_prompt) {
@@ -99,66 +60,55 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
                                std::span<const int32_t> prompt, const GenerateOptions& o,
                                const std::function<bool(int32_t)>& is_eog,
                                const std::function<bool(int32_t)>& on_token) {
-  TOVA_RETURN_IF_ERROR(validate(o.sampling));
   const bool resume = !o.session.empty() && std::filesystem::exists(o.session);
   if (prompt.empty() && !resume) {
     return make_error("the prompt is empty (no tokens to start from)");
   }
-  const int n_vocab = m.config().n_vocab;
-  std::vector<float> logits(n_vocab);
-  Sampler sampler(o.sampling);
-  std::vector<int32_t> history, to_feed(prompt.begin(), prompt.end());
-  std::unique_ptr<kv::MultiState> state;
+  std::unique_ptr<Session> session;
   if (resume) {
     TOVA_ASSIGN_OR_RETURN(SessionData d, load_session(o.session, m));
-    if (!d.rng_state.empty()) TOVA_RETURN_IF_ERROR(sampler.set_rng_state(d.rng_state));
-    if (d.pending >= 0) to_feed.insert(to_feed.begin(), d.pending);
-    if (to_feed.empty() && d.logits.empty()) {
+    if (prompt.empty() && d.pending < 0 && d.logits.empty()) {
       return make_error("session '{}' has no logits to continue from; give a prompt", o.session);
     }
-    if (!d.logits.empty()) logits = d.logits;
-    history = std::move(d.history);
-    state = std::move(d.state);
+    TOVA_ASSIGN_OR_RETURN(session,
+                          Session::resume(m, {.cache = o.cache, .sampling = o.sampling}, std::move(d)));
   } else {
+    // A `full` cache holds the whole run from the start: no step pays for growing it.
     CacheOptions cache = o.cache;
     cache.reserve =
         std::max<int64_t>(cache.reserve, static_cast<int64_t>(prompt.size()) + o.n_predict);
-    TOVA_ASSIGN_OR_RETURN(state, make_state(m, cache, static_cast<int64_t>(prompt.size())));
+    TOVA_ASSIGN_OR_RETURN(
+        session, Session::create(m, {.cache = cache,
+                                     .sampling = o.sampling,
+                                     .n_prompt_hint = static_cast<int64_t>(prompt.size())}));
   }
-  model::ForwardScratch scratch;
+  // The same scheduler `serve` batches many sessions through; here it holds one.
+  BatchScheduler scheduler(m, pool, {.step_tokens = o.n_batch});
+  Session* const sessions[] = {session.get()};
   GenerateStats st;
-  st.n_prompt = static_cast<int64_t>(to_feed.size());
   Timer t;
-  TOVA_RETURN_IF_ERROR(feed(m, pool, scratch, *state, to_feed, o.n_batch, logits.data()));
+  session->queue(prompt);
+  st.n_prompt = session->n_pending();
+  if (session->n_pending() > 0) TOVA_RETURN_IF_ERROR(scheduler.drain(sessions));
   st.prompt_seconds = t.seconds();
 
-  history.insert(history.end(), prompt.begin(), prompt.end());
-  int32_t pending = -1;  // the last sampled token, not fed yet
   t.reset();
+  int32_t unfed = -1;  // the last sampled token, not fed yet
   for (int i = 0; i < o.n_predict; ++i) {
-    const int32_t id = sampler.sample(logits.data(), n_vocab, history);
-    history.push_back(id);
-    pending = id;
+    const int32_t id = session->sample();
+    unfed = id;
     ++st.n_generated;
     if (o.stop_at_eog && is_eog && is_eog(id)) break;
     if (!on_token(id)) break;
     if (i + 1 == o.n_predict) break;
-    const model::BatchToken bt{.token = id, .state = state.get(), .logits = true};
-    TOVA_RETURN_IF_ERROR(m.forward({&bt, 1}, pool, scratch, logits.data()));
-    pending = -1;
+    session->queue(id);
+    TOVA_RETURN_IF_ERROR(scheduler.drain(sessions));
+    unfed = -1;
   }
   st.decode_seconds = t.seconds();
-  st.kv = kv_stats(*state);
+  st.kv = kv_stats(session->state());
   if (!o.session.empty()) {
-    if (history.size() > static_cast<size_t>(kSessionHistory)) {
-      history.erase(history.begin(), history.end() - kSessionHistory);
-    }
-    SessionData d{.state = std::move(state),
-                  .history = std::move(history),
-                  .pending = pending,
-                  .logits = std::move(logits),
-                  .rng_state = sampler.rng_state()};
-    TOVA_RETURN_IF_ERROR(save_session(o.session, m, d));
+    TOVA_RETURN_IF_ERROR(save_session(o.session, m, session->save_data(unfed)));
   }
   return st;
 }

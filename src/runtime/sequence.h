@@ -14,34 +14,12 @@
 #include "core/thread_pool.h"
 #include "kv/multi_state.h"
 #include "model/model.h"
+#include "runtime/cache_options.h"
 #include "runtime/sampler.h"
 
 namespace tova::runtime {
 
-// How a prompt joins the multi-state.
-struct PrefillMode {
-  int chunk = 0;     // 0: exact (token-by-token semantics); C > 0: chunk:C
-  bool inf = false;  // chunk:inf: the whole prompt is one chunk
-  std::string label() const;
-};
-Result<PrefillMode> parse_prefill(std::string_view text);  // "exact" | "chunk:C" | "chunk:inf"
-Result<kv::KvType> parse_kv_type(std::string_view text);   // "f32" | "f16"
-
-struct CacheOptions {
-  kv::PolicySpec policy;
-  kv::KvType kv_type = kv::KvType::kF32;
-  PrefillMode prefill;
-  // Unbounded policies: slots allocated up front, the tokens the caller expects the sequence to
-  // hold (as llama.cpp sizes its context). A `full` cache that fills its allocation doubles it
-  // and copies every state, a stall of a whole-cache copy inside one step; reserving what a run
-  // will hold means that never happens within it. 0: a small first allocation. Bounded
-  // policies allocate k + chunk once and ignore this.
-  int64_t reserve = 0;
-  kv::PositionMode positions = kv::PositionMode::kAbsolute;
-};
-
-// A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it) and,
-// if unbounded, for max(o.reserve, n_prompt) states.
+// A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it).
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
                                                    int64_t n_prompt);
 

@@ -4,9 +4,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -141,6 +141,26 @@ TEST(ThreadPool, ManyPoolsCreatedAndDestroyed) {
       EXPECT_EQ(c.load(), pool->size());
     }
   }
+}
+
+}  // namespace
+}  // namespace tova
+
+namespace tova {
+namespace {
+
+// The pool has one job slot: a second caller while a job runs (here, a job calling back into
+// its own pool) is a programmer error that must stop the program, not corrupt the job.
+TEST(ThreadPoolDeathTest, SecondConcurrentCallerFailsTheCheck) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ThreadPool pool(2);
+        pool.run([&](int t) {
+          if (t == 0) pool.run([](int) {});
+        });
+      },
+      "one caller at a time");
 }
 
 }  // namespace

@@ -1,0 +1,117 @@
+// tova serve: an OpenAI-compatible HTTP server that batches many bounded conversations.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "commands.h"
+#include "common.h"
+#include "http_server.h"
+
+namespace tova::cli {
+
+void add_serve_command(CLI::App& app) {
+  struct Flags {
+    ModelFlags model;
+    CacheFlags cache;
+    server::ServerOptions server;
+    std::string kv_memory = "1G";
+    int64_t max_body = 1 << 20;
+    bool no_prefix_reuse = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "OpenAI-compatible HTTP server: continuous batching of bounded multi-states");
+  flags->model.add(*cmd);
+  flags->cache.add(*cmd);
+  server::ServerOptions& so = flags->server;
+  cmd->add_option("--host", so.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", so.port, "port to listen on (0: any free port, printed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--parallel", so.loop.parallel, "most sequences processed at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--queue", so.loop.queue, "most requests waiting; beyond that: 503")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("--kv-memory", flags->kv_memory,
+                  "total K/V memory for admission (bytes, or 768M, 1.5G, ...)")
+      ->capture_default_str();
+  cmd->add_option("-c,--ctx", so.loop.ctx,
+                  "most tokens of an unbounded (full) sequence; what it reserves")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1 << 24));
+  cmd->add_option("--step-tokens", so.loop.step_tokens,
+                  "most tokens in one batched forward pass (prompt chunks + decoding)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' (not /health)");
+  cmd->add_option("--chat-template", so.chat_template,
+                  "chat template (chatml); default: detected from the model");
+  cmd->add_option("--max-tokens", so.api.max_tokens_cap, "cap on a request's max_tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--max-prompt-tokens", so.api.max_prompt_tokens, "cap on a prompt's tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--max-body", flags->max_body, "largest request body in bytes (else 413)")
+      ->capture_default_str()
+      ->check(CLI::Range(64, 1 << 30));
+  cmd->add_option("--cache-states", so.loop.max_cached_states,
+                  "conversation states held for prefix reuse (LRU, inside --kv-memory)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 16));
+  cmd->add_flag("--no-prefix-reuse", flags->no_prefix_reuse,
+                "never continue a held state (always process the whole prompt)");
+  cmd->callback([flags] {
+    Flags& f = *flags;
+    server::ServerOptions o = f.server;
+    auto cache = f.cache.options();
+    if (!cache.ok()) throw CLI::RuntimeError(fail(cache.message()));
+    auto mem = parse_bytes("--kv-memory", f.kv_memory);
+    if (!mem.ok()) throw CLI::RuntimeError(fail(mem.message()));
+    o.loop.kv_memory = *mem;
+    o.loop.prefix_reuse = !f.no_prefix_reuse;
+    o.max_body_bytes = static_cast<size_t>(f.max_body);
+    o.api.cache = *cache;
+
+    // Signals go to one thread that waits for them; every other thread (created below) inherits
+    // the blocked mask.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    auto engine = Engine::load({.model_path = f.model.model_path(),
+                                .n_threads = f.model.n_threads(),
+                                .model = f.model.options()});
+    if (!engine.ok()) throw CLI::RuntimeError(fail(engine.message()));
+    server::HttpServer srv(**engine, o);
+    auto port = srv.bind();
+    if (!port.ok()) throw CLI::RuntimeError(fail(port.message()));
+    fmt::print(stderr, "tova serve: {} on http://{}:{} (policy {}, --kv-memory {})\n",
+               (*engine)->path(), o.host, *port, cache->label(), format_bytes(o.loop.kv_memory));
+    if (!srv.chat_status().empty()) {
+      fmt::print(stderr, "tova serve: chat disabled: {}\n", srv.chat_status());
+    }
+    // The listening line for scripts and tests, on stdout.
+    fmt::print("listening on http://{}:{}\n", o.host, *port);
+    std::fflush(stdout);
+    std::thread waiter([&] {
+      int sig = 0;
+      sigwait(&sigs, &sig);
+      fmt::print(stderr, "tova serve: signal {}: finishing in-flight requests\n", sig);
+      srv.shutdown();
+    });
+    srv.serve();
+    waiter.join();
+    fmt::print(stderr, "tova serve: stopped\n");
+  });
+}
+
+}  // namespace tova::cli

@@ -1,0 +1,100 @@
+// One request's journey between an HTTP handler and the scheduler thread: what to generate,
+// and the events the scheduler sends back (text pieces, then one final event).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/cache_options.h"
+#include "runtime/sampler.h"
+
+namespace tova::server {
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // empty: null
+  std::string code;   // empty: null
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  int max_tokens = 16;
+  runtime::SamplerParams sampling;
+  std::vector<std::string> stop;
+  runtime::CacheOptions cache;
+  uint64_t reserve_bytes = 0;  // K/V memory admission sets aside for it
+  bool allow_reuse = true;
+  bool ignore_eos = false;  // keep generating past end-of-generation tokens (benchmarks)
+};
+
+// The multi-state a request used, reported with every response.
+struct KvReport {
+  std::string policy;
+  int budget = -1;
+  std::string prefill;
+  uint64_t kv_bytes = 0;
+  int64_t tokens_seen = 0;
+  std::vector<int> states_held;         // per layer
+  std::vector<int64_t> tokens_evicted;  // per layer
+  int64_t reused_prompt_tokens = 0;
+};
+
+struct Event {
+  std::string text;  // a piece of whole UTF-8
+  bool final = false;
+  std::string finish_reason;  // final: stop | length
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  KvReport kv;
+  std::optional<ApiError> error;  // final: failed
+};
+
+class Job {
+ public:
+  explicit Job(GenerationRequest r) : request(std::move(r)) {}
+  const GenerationRequest request;
+  const std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
+
+  void push(Event e) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (e.final) done_ = true;
+      events_.push_back(std::move(e));
+    }
+    cv_.notify_all();
+  }
+  // Waits up to `timeout` for events; returns those there are (possibly none).
+  std::vector<Event> take(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, timeout, [&] { return !events_.empty(); });
+    std::vector<Event> out(std::make_move_iterator(events_.begin()),
+                           std::make_move_iterator(events_.end()));
+    events_.clear();
+    return out;
+  }
+  bool done() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return done_;
+  }
+  // The client went away: the scheduler drops the sequence at its next step.
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+  bool done_ = false;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace tova::server

@@ -1,0 +1,57 @@
+// Server counters, gauges and histograms, exported in the Prometheus text format.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tova::server {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)) {
+    counts_.assign(bounds_.size(), 0);
+  }
+  void observe(double v);
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // cumulative at render time, per bucket here
+  uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+struct MetricsSnapshot {
+  int64_t active = 0;
+  int64_t queued = 0;
+  uint64_t kv_bytes_held = 0;
+  uint64_t kv_bytes_reserved = 0;
+  int64_t cached_states = 0;
+};
+
+class Metrics {
+ public:
+  void request_done(int status);
+  void tokens(int64_t prompt, int64_t generated, int64_t reused);
+  void evictions(const std::string& policy, int64_t n);
+  void first_token(double seconds);
+  void step(double seconds, int n_tokens);
+  void set_snapshot(const MetricsSnapshot& s);
+  std::string render() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<int, uint64_t> requests_;
+  std::map<std::string, uint64_t> evictions_;
+  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, reused_tokens_ = 0, step_tokens_ = 0;
+  double step_seconds_ = 0;
+  double last_rate_ = 0;
+  MetricsSnapshot snap_;
+  Histogram ttft_{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
+  Histogram step_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}};
+};
+
+}  // namespace tova::server

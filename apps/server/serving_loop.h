@@ -1,0 +1,77 @@
+// The scheduler thread: it alone owns the model. It admits queued requests by K/V memory,
+// continues held conversation states (prefix reuse), runs one batched forward pass per step
+// over every active sequence (runtime::BatchScheduler), samples per request, streams pieces
+// back, and drops cancelled sequences at the next step.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "job.h"
+#include "metrics.h"
+#include "tova/engine.h"
+
+namespace tova::server {
+
+struct LoopOptions {
+  int parallel = 64;  // most sequences processed at once
+  int queue = 64;     // most requests waiting; beyond: 503
+  uint64_t kv_memory = 1ull << 30;
+  int64_t ctx = 4096;     // an unbounded (`full`) sequence's most tokens; what it reserves
+  int step_tokens = 512;  // tokens per batched forward pass
+  bool prefix_reuse = true;
+  int max_cached_states = 64;  // held conversation states (LRU), inside kv_memory
+};
+
+class ServingLoop {
+ public:
+  ServingLoop(const Engine& engine, const LoopOptions& o, Metrics& metrics);
+  ~ServingLoop();
+
+  // Queues a request; an error (503 queue full, 503 shutting down) if it cannot.
+  std::optional<ApiError> submit(const std::shared_ptr<Job>& job);
+  // Stops admitting; in-flight and queued requests finish. Then idle() turns true.
+  void drain();
+  bool idle() const;
+  void stop();  // ends the thread (after drain + idle, or at once)
+
+  const LoopOptions& options() const { return o_; }
+
+ private:
+  struct Active;
+  struct Held {
+    std::vector<int32_t> tokens;
+    std::unique_ptr<Session> session;
+    uint64_t bytes = 0;
+  };
+  void run();
+  void admit();
+  bool try_admit(const std::shared_ptr<Job>& job);
+  void finish(Active& a, const std::string& reason);
+  void hold(std::unique_ptr<Session> s);
+  void publish_metrics();
+
+  const Engine& engine_;
+  LoopOptions o_;
+  Metrics& metrics_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> waiting_;  // guarded by mu_
+  bool draining_ = false;
+  bool stop_ = false;
+  int64_t n_active_ = 0;  // mirror of active_.size() for idle()
+  // Scheduler-thread only:
+  std::vector<std::unique_ptr<Active>> active_;
+  std::list<Held> held_;   // most recently used first
+  uint64_t reserved_ = 0;  // active reservations + held states
+  std::thread thread_;
+};
+
+}  // namespace tova::server

@@ -1,0 +1,87 @@
+#include "runtime/batch_scheduler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/timer.h"
+
+namespace tova::runtime {
+
+BatchScheduler::BatchScheduler(const model::Model& m, ThreadPool& pool, const SchedulerOptions& o)
+    : m_(m), pool_(pool), o_(o) {
+  o_.step_tokens = std::max(1, o_.step_tokens);
+}
+
+Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions) {
+  StepStats st;
+  takes_.clear();
+  int budget = o_.step_tokens;
+  // Decoding sessions first: one token each keeps every stream moving.
+  for (Session* s : sessions) {
+    if (s->n_pending() == 1 && budget > 0) {
+      takes_.push_back({s, 1});
+      --budget;
+    }
+  }
+  // Then prompts, in the order given (a server lists the oldest request first).
+  for (Session* s : sessions) {
+    const int64_t n = s->n_pending();
+    if (n <= 1) continue;
+    const int chunk = s->state().max_new();
+    if (chunk > 1) {
+      // A chunked session takes whole chunks (chunk boundaries decide its evictions); one that
+      // does not fit waits, unless the step is empty.
+      const int want = static_cast<int>(std::min<int64_t>(n, chunk));
+      if (want <= budget || takes_.empty()) {
+        takes_.push_back({s, want});
+        budget -= want;
+      }
+    } else if (budget > 0) {
+      const int want = static_cast<int>(std::min<int64_t>(n, budget));
+      takes_.push_back({s, want});
+      budget -= want;
+    }
+  }
+  if (takes_.empty()) return st;
+
+  batch_.clear();
+  int n_logits = 0;
+  for (const Take& t : takes_) {
+    const std::span<const int32_t> toks = t.session->pending().first(t.n);
+    const bool last = t.n == t.session->n_pending();
+    for (int i = 0; i < t.n; ++i) {
+      const bool want_logits = last && i + 1 == t.n;
+      batch_.push_back({.token = toks[i], .state = &t.session->state(), .logits = want_logits});
+      n_logits += want_logits;
+    }
+  }
+  const int n_vocab = m_.config().n_vocab;
+  logits_.resize(static_cast<size_t>(n_logits) * n_vocab);
+  Timer timer;
+  TOVA_RETURN_IF_ERROR(m_.forward(batch_, pool_, scratch_, logits_.data()));
+  st.seconds = timer.seconds();
+  int il = 0;
+  for (const Take& t : takes_) {
+    const bool last = t.n == t.session->n_pending();
+    t.session->mark_fed(t.n);
+    t.session->set_has_logits(last);
+    if (last) {
+      std::memcpy(t.session->logits_buffer(), logits_.data() + static_cast<size_t>(il) * n_vocab,
+                  sizeof(float) * n_vocab);
+      ++il;
+    }
+  }
+  st.n_tokens = static_cast<int>(batch_.size());
+  st.n_sessions = static_cast<int>(takes_.size());
+  st.n_logits = n_logits;
+  return st;
+}
+
+Status BatchScheduler::drain(std::span<Session* const> sessions) {
+  for (;;) {
+    TOVA_ASSIGN_OR_RETURN(const StepStats st, step(sessions));
+    if (st.n_tokens == 0) return ok_status();
+  }
+}
+
+}  // namespace tova::runtime

@@ -1,0 +1,63 @@
+// The batch scheduler: every front-end (`run`, `chat`, `serve`) feeds its sessions through it.
+// One step gathers the pending tokens of many sessions into ONE batched forward pass (sessions
+// with different policies and budgets share it): first one token of every session that is
+// decoding (a single pending token), then prompt chunks of the others, up to a token budget per
+// step, so a long prompt never stalls the streams that are generating. A session whose last
+// pending token was in the step receives its logits.
+//
+// The scheduler runs the model on the engine's thread pool, which accepts one caller at a time:
+// call step() from one thread only (a server's scheduler thread).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+#include "tova/session.h"
+
+namespace tova::runtime {
+
+struct SchedulerOptions {
+  int step_tokens = 512;  // most tokens in one forward pass (a chunked session may exceed it
+                          // with one whole chunk when it is alone in the step)
+};
+
+struct StepStats {
+  int n_tokens = 0;    // tokens in the forward pass
+  int n_sessions = 0;  // sessions that took part
+  int n_logits = 0;    // sessions that received logits
+  double seconds = 0;
+};
+
+class BatchScheduler {
+ public:
+  BatchScheduler(const model::Model& m, ThreadPool& pool, const SchedulerOptions& o = {});
+
+  // One forward pass over the pending tokens of `sessions` (at most step_tokens of them);
+  // sessions with nothing pending are skipped. A session whose queue was emptied has
+  // has_logits() set. With nothing pending anywhere, it does nothing.
+  Result<StepStats> step(std::span<Session* const> sessions);
+
+  // Steps until every session in `sessions` has fed all its pending tokens.
+  Status drain(std::span<Session* const> sessions);
+
+  const SchedulerOptions& options() const { return o_; }
+
+ private:
+  const model::Model& m_;
+  ThreadPool& pool_;
+  SchedulerOptions o_;
+  model::ForwardScratch scratch_;
+  std::vector<model::BatchToken> batch_;
+  std::vector<float> logits_;  // [n_logits][n_vocab]
+  struct Take {
+    Session* session;
+    int n;
+  };
+  std::vector<Take> takes_;
+};
+
+}  // namespace tova::runtime

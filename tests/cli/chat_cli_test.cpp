@@ -1,0 +1,46 @@
+// tova chat: answers stream on one bounded session; /stats shows the states held and evicted;
+// /reset starts afresh (the same greedy answer to the same first message); /quit exits 0.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_util.h"
+
+namespace tova::testing {
+namespace {
+
+CmdResult chat(const std::string& input, const std::string& args) {
+  const std::string dir = make_temp_dir();
+  std::ofstream(dir + "/in") << input;
+  const std::string cmd = binary_dir() + "/bin/tova chat -t 1 --temp 0 " + args + " <" + dir +
+                          "/in >" + dir + "/out 2>" + dir + "/err";
+  const int st = std::system(cmd.c_str());
+  CmdResult r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(dir + "/out");
+  r.err = slurp(dir + "/err");
+  std::system(("rm -rf " + dir).c_str());
+  return r;
+}
+
+TEST(ChatCli, TurnsStatsResetAndQuit) {
+  const auto r = chat("hello\nand then?\n/stats\n/reset\nhello\n/quit\n",
+                      "-n 12 --kv-policy tova --kv-budget 16 --chat-template chatml");
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.out.rfind("> ", 0), 0u) << r.out;
+  const std::string first = r.out.substr(2, r.out.find('\n') - 2);
+  ASSERT_FALSE(first.empty()) << r.out;
+  const size_t reset = r.out.find("(conversation reset)\n> ");
+  ASSERT_NE(reset, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.substr(reset + 23, first.size()), first) << r.out;
+  EXPECT_NE(r.err.find("policy tova, budget 16"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("16 states held"), std::string::npos) << r.err;
+}
+
+TEST(ChatCli, UnknownTemplateIsOneLineError) {
+  const auto r = chat("hi\n", "--chat-template klingon");
+  EXPECT_ONE_LINE_ERROR(r, "unknown chat template 'klingon'");
+}
+
+}  // namespace
+}  // namespace tova::testing

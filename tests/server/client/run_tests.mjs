@@ -1,0 +1,334 @@
+// Drives `tova serve` with the real openai client (pinned in package.json): chat and completions,
+// streaming and not, per-request kv_policy/kv_budget and usage; greedy completions equal
+// `tova run --temp 0` alone and among 63 concurrent streams; prefix reuse gives the same tokens
+// as no reuse and reports reused counts; a table of hostile requests; a bounded load test.
+// Usage: node run_tests.mjs BUILD_DIR MODEL.gguf     (exit 0: all passed)
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+
+if (!existsSync(new URL('./node_modules/openai', import.meta.url))) {
+  console.error('tests/server/client/node_modules is missing: run scripts/setup.sh (npm ci)');
+  process.exit(1);
+}
+const { default: OpenAI } = await import('openai');
+
+const [buildDir, model] = process.argv.slice(2);
+const tova = `${buildDir}/bin/tova`;
+let failures = 0;
+
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    failures++;
+    console.log(`FAIL ${name}: ${e.stack || e}`);
+  }
+}
+
+function startServer(args) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(tova, ['serve', '-m', model, '--port', '0', '-t', '2', '--chat-template',
+      'chatml', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (d) => { err += d; });
+    p.stdout.on('data', (d) => {
+      const m = /listening on (http:\/\/[^\s]+)/.exec(String(d));
+      if (m) resolve({ proc: p, url: m[1], stderr: () => err });
+    });
+    p.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
+  });
+}
+
+function stopServer(s) {
+  return new Promise((resolve) => {
+    s.proc.removeAllListeners('exit');
+    s.proc.on('exit', (code, sig) => resolve({ code, sig }));
+    s.proc.kill('SIGTERM');
+  });
+}
+
+function runGreedy(prompt, n) {
+  const out = execFileSync(tova, ['run', '-m', model, '-t', '1', '--temp', '0', '-n', String(n),
+    '-p', prompt], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+  assert.ok(out.startsWith(prompt));
+  return out.slice(prompt.length).replace(/\n$/, '');
+}
+
+async function health(url) {
+  const r = await fetch(`${url}/health`);
+  assert.equal(r.status, 200);
+  assert.equal((await r.json()).status, 'ok');
+}
+
+function rss(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m[1]) * 1024;
+}
+
+async function metrics(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const get = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)[1]);
+  return { text, get };
+}
+
+const policies = [['full', 0], ['tova', 16], ['window', 12], ['h2o', 20], ['sink:4', 24],
+  ['tova-head', 32], ['h2o-head', 8]];
+
+const s = await startServer(['--kv-memory', '256M', '--parallel', '64', '--queue', '128']);
+const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+
+await check('completions and chat, streaming and not, per-request multi-state, usage', async () => {
+  const c = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time',
+    max_tokens: 20, temperature: 0, kv_policy: 'tova', kv_budget: 8 });
+  assert.equal(c.object, 'text_completion');
+  assert.ok(c.choices[0].text.length > 0);
+  assert.equal(c.choices[0].finish_reason, 'length');
+  assert.equal(c.usage.completion_tokens, 20);
+  assert.equal(c.usage.total_tokens, c.usage.prompt_tokens + 20);
+  assert.equal(c.tova.policy, 'tova');
+  assert.equal(c.tova.budget, 8);
+  assert.equal(c.tova.states_held, 8);
+  assert.ok(c.tova.tokens_evicted > 0);
+
+  const ch = await client.chat.completions.create({ model: 'stories260K', max_tokens: 12,
+    messages: [{ role: 'system', content: 'Tell stories.' }, { role: 'user', content: 'A cat' }],
+    kv_policy: 'window', kv_budget: 16 });
+  assert.equal(ch.object, 'chat.completion');
+  assert.equal(ch.choices[0].message.role, 'assistant');
+  assert.equal(typeof ch.choices[0].message.content, 'string');
+  assert.ok(['stop', 'length'].includes(ch.choices[0].finish_reason));
+  assert.equal(ch.tova.policy, 'window');
+
+  for (const chat of [false, true]) {
+    const stream = chat
+      ? await client.chat.completions.create({ messages: [{ role: 'user', content: 'Hi' }],
+        model: 'stories260K', max_tokens: 15, stream: true, stream_options: { include_usage: true },
+        kv_policy: 'h2o', kv_budget: 10 })
+      : await client.completions.create({ model: 'stories260K', prompt: 'The dog', max_tokens: 15,
+        stream: true, stream_options: { include_usage: true }, temperature: 0 });
+    let text = '';
+    let usage = null;
+    let finish = null;
+    for await (const chunk of stream) {
+      if (chunk.usage) usage = chunk.usage;
+      for (const choice of chunk.choices) {
+        text += chat ? (choice.delta.content ?? '') : choice.text;
+        if (choice.finish_reason) finish = choice.finish_reason;
+      }
+    }
+    assert.ok(finish, 'a finish_reason arrived');
+    assert.ok(usage && usage.completion_tokens >= 1 && usage.completion_tokens <= 15);
+    if (!chat) {
+      const whole = await client.completions.create({ model: 'stories260K', prompt: 'The dog',
+        max_tokens: 15, temperature: 0 });
+      assert.equal(text, whole.choices[0].text, 'streamed text equals the non-streamed text');
+    }
+  }
+  const models = await client.models.list();
+  assert.equal(models.data[0].id, 'stories260K');
+});
+
+await check('greedy completions equal `tova run --temp 0`, alone and among 63 other streams',
+  async () => {
+    const prompt = 'Once upon a time, there was a little boy';
+    const want = runGreedy(prompt, 60);
+    const alone = await client.completions.create({ prompt, max_tokens: 60, temperature: 0,
+      model: 'stories260K' });
+    assert.equal(alone.choices[0].text, want);
+    const others = [];
+    for (let i = 0; i < 63; i++) {
+      const [p, k] = policies[i % policies.length];
+      others.push(client.completions.create({ prompt: `Lily had a ${i} red ball`, max_tokens: 40,
+        model: 'stories260K', temperature: i % 2 ? 0.8 : 0, seed: i, kv_policy: p, kv_budget: k,
+        stream: i % 3 === 0 }).then(async (r) => {
+        if (r.choices) return r;
+        for await (const _ of r) { /* drain */ }
+        return null;
+      }));
+    }
+    const mine = client.completions.create({ prompt, max_tokens: 60, temperature: 0,
+      model: 'stories260K' });
+    const [got] = await Promise.all([mine, ...others]);
+    assert.equal(got.choices[0].text, want);
+  });
+
+await check('3-turn conversation: same tokens with prefix reuse on and off, reuse reported',
+  async () => {
+    const run = async (reuse) => {
+      let prompt = 'Once upon a time, there was a girl named Sue.';
+      const out = [];
+      for (let turn = 0; turn < 3; turn++) {
+        const r = await client.completions.create({ prompt, max_tokens: 24, temperature: 0,
+          model: 'stories260K', kv_policy: 'tova', kv_budget: 24, cache_prompt: reuse });
+        out.push({ text: r.choices[0].text, reused: r.usage.prompt_tokens_details.cached_tokens,
+          n_prompt: r.usage.prompt_tokens });
+        prompt += r.choices[0].text + ' Then Sue said hello to a friend.';
+      }
+      return out;
+    };
+    const off = await run(false);
+    const on = await run(true);
+    assert.deepEqual(on.map((t) => t.text), off.map((t) => t.text));
+    assert.ok(off.every((t) => t.reused === 0));
+    assert.equal(on[0].reused, 0);
+    for (const t of on.slice(1)) {
+      assert.ok(t.reused > 0 && t.reused < t.n_prompt, `turn reused ${t.reused}/${t.n_prompt}`);
+    }
+  });
+
+await check('hostile requests: status and error object each, /health OK throughout', async () => {
+  const big = 'x'.repeat(2 << 20);
+  const table = [
+    ['POST', '/v1/completions', '{bad json', 400],
+    ['POST', '/v1/completions', '[1,2]', 400],
+    ['POST', '/v1/completions', '{}', 400],
+    ['POST', '/v1/completions', '{"prompt": 5}', 400],
+    ['POST', '/v1/completions', '{"prompt": ["a","b"]}', 400],
+    ['POST', '/v1/completions', '{"prompt": [999999]}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "max_tokens": 0}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "max_tokens": "ten"}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "temperature": -1}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "top_p": 7}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "kv_policy": "nope"}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "kv_policy": "tova", "kv_budget": 0}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "kv_policy": "tova", "kv_budget": 2000000000}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "frequency_penalty": 0.5}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "n": 3}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "stop": [1]}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "stream_options": {"include_usage": true}}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "bogus_field": 1}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "model": "gpt-4"}', 404],
+    ['POST', '/v1/completions', '{"prompt": "x", "max_tokens": 5000, "kv_policy": "full"}', 400],
+    ['POST', '/v1/chat/completions', '{"messages": []}', 400],
+    ['POST', '/v1/chat/completions', '{"messages": [{"role": "user"}]}', 400],
+    ['POST', '/v1/chat/completions', '{"messages": [{"role": "wizard", "content": "x"}]}', 400],
+    ['POST', '/v1/chat/completions', '{"prompt": "x"}', 400],
+    ['GET', '/v1/nothing', null, 404],
+    ['DELETE', '/v1/models', null, 404],
+    ['POST', '/tokenize', '{"content": 3}', 400],
+    ['POST', '/detokenize', '{"tokens": [-1]}', 400],
+    ['POST', '/v1/completions', `{"prompt": "${big}"}`, 413],
+  ];
+  for (const [method, path, body, status] of table) {
+    const r = await fetch(`${s.url}${path}`, { method, body,
+      headers: body ? { 'Content-Type': 'application/json' } : {} });
+    const j = await r.json();
+    assert.equal(r.status, status, `${method} ${path} ${String(body).slice(0, 80)}`);
+    assert.equal(typeof j.error.message, 'string', `${path}: error.message`);
+    assert.ok(j.error.message.length > 0);
+    assert.ok('type' in j.error && 'param' in j.error && 'code' in j.error);
+    await health(s.url);
+  }
+  const tk = await (await fetch(`${s.url}/tokenize`, { method: 'POST',
+    body: '{"content": "Once upon a time"}' })).json();
+  const dt = await (await fetch(`${s.url}/detokenize`, { method: 'POST',
+    body: JSON.stringify({ tokens: tk.tokens }) })).json();
+  assert.equal(dt.content, 'Once upon a time');
+});
+
+await check('load: 64 concurrent streams, a quarter disconnect, RSS bounded, memory returned',
+  async () => {
+    const rss0 = rss(s.proc.pid);
+    const total = 128;
+    let next = 0;
+    let completed = 0;
+    let aborted = 0;
+    const worker = async () => {
+      while (next < total) {
+        const i = next++;
+        const [p, k] = policies.slice(1)[i % 6];
+        const ctrl = new AbortController();
+        const disconnect = i % 4 === 0;
+        const r = await fetch(`${s.url}/v1/completions`, { method: 'POST', signal: ctrl.signal,
+          body: JSON.stringify({ prompt: `Tim and his dog ${i}`, max_tokens: 48, stream: true,
+            kv_policy: p, kv_budget: k, seed: i }) });
+        assert.equal(r.status, 200);
+        const reader = r.body.getReader();
+        let buf = '';
+        let chunks = 0;
+        let left = false;
+        try {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            buf += Buffer.from(value).toString();
+            chunks++;
+            if (disconnect && chunks >= 2) {
+              ctrl.abort();
+              aborted++;
+              left = true;
+              break;
+            }
+          }
+        } catch (e) {
+          if (!disconnect) throw e;
+        }
+        if (!left) {
+          const events = buf.split('\n\n').filter((e) => e.length > 0);
+          assert.equal(events.at(-1), 'data: [DONE]');
+          for (const e of events.slice(0, -1)) JSON.parse(e.slice('data: '.length));
+          completed++;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 64 }, worker));
+    assert.equal(completed + aborted, total);
+    assert.ok(aborted >= total / 8, `${aborted} clients disconnected mid-stream`);
+    // Every sequence ends; only held conversation states (inside --kv-memory) remain.
+    let m;
+    for (let i = 0; i < 50; i++) {
+      m = await metrics(s.url);
+      if (m.get('tova_active_sequences') === 0) break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.equal(m.get('tova_active_sequences'), 0);
+    assert.equal(m.get('tova_queued_requests'), 0);
+    assert.equal(m.get('tova_kv_bytes_reserved'), m.get('tova_kv_bytes_held'));
+    assert.ok(m.get('tova_kv_bytes_held') <= 256 * 1024 * 1024);
+    const grown = rss(s.proc.pid) - rss0;
+    assert.ok(grown < 200 * 1024 * 1024, `RSS grew ${grown} bytes`);
+    assert.match(m.text, /tova_requests_total\{status="200"\}/);
+    assert.match(m.text, /tova_time_to_first_token_seconds_bucket/);
+    await health(s.url);
+  });
+
+const end = await stopServer(s);
+await check('SIGTERM: the server exits 0', async () => assert.equal(end.code, 0));
+
+await check('--api-key: 401 without the key, /health open', async () => {
+  const a = await startServer(['--api-key', 'sekret']);
+  try {
+    const r = await fetch(`${a.url}/v1/models`);
+    assert.equal(r.status, 401);
+    assert.equal((await r.json()).error.type, 'authentication_error');
+    await health(a.url);
+    const ok = new OpenAI({ baseURL: `${a.url}/v1`, apiKey: 'sekret', maxRetries: 0 });
+    assert.equal((await ok.models.list()).data.length, 1);
+  } finally {
+    await stopServer(a);
+  }
+});
+
+await check('a full wait queue answers 503 with Retry-After', async () => {
+  const q = await startServer(['--parallel', '1', '--queue', '1']);
+  try {
+    const body = JSON.stringify({ prompt: 'Once', max_tokens: 200, kv_policy: 'tova',
+      kv_budget: 8 });
+    const rs = await Promise.all(Array.from({ length: 6 }, () => fetch(`${q.url}/v1/completions`,
+      { method: 'POST', body })));
+    const busy = rs.filter((r) => r.status === 503);
+    assert.ok(busy.length >= 1, 'some request was refused');
+    assert.equal(busy[0].headers.get('retry-after'), '1');
+    assert.equal((await busy[0].json()).error.code, 'overloaded');
+    await Promise.all(rs.filter((r) => r !== busy[0]).map((r) => r.text()));
+  } finally {
+    await stopServer(q);
+  }
+});
+
+console.log(failures === 0 ? 'all server tests passed' : `${failures} server test(s) failed`);
+process.exit(failures === 0 ? 0 : 1);
