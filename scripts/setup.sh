@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libhwy-dev nlohmann-json3-dev
-          libcli11-dev libfmt-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox)
+          libcli11-dev libfmt-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+          gnuplot-nox clang libclang-rt-14-dev)  # clang: the sanitizer pass and libFuzzer (scripts/fuzz.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,12 +6,12 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <thread>
 
 #include "core/timer.h"
+#include "eval/token_list.h"
 #include "kv/policy_registry.h"
 #include "tova/engine.h"
 
@@ -108,18 +108,7 @@ Result<std::string> read_text_file(const std::string& path) {
 
 Result<std::vector<int32_t>> read_token_file(const std::string& path) {
   TOVA_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) return make_error("{}: not valid JSON", path);
-  if (j.is_object() && j.contains("tokens")) j = j["tokens"];
-  if (!j.is_array()) return make_error("{}: expected a JSON list of token ids", path);
-  std::vector<int32_t> ids;
-  for (const auto& v : j) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-      return make_error("{}: token list holds a value that is not a token id: {}", path, v.dump());
-    }
-    ids.push_back(v.get<int32_t>());
-  }
-  return ids;
+  return eval::parse_token_list(text, path);
 }
 
 Result<InputIds> read_input_ids(const std::string& tokens_file, const std::string& text_file,

@@ -83,7 +83,8 @@ class GgufFile {
   // Beyond the format itself, rejected: duplicate keys or tensor names, empty keys or names,
   // n_dims outside 1..4, any dimension < 1 (no empty tensors), unknown ggml type ids, rows
   // that are not whole blocks, misaligned or overlapping tensor data, bool bytes other than
-  // 0/1, arrays nested deeper than 8, strings over 64 MiB (keys and names over 64 KiB).
+  // 0/1, arrays nested deeper than 8, more than 4M array elements in all, strings over 64 MiB
+  // (keys and names over 64 KiB). The limits are listed in gguf_reader.cpp.
   // A file without tensors may end right after its tables (llama.cpp's vocab-only files do).
   // kRead copies the file into memory of its own (io::read_file_to_memory) instead of mapping
   // it: slower to open, faster to stream weights from.

@@ -1,6 +1,19 @@
 // Parsing and validating GGUF files. Nothing read from the file is trusted: every count, length
 // and offset is checked against the bytes that are actually there, with overflow-safe
 // arithmetic, before it is used to allocate or to point into the data.
+//
+// Limits on what a hostile file controls (each checked before the allocation it guards; the
+// fuzz harness tests/fuzz/fuzz_gguf_model.cpp runs under -rss_limit_mb / -malloc_limit_mb):
+//   - metadata and tensor counts: at most (bytes after the header) / (smallest encoding of an
+//     entry), so the tables reserved up front are bounded by the file size;
+//   - strings: at most the bytes left and kMaxStringBytes (64 MiB); keys and tensor names at
+//     most kMaxNameBytes (64 KiB);
+//   - arrays: count at most (bytes left) / (smallest encoding of an element), nesting at most
+//     kMaxArrayDepth (8), and at most kMaxArrayElements (4M) elements in all of a file's
+//     metadata, since an element costs ~100 bytes in memory for 1 byte on disk;
+//   - tensors: 1..4 dimensions, each >= 1; element count and byte size overflow-checked; data
+//     inside the file, aligned and not overlapping, so weights are views, never allocations.
+// The model layer adds its own shape limits (model/config.cpp).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -27,6 +40,11 @@ constexpr uint64_t kMaxStringBytes = uint64_t{1} << 26;
 constexpr uint64_t kMaxNameBytes = uint64_t{1} << 16;
 // Real files nest arrays at most once or twice; the cap bounds recursion on hostile input.
 constexpr int kMaxArrayDepth = 8;
+// Array elements in all of a file's metadata. Each element becomes a GgufValue (~100 bytes), so
+// a 1-byte element on disk costs ~100x in memory: the count being below the file size is not
+// enough. The largest real vocabularies (~262k tokens: tokens + scores + token types, plus
+// merges) hold about 1.3M elements; 4M bounds a hostile file's metadata at ~400 MB.
+constexpr uint64_t kMaxArrayElements = uint64_t{1} << 22;
 // Smallest possible metadata entry: empty key (u64 length), u32 type, 1-byte value.
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
 // Smallest possible tensor info: empty name, u32 n_dims, one u64 dim, u32 type, u64 offset.
@@ -101,7 +119,12 @@ class Cursor {
   uint64_t pos_ = 0;
 };
 
-Status read_value(Cursor& c, GgufValueType type, int depth, GgufValue& out);
+// What a file's metadata may still allocate (kMaxArrayElements), shared by all its values.
+struct Budget {
+  uint64_t array_elements_left = kMaxArrayElements;
+};
+
+Status read_value(Cursor& c, GgufValueType type, int depth, Budget& budget, GgufValue& out);
 
 Result<GgufValueType> read_value_type(Cursor& c, std::string_view what) {
   uint32_t id = 0;
@@ -113,7 +136,7 @@ Result<GgufValueType> read_value_type(Cursor& c, std::string_view what) {
   return static_cast<GgufValueType>(id);
 }
 
-Status read_array(Cursor& c, int depth, GgufValue& out) {
+Status read_array(Cursor& c, int depth, Budget& budget, GgufValue& out) {
   if (depth >= kMaxArrayDepth) {
     return make_error("arrays nested deeper than {} levels", kMaxArrayDepth);
   }
@@ -125,16 +148,21 @@ Status read_array(Cursor& c, int depth, GgufValue& out) {
     return make_error("array of {} {} elements cannot fit in the {} bytes left in the file", count,
                       value_type_name(elem_type), c.remaining());
   }
+  if (count > budget.array_elements_left) {
+    return make_error("array of {} elements exceeds the limit of {} array elements per file", count,
+                      kMaxArrayElements);
+  }
+  budget.array_elements_left -= count;
   out.elem_type = elem_type;
   out.arr.resize(count);
   for (uint64_t j = 0; j < count; ++j) {
-    Status s = read_value(c, elem_type, depth + 1, out.arr[j]);
+    Status s = read_value(c, elem_type, depth + 1, budget, out.arr[j]);
     if (!s.ok()) return make_error("element {} of {}: {}", j, count, s.message());
   }
   return ok_status();
 }
 
-Status read_value(Cursor& c, GgufValueType type, int depth, GgufValue& out) {
+Status read_value(Cursor& c, GgufValueType type, int depth, Budget& budget, GgufValue& out) {
   out.type = type;
   switch (type) {
     case GgufValueType::kUint8: {
@@ -201,7 +229,7 @@ Status read_value(Cursor& c, GgufValueType type, int depth, GgufValue& out) {
     case GgufValueType::kString:
       return c.read_string(out.str, kMaxStringBytes, "string");
     case GgufValueType::kArray:
-      return read_array(c, depth, out);
+      return read_array(c, depth, budget, out);
   }
   return make_error("value type {} is not handled", static_cast<uint32_t>(type));
 }
@@ -211,9 +239,8 @@ Status read_value(Cursor& c, GgufValueType type, int depth, GgufValue& out) {
 GgufFile::~GgufFile() { unmap_region(MappedRegion{map_, size_}); }
 
 Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path, Load load) {
-  TOVA_ASSIGN_OR_RETURN(const MappedRegion region, load == Load::kRead
-                                                       ? read_file_to_memory(path)
-                                                       : map_file_read_only(path));
+  TOVA_ASSIGN_OR_RETURN(const MappedRegion region,
+                        load == Load::kRead ? read_file_to_memory(path) : map_file_read_only(path));
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
   file->map_ = region.addr;
@@ -297,6 +324,7 @@ Status GgufFile::parse() {
   kv_.reserve(n_kv);
   std::unordered_set<std::string> keys;
   keys.reserve(n_kv);
+  Budget budget;
   for (uint64_t k = 0; k < n_kv; ++k) {
     std::string key;
     s = c.read_string(key, kMaxNameBytes, "key");
@@ -305,7 +333,7 @@ Status GgufFile::parse() {
     if (!keys.insert(key).second) return make_error("{}: duplicate key {}", p, quoted(key));
     GgufValue value;
     Result<GgufValueType> type = read_value_type(c, "value type");
-    if (type.ok()) s = read_value(c, *type, 0, value);
+    if (type.ok()) s = read_value(c, *type, 0, budget, value);
     if (!type.ok() || !s.ok()) {
       return make_error("{}: key {}: {}", p, quoted(key), type.ok() ? s.message() : type.message());
     }

@@ -13,9 +13,15 @@
 #include "hwy/highway.h"
 #include "kernels/quant_kernels-inl.h"
 
+#if HWY_TARGET == HWY_AVX3_DL && defined(__clang__)
+// See quant_kernels-inl.h: clang needs avx512vnni in the pushed target attribute itself.
+#pragma clang attribute push(__attribute__((target(HWY_TARGET_STR ",avx512vnni"))), \
+                             apply_to = function)
+#else
 HWY_BEFORE_NAMESPACE();
 #if HWY_TARGET == HWY_AVX3_DL
 #pragma GCC target("avx512vnni")
+#endif
 #endif
 namespace tova::kernels::HWY_NAMESPACE {
 

@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <limits>
+
 #include "model/arch.h"
 
 namespace tova::model {
@@ -57,6 +59,7 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
   TOVA_ASSIGN_OR_RETURN(c.rms_eps, k.f32_or("attention.layer_norm_rms_epsilon", 1e-5f));
   TOVA_ASSIGN_OR_RETURN(c.rope.freq_base, k.f32_or("rope.freq_base", 10000.f));
 
+  // Sane maxima, far above real models, for the shape a hostile file claims.
   constexpr uint32_t kMaxDim = 1u << 20;
   if (n_embd == 0 || n_embd > kMaxDim || n_layer == 0 || n_layer > 4096 || n_ff == 0 ||
       n_ff > kMaxDim || n_head == 0 || n_head > 4096 || n_head_kv == 0) {
@@ -64,6 +67,9 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
         "{}: implausible model shape (embedding_length {}, block_count {}, "
         "feed_forward_length {}, head_count {}, head_count_kv {})",
         f.path(), n_embd, n_layer, n_ff, n_head, n_head_kv);
+  }
+  if (n_ctx > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
+    return make_error("{}: {}context_length {} is out of range", f.path(), a, n_ctx);
   }
   if (n_head % n_head_kv != 0) {
     return make_error("{}: {}attention.head_count {} is not a multiple of head_count_kv {}",
@@ -99,6 +105,13 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
   if (emb->dims.size() != 2) {
     return make_error("{}: tensor 'token_embd.weight' has {} dims, expected 2", f.path(),
                       emb->dims.size());
+  }
+  // Limits of a hostile file: ids are int32 and logits buffers are [n_tok][n_vocab] floats.
+  constexpr int64_t kMaxVocab = int64_t{1} << 24;
+  if (emb->dims[1] > kMaxVocab) {
+    return make_error("{}: tensor 'token_embd.weight' has {} rows, more than the {} tokens "
+                      "tova supports",
+                      f.path(), emb->dims[1], kMaxVocab);
   }
   c.n_vocab = static_cast<int>(emb->dims[1]);
   if (k.has("vocab_size")) {

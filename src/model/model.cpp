@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/check.h"
 #include "core/half.h"
@@ -13,11 +14,18 @@
 namespace tova::model {
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelOptions& options) {
+  TOVA_ASSIGN_OR_RETURN(std::unique_ptr<io::GgufFile> file,
+                        io::GgufFile::open(path, options.mmap ? io::GgufFile::Load::kMap
+                                                              : io::GgufFile::Load::kRead));
+  return from_file(std::move(file), options);
+}
+
+Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<io::GgufFile> file,
+                                                const ModelOptions& options) {
+  if (file == nullptr) return make_error("Model::from_file: no file");
   auto m = std::unique_ptr<Model>(new Model());
   m->options_ = options;
-  TOVA_ASSIGN_OR_RETURN(
-      m->file_, io::GgufFile::open(
-                    path, options.mmap ? io::GgufFile::Load::kMap : io::GgufFile::Load::kRead));
+  m->file_ = std::move(file);
   TOVA_ASSIGN_OR_RETURN(m->config_, load_config(*m->file_));
   TOVA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_));
   return m;

@@ -73,6 +73,10 @@ class Model {
  public:
   static Result<std::unique_ptr<Model>> load(const std::string& path,
                                              const ModelOptions& options = {});
+  // A model over an already parsed file (e.g. io::GgufFile::from_bytes): config and weight
+  // table validated exactly as load() does. options.mmap is ignored (the file is loaded).
+  static Result<std::unique_ptr<Model>> from_file(std::unique_ptr<io::GgufFile> file,
+                                                  const ModelOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const io::GgufFile& file() const { return *file_; }

@@ -233,6 +233,31 @@ TEST(GgufHostile, AbsurdArrayCounts) {
   expect_rejected(b, {"key 'k.nested'", "element 0 of 2", "cannot fit"});
 }
 
+// An array whose bytes are all there is still refused past 4M elements in a file: each element
+// costs ~100 bytes in memory for 1 on disk.
+TEST(GgufHostile, ArrayElementsAreLimitedPerFile) {
+  auto file_with_u8_array = [](uint64_t n) {
+    Bytes b = {'G', 'G', 'U', 'F'};
+    auto put = [&b](auto v) {
+      const auto* p = reinterpret_cast<const uint8_t*>(&v);
+      b.insert(b.end(), p, p + sizeof(v));
+    };
+    put(uint32_t{3});  // version
+    put(uint64_t{0});  // tensors
+    put(uint64_t{1});  // metadata entries
+    put(uint64_t{1});  // key "k"
+    b.push_back('k');
+    put(static_cast<uint32_t>(T::kArray));
+    put(static_cast<uint32_t>(T::kUint8));
+    put(n);
+    b.resize(b.size() + n, 1);
+    return b;
+  };
+  EXPECT_TRUE(GgufFile::from_bytes(file_with_u8_array(1000), kName).ok());
+  expect_rejected(file_with_u8_array((uint64_t{1} << 22) + 1),
+                  {"key 'k'", "array of 4194305 elements exceeds the limit"});
+}
+
 TEST(GgufHostile, BadValueTypes) {
   Bytes b = small_file();
   poke<uint32_t>(b, after_gguf_string(b, "k.u32"), 13);
