@@ -33,6 +33,7 @@ max_len_of() {
   case "$1" in
     gguf_model) echo 32768 ;;
     tokenizer) echo 1024 ;;
+    session_file) echo 65536 ;;
     *) echo 4096 ;;
   esac
 }

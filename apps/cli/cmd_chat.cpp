@@ -87,7 +87,7 @@ void add_chat_command(CLI::App& app) {
         if (!consumed.empty()) {
           if (auto st = s.reset(); !st.ok()) throw CLI::RuntimeError(fail(st.message()));
         }
-        s.queue(tk.encode(*text, true, true));
+        s.queue(server::encode_chat_prompt(tk, *text));
       } else {
         s.queue(tk.encode(std::string_view(*text).substr(consumed.size()), false, true));
       }

@@ -239,7 +239,7 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
     if (renderer == nullptr) return bad("messages", chat_error);
     auto text = renderer->render(msgs);
     if (!text.ok()) return bad("messages", text.message());
-    p.gen.prompt = tk.encode(*text, true, true);
+    p.gen.prompt = encode_chat_prompt(tk, *text);
   } else {
     if (!j.contains("prompt")) return bad("prompt", "'prompt' is required");
     const json& pr = j["prompt"];

@@ -1,46 +1,62 @@
 #include "chat_template.h"
 
+#include "tokenizer/chat_template.h"
+
 namespace tova::server {
 
 namespace {
 
-// <|im_start|>role\ncontent<|im_end|>\n ... <|im_start|>assistant\n
-class ChatMl final : public ChatRenderer {
+// A template family of src/tokenizer/chat_template, rendered with the assistant's turn opened.
+class FamilyRenderer final : public ChatRenderer {
  public:
-  std::string name() const override { return "chatml"; }
+  explicit FamilyRenderer(tokenizer::ChatTemplate t) : t_(t) {}
+  std::string name() const override { return std::string(t_.name()); }
   Result<std::string> render(const std::vector<ChatMessage>& messages) const override {
     if (messages.empty()) return make_error("messages is empty");
-    std::string out;
-    for (const auto& m : messages) {
-      if (m.role != "system" && m.role != "user" && m.role != "assistant") {
-        return make_error("unsupported message role '{}' (valid: system, user, assistant)", m.role);
-      }
-      out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-    }
-    out += "<|im_start|>assistant\n";
-    return out;
+    std::vector<tokenizer::ChatMessage> ms;
+    ms.reserve(messages.size());
+    for (const ChatMessage& m : messages) ms.push_back({m.role, m.content});
+    return t_.render(ms, /*add_generation_prompt=*/true);
   }
+
+ private:
+  tokenizer::ChatTemplate t_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<ChatRenderer>> make_chat_renderer(const std::string& name,
                                                          const std::string& model_template) {
-  if (name == "chatml") return std::unique_ptr<ChatRenderer>(new ChatMl());
   if (!name.empty()) {
-    return make_error("unknown chat template '{}' (valid: chatml)", name);
-  }
-  if (model_template.find("<|im_start|>") != std::string::npos) {
-    return std::unique_ptr<ChatRenderer>(new ChatMl());
+    auto t = tokenizer::ChatTemplate::by_name(name);
+    if (!t.ok()) {
+      return make_error("unknown chat template '{}' (valid: {})", name,
+                        tokenizer::ChatTemplate::names());
+    }
+    return std::unique_ptr<ChatRenderer>(new FamilyRenderer(*t));
   }
   if (model_template.empty()) {
     return make_error(
-        "the model has no chat template (tokenizer.chat_template); start the server with "
-        "--chat-template chatml to chat with it");
+        "the model has no chat template (tokenizer.chat_template); give --chat-template NAME "
+        "to chat with it (valid: {})",
+        tokenizer::ChatTemplate::names());
   }
-  return make_error(
-      "the model's chat template is not one tova recognises; start the server with "
-      "--chat-template NAME (valid: chatml)");
+  auto t = tokenizer::ChatTemplate::detect(model_template);
+  if (!t.ok()) {
+    return make_error(
+        "the model's chat template is not one tova recognises ({}); give --chat-template NAME "
+        "(valid: {})",
+        t.message(), tokenizer::ChatTemplate::names());
+  }
+  return std::unique_ptr<ChatRenderer>(new FamilyRenderer(*t));
+}
+
+std::vector<int32_t> encode_chat_prompt(const tok::Tokenizer& tk, std::string_view text) {
+  // Templates that write BOS themselves (Llama-2, Mistral, Gemma) must not get a second one.
+  const int32_t bos = tk.bos();
+  const bool has_bos = bos >= 0 && !tk.token_text(bos).empty() &&
+                       text.substr(0, tk.token_text(bos).size()) == tk.token_text(bos);
+  return tk.encode(text, /*add_special=*/!has_bos, /*parse_special=*/true);
 }
 
 }  // namespace tova::server

@@ -40,7 +40,9 @@ std::string CacheOptions::label() const {
   const std::string k = policy.bounded() ? " k=" + std::to_string(policy.budget) : "";
   return policy.label() + k + " " + prefill.label() +
          (kv_type == kv::KvType::kF16 ? " f16" : " f32") +
-         (positions == kv::PositionMode::kAbsolute ? "" : " " + std::string(kv::position_mode_name(positions)));
+         (positions == kv::PositionMode::kAbsolute
+              ? ""
+              : " " + std::string(kv::position_mode_name(positions)));
 }
 
 Result<CacheOptions> parse_cache_options(std::string_view policy, int budget,

@@ -70,8 +70,8 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
     if (prompt.empty() && d.pending < 0 && d.logits.empty()) {
       return make_error("session '{}' has no logits to continue from; give a prompt", o.session);
     }
-    TOVA_ASSIGN_OR_RETURN(session,
-                          Session::resume(m, {.cache = o.cache, .sampling = o.sampling}, std::move(d)));
+    TOVA_ASSIGN_OR_RETURN(
+        session, Session::resume(m, {.cache = o.cache, .sampling = o.sampling}, std::move(d)));
   } else {
     // A `full` cache holds the whole run from the start: no step pays for growing it.
     CacheOptions cache = o.cache;

@@ -30,7 +30,7 @@ TEST(ChatTemplate, UnknownTemplatesAndRolesAreClearErrors) {
   auto a = make_chat_renderer("klingon", "");
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.message().find("unknown chat template 'klingon'"), std::string::npos);
-  auto b = make_chat_renderer("", "{{ bos_token }}[INST] weird [/INST]");
+  auto b = make_chat_renderer("", "{{ messages | tojson }} <|weird|>");
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.message().find("--chat-template"), std::string::npos);
   auto c = make_chat_renderer("", "");
