@@ -95,6 +95,7 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
                                                 "presence_penalty",
                                                 "kv_policy",
                                                 "kv_budget",
+                                                "kv_positions",
                                                 "n",
                                                 "user",
                                                 "logprobs",
@@ -221,6 +222,14 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
   if (!spec.ok()) return bad(j.contains("kv_policy") ? "kv_policy" : "kv_budget", spec.message());
   p.gen.cache = d.cache;
   p.gen.cache.policy = *spec;
+  if (j.contains("kv_positions") && !j["kv_positions"].is_null()) {
+    if (!j["kv_positions"].is_string()) {
+      return bad("kv_positions", "'kv_positions' must be a string");
+    }
+    auto mode = kv::parse_position_mode(j["kv_positions"].get<std::string>());
+    if (!mode.ok()) return bad("kv_positions", mode.message());
+    p.gen.cache.positions = *mode;
+  }
 
   // The prompt.
   const tok::Tokenizer& tk = *engine.tokenizer();

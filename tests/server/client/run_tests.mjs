@@ -93,6 +93,10 @@ await check('completions and chat, streaming and not, per-request multi-state, u
   assert.equal(c.tova.budget, 8);
   assert.equal(c.tova.states_held, 8);
   assert.ok(c.tova.tokens_evicted > 0);
+  const g = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time',
+    max_tokens: 12, temperature: 0, kv_policy: 'sink:4', kv_budget: 8, kv_positions: 'gap' });
+  assert.equal(g.usage.completion_tokens, 12);
+  assert.equal(g.tova.states_held, 8);
 
   const ch = await client.chat.completions.create({ model: 'stories260K', max_tokens: 12,
     messages: [{ role: 'system', content: 'Tell stories.' }, { role: 'user', content: 'A cat' }],
@@ -201,6 +205,8 @@ await check('hostile requests: status and error object each, /health OK througho
     ['POST', '/v1/completions', '{"prompt": "x", "stop": [1]}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "stream_options": {"include_usage": true}}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "bogus_field": 1}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "kv_positions": "sideways"}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "kv_positions": 3}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "model": "gpt-4"}', 404],
     ['POST', '/v1/completions', '{"prompt": "x", "max_tokens": 5000, "kv_policy": "full"}', 400],
     ['POST', '/v1/chat/completions', '{"messages": []}', 400],
