@@ -215,9 +215,9 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
                           r.bytes(static_cast<size_t>(n_ps) * sizeof(double), "a policy state"));
     // Positions and doubles may be unaligned in the buffer: copy them.
     std::vector<int64_t> pos_v(n_pos);
-    std::memcpy(pos_v.data(), pos.data(), pos.size());
+    if (!pos.empty()) std::memcpy(pos_v.data(), pos.data(), pos.size());
     std::vector<double> ps_v(n_ps);
-    std::memcpy(ps_v.data(), ps.data(), ps.size());
+    if (!ps.empty()) std::memcpy(ps_v.data(), ps.data(), ps.size());  // empty: a stateless policy
     for (int64_t p : pos_v) {
       if (p >= n_seen)
         return make_error("session layer {} holds position {} >= {} seen", il, p, n_seen);
@@ -252,7 +252,7 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   if (has_logits > 1) return make_error("session file has invalid logits flag");
   if (has_logits) {
     d.logits.resize(n_vocab);
-    std::memcpy(d.logits.data(), lb.data(), lb.size());
+    if (!lb.empty()) std::memcpy(d.logits.data(), lb.data(), lb.size());
   }
   TOVA_ASSIGN_OR_RETURN(uint32_t rng_len, r.get<uint32_t>("the sampler state"));
   TOVA_ASSIGN_OR_RETURN(auto rng, r.bytes(kRngField, "the sampler state"));
