@@ -16,7 +16,7 @@ depth=${3:-256}
 tg=${4:-32}
 rounds=${5:-3}
 threads=${THREADS:-2}
-llama_bin=${LLAMA_BIN:?set LLAMA_BIN to llama.cpp's build/bin}
+llama_bin=${LLAMA_BIN:?set LLAMA_BIN to the build/bin folder of llama.cpp}
 ctx=$((B * (depth + tg) + 256))
 
 for r in $(seq 1 "$rounds"); do
