@@ -8,6 +8,7 @@
 #include <set>
 
 #include "model_test_util.h"
+#include "policy_run_util.h"
 
 namespace tova::testing {
 namespace {
@@ -20,75 +21,15 @@ struct Golden {
   std::vector<std::vector<std::vector<int64_t>>> kept;  // [layer][head_kv] sorted positions
 };
 
-struct Run {
-  std::vector<double> nll;
-  std::vector<std::vector<std::vector<int64_t>>> kept;
-};
-
 // Feeds all configurations together, micro-batches of `chunk` positions x configurations.
-std::vector<Run> run_all(const model::Model& m, const std::vector<int32_t>& ids,
-                         const std::vector<Golden>& gold) {
-  const int n_vocab = m.config().n_vocab;
-  ThreadPool pool(2);
-  std::vector<std::unique_ptr<kv::MultiState>> states;
-  for (const Golden& g : gold) {
-    auto st = runtime::make_state(m, cache_options(g.policy, g.budget), ids.size());
-    EXPECT_TRUE(st.ok()) << st.message();
-    states.push_back(std::move(st).value());
-  }
-  std::vector<Run> runs(gold.size());
-  model::ForwardScratch scratch;
-  constexpr size_t kChunk = 16;
-  std::vector<float> logits;
-  for (size_t p0 = 0; p0 < ids.size(); p0 += kChunk) {
-    const size_t p1 = std::min(ids.size(), p0 + kChunk);
-    std::vector<model::BatchToken> batch;
-    for (size_t c = 0; c < gold.size(); ++c) {
-      for (size_t p = p0; p < p1; ++p) {
-        batch.push_back({.token = ids[p], .state = states[c].get(), .logits = true});
-      }
-    }
-    logits.resize(batch.size() * n_vocab);
-    auto st = m.forward(batch, pool, scratch, logits.data());
-    EXPECT_TRUE(st.ok()) << st.message();
-    for (size_t c = 0; c < gold.size(); ++c) {
-      for (size_t p = p0; p < p1; ++p) {
-        if (p + 1 >= ids.size()) continue;
-        const float* row = &logits[((c * (p1 - p0)) + (p - p0)) * n_vocab];
-        runs[c].nll.push_back(nll(row, n_vocab, ids[p + 1]));
-      }
-    }
-  }
-  for (size_t c = 0; c < gold.size(); ++c) {
-    const kv::MultiState& s = *states[c];
-    runs[c].kept.resize(s.n_layer());
-    for (int il = 0; il < s.n_layer(); ++il) {
-      const kv::LayerState& L = s.layer(il);
-      runs[c].kept[il].resize(L.n_head_kv());
-      for (int g = 0; g < L.n_head_kv(); ++g) {
-        for (int sl = 0; sl < L.n_slot(); ++sl) {
-          const int64_t p = L.pos()[g * L.n_slot() + sl];
-          if (p >= 0) runs[c].kept[il][g].push_back(p);
-        }
-        std::sort(runs[c].kept[il][g].begin(), runs[c].kept[il][g].end());
-      }
-    }
-  }
-  return runs;
+std::vector<PolicyRun> run_all(const model::Model& m, const std::vector<int32_t>& ids,
+                               const std::vector<Golden>& gold) {
+  std::vector<runtime::CacheOptions> configs;
+  for (const Golden& g : gold) configs.push_back(cache_options(g.policy, g.budget));
+  return run_policies(m, ids, configs);
 }
 
-double overlap(const Golden& g, const Run& r) {
-  size_t inter = 0, total = 0;
-  for (size_t il = 0; il < g.kept.size(); ++il) {
-    for (size_t h = 0; h < g.kept[il].size(); ++h) {
-      const auto& a = g.kept[il][h];
-      const std::set<int64_t> b(r.kept[il][h].begin(), r.kept[il][h].end());
-      for (int64_t p : a) inter += b.count(p);
-      total += a.size();
-    }
-  }
-  return total ? static_cast<double>(inter) / total : 1.0;
-}
+double overlap(const Golden& g, const PolicyRun& r) { return kept_overlap(g.kept, r.kept); }
 
 void check_file(const std::string& model_file, const std::string& golden_file) {
   auto m = model::Model::load(shared_path(model_file));
@@ -106,11 +47,11 @@ void check_file(const std::string& model_file, const std::string& golden_file) {
     for (size_t i = 0; i < gold.size(); i += 4) some.push_back(gold[i]);
     gold = some;
   }
-  const std::vector<Run> runs = run_all(**m, ids, gold);
+  const std::vector<PolicyRun> runs = run_all(**m, ids, gold);
   int kept_ok = 0;
   for (size_t c = 0; c < gold.size(); ++c) {
     const Golden& g = gold[c];
-    const Run& r = runs[c];
+    const PolicyRun& r = runs[c];
     SCOPED_TRACE(g.policy + " k=" + std::to_string(g.budget));
     ASSERT_EQ(r.nll.size(), g.nll.size());
     double mean = 0;
@@ -118,13 +59,16 @@ void check_file(const std::string& model_file, const std::string& golden_file) {
     mean /= r.nll.size();
     EXPECT_NEAR(mean, g.mean_nll, 0.005 * g.mean_nll) << "mean NLL";
     // Until the first eviction (at the step where k+1 states are held) every policy is `full`.
-    const size_t exact_until = g.policy == "full" ? g.nll.size() : std::min<size_t>(g.budget + 1, g.nll.size());
+    const size_t exact_until =
+        g.policy == "full" ? g.nll.size() : std::min<size_t>(g.budget + 1, g.nll.size());
     for (size_t i = 0; i < exact_until; ++i) {
       ASSERT_NEAR(r.nll[i], g.nll[i], 1e-4) << "prediction " << i;
     }
     const double ov = overlap(g, r);
     kept_ok += ov >= 0.95;
-    if (ov < 0.95) ADD_FAILURE() << "kept positions overlap only " << ov << " (allowed for <10% of pairs; a near-tie must explain it)";
+    if (ov < 0.95)
+      ADD_FAILURE() << "kept positions overlap only " << ov
+                    << " (allowed for <10% of pairs; a near-tie must explain it)";
   }
   // The README allows a float32 near-tie to flip an eviction in up to 10% of the pairs; the
   // ADD_FAILURE above reports each miss so it can be investigated. Right now we have none.
@@ -172,7 +116,8 @@ TEST(PolicyGolden, ExactPrefillDoesNotDependOnBatching) {
     const auto a = all_logits(**m, ids, cache_options(p, 32), 1, pool, &s1);
     const auto b = all_logits(**m, ids, cache_options(p, 32), 64, pool, &s64);
     double max_diff = 0;
-    for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, double(std::fabs(a[i] - b[i])));
+    for (size_t i = 0; i < a.size(); ++i)
+      max_diff = std::max(max_diff, double(std::fabs(a[i] - b[i])));
     EXPECT_LT(max_diff, 1e-4) << p;
     for (int il = 0; il < s1->n_layer(); ++il) {
       EXPECT_EQ(s1->layer(il).n_evicted(), s64->layer(il).n_evicted());

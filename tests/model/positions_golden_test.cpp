@@ -10,6 +10,7 @@
 #include <set>
 
 #include "model_test_util.h"
+#include "policy_run_util.h"
 
 namespace tova::testing {
 namespace {
@@ -30,73 +31,14 @@ runtime::CacheOptions cache_options(const std::string& policy, int budget,
   return o;
 }
 
-struct ModeRun {
-  std::vector<double> nll;
-  std::vector<std::vector<std::vector<int64_t>>> kept;
-};
-
-std::vector<ModeRun> run_all(const model::Model& m, const std::vector<int32_t>& ids,
-                             const std::vector<Golden>& gold) {
-  const int n_vocab = m.config().n_vocab;
-  ThreadPool pool(2);
-  std::vector<std::unique_ptr<kv::MultiState>> states;
-  for (const Golden& g : gold) {
-    auto st = runtime::make_state(m, cache_options(g.policy, g.budget, g.positions), ids.size());
-    EXPECT_TRUE(st.ok()) << st.message();
-    states.push_back(std::move(st).value());
-  }
-  std::vector<ModeRun> runs(gold.size());
-  model::ForwardScratch scratch;
-  constexpr size_t kChunk = 16;
-  std::vector<float> logits;
-  for (size_t p0 = 0; p0 < ids.size(); p0 += kChunk) {
-    const size_t p1 = std::min(ids.size(), p0 + kChunk);
-    std::vector<model::BatchToken> batch;
-    for (size_t c = 0; c < gold.size(); ++c) {
-      for (size_t p = p0; p < p1; ++p) {
-        batch.push_back({.token = ids[p], .state = states[c].get(), .logits = true});
-      }
-    }
-    logits.resize(batch.size() * n_vocab);
-    auto st = m.forward(batch, pool, scratch, logits.data());
-    EXPECT_TRUE(st.ok()) << st.message();
-    for (size_t c = 0; c < gold.size(); ++c) {
-      for (size_t p = p0; p < p1; ++p) {
-        if (p + 1 >= ids.size()) continue;
-        const float* row = &logits[((c * (p1 - p0)) + (p - p0)) * n_vocab];
-        runs[c].nll.push_back(nll(row, n_vocab, ids[p + 1]));
-      }
-    }
-  }
-  for (size_t c = 0; c < gold.size(); ++c) {
-    const kv::MultiState& s = *states[c];
-    runs[c].kept.resize(s.n_layer());
-    for (int il = 0; il < s.n_layer(); ++il) {
-      const kv::LayerState& L = s.layer(il);
-      runs[c].kept[il].resize(L.n_head_kv());
-      for (int g = 0; g < L.n_head_kv(); ++g) {
-        for (int sl = 0; sl < L.n_slot(); ++sl) {
-          const int64_t p = L.pos()[g * L.n_slot() + sl];
-          if (p >= 0) runs[c].kept[il][g].push_back(p);
-        }
-        std::sort(runs[c].kept[il][g].begin(), runs[c].kept[il][g].end());
-      }
-    }
-  }
-  return runs;
+std::vector<PolicyRun> run_all(const model::Model& m, const std::vector<int32_t>& ids,
+                               const std::vector<Golden>& gold) {
+  std::vector<runtime::CacheOptions> configs;
+  for (const Golden& g : gold) configs.push_back(cache_options(g.policy, g.budget, g.positions));
+  return run_policies(m, ids, configs);
 }
 
-double overlap(const Golden& g, const ModeRun& r) {
-  size_t inter = 0, total = 0;
-  for (size_t il = 0; il < g.kept.size(); ++il) {
-    for (size_t h = 0; h < g.kept[il].size(); ++h) {
-      const std::set<int64_t> b(r.kept[il][h].begin(), r.kept[il][h].end());
-      for (int64_t p : g.kept[il][h]) inter += b.count(p);
-      total += g.kept[il][h].size();
-    }
-  }
-  return total ? static_cast<double>(inter) / total : 1.0;
-}
+double overlap(const Golden& g, const PolicyRun& r) { return kept_overlap(g.kept, r.kept); }
 
 TEST(PositionsGolden, EveryPolicyBudgetAndMode) {
   TOVA_REQUIRE_SHARED();
@@ -118,11 +60,11 @@ TEST(PositionsGolden, EveryPolicyBudgetAndMode) {
     for (size_t i = 0; i < gold.size(); i += 6) some.push_back(gold[i]);
     gold = some;
   }
-  const std::vector<ModeRun> runs = run_all(**m, ids, gold);
+  const std::vector<PolicyRun> runs = run_all(**m, ids, gold);
   int kept_ok = 0;
   for (size_t c = 0; c < gold.size(); ++c) {
     const Golden& g = gold[c];
-    const ModeRun& r = runs[c];
+    const PolicyRun& r = runs[c];
     SCOPED_TRACE(g.policy + " k=" + std::to_string(g.budget) + " " +
                  std::string(kv::position_mode_name(g.positions)));
     ASSERT_EQ(r.nll.size(), g.nll.size());
