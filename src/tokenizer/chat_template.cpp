@@ -193,6 +193,11 @@ Result<std::string> gemma(const std::vector<ChatMessage>& messages, bool add_gen
     }
     prefix = messages[0].content + "\n\n";
     first = 1;
+    // Gemma 3 writes the system message into the first user turn: with no turn after it, the
+    // published template drops it without a word; here that is an error.
+    if (messages.size() == 1) {
+      return make_error("chat template gemma3: a system message needs a user turn after it");
+    }
   }
   const char* name = system_prefix ? "gemma3" : "gemma";
   TOVA_RETURN_IF_ERROR(check_alternating(messages, first, name));

@@ -176,3 +176,19 @@ TEST(ChatTemplate, UnknownTemplatesAndNamesAreClearErrors) {
 
 }  // namespace
 }  // namespace tova::tokenizer
+
+namespace tova::tokenizer {
+namespace {
+
+// Found by the chat_template fuzz harness: Gemma 3's template puts the system message into the
+// first user turn, so a lone system message vanished from the prompt without a word.
+TEST(ChatTemplate, Gemma3LoneSystemMessageIsAnErrorNotDropped) {
+  auto t = ChatTemplate::by_name("gemma3");
+  ASSERT_TRUE(t.ok()) << t.message();
+  auto r = t->render({{"system", "Be brief."}}, true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("needs a user turn"), std::string::npos) << r.message();
+}
+
+}  // namespace
+}  // namespace tova::tokenizer
