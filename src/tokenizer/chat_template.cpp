@@ -280,6 +280,27 @@ std::string_view ChatTemplate::name() const {
 
 Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                          bool add_generation_prompt) const {
+  TOVA_ASSIGN_OR_RETURN(std::string out, render_family(messages, add_generation_prompt));
+  // Nothing silently ignored: some published templates drop a message without a word (Llama-2
+  // and Gemma 3 fold the system message into the first user turn and lose it when there is
+  // none). Every message's content must be in the prompt, up to the surrounding whitespace some
+  // templates trim; Qwen3 drops earlier assistant turns' reasoning by design, so its assistant
+  // turns are exempt.
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (family_ == Family::kQwen3 && messages[i].role == "assistant") continue;
+    const std::string content = trim(messages[i].content);
+    if (!content.empty() && out.find(content) == std::string::npos) {
+      return make_error("chat template {}: message {} ({}) would be dropped from the prompt{}",
+                        name(), i + 1, messages[i].role,
+                        messages[i].role == "system" ? " (a system message needs a user turn)"
+                                                     : "");
+    }
+  }
+  return out;
+}
+
+Result<std::string> ChatTemplate::render_family(const std::vector<ChatMessage>& messages,
+                                                bool add_generation_prompt) const {
   TOVA_RETURN_IF_ERROR(check_roles(messages, name()));
   switch (family_) {
     case Family::kChatML:

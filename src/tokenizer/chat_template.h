@@ -52,6 +52,8 @@ class ChatTemplate {
 
  private:
   explicit ChatTemplate(Family f) : family_(f) {}
+  Result<std::string> render_family(const std::vector<ChatMessage>& messages,
+                                    bool add_generation_prompt) const;
   Family family_;
 };
 

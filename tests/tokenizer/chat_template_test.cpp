@@ -188,6 +188,12 @@ TEST(ChatTemplate, Gemma3LoneSystemMessageIsAnErrorNotDropped) {
   auto r = t->render({{"system", "Be brief."}}, true);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("needs a user turn"), std::string::npos) << r.message();
+  // The same for Llama-2, whose template folds the system message into the first [INST].
+  auto l = ChatTemplate::by_name("llama2");
+  ASSERT_TRUE(l.ok()) << l.message();
+  auto lr = l->render({{"system", "B ebf."}}, true);
+  ASSERT_FALSE(lr.ok());
+  EXPECT_NE(lr.message().find("would be dropped"), std::string::npos) << lr.message();
 }
 
 }  // namespace
