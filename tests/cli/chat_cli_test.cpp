@@ -10,17 +10,7 @@ namespace tova::testing {
 namespace {
 
 CmdResult chat(const std::string& input, const std::string& args) {
-  const std::string dir = make_temp_dir();
-  std::ofstream(dir + "/in") << input;
-  const std::string cmd = binary_dir() + "/bin/tova chat -t 1 --temp 0 " + args + " <" + dir +
-                          "/in >" + dir + "/out 2>" + dir + "/err";
-  const int st = std::system(cmd.c_str());
-  CmdResult r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(dir + "/out");
-  r.err = slurp(dir + "/err");
-  std::system(("rm -rf " + dir).c_str());
-  return r;
+  return run_tova("chat -t 1 --temp 0 " + args, input);
 }
 
 TEST(ChatCli, TurnsStatsResetAndQuit) {

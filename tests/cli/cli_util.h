@@ -25,11 +25,12 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Runs `tova ARGS` (ARGS already shell-quoted by the caller).
-inline CmdResult run_tova(const std::string& args) {
+// Runs `tova ARGS` (ARGS already shell-quoted by the caller) with `input` on its stdin.
+inline CmdResult run_tova(const std::string& args, const std::string& input = "") {
   const std::string dir = make_temp_dir();
-  const std::string cmd = binary_dir() + "/bin/tova " + args + " >" + dir + "/out 2>" + dir +
-                          "/err </dev/null";
+  std::ofstream(dir + "/in") << input;
+  const std::string cmd =
+      binary_dir() + "/bin/tova " + args + " >" + dir + "/out 2>" + dir + "/err <" + dir + "/in";
   const int st = std::system(cmd.c_str());
   CmdResult r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -48,10 +49,10 @@ inline int count_lines(const std::string& s) {
 }  // namespace tova::testing
 
 // A failed command: non-zero exit, exactly one stderr line "tova: error: ..." holding `needle`.
-#define EXPECT_ONE_LINE_ERROR(r, needle)                                   \
-  do {                                                                     \
-    EXPECT_NE((r).code, 0);                                                \
-    EXPECT_EQ((r).err.rfind("tova: error: ", 0), 0u) << (r).err;           \
-    EXPECT_EQ(::tova::testing::count_lines((r).err), 1) << (r).err;        \
-    EXPECT_NE((r).err.find(needle), std::string::npos) << (r).err;         \
+#define EXPECT_ONE_LINE_ERROR(r, needle)                            \
+  do {                                                              \
+    EXPECT_NE((r).code, 0);                                         \
+    EXPECT_EQ((r).err.rfind("tova: error: ", 0), 0u) << (r).err;    \
+    EXPECT_EQ(::tova::testing::count_lines((r).err), 1) << (r).err; \
+    EXPECT_NE((r).err.find(needle), std::string::npos) << (r).err;  \
   } while (0)
