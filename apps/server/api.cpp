@@ -9,8 +9,26 @@ using nlohmann::json;
 
 namespace {
 
+// Control characters escaped (\n, \xNN): an error message stays one line even when it quotes
+// a client's string.
+std::string escape_controls(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 ApiError bad(const std::string& param, const std::string& message) {
-  return ApiError{.status = 400, .message = message, .param = param};
+  return ApiError{.status = 400, .message = escape_controls(message), .param = param};
 }
 
 // Reads an optional number field within [lo, hi].
@@ -38,6 +56,62 @@ std::optional<ApiError> integer(const json& j, const char* key, int64_t lo, int6
 }
 
 }  // namespace
+
+std::string shown(std::string_view client_text) {
+  constexpr size_t kMax = 64;
+  if (client_text.size() <= kMax) return escape_controls(client_text);
+  return escape_controls(client_text.substr(0, kMax)) + "...";
+}
+
+ApiError model_not_found(std::string_view name, const std::string& served) {
+  return ApiError{.status = 404,
+                  .message = fmt::format("the model '{}' does not exist (this server serves '{}')",
+                                         shown(name), served),
+                  .param = "model",
+                  .code = "model_not_found"};
+}
+
+std::string to_json_text(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::variant<TokenizeRequest, ApiError> parse_tokenize_request(const std::string& body) {
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_string()) {
+    return bad("content", "expected {\"content\": STRING}");
+  }
+  TokenizeRequest r;
+  for (const auto& [key, value] : j.items()) {
+    if (key != "content" && key != "add_special") {
+      return bad(key, fmt::format("unknown or unsupported field '{}'", shown(key)));
+    }
+  }
+  if (j.contains("add_special")) {
+    if (!j["add_special"].is_boolean()) return bad("add_special", "'add_special' must be a boolean");
+    r.add_special = j["add_special"].get<bool>();
+  }
+  r.content = j["content"].get<std::string>();
+  return r;
+}
+
+std::variant<std::vector<int32_t>, ApiError> parse_detokenize_request(const std::string& body,
+                                                                     int32_t n_vocab) {
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array()) {
+    return bad("tokens", "expected {\"tokens\": [ID, ...]}");
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (key != "tokens") return bad(key, fmt::format("unknown or unsupported field '{}'", shown(key)));
+  }
+  std::vector<int32_t> ids;
+  for (const auto& x : j["tokens"]) {
+    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= n_vocab) {
+      return bad("tokens", fmt::format("'tokens' must hold token ids in [0, {})", n_vocab));
+    }
+    ids.push_back(x.get<int32_t>());
+  }
+  return ids;
+}
 
 json error_json(const ApiError& e) {
   return {{"error",
@@ -105,7 +179,7 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
                                                 "ignore_eos"};
   for (const auto& [key, value] : j.items()) {
     if (kCommon.count(key) == 0 && key != (chat ? "messages" : "prompt")) {
-      return bad(key, fmt::format("unknown or unsupported field '{}'", key));
+      return bad(key, fmt::format("unknown or unsupported field '{}'", shown(key)));
     }
   }
   ParsedRequest p;
@@ -113,14 +187,7 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
   if (j.contains("model") && !j["model"].is_null()) {
     if (!j["model"].is_string()) return bad("model", "'model' must be a string");
     p.model = j["model"].get<std::string>();
-    if (p.model != d.model_id) {
-      return ApiError{.status = 404,
-                      .message = fmt::format("the model '{}' does not exist (this server "
-                                             "serves '{}')",
-                                             p.model, d.model_id),
-                      .param = "model",
-                      .code = "model_not_found"};
-    }
+    if (p.model != d.model_id) return model_not_found(p.model, d.model_id);
   }
   p.model = d.model_id;
   // Fields whose only supported value is the default.

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <variant>
+#include <vector>
 
 #include "chat_template.h"
 #include "job.h"
@@ -38,6 +40,26 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
                                                                const ApiDefaults& d,
                                                                const ChatRenderer* renderer,
                                                                const std::string& chat_error);
+
+// POST /tokenize {"content": STRING, "add_special": BOOL?} and POST /detokenize
+// {"tokens": [ID, ...]} (ids checked against n_vocab).
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = false;
+};
+std::variant<TokenizeRequest, ApiError> parse_tokenize_request(const std::string& body);
+std::variant<std::vector<int32_t>, ApiError> parse_detokenize_request(const std::string& body,
+                                                                     int32_t n_vocab);
+
+// A client's string as an error message shows it: control characters escaped (\n, \xNN) so the
+// message stays one line, cut to 64 bytes with "..." after.
+std::string shown(std::string_view client_text);
+// 404 for a model name this server does not serve.
+ApiError model_not_found(std::string_view name, const std::string& served);
+
+// The text of a response object. Bytes that are not UTF-8 (a detokenized byte token, a model
+// name from a percent-encoded path) become U+FFFD instead of making the serialiser throw.
+std::string to_json_text(const nlohmann::json& j);
 
 nlohmann::json error_json(const ApiError& e);
 nlohmann::json kv_json(const KvReport& kv);

@@ -26,7 +26,7 @@ std::string new_id(const char* prefix) {
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   if (e.status == 503) res.set_header("Retry-After", "1");
-  res.set_content(error_json(e).dump(), "application/json");
+  res.set_content(to_json_text(error_json(e)), "application/json");
 }
 
 const char* default_message(int status) {
@@ -136,7 +136,7 @@ void HttpServer::routes() {
       }));
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(json{{"status", "ok"}}.dump(), "application/json");
+    res.set_content(to_json_text(json{{"status", "ok"}}), "application/json");
     metrics_.request_done(200);
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -146,61 +146,42 @@ void HttpServer::routes() {
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     json m = {
         {"id", o_.api.model_id}, {"object", "model"}, {"created", created_}, {"owned_by", "tova"}};
-    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(),
+    res.set_content(to_json_text(json{{"object", "list"}, {"data", json::array({m})}}),
                     "application/json");
     metrics_.request_done(200);
   });
   s.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
     if (req.matches[1] != o_.api.model_id) {
-      send_error(res, {.status = 404,
-                       .message = fmt::format("the model '{}' does not exist",
-                                              std::string(req.matches[1])),
-                       .code = "model_not_found"});
+      send_error(res, model_not_found(std::string(req.matches[1]), o_.api.model_id));
       return;
     }
-    res.set_content(json{{"id", o_.api.model_id},
-                         {"object", "model"},
-                         {"created", created_},
-                         {"owned_by", "tova"}}
-                        .dump(),
+    res.set_content(to_json_text(json{{"id", o_.api.model_id},
+                                      {"object", "model"},
+                                      {"created", created_},
+                                      {"owned_by", "tova"}}),
                     "application/json");
     metrics_.request_done(200);
   });
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    const json j = json::parse(req.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_string()) {
-      send_error(res, {.message = "expected {\"content\": STRING}", .param = "content"});
+    auto r = parse_tokenize_request(req.body);
+    if (auto* e = std::get_if<ApiError>(&r)) {
+      send_error(res, *e);
       return;
     }
-    bool add_special = false;
-    if (j.contains("add_special")) {
-      if (!j["add_special"].is_boolean()) {
-        send_error(res, {.message = "'add_special' must be a boolean", .param = "add_special"});
-        return;
-      }
-      add_special = j["add_special"].get<bool>();
-    }
-    const auto ids = engine_.tokenizer()->encode(j["content"].get<std::string>(), add_special);
-    res.set_content(json{{"tokens", ids}}.dump(), "application/json");
+    const auto& t = std::get<TokenizeRequest>(r);
+    const auto ids = engine_.tokenizer()->encode(t.content, t.add_special);
+    res.set_content(to_json_text(json{{"tokens", ids}}), "application/json");
     metrics_.request_done(200);
   });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    const json j = json::parse(req.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array()) {
-      send_error(res, {.message = "expected {\"tokens\": [ID, ...]}", .param = "tokens"});
+    auto r = parse_detokenize_request(req.body, engine_.tokenizer()->n_vocab());
+    if (auto* e = std::get_if<ApiError>(&r)) {
+      send_error(res, *e);
       return;
     }
-    const int32_t n_vocab = engine_.tokenizer()->n_vocab();
-    std::vector<int32_t> ids;
-    for (const auto& x : j["tokens"]) {
-      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= n_vocab) {
-        send_error(res, {.message = fmt::format("'tokens' must hold token ids in [0, {})", n_vocab),
-                         .param = "tokens"});
-        return;
-      }
-      ids.push_back(x.get<int32_t>());
-    }
-    res.set_content(json{{"content", engine_.tokenizer()->decode(ids)}}.dump(), "application/json");
+    const auto& ids = std::get<std::vector<int32_t>>(r);
+    res.set_content(to_json_text(json{{"content", engine_.tokenizer()->decode(ids)}}),
+                    "application/json");
     metrics_.request_done(200);
   });
 
@@ -248,7 +229,7 @@ void HttpServer::routes() {
                         {"usage", usage_json(ev.prompt_tokens, ev.completion_tokens,
                                              ev.kv.reused_prompt_tokens)},
                         {"tova", kv_json(ev.kv)}};
-            res.set_content(out.dump(), "application/json");
+            res.set_content(to_json_text(out), "application/json");
             metrics_.request_done(200);
           }
           if (final) return;
@@ -264,7 +245,7 @@ void HttpServer::routes() {
                   {"choices", json::array({choice})}};
         return c;
       };
-      auto sse = [](const json& j) { return "data: " + j.dump() + "\n\n"; };
+      auto sse = [](const json& j) { return "data: " + to_json_text(j) + "\n\n"; };
       auto started = std::make_shared<bool>(false);
       metrics_.request_done(200);
       res.set_header("Cache-Control", "no-cache");

@@ -217,6 +217,8 @@ await check('hostile requests: status and error object each, /health OK througho
     ['DELETE', '/v1/models', null, 404],
     ['POST', '/tokenize', '{"content": 3}', 400],
     ['POST', '/detokenize', '{"tokens": [-1]}', 400],
+    ['POST', '/detokenize', '{"tokens": [1], "extra": 1}', 400],
+    ['GET', '/v1/models/%FF%FE', null, 404],  // not UTF-8: once a 500 (the serialiser threw)
     ['POST', '/v1/completions', `{"prompt": "${big}"}`, 413],
   ];
   for (const [method, path, body, status] of table) {
@@ -234,6 +236,12 @@ await check('hostile requests: status and error object each, /health OK througho
   const dt = await (await fetch(`${s.url}/detokenize`, { method: 'POST',
     body: JSON.stringify({ tokens: tk.tokens }) })).json();
   assert.equal(dt.content, 'Once upon a time');
+  // A lone byte token is not UTF-8 on its own: U+FFFD, not a 500 (found by fuzz_http_request).
+  // stories260K's ids 3..258 are the byte tokens <0x00>..<0xFF>.
+  const lone = await fetch(`${s.url}/detokenize`, { method: 'POST',
+    body: JSON.stringify({ tokens: [258] }) });
+  assert.equal(lone.status, 200);
+  assert.equal((await lone.json()).content, '\ufffd');
 });
 
 await check('load: 64 concurrent streams, a quarter disconnect, RSS bounded, memory returned',

@@ -1,0 +1,140 @@
+// Harness: the request decoders of `tova serve` (apps/server/api) on arbitrary bytes, for the
+// bundled stories260K model. Byte 0 picks the endpoint (and, for chat, the template family of
+// byte 1); the rest is the request body (or, for GET /v1/models/NAME, the name). What the
+// server would send back is serialised exactly as the server does. Checks: every rejection is a
+// 4xx with a one-line message; an accepted generation request is within every limit the
+// server's defaults set (token ids in the vocabulary, max_tokens, prompt length, K/V memory).
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "api.h"
+#include "chat_template.h"
+#include "tova/engine.h"
+
+namespace {
+
+using namespace tova;
+using server::ApiError;
+
+std::unique_ptr<Engine> g_engine;
+std::vector<std::unique_ptr<server::ChatRenderer>> g_renderers;
+server::ApiDefaults g_defaults;
+
+std::string model_path() {
+  const char* env = std::getenv("TOVA_SHARED_DIR");
+  std::string dir = env != nullptr && *env != '\0' ? env : "";
+#ifdef TOVA_SHARED_DIR_DEFAULT
+  if (dir.empty()) dir = TOVA_SHARED_DIR_DEFAULT;
+#endif
+  if (dir.empty()) dir = "../shared";
+  return dir + "/models/stories260K.gguf";
+}
+
+void check_error(const ApiError& e) {
+  if (e.status < 400 || e.status > 499) __builtin_trap();
+  if (e.message.empty() || e.message.find('\n') != std::string::npos) __builtin_trap();
+  (void)server::to_json_text(server::error_json(e));  // must not throw
+}
+
+void check_generation(const std::string& body, bool chat, const server::ChatRenderer* r) {
+  auto parsed =
+      server::parse_generation_request(body, chat, *g_engine, g_defaults, r, "no chat template");
+  if (const auto* e = std::get_if<ApiError>(&parsed)) {
+    check_error(*e);
+    return;
+  }
+  const server::ParsedRequest& p = std::get<server::ParsedRequest>(parsed);
+  const int32_t n_vocab = g_engine->tokenizer()->n_vocab();
+  if (p.gen.prompt.empty()) __builtin_trap();
+  if (static_cast<int64_t>(p.gen.prompt.size()) > g_defaults.max_prompt_tokens) __builtin_trap();
+  for (int32_t id : p.gen.prompt) {
+    if (id < 0 || id >= n_vocab) __builtin_trap();
+  }
+  if (p.gen.max_tokens < 1 || p.gen.max_tokens > g_defaults.max_tokens_cap) __builtin_trap();
+  if (p.gen.reserve_bytes > g_defaults.kv_memory) __builtin_trap();
+  if (p.gen.stop.size() > 4) __builtin_trap();
+  for (const auto& s : p.gen.stop) {
+    if (s.empty()) __builtin_trap();
+  }
+  if (p.include_usage && !p.stream) __builtin_trap();
+  if (p.model != g_defaults.model_id) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  EngineOptions o;
+  o.model_path = model_path();
+  o.n_threads = 1;
+  auto e = Engine::load(o);
+  if (!e.ok()) {
+    std::fprintf(stderr, "fuzz_http_request: %s (set TOVA_SHARED_DIR)\n", e.message().c_str());
+    std::exit(77);
+  }
+  g_engine = std::move(*e);
+  for (const char* name : {"chatml", "qwen2.5", "qwen3", "llama2", "llama3", "llama3.1", "mistral",
+                           "gemma", "gemma3", "phi3", "zephyr"}) {
+    auto r = server::make_chat_renderer(name, "");
+    if (!r.ok()) {
+      std::fprintf(stderr, "fuzz_http_request: %s\n", r.message().c_str());
+      std::exit(1);
+    }
+    g_renderers.push_back(std::move(*r));
+  }
+  // `tova serve`'s defaults, with limits small enough that a hostile request reaches them.
+  g_defaults.model_id = "stories260K";
+  g_defaults.ctx = 512;
+  g_defaults.max_tokens_cap = 256;
+  g_defaults.max_prompt_tokens = 1024;
+  g_defaults.kv_memory = 64ull << 20;
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  const std::string rest(reinterpret_cast<const char*>(data) + 2, size - 2);
+  switch (data[0] % 5) {
+    case 0:
+      check_generation(rest, false, nullptr);
+      break;
+    case 1: {
+      // A model without a usable template (null renderer) or one of the families.
+      const size_t i = data[1] % (g_renderers.size() + 1);
+      check_generation(rest, true, i == g_renderers.size() ? nullptr : g_renderers[i].get());
+      break;
+    }
+    case 2: {
+      auto r = server::parse_tokenize_request(rest);
+      if (const auto* e = std::get_if<ApiError>(&r)) {
+        check_error(*e);
+        break;
+      }
+      const auto& t = std::get<server::TokenizeRequest>(r);
+      const auto ids = g_engine->tokenizer()->encode(t.content, t.add_special);
+      (void)server::to_json_text(nlohmann::json{{"tokens", ids}});
+      break;
+    }
+    case 3: {
+      auto r = server::parse_detokenize_request(rest, g_engine->tokenizer()->n_vocab());
+      if (const auto* e = std::get_if<ApiError>(&r)) {
+        check_error(*e);
+        break;
+      }
+      const auto& ids = std::get<std::vector<int32_t>>(r);
+      (void)server::to_json_text(
+          nlohmann::json{{"content", g_engine->tokenizer()->decode(ids)}});
+      break;
+    }
+    default:
+      // GET /v1/models/NAME for a name that is not the model's: the 404 quotes it.
+      check_error(server::model_not_found(rest, g_defaults.model_id));
+      break;
+  }
+  return 0;
+}
