@@ -35,6 +35,10 @@ class Tokenizer {
   // add_special: add BOS (and EOS) as the vocabulary's add_bos/add_eos flags say.
   // parse_special: recognise the text of control tokens (e.g. "<s>") in the input.
   // User-defined tokens (token_type 4) are recognised either way, as llama.cpp does.
+  // A byte-level BPE vocabulary that has no token for some byte (falcon lacks 28 control
+  // bytes, gpt-neox 13) cannot encode it: such a byte gives no id, exactly as llama.cpp's
+  // tokenizer does, so token ids stay identical to llama.cpp's for the same model and text
+  // (docs/RELIABILITY.md, finding 1).
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
                                       bool parse_special = false) const = 0;
   // The text of a sequence of ids (inverse of Encode for ordinary text; BOS/EOS render empty).

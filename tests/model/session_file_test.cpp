@@ -80,8 +80,11 @@ TEST(SessionFile, RoundTripEveryPolicyAbsoluteIsBitIdentical) {
              {kv::PositionMode::kAbsolute});
 }
 
-// KNOWN OPEN BUG (issue 12, see the closing note): in gap/rank mode a continuation after a load
-// is sometimes not bit-identical to the one-go run (differences ~1e-5). It was seen with the
+// KNOWN OPEN BUG (issue 12, see positions_golden_test.cpp's NothingEvictedIsFullBitForBit for
+// what is known): in gap/rank mode a continuation after a load is sometimes not bit-identical to
+// the one-go run (differences ~5e-6, at the first token after the load). A clone and a loaded
+// state compare equal field by field (positions, keys, values, policy state, counters) and give
+// the same logits for that token when fed alone. It was seen with the
 // scoring policies (h2o*, tova*) and, once in a full ctest -j2 run, with the unscored ones too,
 // while every run of the same test on its own passes; so both moved-positions round trips are
 // disabled until the cause is found. Absolute mode (every policy) stays tested above.
