@@ -5,8 +5,13 @@
 //
 // node bench/serve_load.mjs --url http://127.0.0.1:8080 --concurrency 1,8,64 --prompt 256 \
 //     --gen 128 --requests 64 [--kv-policy tova --kv-budget 256] [--json]
+// --requests is per concurrency level unless --requests-per-client N is given (then N * C).
+// Generated tokens are counted from the final usage when the server sends one, else one per
+// streamed text chunk. "decode tok/s/stream" is a request's (tokens - 1) over the time from its
+// first to its last token (median over requests).
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
-  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]?.startsWith('--') ? true : all[i + 1]]);
+  const next = all[i + 1];
+  if (a.startsWith('--')) acc.push([a.slice(2), next === undefined || next.startsWith('--') ? true : next]);
   return acc;
 }, []));
 const url = args.url ?? 'http://127.0.0.1:8080';
@@ -27,24 +32,30 @@ function pct(xs, p) {
   return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN;
 }
 
+// --api openai (default): POST /v1/completions. --api llama-native: llama-server's own
+// POST /completion, with the byte tokens <0x00>..<0xFF> (ids 3..258 of Llama-2-style vocabularies)
+// banned by logit_bias: llama-server runs generated text through a chat-format parser that
+// aborts the stream with a 500 when a random-weight model emits a lone byte (not UTF-8), on
+// both endpoints. Speed does not depend on which tokens come out (ignore_eos, fixed length).
+const native = args.api === 'llama-native';
+const bannedBytes = Array.from({length: 256}, (_, i) => [3 + i, false]);
+
 async function one() {
   const t0 = performance.now();
-  const r = await fetch(`${url}/v1/completions`, {
+  const body = native ? {prompt, n_predict: nGen, temperature: 0, stream: true, ignore_eos: true,
+                         cache_prompt: false, logit_bias: bannedBytes}
+                      : {prompt, max_tokens: nGen, temperature: 0, stream: true,
+                         stream_options: {include_usage: true}, ignore_eos: true, ...extra};
+  const r = await fetch(`${url}${native ? '/completion' : '/v1/completions'}`, {
     method: 'POST',
     headers: {'Content-Type': 'application/json'},
-    body: JSON.stringify({
-      prompt,
-      max_tokens: nGen,
-      temperature: 0,
-      stream: true,
-      stream_options: {include_usage: true},
-      ignore_eos: true,
-      ...extra
-    })
+    body: JSON.stringify(body)
   });
   if (r.status !== 200) throw new Error(`status ${r.status}: ${await r.text()}`);
   let ttft = NaN;
   let tokens = 0;
+  let chunks = 0;
+  let tLast = NaN;
   let buf = '';
   for await (const chunk of r.body) {
     buf += Buffer.from(chunk).toString();
@@ -54,11 +65,20 @@ async function one() {
       buf = buf.slice(at + 2);
       if (!ev.startsWith('data: ') || ev === 'data: [DONE]') continue;
       const j = JSON.parse(ev.slice(6));
-      if (j.choices?.length && Number.isNaN(ttft)) ttft = performance.now() - t0;
+      if (j.error) throw new Error(`stream error: ${JSON.stringify(j.error)}`);
+      const text = native ? (j.content ?? '') : (j.choices?.[0]?.text ?? j.choices?.[0]?.delta?.content ?? '');
+      if (text.length > 0) {
+        if (Number.isNaN(ttft)) ttft = performance.now() - t0;
+        tLast = performance.now() - t0;
+        chunks++;
+      }
       if (j.usage) tokens = j.usage.completion_tokens;
+      if (native && j.stop) tokens = j.tokens_predicted ?? j.timings?.predicted_n ?? tokens;
     }
   }
-  return {ttft, tokens};
+  if (tokens === 0) tokens = chunks;
+  const decode = tokens > 1 && tLast > ttft ? (tokens - 1) / ((tLast - ttft) / 1000) : NaN;
+  return {ttft, tokens, decode};
 }
 
 const rows = [];
@@ -66,8 +86,9 @@ for (const c of levels) {
   let next = 0;
   const results = [];
   const t0 = performance.now();
+  const total = args['requests-per-client'] ? Number(args['requests-per-client']) * c : nRequests;
   await Promise.all(Array.from({length: c}, async () => {
-    while (next < nRequests) {
+    while (next < total) {
       next++;
       results.push(await one());
     }
@@ -81,18 +102,21 @@ for (const c of levels) {
     seconds,
     tok_per_s: tokens / seconds,
     ttft_p50_ms: pct(results.map((r) => r.ttft), 0.5),
-    ttft_p99_ms: pct(results.map((r) => r.ttft), 0.99)
+    ttft_p99_ms: pct(results.map((r) => r.ttft), 0.99),
+    decode_tok_per_s_per_stream: pct(results.map((r) => r.decode), 0.5)
   });
 }
 if (args.json) {
   console.log(JSON.stringify(rows, null, 2));
 } else {
   console.log(
-      '| concurrency | requests | gen tokens | seconds | tok/s | TTFT p50 ms | TTFT p99 ms |');
-  console.log('|---:|---:|---:|---:|---:|---:|---:|');
+      '| concurrency | requests | gen tokens | seconds | tok/s | TTFT p50 ms | TTFT p99 ms | ' +
+      'decode tok/s/stream |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     console.log(
         `| ${r.concurrency} | ${r.requests} | ${r.tokens} | ${r.seconds.toFixed(2)} | ` +
-        `${r.tok_per_s.toFixed(1)} | ${r.ttft_p50_ms.toFixed(1)} | ${r.ttft_p99_ms.toFixed(1)} |`);
+        `${r.tok_per_s.toFixed(1)} | ${r.ttft_p50_ms.toFixed(1)} | ${r.ttft_p99_ms.toFixed(1)} | ` +
+        `${r.decode_tok_per_s_per_stream.toFixed(1)} |`);
   }
 }

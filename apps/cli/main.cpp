@@ -1,6 +1,8 @@
 // tova: bounded-memory LLM inference. Printing and exit codes live here and in the command
 // files; the library only returns results and errors.
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "common.h"
@@ -34,8 +36,19 @@ int main(int argc, char** argv) {
                              ")");
     }
   }
+  // llama-server's two-letter short flags, which CLI11 cannot declare (a single dash takes one
+  // letter): `tova serve -np N` is --parallel N and `-ub N` is --step-tokens N.
+  std::vector<std::string> args(argv, argv + argc);
+  if (argc > 1 && args[1] == "serve") {
+    for (size_t i = 2; i < args.size(); ++i) {
+      if (args[i] == "-np") args[i] = "--parallel";
+      if (args[i] == "-ub") args[i] = "--step-tokens";
+    }
+  }
+  std::vector<char*> argp;
+  for (std::string& a : args) argp.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(argp.size()), argp.data());
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();  // the command printed its one-line error already
   } catch (const CLI::CallForHelp& e) {

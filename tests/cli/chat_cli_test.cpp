@@ -34,3 +34,16 @@ TEST(ChatCli, UnknownTemplateIsOneLineError) {
 
 }  // namespace
 }  // namespace tova::testing
+
+namespace tova::testing {
+namespace {
+
+// llama-server's two-letter flags reach tova serve's options (checked through their range
+// errors, so no server starts).
+TEST(ServeCli, LlamaServerShortFlagsAreAliases) {
+  EXPECT_ONE_LINE_ERROR(run_tova("serve -np 0"), "--parallel");
+  EXPECT_ONE_LINE_ERROR(run_tova("serve -ub 0"), "--step-tokens");
+}
+
+}  // namespace
+}  // namespace tova::testing
