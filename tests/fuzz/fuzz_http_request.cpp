@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api.h"
+#include "fuzz_shared_dir.h"
 #include "chat_template.h"
 #include "tova/engine.h"
 
@@ -26,15 +27,7 @@ std::unique_ptr<Engine> g_engine;
 std::vector<std::unique_ptr<server::ChatRenderer>> g_renderers;
 server::ApiDefaults g_defaults;
 
-std::string model_path() {
-  const char* env = std::getenv("TOVA_SHARED_DIR");
-  std::string dir = env != nullptr && *env != '\0' ? env : "";
-#ifdef TOVA_SHARED_DIR_DEFAULT
-  if (dir.empty()) dir = TOVA_SHARED_DIR_DEFAULT;
-#endif
-  if (dir.empty()) dir = "../shared";
-  return dir + "/models/stories260K.gguf";
-}
+std::string model_path() { return tova::fuzz::shared_dir() + "/models/stories260K.gguf"; }
 
 void check_error(const ApiError& e) {
   if (e.status < 400 || e.status > 499) __builtin_trap();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "fuzz_shared_dir.h"
 #include "model/model.h"
 #include "runtime/session_file.h"
 
@@ -19,15 +20,7 @@ namespace {
 std::unique_ptr<tova::model::Model> g_model;
 std::unique_ptr<tova::ThreadPool> g_pool;
 
-std::string model_path() {
-  const char* env = std::getenv("TOVA_SHARED_DIR");
-  std::string dir = env != nullptr && *env != '\0' ? env : "";
-#ifdef TOVA_SHARED_DIR_DEFAULT
-  if (dir.empty()) dir = TOVA_SHARED_DIR_DEFAULT;
-#endif
-  if (dir.empty()) dir = "../shared";
-  return dir + "/models/stories260K.gguf";
-}
+std::string model_path() { return tova::fuzz::shared_dir() + "/models/stories260K.gguf"; }
 
 }  // namespace
 

@@ -28,6 +28,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fuzz_shared_dir.h"
 #include "io/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
@@ -47,14 +48,6 @@ struct Vocab {
 
 std::vector<Vocab>* g_vocabs = nullptr;
 
-std::string shared_dir() {
-  if (const char* env = std::getenv("TOVA_SHARED_DIR"); env != nullptr && *env != '\0') return env;
-#ifdef TOVA_SHARED_DIR_DEFAULT
-  return TOVA_SHARED_DIR_DEFAULT;
-#else
-  return "../shared";
-#endif
-}
 
 bool valid_utf8(std::string_view s) {
   size_t i = 0;
@@ -88,7 +81,7 @@ bool valid_utf8(std::string_view s) {
 
 void load_vocabs() {
   namespace fs = std::filesystem;
-  const std::string dir = shared_dir();
+  const std::string dir = tova::fuzz::shared_dir();
   std::error_code ec;
   if (!fs::is_directory(dir + "/vocab", ec)) {
     const char* ci = std::getenv("CI");
