@@ -17,6 +17,7 @@
 #include "eval/ppl_sweep.h"
 #include "eval/progress.h"
 #include "eval/report.h"
+#include "eval/stream_report.h"
 
 namespace tova::cli {
 
@@ -93,26 +94,151 @@ std::string detail_table(const eval::SweepResult& r) {
   return s;
 }
 
+struct Flags {
+  ModelFlags model;
+  std::string text_file;
+  std::string tokens_file;
+  std::vector<std::string> policies;
+  std::vector<int> budgets;
+  int ctx = 0;
+  int chunks = 0;
+  std::string out;
+  bool force = false;
+  std::string kv_type = "f32";
+  std::string positions = "absolute";
+  int n_batch = 32;
+  bool no_batch = false;
+  bool no_share = false;
+  bool no_plot = false;
+  bool stream = false;
+  int window = 1024;
+  int max_full_ctx = 0;
+};
+
+// --stream: each configuration reads the whole text as one sequence. Bounded configurations run
+// once per position mode, batched together; `full` runs once (its results do not depend on the
+// mode: nothing is ever evicted) over the first --max-full-ctx tokens.
+void run_stream(const Flags& f, const model::Model& m, const tok::Tokenizer* tk,
+                const std::vector<kv::PositionMode>& modes, kv::KvType kv_type, const Timer& wall) {
+  const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
+  auto in = read_input_ids(f.tokens_file, f.text_file, tk);
+  if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
+  const int32_t bos = in->from_text ? tk->bos() : -1;
+  std::vector<int32_t> seq;
+  if (bos >= 0) seq.push_back(bos);
+  seq.insert(seq.end(), in->ids.begin(), in->ids.end());
+  if (f.ctx > 0 && static_cast<int64_t>(seq.size()) > f.ctx) seq.resize(f.ctx);
+  if (seq.size() < 2) throw CLI::RuntimeError(fail("'" + input + "' gives fewer than 2 tokens"));
+  const int n = static_cast<int>(std::min<size_t>(seq.size(), INT32_MAX));
+  const int64_t trained = m.config().n_ctx_train;
+  const int max_full = f.max_full_ctx > 0 ? f.max_full_ctx
+                                           : static_cast<int>(std::min<int64_t>(
+                                                 4 * std::max<int64_t>(trained, 512), INT32_MAX));
+  auto configs = eval::sweep_configs(f.policies, f.budgets, n);
+  if (!configs.ok()) throw CLI::RuntimeError(fail(configs.message()));
+  std::vector<kv::PolicySpec> bounded, full;
+  for (const kv::PolicySpec& p : *configs) (p.bounded() ? bounded : full).push_back(p);
+  std::unique_ptr<eval::OutputDir> out;
+  if (!f.out.empty()) {
+    auto o = eval::OutputDir::create(f.out, f.force);
+    if (!o.ok()) throw CLI::RuntimeError(fail(o.message()));
+    out = std::move(o).value();
+  }
+
+  ThreadPool pool(f.model.n_threads());
+  const bool tty = ::isatty(2) != 0;
+  std::vector<eval::StreamCurve> curves;
+  int64_t forward_calls = 0;
+  double sweep_seconds = 0;
+  auto sweep = [&](const std::vector<int32_t>& chunk, const std::vector<kv::PolicySpec>& cs,
+                   kv::PositionMode mode) {
+    eval::SweepOptions so{.configs = cs,
+                          .kv_type = kv_type,
+                          .positions = mode,
+                          .n_batch = f.n_batch,
+                          .batched = !f.no_batch,
+                          .share_prefix = !f.no_share};
+    if (tty) {
+      so.on_progress = [last = -1.0](const eval::SweepProgress& p) mutable {
+        if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;
+        last = p.seconds;
+        fmt::print(stderr, "\r{}", eval::progress_line(p.steps_done, p.steps_total, p.seconds));
+        std::fflush(stderr);
+      };
+    }
+    const std::vector<std::vector<int32_t>> chunks = {chunk};
+    auto res = eval::run_sweep(m, pool, chunks, so);
+    if (tty) fmt::print(stderr, "\r\033[K");
+    if (!res.ok()) throw CLI::RuntimeError(fail(res.message()));
+    forward_calls += res->n_forward_calls;
+    sweep_seconds += res->seconds;
+    for (const eval::ConfigResult& c : res->configs) {
+      curves.push_back(eval::stream_curve(c, mode, f.window));
+    }
+  };
+  if (!full.empty()) {
+    const std::vector<int32_t> head(seq.begin(), seq.begin() + std::min(n, max_full));
+    sweep(head, full, kv::PositionMode::kAbsolute);
+  }
+  if (!bounded.empty()) {
+    for (kv::PositionMode mode : modes) sweep(seq, bounded, mode);
+  }
+
+  const std::string title = fmt::format(
+      "{} streaming {}: {} tokens as one sequence, windows of {}",
+      std::filesystem::path(f.model.model_path()).filename().string(),
+      std::filesystem::path(input).filename().string(), n, f.window);
+  fmt::print("## Streaming perplexity: {}\n\n", title);
+  fmt::print("| configuration | predictions | ppl | first window | last window |\n"
+             "|---|---:|---:|---:|---:|\n");
+  for (const eval::StreamCurve& c : curves) {
+    fmt::print("| {} | {} | {} | {} | {} |\n", c.label, c.n_predictions, fmt_ppl(c.ppl),
+               c.window_ppl.empty() ? "-" : fmt_ppl(c.window_ppl.front()),
+               c.window_ppl.empty() ? "-" : fmt_ppl(c.window_ppl.back()));
+  }
+  fmt::print("\n");
+  fmt::print(stderr, "streamed {} tokens through {} configurations in {:.2f} s ({} forward calls)\n",
+             n, curves.size(), sweep_seconds, forward_calls);
+  if (!out) return;
+  const nlohmann::ordered_json header = {
+      {"model", f.model.model_path()},
+      {"text", f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file)
+                                     : nlohmann::ordered_json()},
+      {"tokens_file", f.tokens_file.empty() ? nlohmann::ordered_json()
+                                            : nlohmann::ordered_json(f.tokens_file)},
+      {"mode", "stream"},
+      {"n_tokens", n},
+      {"bos_added", bos >= 0},
+      {"window", f.window},
+      {"max_full_ctx", max_full},
+      {"trained_ctx", trained},
+      {"scoring", "every prediction of the sequence; window w covers predictions "
+                  "[w*window, (w+1)*window)"},
+      {"kv_type", f.kv_type},
+      {"f32_activations", f.model.f32_activations},
+      {"batched", !f.no_batch},
+      {"n_batch", f.n_batch},
+      {"threads", pool.size()},
+      {"forward_calls", forward_calls},
+      {"sweep_seconds", sweep_seconds},
+      {"wall_seconds", wall.seconds()},
+  };
+  auto st = eval::write_file(out->file("results.json"),
+                             eval::stream_json(curves, header).dump(1) + "\n");
+  if (st.ok()) st = eval::write_file(out->file("results.csv"), eval::stream_csv(curves));
+  if (st.ok() && !f.no_plot) {
+    st = eval::plot_stream(curves, title, trained, out->tmp_path());
+    if (!st.ok()) st = make_error("{} (--no-plot skips the plots)", st.message());
+  }
+  if (st.ok()) st = out->commit();
+  if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
+  fmt::print(stderr, "wrote results.json, results.csv{} to {}\n",
+             f.no_plot ? "" : ", stream.png, stream.svg", out->path());
+}
+
 }  // namespace
 
 void add_ppl_command(CLI::App& app) {
-  struct Flags {
-    ModelFlags model;
-    std::string text_file;
-    std::string tokens_file;
-    std::vector<std::string> policies;
-    std::vector<int> budgets;
-    int ctx = 0;
-    int chunks = 0;
-    std::string out;
-    bool force = false;
-    std::string kv_type = "f32";
-    std::string positions = "absolute";
-    int n_batch = 32;
-    bool no_batch = false;
-    bool no_share = false;
-    bool no_plot = false;
-  };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "ppl", "perplexity sweep: every policy x every budget on chunks of a text, batched");
@@ -149,6 +275,17 @@ void add_ppl_command(CLI::App& app) {
                 "compute every configuration from position 0, instead of letting it ride along "
                 "with full until its first eviction (same results; for comparison)");
   cmd->add_flag("--no-plot", flags->no_plot, "do not draw ppl.png / ppl.svg (no gnuplot needed)");
+  cmd->add_flag("--stream", flags->stream,
+                "read the whole text (or its first --ctx tokens) as ONE sequence per "
+                "configuration and report perplexity per --window positions and cumulatively; "
+                "--kv-positions may then list several modes (absolute,gap,rank)");
+  cmd->add_option("--window", flags->window, "--stream: positions per reported window")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--max-full-ctx", flags->max_full_ctx,
+                  "--stream: run `full` only over the first N tokens (its cache grows with every "
+                  "token; default: 4x the model's training context)")
+      ->check(CLI::Range(2, 1 << 30));
   cmd->footer(
       "Each chunk is BOS followed by the next ctx-1 tokens of the text, positions from 0, and "
       "EVERY prediction in it is scored (ctx-1 per chunk), unlike llama-perplexity, which scores "
@@ -160,8 +297,19 @@ void add_ppl_command(CLI::App& app) {
     Timer wall;
     auto kv_type = runtime::parse_kv_type(f.kv_type);
     if (!kv_type.ok()) throw CLI::RuntimeError(fail(kv_type.message()));
-    auto positions = kv::parse_position_mode(f.positions);
-    if (!positions.ok()) throw CLI::RuntimeError(fail(positions.message()));
+    std::vector<kv::PositionMode> modes;
+    for (size_t at = 0; at <= f.positions.size();) {
+      const size_t comma = std::min(f.positions.find(',', at), f.positions.size());
+      auto mode = kv::parse_position_mode(f.positions.substr(at, comma - at));
+      if (!mode.ok()) throw CLI::RuntimeError(fail(mode.message()));
+      if (std::find(modes.begin(), modes.end(), *mode) == modes.end()) modes.push_back(*mode);
+      at = comma + 1;
+    }
+    if (modes.size() > 1 && !f.stream) {
+      throw CLI::RuntimeError(
+          fail("--kv-positions lists several modes; that needs --stream (or one sweep per mode)"));
+    }
+    const kv::PositionMode positions = modes.front();
     if (f.policies.empty()) {
       throw CLI::RuntimeError(fail("no policies given (--policies full,window,tova,...)"));
     }
@@ -171,6 +319,10 @@ void add_ppl_command(CLI::App& app) {
     auto lm = load_model(f.model.model_path(), f.tokens_file.empty(), f.model.options());
     if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
     const model::Model& m = *lm->model;
+    if (f.stream) {
+      run_stream(f, m, lm->tokenizer.get(), modes, *kv_type, wall);
+      return;
+    }
     const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 1 ? m.config().n_ctx_train : 512);
     auto configs = eval::sweep_configs(f.policies, f.budgets, ctx);
     if (!configs.ok()) throw CLI::RuntimeError(fail(configs.message()));
@@ -195,7 +347,7 @@ void add_ppl_command(CLI::App& app) {
     const bool tty = ::isatty(2) != 0;
     eval::SweepOptions so{.configs = *configs,
                           .kv_type = *kv_type,
-                          .positions = *positions,
+                          .positions = positions,
                           .n_batch = f.n_batch,
                           .batched = !f.no_batch,
                           .share_prefix = !f.no_share};

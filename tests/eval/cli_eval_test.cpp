@@ -177,6 +177,53 @@ TEST_F(CliEval, PplWritesTablesJsonCsvAndPlots) {
   EXPECT_EQ(n, 0);
 }
 
+// --stream: one sequence per configuration over the whole input (here its first 600 ids); full
+// only over --max-full-ctx; one curve per (bounded configuration, position mode); and the same
+// perplexity as a one-chunk sweep of the same 600 ids.
+TEST_F(CliEval, PplStreamWritesCurvesEqualToAOneChunkSweep) {
+  const std::string tokens = shared_path("golden/tokens-1024.json");
+  const std::string out = dir_ + "/stream";
+  const RunResult r = run("ppl -m " + model_ + " -t 1 --tokens " + tokens +
+                          " --stream --ctx 600 --window 100 --max-full-ctx 300"
+                          " --policies full,tova --budgets 32 --kv-positions absolute,rank"
+                          " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| tova k=32 rank | 599 |"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out + "/results.json"));
+  EXPECT_EQ(j["n_tokens"], 600);
+  EXPECT_EQ(j["bos_added"], false);
+  ASSERT_EQ(j["curves"].size(), 3u);
+  EXPECT_EQ(j["curves"][0]["label"], "full");
+  EXPECT_EQ(j["curves"][0]["n_predictions"], 299);
+  EXPECT_EQ(j["curves"][1]["label"], "tova k=32 absolute");
+  EXPECT_EQ(j["curves"][2]["label"], "tova k=32 rank");
+  for (size_t i = 1; i < 3; ++i) {
+    const auto& c = j["curves"][i];
+    EXPECT_EQ(c["n_predictions"], 599);
+    ASSERT_EQ(c["window_end"].size(), 6u);
+    EXPECT_EQ(c["window_end"][5], 599);
+    EXPECT_NEAR(c["cumulative_ppl"][5].get<double>(), c["ppl"].get<double>(), 1e-9);
+  }
+  const std::string csv = slurp(out + "/results.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 3 + 6 + 6);
+  EXPECT_GT(fs::file_size(out + "/stream.png"), 1000u);
+
+  const RunResult one = run("ppl -m " + model_ + " -t 1 --tokens " + tokens +
+                            " --ctx 600 --chunks 1 --policies tova --budgets 32 --out " + dir_ +
+                            "/one --no-plot");
+  ASSERT_EQ(one.code, 0) << one.err;
+  const nlohmann::json k = nlohmann::json::parse(slurp(dir_ + "/one/results.json"));
+  // The same NLLs; only the order of the final sums differs.
+  EXPECT_NEAR(k["results"][0]["ppl"].get<double>(), j["curves"][1]["ppl"].get<double>(), 1e-9);
+}
+
+TEST_F(CliEval, PplSeveralPositionModesNeedStream) {
+  const RunResult r =
+      run("ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
+          " --policies tova --budgets 16 --ctx 64 --kv-positions absolute,gap");
+  expect_clean_failure(r, "--stream", {});
+}
+
 TEST_F(CliEval, TraceWritesJsonAndHeatMap) {
   const std::string out = dir_ + "/tr";
   const RunResult r =

@@ -1,0 +1,129 @@
+#include "eval/stream_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "eval/output_dir.h"
+#include "eval/plots.h"
+
+namespace tova::eval {
+
+StreamCurve stream_curve(const ConfigResult& c, kv::PositionMode positions, int64_t window) {
+  StreamCurve s;
+  s.policy = c.policy;
+  s.positions = positions;
+  s.label = c.policy.bounded()
+                ? fmt::format("{} k={} {}", c.policy.label(), c.policy.budget,
+                              kv::position_mode_name(positions))
+                : std::string("full");
+  const std::vector<double>& nll = c.nll_by_position;
+  s.n_predictions = static_cast<int64_t>(nll.size());
+  window = std::max<int64_t>(1, window);
+  double total = 0;
+  for (int64_t w0 = 0; w0 < s.n_predictions; w0 += window) {
+    const int64_t w1 = std::min(s.n_predictions, w0 + window);
+    double sum = 0;
+    for (int64_t i = w0; i < w1; ++i) sum += nll[i];
+    total += sum;
+    // Prediction i is made at position i (it predicts the token at i + 1).
+    s.window_end.push_back(w1);
+    s.window_ppl.push_back(std::exp(sum / static_cast<double>(w1 - w0)));
+    s.cumulative_ppl.push_back(std::exp(total / static_cast<double>(w1)));
+  }
+  s.ppl = s.n_predictions > 0 ? std::exp(total / static_cast<double>(s.n_predictions)) : NAN;
+  return s;
+}
+
+nlohmann::ordered_json stream_json(const std::vector<StreamCurve>& curves,
+                                   const nlohmann::ordered_json& header) {
+  nlohmann::ordered_json j = header;
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const StreamCurve& c : curves) {
+    arr.push_back({{"label", c.label},
+                   {"policy", c.policy.label()},
+                   {"budget", c.policy.bounded() ? nlohmann::ordered_json(c.policy.budget)
+                                                 : nlohmann::ordered_json()},
+                   {"positions", kv::position_mode_name(c.positions)},
+                   {"n_predictions", c.n_predictions},
+                   {"ppl", c.ppl},
+                   {"window_end", c.window_end},
+                   {"window_ppl", c.window_ppl},
+                   {"cumulative_ppl", c.cumulative_ppl}});
+  }
+  j["curves"] = arr;
+  return j;
+}
+
+std::string stream_csv(const std::vector<StreamCurve>& curves) {
+  std::string s = "label,policy,budget,positions,window_end,window_ppl,cumulative_ppl\n";
+  for (const StreamCurve& c : curves) {
+    for (size_t w = 0; w < c.window_end.size(); ++w) {
+      s += fmt::format("{},{},{},{},{},{:.6f},{:.6f}\n", c.label, c.policy.label(),
+                       c.policy.bounded() ? std::to_string(c.policy.budget) : "",
+                       kv::position_mode_name(c.positions), c.window_end[w], c.window_ppl[w],
+                       c.cumulative_ppl[w]);
+    }
+  }
+  return s;
+}
+
+std::string stream_plot_script(const std::vector<StreamCurve>& curves, const std::string& title,
+                               int64_t trained_ctx) {
+  std::string s = "# tova ppl --stream: perplexity per window of positions. Re-draw with: "
+                  "gnuplot stream.gp\n";
+  double lo = INFINITY, hi = 0;
+  int64_t x_max = 1;
+  for (size_t i = 0; i < curves.size(); ++i) {
+    s += fmt::format("$d{} << EOD\n# window_end window_ppl cumulative_ppl\n", i);
+    const StreamCurve& c = curves[i];
+    for (size_t w = 0; w < c.window_end.size(); ++w) {
+      s += fmt::format("{} {:.6f} {:.6f}\n", c.window_end[w], c.window_ppl[w], c.cumulative_ppl[w]);
+      if (std::isfinite(c.window_ppl[w])) {
+        lo = std::min(lo, c.window_ppl[w]);
+        hi = std::max(hi, c.window_ppl[w]);
+      }
+      x_max = std::max(x_max, c.window_end[w]);
+    }
+    s += "EOD\n";
+  }
+  s += "set encoding utf8\n";
+  s += fmt::format("set title {} noenhanced\n", gnuplot_string(title));
+  s += "set xlabel \"position in the text (end of each window)\"\n";
+  s += "set ylabel \"perplexity of the window\"\n";
+  s += "set key outside right top noenhanced\n";
+  s += "set grid\n";
+  s += fmt::format("set xrange [0:{}]\n", x_max);
+  if (hi > 0 && lo > 0 && hi / lo > 4) s += "set logscale y\n";
+  if (trained_ctx > 0 && trained_ctx < x_max) {
+    s += fmt::format(
+        "set arrow from {0},graph 0 to {0},graph 1 nohead dt 3 lc rgb \"gray40\"\n"
+        "set label \"trained context\" at {0},graph 0.97 offset 0.5,0 tc rgb \"gray40\"\n",
+        trained_ctx);
+  }
+  std::string plot = "plot ";
+  const char* sep = "";
+  for (size_t i = 0; i < curves.size(); ++i) {
+    const bool full = !curves[i].policy.bounded();
+    plot += fmt::format("{}$d{} using 1:2 with lines lw 2{} title {}", sep, i,
+                        full ? " dt 2 lc rgb \"black\"" : "", gnuplot_string(curves[i].label));
+    sep = ", \\\n     ";
+  }
+  s += "set terminal pngcairo size 1100,640 font \",11\"\n";
+  s += "set output \"stream.png\"\n";
+  s += plot + "\n";
+  s += "set terminal svg size 1100,640 dynamic font \",11\"\n";
+  s += "set output \"stream.svg\"\n";
+  s += "replot\n";
+  s += "unset output\n";
+  return s;
+}
+
+Status plot_stream(const std::vector<StreamCurve>& curves, const std::string& title,
+                   int64_t trained_ctx, const std::string& dir) {
+  TOVA_RETURN_IF_ERROR(write_file(dir + "/stream.gp", stream_plot_script(curves, title, trained_ctx)));
+  return run_gnuplot(dir, "stream.gp");
+}
+
+}  // namespace tova::eval
