@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include "commands.h"
@@ -94,6 +95,16 @@ std::string detail_table(const eval::SweepResult& r) {
   return s;
 }
 
+// A progress line on stderr, redrawn about ten times a second (terminals only).
+std::function<void(const eval::SweepProgress&)> progress_printer() {
+  return [last = -1.0](const eval::SweepProgress& p) mutable {
+    if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;
+    last = p.seconds;
+    fmt::print(stderr, "\r{}", eval::progress_line(p.steps_done, p.steps_total, p.seconds));
+    std::fflush(stderr);
+  };
+}
+
 struct Flags {
   ModelFlags model;
   std::string text_file;
@@ -158,14 +169,7 @@ void run_stream(const Flags& f, const model::Model& m, const tok::Tokenizer* tk,
                           .n_batch = f.n_batch,
                           .batched = !f.no_batch,
                           .share_prefix = !f.no_share};
-    if (tty) {
-      so.on_progress = [last = -1.0](const eval::SweepProgress& p) mutable {
-        if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;
-        last = p.seconds;
-        fmt::print(stderr, "\r{}", eval::progress_line(p.steps_done, p.steps_total, p.seconds));
-        std::fflush(stderr);
-      };
-    }
+    if (tty) so.on_progress = progress_printer();
     const std::vector<std::vector<int32_t>> chunks = {chunk};
     auto res = eval::run_sweep(m, pool, chunks, so);
     if (tty) fmt::print(stderr, "\r\033[K");
@@ -351,14 +355,7 @@ void add_ppl_command(CLI::App& app) {
                           .n_batch = f.n_batch,
                           .batched = !f.no_batch,
                           .share_prefix = !f.no_share};
-    if (tty) {
-      so.on_progress = [last = -1.0](const eval::SweepProgress& p) mutable {
-        if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;  // ~10 redraws/s
-        last = p.seconds;
-        fmt::print(stderr, "\r{}", eval::progress_line(p.steps_done, p.steps_total, p.seconds));
-        std::fflush(stderr);
-      };
-    }
+    if (tty) so.on_progress = progress_printer();
     auto res = eval::run_sweep(m, pool, *chunks, so);
     if (tty) fmt::print(stderr, "\r\033[K");
     if (!res.ok()) throw CLI::RuntimeError(fail(res.message()));
