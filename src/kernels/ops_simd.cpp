@@ -140,15 +140,20 @@ void RopeApply(float* x, int n_head, int head_dim, const float* cs, const RopePa
         hn::StoreU(hn::Add(hn::Mul(x0, s), hn::Mul(x1, c)), d, v + i + half);
       }
     }
+    // The tail goes through one-lane vectors, not scalar code: GCC 12 recognises the scalar
+    // form as a complex multiplication and vectorises it with vfmaddsub (fused, one rounding)
+    // even under -ffp-contract=off, in a loop version that runs or not depending on the
+    // addresses of x and cs; so identical inputs at other addresses rounded differently.
+    const hn::CappedTag<float, 1> d1;
     for (; i < half; ++i) {
-      const float c = cs[2 * i];
-      const float s = cs[2 * i + 1];
+      const auto c = hn::Set(d1, cs[2 * i]);
+      const auto s = hn::Set(d1, cs[2 * i + 1]);
       float* a = p.mode == RopeMode::kNorm ? v + 2 * i : v + i;
       float* b = p.mode == RopeMode::kNorm ? v + 2 * i + 1 : v + i + half;
-      const float x0 = *a;
-      const float x1 = *b;
-      *a = x0 * c - x1 * s;
-      *b = x0 * s + x1 * c;
+      const auto x0 = hn::Set(d1, *a);
+      const auto x1 = hn::Set(d1, *b);
+      *a = hn::GetLane(hn::Sub(hn::Mul(x0, c), hn::Mul(x1, s)));
+      *b = hn::GetLane(hn::Add(hn::Mul(x0, s), hn::Mul(x1, c)));
     }
   }
 }

@@ -94,9 +94,9 @@ TEST_P(OpsTest, RopeMatchesRef) {
               auto y = x, y_ref = x;
               rope(y.data(), n_head, head_dim, pos, p);
               rope_ref(y_ref.data(), n_head, head_dim, pos, p);
-              // Only FMA contraction differs: a few ulp of |x0| + |x1| <= 6.
+              // Neither side fuses a multiply-add: bit for bit.
               for (size_t i = 0; i < x.size(); ++i) {
-                ASSERT_NEAR(y[i], y_ref[i], 6 * 4 * kEps)
+                ASSERT_EQ(bits_of(y[i]), bits_of(y_ref[i]))
                     << "head_dim=" << head_dim << " n_rot=" << n_rot << " mode="
                     << static_cast<int>(mode) << " pos=" << pos << " scale=" << freq_scale
                     << " i=" << i;
@@ -111,6 +111,43 @@ TEST_P(OpsTest, RopeMatchesRef) {
               rope_apply(y_split.data(), n_head, head_dim, cs.data(), p);
               ASSERT_EQ(y_split, y);
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The same rotation of the same values gives the same bits wherever they sit in memory (and
+// the reference's bits): GCC 12 once turned the scalar tail into a fused vfmaddsub loop version
+// chosen by the addresses of x and cs, so a query rotated at one address differed by an ulp
+// from the same query elsewhere (issue 12: moved positions were not bit-reproducible).
+TEST_P(OpsTest, RopeBitsDoNotDependOnAddresses) {
+  for (int head_dim : {8, 6, 40, 64}) {
+    for (RopeMode mode : {RopeMode::kNorm, RopeMode::kNeox}) {
+      const RopeParams p{.n_rot = head_dim, .mode = mode};
+      const int n_head = 4;
+      const auto x = random_floats(n_head * head_dim, -3.f, 3.f, static_cast<uint32_t>(head_dim));
+      std::vector<float> cs(head_dim);
+      rope_cos_sin(12345, p, cs.data());
+      auto want = x;
+      rope_apply_ref(want.data(), n_head, head_dim, cs.data(), p);
+      std::vector<float> xbuf(x.size() + 16), csbuf(cs.size() + 16);
+      for (int xo = 0; xo < 16; ++xo) {
+        for (int co = 0; co < 16; co += 3) {
+          std::copy(x.begin(), x.end(), xbuf.begin() + xo);
+          std::copy(cs.begin(), cs.end(), csbuf.begin() + co);
+          for (int h = 1; h <= n_head; h *= 2) {  // one head at a time, two, all four
+            for (int h0 = 0; h0 < n_head; h0 += h) {
+              rope_apply(&xbuf[xo + h0 * head_dim], h, head_dim, &csbuf[co], p);
+            }
+            for (size_t i = 0; i < x.size(); ++i) {
+              ASSERT_EQ(bits_of(xbuf[xo + i]), bits_of(want[i]))
+                  << "head_dim=" << head_dim << " mode=" << static_cast<int>(mode)
+                  << " x offset=" << xo << " cs offset=" << co << " heads per call=" << h
+                  << " i=" << i;
+            }
+            std::copy(x.begin(), x.end(), xbuf.begin() + xo);
           }
         }
       }

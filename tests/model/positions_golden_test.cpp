@@ -86,16 +86,7 @@ TEST(PositionsGolden, EveryPolicyBudgetAndMode) {
 // With k >= sequence length nothing is evicted, every gap is 1, and gap and rank rotate each key
 // by its own position: every (policy, mode) equals absolute `full` bit for bit; so does `full`
 // itself in every mode, in exact and chunked prefill.
-// KNOWN OPEN BUG (issue 12): in gap mode the first `full` run of a process can differ from later
-// identical runs (first at position 127 of this input, ~6e-6), so moved-position modes are not
-// yet bit-reproducible; disabled until the cause is found (the golden tolerances above hold).
-// What is known: one source was found and removed (RoPE of a query rounded differently for
-// identical inputs, 1 ulp, through implicit FMA contraction in code the compiler versions by
-// address; the build now says -ffp-contract=off). Another remains: whether the test fails
-// changes with unrelated edits to the binary and with MALLOC_PERTURB_, not with thread timing
-// (taskset) or pool size alone; that points to a read of uninitialised or stale memory on the
-// moved path. valgrind 3.19 cannot run the binary (libhwy's static init uses RDTSCP).
-TEST(PositionsGolden, DISABLED_NothingEvictedIsFullBitForBit) {
+TEST(PositionsGolden, NothingEvictedIsFullBitForBit) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(shared_path("models/stories260K.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
