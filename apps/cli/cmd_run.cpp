@@ -95,6 +95,14 @@ void print_run_stats(double load_seconds, const runtime::GenerateStats& st) {
              st.prompt_seconds * 1e3, rate(st.n_prompt, st.prompt_seconds));
   fmt::print(stderr, "decode       : {:8d} tokens in {:8.2f} ms ({:.2f} tok/s)\n",
              st.n_generated, st.decode_seconds * 1e3, rate(st.n_generated, st.decode_seconds));
+  if (st.session_loaded_bytes > 0) {
+    fmt::print(stderr, "session load : {} in {:8.2f} ms\n", format_bytes(st.session_loaded_bytes),
+               st.session_load_seconds * 1e3);
+  }
+  if (st.session_saved_bytes > 0) {
+    fmt::print(stderr, "session save : {} in {:8.2f} ms\n", format_bytes(st.session_saved_bytes),
+               st.session_save_seconds * 1e3);
+  }
   print_kv_stats(st.kv);
 }
 

@@ -56,6 +56,17 @@ KvStats kv_stats(const kv::MultiState& s) {
   return k;
 }
 
+namespace {
+
+// The size of a file just read or written (0 if it cannot be read: it is only reported).
+int64_t file_bytes(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
+}
+
+}  // namespace
+
 Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
                                std::span<const int32_t> prompt, const GenerateOptions& o,
                                const std::function<bool(int32_t)>& is_eog,
@@ -65,8 +76,12 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
     return make_error("the prompt is empty (no tokens to start from)");
   }
   std::unique_ptr<Session> session;
+  GenerateStats st;
   if (resume) {
+    Timer load;
     TOVA_ASSIGN_OR_RETURN(SessionData d, load_session(o.session, m));
+    st.session_load_seconds = load.seconds();
+    st.session_loaded_bytes = file_bytes(o.session);
     if (prompt.empty() && d.pending < 0 && d.logits.empty()) {
       return make_error("session '{}' has no logits to continue from; give a prompt", o.session);
     }
@@ -85,7 +100,6 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
   // The same scheduler `serve` batches many sessions through; here it holds one.
   BatchScheduler scheduler(m, pool, {.step_tokens = o.n_batch});
   Session* const sessions[] = {session.get()};
-  GenerateStats st;
   Timer t;
   session->queue(prompt);
   st.n_prompt = session->n_pending();
@@ -108,7 +122,10 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
   st.decode_seconds = t.seconds();
   st.kv = kv_stats(session->state());
   if (!o.session.empty()) {
+    Timer save;
     TOVA_RETURN_IF_ERROR(save_session(o.session, m, session->save_data(unfed)));
+    st.session_save_seconds = save.seconds();
+    st.session_saved_bytes = file_bytes(o.session);
   }
   return st;
 }

@@ -60,6 +60,12 @@ struct GenerateStats {
   double prompt_seconds = 0;
   double decode_seconds = 0;
   KvStats kv;
+  // With GenerateOptions::session: reading and decoding the file it resumed from (0 when it
+  // started fresh), and encoding and writing it at the end; its size in bytes.
+  double session_load_seconds = 0;
+  double session_save_seconds = 0;
+  int64_t session_loaded_bytes = 0;
+  int64_t session_saved_bytes = 0;
 };
 
 // Prefills the prompt, then samples up to n_predict tokens; on_token(id) is called for each

@@ -1,5 +1,9 @@
 #include "runtime/session_file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -262,25 +266,58 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   return d;
 }
 
+namespace {
+
+// Writes all of `bytes` to a new file and forces them to disk before returning.
+Status write_durably(const std::string& path, std::span<const uint8_t> bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error("cannot write session file '{}': {}", path, std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      return make_error("cannot write session file '{}': {}", path, std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return make_error("cannot write session file '{}': {}", path, std::strerror(err));
+  }
+  if (::close(fd) != 0) {
+    return make_error("cannot write session file '{}': {}", path, std::strerror(errno));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+// Atomic and durable: the bytes go to a temporary file that is synced, then renamed over
+// `path`, then the directory entry is synced; a crash at any point leaves the old file or the
+// new one, never a mix.
 Status save_session(const std::string& path, const model::Model& m, const SessionData& d) {
   const std::vector<uint8_t> bytes = encode_session(m, d);
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return make_error("cannot write session file '{}'", tmp);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return make_error("cannot write session file '{}'", tmp);
-    }
+  if (Status st = write_durably(tmp, bytes); !st.ok()) {
+    std::remove(tmp.c_str());
+    return st;
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::remove(tmp.c_str());
     return make_error("cannot replace session file '{}': {}", path, ec.message());
+  }
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {  // best effort: some file systems cannot sync a directory
+    ::fsync(dfd);
+    ::close(dfd);
   }
   return ok_status();
 }

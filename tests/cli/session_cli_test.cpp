@@ -2,6 +2,7 @@
 // file is one clear error.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "cli_util.h"
@@ -28,6 +29,14 @@ TEST(Cli, SplitRunWithSessionEqualsOneRun) {
   const CmdResult b = run_tova("run " + m + " -n 50 --temp 0 -t 2 --session " + sess);
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_EQ(strip_newlines(a.out + b.out), strip_newlines(one.out));
+  // Both runs report what the file cost: the first saved it, the second loaded and saved it.
+  EXPECT_NE(a.err.find("session save :"), std::string::npos) << a.err;
+  EXPECT_EQ(a.err.find("session load :"), std::string::npos) << a.err;
+  EXPECT_NE(b.err.find("session load :"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("session save :"), std::string::npos) << b.err;
+  EXPECT_EQ(one.err.find("session"), std::string::npos) << one.err;
+  // No temporary file is left beside it.
+  EXPECT_FALSE(std::filesystem::exists(sess + ".tmp"));
   // Another model refuses the file, naming it.
   const CmdResult other = run_tova("run -m " + shared_path("models/booklm-3m.gguf") +
                                    " -n 5 --temp 0 --session " + sess);
