@@ -29,7 +29,9 @@ class Session {
  public:
   static Result<std::unique_ptr<Session>> create(const model::Model& m, const SessionOptions& o);
   // A session continuing from a saved one (runtime/session_file.h): its multi-state, history,
-  // random state and logits; a sampled token not yet fed is queued. o.cache describes the state.
+  // random state and logits; a sampled token not yet fed is queued. The cache options (policy,
+  // budget, K/V type, positions, chunk size) are the saved state's; of o.cache only the reserve
+  // is used.
   static Result<std::unique_ptr<Session>> resume(const model::Model& m, const SessionOptions& o,
                                                  runtime::SessionData d);
   // What a session file needs to continue exactly from here; `unfed` is a token sampled from

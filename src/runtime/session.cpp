@@ -38,7 +38,13 @@ Result<std::unique_ptr<Session>> Session::resume(const model::Model& m, const Se
   if (d.state == nullptr) return make_error("session data without a multi-state");
   auto s = std::unique_ptr<Session>(new Session());
   s->model_ = &m;
+  // The cache options are the restored state's (a reset starts the same kind of cache again);
+  // only the reserve comes from the caller.
   s->cache_ = o.cache;
+  s->cache_.policy = d.state->policy();
+  s->cache_.kv_type = d.state->kv_type();
+  s->cache_.positions = d.state->positions();
+  if (d.state->max_new() > 1) s->cache_.prefill = {.chunk = d.state->max_new()};
   s->sampling_ = o.sampling;
   s->state_ = std::move(d.state);
   s->sampler_ = std::make_unique<runtime::Sampler>(o.sampling);

@@ -141,12 +141,16 @@ std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d)
   rng.resize(kRngField, '\0');
   w.put<uint32_t>(static_cast<uint32_t>(std::min(d.rng_state.size(), kRngField)));
   w.bytes(rng.data(), rng.size());
+  if (!d.note.empty()) {
+    w.put<uint64_t>(d.note.size());
+    w.bytes(d.note.data(), d.note.size());
+  }
 
   std::vector<uint8_t> out;
   Writer h(out);
   h.bytes(kMagic, sizeof(kMagic));
   h.put<uint32_t>(kSessionVersion);
-  h.put<uint32_t>(0);
+  h.put<uint32_t>(d.note.empty() ? 0 : kSessionFlagNote);
   h.put<uint64_t>(payload.size());
   h.put<uint64_t>(fnv1a(payload.data(), payload.size()));
   out.insert(out.end(), payload.begin(), payload.end());
@@ -166,7 +170,9 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   TOVA_ASSIGN_OR_RETURN(uint32_t flags, hr.get<uint32_t>("the header"));
   TOVA_ASSIGN_OR_RETURN(uint64_t size, hr.get<uint64_t>("the header"));
   TOVA_ASSIGN_OR_RETURN(uint64_t hash, hr.get<uint64_t>("the header"));
-  if (flags != 0) return make_error("session file has unknown flags {}", flags);
+  if ((flags & ~kSessionFlagNote) != 0) {
+    return make_error("session file has unknown flags {}", flags);
+  }
   if (size != bytes.size() - kHeader) {
     return make_error("session file is {} bytes, its header says {} (truncated or extended)",
                       bytes.size(), size + kHeader);
@@ -262,6 +268,14 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   TOVA_ASSIGN_OR_RETURN(auto rng, r.bytes(kRngField, "the sampler state"));
   if (rng_len > kRngField) return make_error("session sampler state too long");
   d.rng_state.assign(rng.begin(), rng.begin() + rng_len);
+  if ((flags & kSessionFlagNote) != 0) {
+    TOVA_ASSIGN_OR_RETURN(uint64_t note_len, r.get<uint64_t>("the note"));
+    if (note_len == 0 || note_len > r.left()) {
+      return make_error("session note of {} bytes, {} left in the file", note_len, r.left());
+    }
+    TOVA_ASSIGN_OR_RETURN(auto note, r.bytes(static_cast<size_t>(note_len), "the note"));
+    d.note.assign(note.begin(), note.end());
+  }
   if (r.left() != 0) return make_error("session file has {} bytes of trailing data", r.left());
   return d;
 }

@@ -3,9 +3,9 @@
 // penalty), a sampled token not yet fed, the last logits and the sampler's random state.
 // Under a bounded policy the size does not depend on how many tokens were seen.
 //
-// Layout (little-endian): "TOVASESS", u32 version, u32 0, u64 payload bytes, u64 FNV-1a hash
-// of the payload, then the payload (model fingerprint, cache options, layers, tokens, logits,
-// sampler). Any truncation, flipped byte, other model or other version is one clear error.
+// Layout (little-endian): "TOVASESS", u32 version, u32 flags, u64 payload bytes, u64 FNV-1a
+// hash of the payload, then the payload (model fingerprint, cache options, layers, tokens,
+// logits, sampler; with flag 1, u64 bytes of a front-end note and the note). Any truncation, flipped byte, other model or other version is one clear error.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,8 @@
 namespace tova::runtime {
 
 inline constexpr uint32_t kSessionVersion = 1;
+// Header flag: the payload ends with a front-end note (SessionData::note).
+inline constexpr uint32_t kSessionFlagNote = 1;
 // Tokens of history kept (the repetition penalty looks back at most this far).
 inline constexpr int kSessionHistory = 256;
 
@@ -30,6 +32,9 @@ struct SessionData {
   int32_t pending = -1;          // sampled but not yet fed (-1: none)
   std::vector<float> logits;     // [n_vocab] after the last token fed (empty: none)
   std::string rng_state;         // Sampler::rng_state()
+  // What a front-end keeps with the state, opaque here (tova chat: its messages as JSON). It is
+  // the only part of the file whose size may grow with the conversation; empty: none.
+  std::string note;
 };
 
 // A hash of the model's shape and weights' first bytes: a session only loads into its model.

@@ -154,10 +154,38 @@ TEST(SessionFile, HostileFilesAreOneClearErrorAndChangeNothing) {
   r = runtime::decode_session_bytes(**m, v2);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("version 2"), std::string::npos) << r.message();
+  // Unknown header flags.
+  auto flagged = good;
+  flagged[12] = 2;
+  r = runtime::decode_session_bytes(**m, flagged);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("unknown flags 2"), std::string::npos) << r.message();
   // Not a session file at all.
   r = runtime::decode_session_bytes(**m, std::vector<uint8_t>(100, 'x'));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("not a tova session"), std::string::npos);
+
+  // A front-end note travels with the state; truncating or flipping it is refused too.
+  {
+    auto st2 = runtime::make_state(**m, options("tova", 16, kv::PositionMode::kGap), 0);
+    ASSERT_TRUE(st2.ok());
+    SessionData dn{.state = std::move(st2).value(), .note = "{\"tova_chat\":1}"};
+    const auto with_note = runtime::encode_session(**m, dn);
+    EXPECT_EQ(with_note[12], runtime::kSessionFlagNote);
+    auto back = runtime::decode_session_bytes(**m, with_note);
+    ASSERT_TRUE(back.ok()) << back.message();
+    EXPECT_EQ(back->note, dn.note);
+    EXPECT_EQ(runtime::encode_session(**m, *back), with_note);
+    for (size_t cut = 1; cut <= dn.note.size() + 8; ++cut) {
+      EXPECT_FALSE(
+          runtime::decode_session_bytes(**m, {with_note.data(), with_note.size() - cut}).ok());
+    }
+    auto bad = with_note;
+    bad.back() ^= 0x20;
+    EXPECT_FALSE(runtime::decode_session_bytes(**m, bad).ok());
+    // Without a note the flag is clear (files of earlier builds read the same).
+    EXPECT_EQ(good[12], 0);
+  }
 
   // load_session on a bad file names it; save is atomic (no .tmp left, old file replaced).
   const std::string dir = make_temp_dir();
