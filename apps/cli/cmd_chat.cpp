@@ -45,13 +45,18 @@ Result<ChatNote> decode_note(const std::string& path, const std::string& note) {
   if (j.is_discarded() || !j.is_object() || !j.contains("tova_chat")) {
     return make_error("session '{}' was not saved by tova chat", path);
   }
-  if (j["tova_chat"] != 1 || !j["chat_template"].is_string() || !j["messages"].is_array() ||
-      !j["consumed"].is_string()) {
+  // (`contains` first: operator[] of a const json on a missing key is undefined.)
+  auto has = [](const nlohmann::json& o, const char* key, nlohmann::json::value_t type) {
+    return o.is_object() && o.contains(key) && o[key].type() == type;
+  };
+  using T = nlohmann::json::value_t;
+  if (j["tova_chat"] != 1 || !has(j, "chat_template", T::string) ||
+      !has(j, "messages", T::array) || !has(j, "consumed", T::string)) {
     return make_error("session '{}' has an unreadable chat note", path);
   }
   ChatNote n{.chat_template = j["chat_template"], .consumed = j["consumed"]};
   for (const auto& m : j["messages"]) {
-    if (!m.is_object() || !m["role"].is_string() || !m["content"].is_string()) {
+    if (!has(m, "role", T::string) || !has(m, "content", T::string)) {
       return make_error("session '{}' has an unreadable chat note", path);
     }
     n.messages.push_back({m["role"], m["content"]});

@@ -20,6 +20,8 @@ void add_serve_command(CLI::App& app) {
     std::string kv_memory = "1G";
     int64_t max_body = 1 << 20;
     bool no_prefix_reuse = false;
+    std::string session_dir;
+    std::string session_dir_max = "4G";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -68,6 +70,12 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_flag("--no-prefix-reuse", flags->no_prefix_reuse,
                 "never continue a held state (always process the whole prompt)");
+  cmd->add_option("--session-dir", flags->session_dir,
+                  "keep conversation states that leave memory (and all at shutdown) as session "
+                  "files here, continue them from there, across restarts");
+  cmd->add_option("--session-dir-max", flags->session_dir_max,
+                  "most bytes of files in --session-dir (least recently used go first)")
+      ->capture_default_str();
   cmd->callback([flags] {
     Flags& f = *flags;
     server::ServerOptions o = f.server;
@@ -79,6 +87,8 @@ void add_serve_command(CLI::App& app) {
     o.loop.prefix_reuse = !f.no_prefix_reuse;
     o.max_body_bytes = static_cast<size_t>(f.max_body);
     o.api.cache = *cache;
+    auto dir_max = parse_bytes("--session-dir-max", f.session_dir_max);
+    if (!dir_max.ok()) throw CLI::RuntimeError(fail(dir_max.message()));
 
     // Signals go to one thread that waits for them; every other thread (created below) inherits
     // the blocked mask.
@@ -93,6 +103,17 @@ void add_serve_command(CLI::App& app) {
                                 .n_threads = f.model.n_threads(),
                                 .model = f.model.options()});
     if (!engine.ok()) throw CLI::RuntimeError(fail(engine.message()));
+    if (!f.session_dir.empty()) {
+      auto store = server::StateStore::open(**engine, f.session_dir, *dir_max);
+      if (!store.ok()) throw CLI::RuntimeError(fail(store.message()));
+      fmt::print(stderr, "tova serve: --session-dir {}: {} conversation states ({}) from earlier runs\n",
+                 f.session_dir, (*store)->count(), format_bytes((*store)->bytes()));
+      if ((*store)->skipped() > 0) {
+        fmt::print(stderr, "tova serve: --session-dir {}: {} files not used, first: {}\n",
+                   f.session_dir, (*store)->skipped(), (*store)->first_skip_reason());
+      }
+      o.loop.store = std::move(*store);
+    }
     server::HttpServer srv(**engine, o);
     auto port = srv.bind();
     if (!port.ok()) throw CLI::RuntimeError(fail(port.message()));

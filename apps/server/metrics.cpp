@@ -43,6 +43,16 @@ void Metrics::evictions(const std::string& policy, int64_t n) {
   evictions_[policy] += n;
 }
 
+void Metrics::stored(int64_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  stored_ += n;
+}
+
+void Metrics::restored(int64_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  restored_ += n;
+}
+
 void Metrics::first_token(double seconds) {
   std::lock_guard<std::mutex> l(mu_);
   ttft_.observe(seconds);
@@ -90,6 +100,10 @@ std::string Metrics::render() const {
   gauge("tova_kv_bytes_reserved", "K/V bytes reserved by admission (active + cached)",
         snap_.kv_bytes_reserved);
   gauge("tova_cached_states", "conversation states held for prefix reuse", snap_.cached_states);
+  gauge("tova_stored_states", "conversation states in --session-dir", snap_.stored_states);
+  gauge("tova_stored_bytes", "bytes of conversation states in --session-dir", snap_.stored_bytes);
+  counter("tova_stored_total", "held states written to --session-dir", stored_);
+  counter("tova_restored_total", "requests continued from a state in --session-dir", restored_);
   o += "# HELP tova_evictions_total states evicted, by policy (summed over layers)\n";
   o += "# TYPE tova_evictions_total counter\n";
   for (const auto& [p, n] : evictions_) {

@@ -30,6 +30,8 @@ struct MetricsSnapshot {
   uint64_t kv_bytes_held = 0;
   uint64_t kv_bytes_reserved = 0;
   int64_t cached_states = 0;
+  int64_t stored_states = 0;  // --session-dir: states on disk and their bytes
+  uint64_t stored_bytes = 0;
 };
 
 class Metrics {
@@ -37,6 +39,8 @@ class Metrics {
   void request_done(int status);
   void tokens(int64_t prompt, int64_t generated, int64_t reused);
   void evictions(const std::string& policy, int64_t n);
+  void stored(int64_t n);    // held states written to --session-dir
+  void restored(int64_t n);  // requests continued from a state in --session-dir
   void first_token(double seconds);
   void step(double seconds, int n_tokens);
   void set_snapshot(const MetricsSnapshot& s);
@@ -47,6 +51,7 @@ class Metrics {
   std::map<int, uint64_t> requests_;
   std::map<std::string, uint64_t> evictions_;
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, reused_tokens_ = 0, step_tokens_ = 0;
+  uint64_t stored_ = 0, restored_ = 0;
   double step_seconds_ = 0;
   double last_rate_ = 0;
   MetricsSnapshot snap_;

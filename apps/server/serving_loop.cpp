@@ -104,11 +104,20 @@ void ServingLoop::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void ServingLoop::spill(Held& h, bool sync) {
+  if (!o_.store || !h.session) return;
+  // A state that cannot be written is dropped, as it would be without a store.
+  if (o_.store->put(h.tokens, *h.session, sync).ok()) metrics_.stored(1);
+}
+
 void ServingLoop::hold(std::unique_ptr<Session> s) {
-  if (!o_.prefix_reuse || o_.max_cached_states <= 0 || !s->cache().prefill.exact()) return;
+  if (!o_.prefix_reuse || !s->cache().prefill.exact()) return;
   Held h{.tokens = s->history(), .session = std::move(s)};
   h.bytes = h.session->state().bytes();
-  if (h.bytes > o_.kv_memory) return;
+  if (h.bytes > o_.kv_memory || o_.max_cached_states <= 0) {
+    spill(h, false);
+    return;
+  }
   // One state per token sequence: a newer identical one replaces the old.
   for (auto it = held_.begin(); it != held_.end(); ++it) {
     if (it->tokens == h.tokens && it->session->cache().label() == h.session->cache().label()) {
@@ -121,19 +130,25 @@ void ServingLoop::hold(std::unique_ptr<Session> s) {
   while (!held_.empty() && (static_cast<int>(held_.size()) >= o_.max_cached_states ||
                             reserved_ + h.bytes > o_.kv_memory)) {
     reserved_ -= held_.back().bytes;
+    spill(held_.back(), false);
     held_.pop_back();
   }
-  if (reserved_ + h.bytes > o_.kv_memory) return;
+  if (reserved_ + h.bytes > o_.kv_memory) {
+    spill(h, false);
+    return;
+  }
   reserved_ += h.bytes;
   held_.push_front(std::move(h));
 }
 
 bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   const GenerationRequest& r = job->request;
-  // The longest held state of the same configuration whose tokens the prompt extends.
+  // The longest held state of the same configuration whose tokens the prompt extends, unless
+  // the store (on disk) has a longer one.
+  const std::string label = r.cache.label();
+  const bool can_reuse = o_.prefix_reuse && r.allow_reuse && r.cache.prefill.exact();
   auto best = held_.end();
-  if (o_.prefix_reuse && r.allow_reuse && r.cache.prefill.exact()) {
-    const std::string label = r.cache.label();
+  if (can_reuse) {
     for (auto it = held_.begin(); it != held_.end(); ++it) {
       if (it->tokens.size() < r.prompt.size() &&
           (best == held_.end() || it->tokens.size() > best->tokens.size()) &&
@@ -143,6 +158,9 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
       }
     }
   }
+  size_t stored = can_reuse && o_.store ? o_.store->longest_prefix(r.prompt, label) : 0;
+  if (best != held_.end() && stored <= best->tokens.size()) stored = 0;
+  if (stored > 0) best = held_.end();
   // Memory: a taken held state gives its bytes to the request; least recently used states
   // make room; what still does not fit waits.
   uint64_t freed = best != held_.end() ? best->bytes : 0;
@@ -153,6 +171,7 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
     }
     if (victim == held_.end()) return false;
     reserved_ -= victim->bytes;
+    spill(*victim, false);
     held_.erase(victim);
   }
   auto a = std::make_unique<Active>();
@@ -164,7 +183,15 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
     reserved_ -= best->bytes;
     held_.erase(best);
     a->session->set_sampling(r.sampling);
-  } else {
+  } else if (stored > 0) {
+    auto s = o_.store->take(r.prompt, label, {.cache = r.cache, .sampling = r.sampling});
+    if (s.ok()) {
+      a->session = std::move(*s);
+      a->reused = static_cast<int64_t>(stored);
+      metrics_.restored(1);
+    }
+  }
+  if (!a->session) {
     auto s = engine_.new_session(
         {.cache = r.cache, .sampling = r.sampling, .n_prompt_hint = a->n_prompt});
     if (!s.ok()) {
@@ -229,6 +256,10 @@ void ServingLoop::publish_metrics() {
   for (const auto& h : held_) s.kv_bytes_held += h.session->state().bytes();
   s.kv_bytes_reserved = reserved_;
   s.cached_states = static_cast<int64_t>(held_.size());
+  if (o_.store) {
+    s.stored_states = static_cast<int64_t>(o_.store->count());
+    s.stored_bytes = o_.store->bytes();
+  }
   metrics_.set_snapshot(s);
 }
 
@@ -323,7 +354,10 @@ void ServingLoop::run() {
     }
     publish_metrics();
   }
-  // Stopping: whoever still waits gets an error rather than silence.
+  // Stopping: held states go to the store (synced), so conversations survive a restart.
+  for (Held& h : held_) spill(h, true);
+  held_.clear();
+  // Whoever still waits gets an error rather than silence.
   for (auto& a : active_) {
     if (!a->finished) {
       a->job->push({.final = true,

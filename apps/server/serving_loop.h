@@ -16,6 +16,7 @@
 
 #include "job.h"
 #include "metrics.h"
+#include "state_store.h"
 #include "tova/engine.h"
 
 namespace tova::server {
@@ -28,6 +29,9 @@ struct LoopOptions {
   int step_tokens = 512;  // tokens per batched forward pass
   bool prefix_reuse = true;
   int max_cached_states = 64;  // held conversation states (LRU), inside kv_memory
+  // Where held states go when they leave memory, and come back from (--session-dir); null:
+  // they are dropped. Used by the scheduler thread only.
+  std::shared_ptr<StateStore> store;
 };
 
 class ServingLoop {
@@ -56,6 +60,8 @@ class ServingLoop {
   bool try_admit(const std::shared_ptr<Job>& job);
   void finish(Active& a, const std::string& reason);
   void hold(std::unique_ptr<Session> s);
+  // A held state leaving memory: to the store if there is one (`sync` at shutdown).
+  void spill(Held& h, bool sync);
   void publish_metrics();
 
   const Engine& engine_;

@@ -282,8 +282,8 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
 
 namespace {
 
-// Writes all of `bytes` to a new file and forces them to disk before returning.
-Status write_durably(const std::string& path, std::span<const uint8_t> bytes) {
+// Writes all of `bytes` to a new file; with `sync`, forces them to disk before returning.
+Status write_file(const std::string& path, std::span<const uint8_t> bytes, bool sync) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return make_error("cannot write session file '{}': {}", path, std::strerror(errno));
   size_t done = 0;
@@ -297,7 +297,7 @@ Status write_durably(const std::string& path, std::span<const uint8_t> bytes) {
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (sync && ::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);
     return make_error("cannot write session file '{}': {}", path, std::strerror(err));
@@ -310,13 +310,14 @@ Status write_durably(const std::string& path, std::span<const uint8_t> bytes) {
 
 }  // namespace
 
-// Atomic and durable: the bytes go to a temporary file that is synced, then renamed over
-// `path`, then the directory entry is synced; a crash at any point leaves the old file or the
-// new one, never a mix.
-Status save_session(const std::string& path, const model::Model& m, const SessionData& d) {
+// Atomic (and with `sync` durable): the bytes go to a temporary file that is synced, then
+// renamed over `path`, then the directory entry is synced; a crash at any point leaves the old
+// file or the new one, never a mix.
+Status save_session(const std::string& path, const model::Model& m, const SessionData& d,
+                    bool sync) {
   const std::vector<uint8_t> bytes = encode_session(m, d);
   const std::string tmp = path + ".tmp";
-  if (Status st = write_durably(tmp, bytes); !st.ok()) {
+  if (Status st = write_file(tmp, bytes, sync); !st.ok()) {
     std::remove(tmp.c_str());
     return st;
   }
@@ -326,6 +327,7 @@ Status save_session(const std::string& path, const model::Model& m, const Sessio
     std::remove(tmp.c_str());
     return make_error("cannot replace session file '{}': {}", path, ec.message());
   }
+  if (!sync) return ok_status();
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (dir.empty()) dir = ".";
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -45,7 +45,9 @@ std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d)
 Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const uint8_t> bytes);
 
 // Writes to PATH.tmp, then renames it over PATH: a crash never leaves half a file at PATH.
-Status save_session(const std::string& path, const model::Model& m, const SessionData& d);
+// With `sync` (the default) the file and the rename are forced to disk before returning.
+Status save_session(const std::string& path, const model::Model& m, const SessionData& d,
+                    bool sync = true);
 // The error names the file; nothing is changed on error.
 Result<SessionData> load_session(const std::string& path, const model::Model& m);
 

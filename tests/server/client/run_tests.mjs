@@ -1,10 +1,13 @@
 // Drives `tova serve` with the real openai client (pinned in package.json): chat and completions,
 // streaming and not, per-request kv_policy/kv_budget and usage; greedy completions equal
 // `tova run --temp 0` alone and among 63 concurrent streams; prefix reuse gives the same tokens
-// as no reuse and reports reused counts; a table of hostile requests; a bounded load test.
+// as no reuse and reports reused counts; --session-dir keeps conversations across evictions
+// and restarts; a table of hostile requests; a bounded load test.
 // Usage: node run_tests.mjs BUILD_DIR MODEL.gguf     (exit 0: all passed)
 import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 
@@ -258,7 +261,10 @@ await check('load: 64 concurrent streams, a quarter disconnect, RSS bounded, mem
         const ctrl = new AbortController();
         const disconnect = i % 4 === 0;
         const r = await fetch(`${s.url}/v1/completions`, { method: 'POST', signal: ctrl.signal,
-          body: JSON.stringify({ prompt: `Tim and his dog ${i}`, max_tokens: 48, stream: true,
+          // Clients that leave ask for a long answer, so that the stream cannot arrive whole in
+          // one read before they get to leave.
+          body: JSON.stringify({ prompt: `Tim and his dog ${i}`, stream: true,
+            max_tokens: disconnect ? 2048 : 48, ignore_eos: disconnect,
             kv_policy: p, kv_budget: k, seed: i }) });
         assert.equal(r.status, 200);
         const reader = r.body.getReader();
@@ -312,6 +318,46 @@ await check('load: 64 concurrent streams, a quarter disconnect, RSS bounded, mem
 
 const end = await stopServer(s);
 await check('SIGTERM: the server exits 0', async () => assert.equal(end.code, 0));
+
+await check('--session-dir: conversations leave memory for disk, come back, survive a restart',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tova-sessions-'));
+    // One held state in memory: a second conversation pushes the first one to disk.
+    const args = ['--session-dir', dir, '--cache-states', '1'];
+    const ask = async (c, prompt, reuse = true) => {
+      const r = await c.completions.create({ prompt, max_tokens: 16, temperature: 0,
+        model: 'stories260K', kv_policy: 'tova', kv_budget: 24, cache_prompt: reuse });
+      return { text: r.choices[0].text, reused: r.usage.prompt_tokens_details.cached_tokens };
+    };
+    let srv = await startServer(args);
+    try {
+      let c = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'none' });
+      let a = 'Once upon a time, there was a girl named Sue.';
+      const a1 = await ask(c, a);
+      await ask(c, 'Tom had a big red ball.');
+      assert.equal(readdirSync(dir).filter((f) => f.endsWith('.sess')).length, 1);
+      a += a1.text + ' Then Sue said hello to a friend.';
+      const a2 = await ask(c, a);
+      assert.ok(a2.reused > 0, 'turn 2 continues the state from disk');
+      assert.equal(a2.text, (await ask(c, a, false)).text);
+      const m = await metrics(srv.url);
+      assert.ok(m.get('tova_restored_total') >= 1);
+      assert.ok(m.get('tova_stored_total') >= 1);
+      a += a2.text + ' The friend smiled.';
+      const end = await stopServer(srv);
+      assert.equal(end.code, 0);
+      // A new process finds the conversation in the directory.
+      srv = await startServer(args);
+      assert.match(srv.stderr(), /--session-dir .*: [1-9]\d* conversation states/);
+      c = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'none' });
+      const a3 = await ask(c, a);
+      assert.ok(a3.reused > 0, 'turn 3 continues after the restart');
+      assert.equal(a3.text, (await ask(c, a, false)).text);
+    } finally {
+      await stopServer(srv);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
 await check('--api-key: 401 without the key, /health open', async () => {
   const a = await startServer(['--api-key', 'sekret']);
