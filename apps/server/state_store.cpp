@@ -64,27 +64,38 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const Engine& engine, const
                                                      uint64_t max_bytes) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
+  if (ec || !fs::is_directory(dir, ec)) {
     return make_error("--session-dir '{}' is not a usable directory{}", dir,
                       ec ? ": " + ec.message() : "");
   }
   auto s = std::unique_ptr<StateStore>(new StateStore(engine));
   s->dir_ = dir;
   s->max_bytes_ = max_bytes;
-  std::vector<fs::directory_entry> files;
-  for (const auto& f : fs::directory_iterator(dir, ec)) {
-    if (f.is_regular_file() && f.path().extension() == ".sess") files.push_back(f);
+  // Every call takes an error_code: a file vanishing or unreadable while listing is skipped,
+  // never an exception.
+  struct File {
+    std::string path;
+    fs::file_time_type time;
+  };
+  std::vector<File> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code fe;
+    if (!it->is_regular_file(fe) || fe || it->path().extension() != ".sess") continue;
+    const auto t = it->last_write_time(fe);
+    if (!fe) files.push_back({it->path().string(), t});
   }
   if (ec) return make_error("--session-dir '{}': {}", dir, ec.message());
   // Oldest first, so the newest are the most recently used.
-  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
-    return a.last_write_time() < b.last_write_time();
-  });
-  for (const auto& f : files) {
-    const std::string path = f.path().string();
-    auto d = runtime::load_session(path, engine.model());
-    Result<std::pair<std::vector<int32_t>, std::string>> note =
-        d.ok() ? decode_note(d->note) : make_error("{}", d.message());
+  std::sort(files.begin(), files.end(),
+            [](const File& a, const File& b) { return a.time < b.time; });
+  for (const File& f : files) {
+    const std::string& path = f.path;
+    auto d = runtime::load_session(path, engine.model());  // its errors name the file
+    if (!d.ok()) {
+      if (s->skipped_++ == 0) s->skip_reason_ = d.message();
+      continue;
+    }
+    auto note = decode_note(d->note);
     if (!note.ok()) {
       if (s->skipped_++ == 0) s->skip_reason_ = fmt::format("{}: {}", path, note.message());
       continue;

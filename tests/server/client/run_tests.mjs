@@ -5,7 +5,7 @@
 // and restarts; a table of hostile requests; a bounded load test.
 // Usage: node run_tests.mjs BUILD_DIR MODEL.gguf     (exit 0: all passed)
 import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
@@ -346,9 +346,14 @@ await check('--session-dir: conversations leave memory for disk, come back, surv
       a += a2.text + ' The friend smiled.';
       const end = await stopServer(srv);
       assert.equal(end.code, 0);
-      // A new process finds the conversation in the directory.
+      // A new process finds the conversation in the directory; a file that is not a session
+      // is reported and left alone.
+      const junk = join(dir, 'junk.sess');
+      writeFileSync(junk, 'not a session');
       srv = await startServer(args);
       assert.match(srv.stderr(), /--session-dir .*: [1-9]\d* conversation states/);
+      assert.match(srv.stderr(), /1 files not used, first: .*junk\.sess: not a tova session file/);
+      assert.equal(readFileSync(junk, 'utf8'), 'not a session');
       c = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'none' });
       const a3 = await ask(c, a);
       assert.ok(a3.reused > 0, 'turn 3 continues after the restart');
