@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "core/hash.h"
 #include "runtime/session_file.h"
 
 namespace tova::server {
@@ -16,13 +17,8 @@ namespace fs = std::filesystem;
 
 // A file name from the label and the tokens (FNV-1a): one file per conversation state.
 std::string file_name(const std::vector<int32_t>& tokens, const std::string& label) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
-  mix(label.data(), label.size());
-  mix(tokens.data(), tokens.size() * sizeof(int32_t));
+  const uint64_t h = fnv1a(tokens.data(), tokens.size() * sizeof(int32_t),
+                           fnv1a(label.data(), label.size()));
   return fmt::format("{:016x}.sess", h);
 }
 
@@ -50,12 +46,6 @@ Result<std::pair<std::vector<int32_t>, std::string>> decode_note(const std::stri
     tokens.push_back(t.get<int32_t>());
   }
   return std::make_pair(std::move(tokens), j["label"].get<std::string>());
-}
-
-uint64_t size_of(const std::string& path) {
-  std::error_code ec;
-  const auto n = fs::file_size(path, ec);
-  return ec ? 0 : n;
 }
 
 }  // namespace
@@ -90,7 +80,8 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const Engine& engine, const
             [](const File& a, const File& b) { return a.time < b.time; });
   for (const File& f : files) {
     const std::string& path = f.path;
-    auto d = runtime::load_session(path, engine.model());  // its errors name the file
+    uint64_t bytes = 0;
+    auto d = runtime::load_session(path, engine.model(), &bytes);  // its errors name the file
     if (!d.ok()) {
       if (s->skipped_++ == 0) s->skip_reason_ = d.message();
       continue;
@@ -103,7 +94,7 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const Engine& engine, const
     Entry e{.tokens = std::move(note->first),
             .label = std::move(note->second),
             .path = path,
-            .bytes = size_of(path),
+            .bytes = bytes,
             .last_used = ++s->clock_};
     s->bytes_ += e.bytes;
     s->entries_.push_back(std::move(e));
@@ -117,17 +108,15 @@ Status StateStore::put(const std::vector<int32_t>& tokens, const Session& s, boo
   runtime::SessionData d = s.save_data(-1);
   d.note = encode_note(tokens, label);
   const std::string path = (fs::path(dir_) / file_name(tokens, label)).string();
-  TOVA_RETURN_IF_ERROR(runtime::save_session(path, engine_.model(), d, sync));
-  // A newer state of the same tokens replaces the old one (same file).
-  for (const Entry& e : entries_) {
-    if (e.path == path) {
-      bytes_ -= e.bytes;
-      entries_.erase(entries_.begin() + (&e - entries_.data()));
-      break;
-    }
+  TOVA_ASSIGN_OR_RETURN(uint64_t bytes, runtime::save_session(path, engine_.model(), d, sync));
+  // A newer state of the same tokens replaced the old one's file: drop its entry.
+  auto old = std::find_if(entries_.begin(), entries_.end(),
+                          [&](const Entry& e) { return e.path == path; });
+  if (old != entries_.end()) {
+    bytes_ -= old->bytes;
+    entries_.erase(old);
   }
-  Entry e{.tokens = tokens, .label = label, .path = path, .bytes = size_of(path),
-          .last_used = ++clock_};
+  Entry e{.tokens = tokens, .label = label, .path = path, .bytes = bytes, .last_used = ++clock_};
   bytes_ += e.bytes;
   entries_.push_back(std::move(e));
   // Least recently used files go until the directory fits (the new one stays).

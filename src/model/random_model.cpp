@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/hash.h"
 #include "io/gguf.h"
 #include "kernels/quant.h"
 
@@ -166,11 +167,7 @@ uint64_t splitmix64(uint64_t& s) {
   return z ^ (z >> 31);
 }
 
-uint64_t hash_name(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return h;
-}
+uint64_t hash_name(std::string_view s) { return fnv1a(s.data(), s.size()); }
 
 // n values of N(0, sd), a function of (stream, row) only, so threads may split rows freely.
 void gaussian_row(uint64_t stream, int64_t row, float sd, float* out, int64_t n) {

@@ -56,17 +56,6 @@ KvStats kv_stats(const kv::MultiState& s) {
   return k;
 }
 
-namespace {
-
-// The size of a file just read or written (0 if it cannot be read: it is only reported).
-int64_t file_bytes(const std::string& path) {
-  std::error_code ec;
-  const auto n = std::filesystem::file_size(path, ec);
-  return ec ? 0 : static_cast<int64_t>(n);
-}
-
-}  // namespace
-
 Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
                                std::span<const int32_t> prompt, const GenerateOptions& o,
                                const std::function<bool(int32_t)>& is_eog,
@@ -79,9 +68,10 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
   GenerateStats st;
   if (resume) {
     Timer load;
-    TOVA_ASSIGN_OR_RETURN(SessionData d, load_session(o.session, m));
+    uint64_t bytes = 0;
+    TOVA_ASSIGN_OR_RETURN(SessionData d, load_session(o.session, m, &bytes));
     st.session_load_seconds = load.seconds();
-    st.session_loaded_bytes = file_bytes(o.session);
+    st.session_loaded_bytes = static_cast<int64_t>(bytes);
     if (prompt.empty() && d.pending < 0 && d.logits.empty()) {
       return make_error("session '{}' has no logits to continue from; give a prompt", o.session);
     }
@@ -123,9 +113,9 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
   st.kv = kv_stats(session->state());
   if (!o.session.empty()) {
     Timer save;
-    TOVA_RETURN_IF_ERROR(save_session(o.session, m, session->save_data(unfed)));
+    TOVA_ASSIGN_OR_RETURN(uint64_t bytes, save_session(o.session, m, session->save_data(unfed)));
     st.session_save_seconds = save.seconds();
-    st.session_saved_bytes = file_bytes(o.session);
+    st.session_saved_bytes = static_cast<int64_t>(bytes);
   }
   return st;
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/hash.h"
 #include "runtime/sequence.h"
 
 namespace tova::runtime {
@@ -21,13 +22,6 @@ constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8;
 // (mt19937_64: 313 numbers of at most 20 digits and their separators).
 constexpr size_t kRngField = 8192;
 
-uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 1469598103934665603ull) {
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 class Writer {
  public:
@@ -92,7 +86,7 @@ uint64_t model_fingerprint(const model::Model& m) {
   const int64_t shape[] = {c.n_layer,   c.n_embd,     c.n_head,
                            c.n_head_kv, c.head_dim,   c.n_ff,
                            c.n_vocab,   c.rope.n_rot, static_cast<int64_t>(m.weights().n_bytes)};
-  uint64_t h = fnv1a(reinterpret_cast<const uint8_t*>(shape), sizeof(shape));
+  uint64_t h = fnv1a(shape, sizeof(shape));
   const kernels::WeightMatrix& e = m.weights().token_embd;
   // The embedding's first rows tell apart models of the same shape (e.g. retrained ones).
   const size_t n = std::min<size_t>(static_cast<size_t>(e.row_bytes) * c.n_vocab, 1 << 16);
@@ -313,13 +307,13 @@ Status write_file(const std::string& path, std::span<const uint8_t> bytes, bool 
 // Atomic (and with `sync` durable): the bytes go to a temporary file that is synced, then
 // renamed over `path`, then the directory entry is synced; a crash at any point leaves the old
 // file or the new one, never a mix.
-Status save_session(const std::string& path, const model::Model& m, const SessionData& d,
+Result<uint64_t> save_session(const std::string& path, const model::Model& m, const SessionData& d,
                     bool sync) {
   const std::vector<uint8_t> bytes = encode_session(m, d);
   const std::string tmp = path + ".tmp";
   if (Status st = write_file(tmp, bytes, sync); !st.ok()) {
     std::remove(tmp.c_str());
-    return st;
+    return make_error("{}", st.message());
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -327,7 +321,7 @@ Status save_session(const std::string& path, const model::Model& m, const Sessio
     std::remove(tmp.c_str());
     return make_error("cannot replace session file '{}': {}", path, ec.message());
   }
-  if (!sync) return ok_status();
+  if (!sync) return bytes.size();
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (dir.empty()) dir = ".";
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -335,14 +329,16 @@ Status save_session(const std::string& path, const model::Model& m, const Sessio
     ::fsync(dfd);
     ::close(dfd);
   }
-  return ok_status();
+  return bytes.size();
 }
 
-Result<SessionData> load_session(const std::string& path, const model::Model& m) {
+Result<SessionData> load_session(const std::string& path, const model::Model& m,
+                                 uint64_t* file_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("cannot open session file '{}'", path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
+  if (file_bytes != nullptr) *file_bytes = bytes.size();
   auto d = decode_session_bytes(m, bytes);
   if (!d.ok()) return make_error("{}: {}", path, d.message());
   return d;

@@ -46,9 +46,12 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
 
 // Writes to PATH.tmp, then renames it over PATH: a crash never leaves half a file at PATH.
 // With `sync` (the default) the file and the rename are forced to disk before returning.
-Status save_session(const std::string& path, const model::Model& m, const SessionData& d,
-                    bool sync = true);
+// Returns the file's size in bytes.
+Result<uint64_t> save_session(const std::string& path, const model::Model& m,
+                              const SessionData& d, bool sync = true);
 // The error names the file; nothing is changed on error.
-Result<SessionData> load_session(const std::string& path, const model::Model& m);
+// `file_bytes`, if given, receives the file's size.
+Result<SessionData> load_session(const std::string& path, const model::Model& m,
+                                 uint64_t* file_bytes = nullptr);
 
 }  // namespace tova::runtime
