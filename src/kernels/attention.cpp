@@ -15,6 +15,10 @@ float load_kv(const void* base, bool f16, size_t i) {
              : static_cast<const float*>(base)[i];
 }
 
+bool visible(int64_t pos, const AttentionArgs& a) {
+  return pos >= 0 && pos >= a.min_pos && pos <= a.max_pos;
+}
+
 }  // namespace
 
 void attention_ref(const AttentionArgs& a) {
@@ -28,17 +32,18 @@ void attention_ref(const AttentionArgs& a) {
     const size_t kv_off = static_cast<size_t>(g) * a.n_slot * hd;
     double mx = -std::numeric_limits<double>::infinity();
     for (int s = 0; s < a.n_slot; ++s) {
-      if (pos[s] < 0 || pos[s] > a.max_pos) continue;
+      if (!visible(pos[s], a)) continue;
       double d = 0;
       for (size_t i = 0; i < hd; ++i) {
         d += static_cast<double>(a.q[h * hd + i]) * load_kv(a.k, a.kv_f16, kv_off + s * hd + i);
       }
       sc[s] = d * a.scale;
+      if (a.softcap > 0.f) sc[s] = a.softcap * std::tanh(sc[s] / a.softcap);
       mx = std::max(mx, sc[s]);
     }
     double sum = 0;
     for (int s = 0; s < a.n_slot; ++s) {
-      const bool live = pos[s] >= 0 && pos[s] <= a.max_pos;
+      const bool live = visible(pos[s], a);
       sc[s] = live ? std::exp(sc[s] - mx) : 0.0;
       sum += sc[s];
     }

@@ -18,7 +18,11 @@ struct AttentionArgs {
   bool kv_f16 = false;
   const int64_t* pos = nullptr;  // [n_head_kv][n_slot]; slots with pos < 0 are free
   int64_t max_pos = 0;           // causal limit: slots with pos > max_pos are not seen
+  int64_t min_pos = 0;           // sliding window: slots with pos < min_pos are not seen
   float scale = 1.f;             // usually 1/sqrt(head_dim)
+  // > 0: each seen score s (after `scale`) becomes softcap * tanh(s / softcap) before the
+  // softmax (Gemma 2's attention soft-capping); 0: none.
+  float softcap = 0.f;
   float* out = nullptr;          // [n_head][head_dim]
   // [n_head][n_slot]: receives the post-softmax probabilities (0 for unseen slots) when a
   // policy asked for scores; else nullptr and `scratch` ([n_slot]) is used.

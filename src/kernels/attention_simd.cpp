@@ -41,7 +41,9 @@ using DF = hn::ScalableTag<float>;
 constexpr int kTileFloats = 8192;  // 32 KiB
 constexpr int kMaxTile = 64;
 
-inline bool visible(int64_t pos, int64_t max_pos) { return pos >= 0 && pos <= max_pos; }
+inline bool visible(int64_t pos, const AttentionArgs& a) {
+  return pos >= 0 && pos >= a.min_pos && pos <= a.max_pos;
+}
 
 // Half -> float for a whole row. The conversion is exact, so the vector and scalar paths agree
 // bit for bit (and with attention_ref).
@@ -277,7 +279,7 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
   auto gather = [&](int s0, int n, const void* base, const float** rows_out) {
     int n_live = 0;
     for (int s = s0; s < s0 + n; ++s) {
-      if (visible(pos[s], a.max_pos)) live[n_live++] = s;
+      if (visible(pos[s], a)) live[n_live++] = s;
     }
     for (int i = 0; i < n_live; ++i) {
       const size_t off = kv_off + static_cast<size_t>(live[i]) * row_stride;
@@ -296,7 +298,7 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
   for (int s0 = 0; s0 < n_slot; s0 += tile) {
     const int n = std::min(tile, n_slot - s0);
     for (int s = s0; s < s0 + n; ++s) {
-      if (!visible(pos[s], a.max_pos)) {
+      if (!visible(pos[s], a)) {
         for (int j = 0; j < n_head_here; ++j) rows[j][s] = neg_inf;
       }
     }
@@ -328,6 +330,18 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
         if (!direct) {
           for (int t = 0; t < m; ++t) rows[j][live[i + t]] = sc[t];
         }
+      }
+    }
+  }
+
+  // Soft-capping of the seen scores (unseen ones stay -inf), per element: a head's result does
+  // not depend on the others.
+  if (a.softcap > 0.f) {
+    const float inv_cap = 1.f / a.softcap;
+    for (int j = 0; j < n_head_here; ++j) {
+      float* r = rows[j];
+      for (int s = 0; s < n_slot; ++s) {
+        if (r[s] != neg_inf) r[s] = a.softcap * std::tanh(r[s] * inv_cap);
       }
     }
   }

@@ -1,4 +1,4 @@
-// Elementwise and attention building blocks of a forward pass: RMSNorm, RoPE, SiLU gating,
+// Elementwise and attention building blocks of a forward pass: RMSNorm, RoPE, SiLU/GELU gating,
 // softmax, dot/axpy and their F16-storage twins for the KV cache.
 //
 // Every op has a Highway SIMD version (dynamic dispatch to the best target of the running CPU)
@@ -48,6 +48,16 @@ void rope_apply(float* x, int n_head, int head_dim, const float* cs, const RopeP
 // gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
 void silu_mul(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu(gate[i]) * up[i] with the tanh approximation (Gemma's gelu_pytorch_tanh):
+// gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))).
+inline constexpr float kGeluSqrt2OverPi = 0.79788456080286535588f;
+inline constexpr float kGeluCoef = 0.044715f;
+void gelu_mul(float* gate, const float* up, int64_t n);
+
+// x[i] = cap * tanh(x[i] / cap) (Gemma 2's final logit soft-capping), computed as llama.cpp
+// does: x * (1/cap), tanh, * cap.
+void softcap(float* x, int64_t n, float cap);
+
 // y[i] += x[i] (residual connections and biases).
 void add(float* y, const float* x, int64_t n);
 
@@ -76,6 +86,8 @@ void rope_ref(float* x, int n_head, int head_dim, int64_t pos, const RopeParams&
 void rope_cos_sin_ref(int64_t pos, const RopeParams& p, float* cs);
 void rope_apply_ref(float* x, int n_head, int head_dim, const float* cs, const RopeParams& p);
 void silu_mul_ref(float* gate, const float* up, int64_t n);
+void gelu_mul_ref(float* gate, const float* up, int64_t n);  // in double
+void softcap_ref(float* x, int64_t n, float cap);            // in double
 void add_ref(float* y, const float* x, int64_t n);
 void softmax_ref(float* x, int64_t n);
 float dot_ref(const float* a, const float* b, int64_t n);

@@ -61,6 +61,21 @@ void silu_mul_ref(float* gate, const float* up, int64_t n) {
   }
 }
 
+void gelu_mul_ref(float* gate, const float* up, int64_t n) {
+  const double c0 = std::sqrt(2.0 / M_PI), c1 = 0.044715;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = gate[i];
+    const double g = 0.5 * x * (1.0 + std::tanh(c0 * x * (1.0 + c1 * x * x)));
+    gate[i] = static_cast<float>(g * up[i]);
+  }
+}
+
+void softcap_ref(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(cap * std::tanh(static_cast<double>(x[i]) / cap));
+  }
+}
+
 void add_ref(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

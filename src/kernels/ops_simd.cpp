@@ -179,6 +179,52 @@ void SiluMul(float* gate, const float* up, int64_t n) {
   }
 }
 
+// Runs f(vector) over n floats; the tail goes through the same vector code on a padded copy,
+// so an element's result never depends on n or on where it sits.
+template <class F>
+HWY_INLINE void MapPadded(float* x, const float* y, int64_t n, float pad, F f) {
+  const DF d;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + nl <= n; i += nl) {
+    hn::StoreU(f(hn::LoadU(d, x + i), y ? hn::LoadU(d, y + i) : hn::Zero(d)), d, x + i);
+  }
+  if (i < n) {
+    HWY_ALIGN float tx[hn::MaxLanes(d)];
+    HWY_ALIGN float ty[hn::MaxLanes(d)];
+    for (int64_t j = 0; j < nl; ++j) {
+      tx[j] = i + j < n ? x[i + j] : pad;
+      ty[j] = y && i + j < n ? y[i + j] : 0.f;
+    }
+    hn::Store(f(hn::Load(d, tx), hn::Load(d, ty)), d, tx);
+    for (int64_t j = 0; i + j < n; ++j) x[i + j] = tx[j];
+  }
+}
+
+// tanh of an argument clamped to [-10, 10] (tanh(10) rounds to 1 in float; Highway's Tanh is
+// specified on finite arguments).
+HWY_INLINE VF TanhClamped(DF d, VF u) {
+  return hn::Tanh(d, hn::Min(hn::Max(u, hn::Set(d, -10.f)), hn::Set(d, 10.f)));
+}
+
+void GeluMul(float* gate, const float* up, int64_t n) {
+  const DF d;
+  const VF half = hn::Set(d, 0.5f), one = hn::Set(d, 1.f);
+  const VF c0 = hn::Set(d, kGeluSqrt2OverPi), c1 = hn::Set(d, kGeluCoef);
+  MapPadded(gate, up, n, 0.f, [&](VF x, VF u) {
+    const VF inner = hn::Mul(hn::Mul(c0, x), hn::Add(one, hn::Mul(c1, hn::Mul(x, x))));
+    const VF g = hn::Mul(hn::Mul(half, x), hn::Add(one, TanhClamped(d, inner)));
+    return hn::Mul(g, u);
+  });
+}
+
+void Softcap(float* x, int64_t n, float cap) {
+  const DF d;
+  const VF vcap = hn::Set(d, cap), vinv = hn::Set(d, 1.f / cap);
+  MapPadded(x, nullptr, n, 0.f,
+            [&](VF v, VF) { return hn::Mul(vcap, TanhClamped(d, hn::Mul(v, vinv))); });
+}
+
 void Add(float* y, const float* x, int64_t n) {
   const DF d;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(d));
@@ -311,6 +357,8 @@ namespace ops_hwy {
 HWY_EXPORT(RmsNorm);
 HWY_EXPORT(RopeApply);
 HWY_EXPORT(SiluMul);
+HWY_EXPORT(GeluMul);
+HWY_EXPORT(Softcap);
 HWY_EXPORT(Add);
 HWY_EXPORT(Softmax);
 HWY_EXPORT(Dot);
@@ -350,6 +398,12 @@ void rope(float* x, int n_head, int head_dim, int64_t pos, const RopeParams& p) 
 void silu_mul(float* gate, const float* up, int64_t n) {
   HWY_DYNAMIC_DISPATCH(ops_hwy::SiluMul)(gate, up, n);
 }
+
+void gelu_mul(float* gate, const float* up, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(ops_hwy::GeluMul)(gate, up, n);
+}
+
+void softcap(float* x, int64_t n, float cap) { HWY_DYNAMIC_DISPATCH(ops_hwy::Softcap)(x, n, cap); }
 
 void add(float* y, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(ops_hwy::Add)(y, x, n); }
 

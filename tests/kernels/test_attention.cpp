@@ -56,6 +56,8 @@ struct Problem {
   std::vector<uint16_t> k16, v16;
   std::vector<int64_t> pos;
   int64_t max_pos = 0;
+  int64_t min_pos = 0;   // a sliding window's lower limit (0: none)
+  float softcap = 0.f;   // attention soft-capping (0: none)
 
   explicit Problem(const Shape& s, uint32_t seed = 7) : su(s) {
     std::mt19937 rng(seed);
@@ -103,7 +105,7 @@ struct Problem {
   bool visible(int h, int s) const {
     const int group = su.n_head / su.n_head_kv;
     const int64_t p = pos[static_cast<size_t>(h / group) * su.n_slot + s];
-    return p >= 0 && p <= max_pos;
+    return p >= 0 && p >= min_pos && p <= max_pos;
   }
 
   AttentionArgs args(float* out, float* probs, float* scratch) const {
@@ -117,7 +119,9 @@ struct Problem {
             .kv_f16 = su.f16,
             .pos = pos.data(),
             .max_pos = max_pos,
+            .min_pos = min_pos,
             .scale = 1.f / std::sqrt(static_cast<float>(su.head_dim)),
+            .softcap = softcap,
             .out = out,
             .probs = probs,
             .scratch = scratch};
@@ -255,6 +259,84 @@ TEST(Attention, EveryTarget) {
     }
   }
   hwy::SetSupportedTargetsForTest(0);
+}
+
+// Sliding-window lower limits and soft-capping (Gemma): against the reference and invariant
+// under every call shape, on every target; with a low cap (2) so the capping changes the
+// probabilities a lot, and Gemma 2's 50.
+TEST(Attention, WindowAndSoftcapMatchRefOnEveryTarget) {
+  const std::vector<Shape> some = {
+      {8, 2, 64, 33, false, Mask::kMixed},       {6, 2, 64, 70, true, Mask::kAllVisible},
+      {16, 1, 128, 129, true, Mask::kMixed},     {4, 1, 32, 513, false, Mask::kAllVisible},
+      {6, 2, 20, 65, false, Mask::kMostlyMasked}, {4, 4, 3, 9, true, Mask::kMixed},
+  };
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (const Shape& s : some) {
+      for (const auto& [min_frac, cap] : {std::pair<int, float>{0, 2.f}, {3, 0.f}, {2, 50.f},
+                                          {3, 2.f}}) {
+        Problem pb(s, 13);
+        pb.min_pos = min_frac > 0 ? s.n_slot / min_frac : 0;
+        pb.softcap = cap;
+        // Keep one visible state per KV head (the slot at position max_pos... is masked in
+        // kMostlyMasked shapes): position min_pos in slot 0.
+        for (int g = 0; g < s.n_head_kv; ++g) pb.pos[static_cast<size_t>(g) * s.n_slot] = pb.min_pos;
+        SCOPED_TRACE(::testing::Message() << "min_pos " << pb.min_pos << " softcap " << cap);
+        expect_matches_ref(pb);
+        expect_call_invariance(pb);
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// min_pos hides exactly the states below it: the same bits as a pool where they are free.
+TEST(Attention, MinPosEqualsFreeingTheStatesBelowIt) {
+  for (const Shape& s : {Shape{8, 2, 64, 130, false, Mask::kAllVisible},
+                         Shape{6, 3, 32, 77, true, Mask::kMixed}}) {
+    Problem windowed(s, 5);
+    windowed.min_pos = 40;
+    for (int g = 0; g < s.n_head_kv; ++g) windowed.pos[static_cast<size_t>(g) * s.n_slot] = 40;
+    Problem freed = windowed;
+    freed.min_pos = 0;
+    for (int64_t& p : freed.pos) {
+      if (p < 40) p = -1;
+    }
+    const size_t out_n = static_cast<size_t>(s.n_head) * s.head_dim;
+    const size_t probs_n = static_cast<size_t>(s.n_head) * s.n_slot;
+    std::vector<float> out_a(out_n), out_b(out_n), probs_a(probs_n), probs_b(probs_n);
+    std::vector<float> scratch(s.n_slot);
+    attention(windowed.args(out_a.data(), probs_a.data(), scratch.data()));
+    attention(freed.args(out_b.data(), probs_b.data(), scratch.data()));
+    EXPECT_EQ(0, std::memcmp(out_a.data(), out_b.data(), out_n * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(probs_a.data(), probs_b.data(), probs_n * sizeof(float)));
+    // And the window did hide something.
+    Problem open = windowed;
+    open.min_pos = 0;
+    std::vector<float> out_c(out_n);
+    attention(open.args(out_c.data(), nullptr, scratch.data()));
+    EXPECT_NE(0, std::memcmp(out_a.data(), out_c.data(), out_n * sizeof(float)));
+  }
+}
+
+// Soft-capping by hand: two states with scores 3 and 1 under cap 2 get weights proportional to
+// exp(2 tanh(1.5)) and exp(2 tanh(0.5)).
+TEST(Attention, SoftcapHandComputed) {
+  const std::vector<float> q = {3.f, 1.f};  // head_dim 2, scale 1
+  const std::vector<float> k = {1.f, 0.f, 0.f, 1.f};
+  const std::vector<float> v = {1.f, 0.f, 0.f, 1.f};
+  const std::vector<int64_t> pos = {0, 1};
+  std::vector<float> out(2), probs(2), scratch(2);
+  AttentionArgs a{.q = q.data(), .n_head = 1, .n_head_kv = 1, .head_dim = 2, .n_slot = 2,
+                  .k = k.data(), .v = v.data(), .pos = pos.data(), .max_pos = 1, .scale = 1.f,
+                  .softcap = 2.f, .out = out.data(), .probs = probs.data(),
+                  .scratch = scratch.data()};
+  attention(a);
+  const double e0 = std::exp(2 * std::tanh(1.5)), e1 = std::exp(2 * std::tanh(0.5));
+  EXPECT_NEAR(probs[0], e0 / (e0 + e1), 1e-6);
+  EXPECT_NEAR(probs[1], e1 / (e0 + e1), 1e-6);
+  EXPECT_NEAR(out[0], e0 / (e0 + e1), 1e-6);
 }
 
 // No visible state at all (a caller bug, but defined): output 0, probabilities 0.

@@ -190,6 +190,61 @@ TEST_P(OpsTest, RopeFreqFactorsDivideTheAngle) {
   }
 }
 
+TEST_P(OpsTest, GeluMulMatchesRef) {
+  for (int64_t n : kSizes) {
+    auto gate = random_floats(n, -12.f, 12.f, 5);
+    const auto up = random_floats(n, -3.f, 3.f, 6);
+    auto gate_ref = gate;
+    gelu_mul(gate.data(), up.data(), n);
+    gelu_mul_ref(gate_ref.data(), up.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(gate[i], gate_ref[i], 2e-6f * std::fabs(gate_ref[i]) + 2e-6f * std::fabs(up[i]))
+          << "n=" << n << " i=" << i;
+    }
+  }
+  // Saturation and huge magnitudes: x * up for large x, ~0 for very negative x, never NaN.
+  std::vector<float> gate = {-1e30f, -200.f, -30.f, -10.f, -5.f, -1.f, -0.f, 0.f,
+                             1e-30f, 0.5f,   1.f,   5.f,   10.f, 30.f, 200.f, 1e30f};
+  const std::vector<float> up(gate.size(), 2.f);
+  auto gate_ref = gate;
+  gelu_mul(gate.data(), up.data(), static_cast<int64_t>(gate.size()));
+  gelu_mul_ref(gate_ref.data(), up.data(), static_cast<int64_t>(gate.size()));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(gate[i])) << "i=" << i;
+    ASSERT_NEAR(gate[i], gate_ref[i], 2e-6f * std::fabs(gate_ref[i]) + 4e-6f) << "i=" << i;
+  }
+  // An element's result does not depend on where it sits (the tail runs the vector code).
+  const auto x = random_floats(37, -6.f, 6.f, 8);
+  const auto u = random_floats(37, -2.f, 2.f, 9);
+  auto whole = x;
+  gelu_mul(whole.data(), u.data(), 37);
+  for (int64_t i = 0; i < 37; ++i) {
+    float one = x[i];
+    gelu_mul(&one, &u[i], 1);
+    ASSERT_EQ(one, whole[i]) << i;
+  }
+}
+
+TEST_P(OpsTest, SoftcapMatchesRef) {
+  for (float cap : {30.f, 50.f, 2.f}) {
+    for (int64_t n : kSizes) {
+      auto x = random_floats(n, -100.f, 100.f, 7);
+      auto x_ref = x;
+      softcap(x.data(), n, cap);
+      softcap_ref(x_ref.data(), n, cap);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(x[i], x_ref[i], 2e-6f * cap) << "cap " << cap << " n=" << n << " i=" << i;
+        ASSERT_LE(std::fabs(x[i]), cap);
+      }
+    }
+  }
+  std::vector<float> x = {-1e30f, -1e3f, -30.f, -1e-3f, 0.f, 1e-3f, 30.f, 1e3f, 1e30f};
+  auto x_ref = x;
+  softcap(x.data(), static_cast<int64_t>(x.size()), 30.f);
+  softcap_ref(x_ref.data(), static_cast<int64_t>(x.size()), 30.f);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], x_ref[i], 6e-5f) << i;
+}
+
 TEST_P(OpsTest, SiluMulMatchesRef) {
   for (int64_t n : kSizes) {
     auto gate = random_floats(n, -20.f, 20.f, 3);
