@@ -29,9 +29,9 @@ mkdir -p "$OUT"
   echo "llama.cpp tree: $LLAMA_DIR = upstream commit ${LLAMA_COMMIT:-34af94cd9ab277632e27caeec2d41de2fd091b31}"
   (cd "$LLAMA_DIR" && sha256sum include/llama.h src/llama-model.cpp)
   echo "dumper: scripts/llama_dump.cpp MODEL tokens-128.json LOGITS 16 64 GREEDY"
-  echo "        scripts/llama_dump.cpp --evict 32 {0,4} qwen3-f32.gguf tokens-128.json LOGITS"
+  echo "        scripts/llama_dump.cpp --evict 32 {0,4} {qwen3,gemma3}-f32.gguf tokens-128.json LOGITS"
 } > "$OUT/SOURCE"
-for arch in llama3 qwen3 qwen2 mistral phi3; do
+for arch in llama3 qwen3 qwen2 mistral phi3 gemma2 gemma3; do
   "$BUILD/bin/tova" make-random --arch "$arch" --type f32 -t 1 -o "$OUT/$arch-f32.gguf"
   "$TMP/llama_dump" "$OUT/$arch-f32.gguf" "$SHARED/golden/tokens-128.json" \
     "$OUT/$arch-f32.logits.f32" 16 64 "$OUT/$arch-f32.greedy.json" 2> "$TMP/$arch.log" ||
@@ -52,3 +52,9 @@ done
   "$OUT/qwen3-f32.window-32.logits.f32" 2> "$TMP/w.log" || { cat "$TMP/w.log"; exit 1; }
 "$TMP/llama_dump" --evict 32 4 "$OUT/qwen3-f32.gguf" "$SHARED/golden/tokens-128.json" \
   "$OUT/qwen3-f32.sink4-32.logits.f32" 2> "$TMP/s.log" || { cat "$TMP/s.log"; exit 1; }
+# The same on gemma3, whose window layers (16 positions) also mask inside llama.cpp's SWA cache.
+for n_sink in 0 4; do
+  name=$([ "$n_sink" = 0 ] && echo window-32 || echo sink4-32)
+  "$TMP/llama_dump" --evict 32 "$n_sink" "$OUT/gemma3-f32.gguf" "$SHARED/golden/tokens-128.json" \
+    "$OUT/gemma3-f32.$name.logits.f32" 2> "$TMP/g.log" || { cat "$TMP/g.log"; exit 1; }
+done

@@ -263,7 +263,10 @@ class Sweep {
       for (const ChunkRange& r : ranges) {
         for (int s = r.first; s < r.last; ++s) {
           if (s == r.leader || !o_.configs[seqs[s].cfg].bounded()) continue;
-          const int until = std::min(ctx_ / step, budget_of(s) / step) * step;
+          // Sliding-window layers may evict before the budget (MultiState::holds_all_until).
+          const int holds = std::min({budget_of(s), seqs[s].state->holds_all_until(),
+                                      seqs[r.leader].state->holds_all_until()});
+          const int until = std::min(ctx_ / step, holds / step) * step;
           if (until > 0) {
             leader_of[s] = r.leader;
             follow_until[s] = until;

@@ -1,6 +1,7 @@
 #include "kv/multi_state.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "core/check.h"
@@ -8,7 +9,8 @@
 
 namespace tova::kv {
 
-LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy)
+LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy,
+                       int budget, int window)
     : n_head_kv_(o.n_head_kv),
       head_dim_(o.head_dim),
       kv_type_(o.kv_type),
@@ -20,7 +22,9 @@ LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<K
       free_(o.n_head_kv),
       policy_(std::move(policy)),
       n_head_(o.n_head),
-      bounded_(o.policy.bounded()) {
+      budget_(budget),
+      window_(window),
+      bounded_(budget >= 0) {
   for (auto& f : free_) {
     f.reserve(n_slot);
     for (int s = n_slot - 1; s >= 0; --s) f.push_back(s);
@@ -40,6 +44,8 @@ LayerState::LayerState(const LayerState& o)
       free_(o.free_),
       policy_(o.policy_->clone()),
       n_head_(o.n_head_),
+      budget_(o.budget_),
+      window_(o.window_),
       bounded_(o.bounded_),
       n_evicted_(o.n_evicted_) {}
 
@@ -123,6 +129,43 @@ int LayerState::evict_to(int budget) {
   return n;
 }
 
+int LayerState::drop_outside_window(int64_t last_pos) {
+  if (window_ <= 0) return 0;
+  const int64_t cutoff = last_pos - window_ + 1;  // the next query does not see these
+  if (cutoff < 0) return 0;
+  auto outside = [&](int g, std::vector<int32_t>& out) {
+    out.clear();
+    const int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
+    for (int s = 0; s < n_slot_; ++s) {
+      if (p[s] >= 0 && p[s] <= cutoff) out.push_back(s);
+    }
+    return static_cast<int>(out.size());
+  };
+  int n = INT_MAX;
+  for (int g = 0; g < n_head_kv_ && n > 0; ++g) n = std::min(n, outside(g, window_scratch_));
+  if (n == 0) return 0;
+  for (int g = 0; g < n_head_kv_; ++g) {
+    outside(g, window_scratch_);
+    int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
+    // Oldest first (only head-wise policies can leave more than n here).
+    std::sort(window_scratch_.begin(), window_scratch_.end(),
+              [&](int32_t a, int32_t b) { return p[a] < p[b]; });
+    for (int j = 0; j < n; ++j) {
+      p[window_scratch_[j]] = -1;
+      free_[g].push_back(window_scratch_[j]);
+    }
+    std::sort(free_[g].begin(), free_[g].end(), std::greater<>());
+  }
+  n_held_ -= n;
+  n_evicted_ += n;
+  return n;
+}
+
+int LayerState::evict(int64_t last_pos) {
+  const int n = drop_outside_window(last_pos);
+  return n + evict_to(budget_);
+}
+
 Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
                            std::span<const uint8_t> values, int64_t n_evicted,
                            std::span<const double> policy_state) {
@@ -180,10 +223,18 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   ms->kv_type_ = o.kv_type;
   ms->max_new_ = o.max_new;
   ms->positions_ = o.positions;
-  const bool bounded = o.policy.bounded();
-  const int n_slot = bounded ? o.policy.budget + o.max_new : std::max(1, o.initial_slots);
+  if (!o.windows.empty() && static_cast<int>(o.windows.size()) != o.n_layer) {
+    return make_error("{} sliding windows given for {} layers", o.windows.size(), o.n_layer);
+  }
+  ms->holds_all_until_ = INT_MAX;
   for (int il = 0; il < o.n_layer; ++il) {
-    const PolicyArgs args{.budget = o.policy.budget,
+    const int window = o.windows.empty() ? 0 : o.windows[il];
+    if (window < 0 || window == 1) return make_error("invalid sliding window {}", window);
+    int budget = o.policy.bounded() ? o.policy.budget : -1;
+    if (window > 0) budget = budget < 0 ? window - 1 : std::min(budget, window - 1);
+    const int n_slot = budget >= 0 ? budget + o.max_new : std::max(1, o.initial_slots);
+    if (budget >= 0) ms->holds_all_until_ = std::min(ms->holds_all_until_, budget);
+    const PolicyArgs args{.budget = budget >= 0 ? budget : o.policy.budget,
                           .arg = o.policy.arg,
                           .n_head = o.n_head,
                           .n_head_kv = o.n_head_kv,
@@ -192,7 +243,8 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     ms->score_need_ = policy->score_need();
     // An unbounded policy's pool grows, and a policy that keeps per-slot state sized at
     // creation cannot follow it: only `full` (which keeps none) may be unbounded.
-    ms->layers_.push_back(std::make_unique<LayerState>(o, n_slot, std::move(policy)));
+    ms->layers_.push_back(
+        std::make_unique<LayerState>(o, n_slot, std::move(policy), budget, window));
   }
   return ms;
 }
@@ -204,6 +256,7 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->score_need_ = score_need_;
   ms->max_new_ = max_new_;
   ms->positions_ = positions_;
+  ms->holds_all_until_ = holds_all_until_;
   ms->n_seen_ = n_seen_;
   ms->layers_.reserve(layers_.size());
   for (const auto& l : layers_) ms->layers_.push_back(std::make_unique<LayerState>(*l));

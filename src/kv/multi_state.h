@@ -41,12 +41,21 @@ struct MultiStateOptions {
   // f16 rounding per step with --kv-type f16); rotating from the pre-RoPE key is exact and
   // costs one rotation per held key per step, the order of the attention's own dot products.
   PositionMode positions = PositionMode::kAbsolute;
+  // Sliding-window layers (Gemma 2/3): per layer, how many positions a query sees, its own
+  // included (0: every position). Empty: no window layer. A window layer is bounded whatever the
+  // policy: it keeps at most min(budget, window - 1) states between steps (window - 1 under
+  // `full`), its attention never sees a state older than the window, and states that fall out
+  // of the window are dropped before the policy is asked (LayerState::evict).
+  std::vector<int> windows;
 };
 
 // One layer of one sequence.
 class LayerState {
  public:
-  LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy);
+  // budget: states kept between steps (-1: unbounded, the pool grows); window: see
+  // MultiStateOptions::windows (0: none).
+  LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy, int budget,
+             int window);
   // A deep copy: the same slots, keys, values, positions, free slots and policy state.
   LayerState(const LayerState& other);
   LayerState& operator=(const LayerState&) = delete;
@@ -56,6 +65,10 @@ class LayerState {
   int head_dim() const { return head_dim_; }
   int n_head_kv() const { return n_head_kv_; }
   KvType kv_type() const { return kv_type_; }
+  int budget() const { return budget_; }  // -1: unbounded
+  int window() const { return window_; }  // 0: no window
+  // The oldest position a query at position p sees in this layer.
+  int64_t min_visible(int64_t p) const { return window_ > 0 ? p - window_ + 1 : 0; }
   const int64_t* pos() const { return pos_.data(); }  // [n_head_kv][n_slot], -1 = free
   // [n_head_kv][n_slot][head_dim], float or IEEE half as kv_type() says; keys post-RoPE in
   // absolute position mode, pre-RoPE otherwise (MultiStateOptions::positions).
@@ -71,6 +84,13 @@ class LayerState {
   // If more than `budget` states are held, asks the policy and frees the slots it chose.
   // Returns how many states each KV head dropped.
   int evict_to(int budget);
+  // The end of a step whose last token had position last_pos: a window layer first drops the
+  // states the next query will not see (position <= last_pos - window + 1; when head-wise
+  // policies left KV heads with different numbers of such states, every head drops as many as
+  // the head with fewest, oldest first, and the rest stay masked out of attention until the
+  // policy evicts them), then the policy evicts down to the layer's budget. Returns the states
+  // each KV head dropped.
+  int evict(int64_t last_pos);
 
   int64_t n_evicted() const { return n_evicted_; }
   uint64_t bytes() const;
@@ -85,6 +105,7 @@ class LayerState {
 
  private:
   void grow();
+  int drop_outside_window(int64_t last_pos);
 
   int n_head_kv_;
   int head_dim_;
@@ -99,8 +120,11 @@ class LayerState {
   std::unique_ptr<KvPolicy> policy_;
   std::vector<int32_t> evict_scratch_;
   int n_head_;
+  int budget_;    // -1: unbounded
+  int window_;    // 0: none
   bool bounded_;  // the pool never grows
   int64_t n_evicted_ = 0;
+  std::vector<int32_t> window_scratch_;
 };
 
 // All layers of one sequence, plus how many tokens it has seen (a new token's position).
@@ -115,6 +139,9 @@ class MultiState {
   KvType kv_type() const { return kv_type_; }
   PositionMode positions() const { return positions_; }
   int budget() const { return spec_.bounded() ? spec_.budget : -1; }  // -1: unbounded
+  // How many tokens every layer holds before any of them evicts: the smallest layer budget (a
+  // window layer's is at most window - 1), or INT_MAX when no layer is bounded.
+  int holds_all_until() const { return holds_all_until_; }
   int n_layer() const { return static_cast<int>(layers_.size()); }
   LayerState& layer(int il) { return *layers_[il]; }
   const LayerState& layer(int il) const { return *layers_[il]; }
@@ -137,6 +164,7 @@ class MultiState {
   ScoreNeed score_need_ = ScoreNeed::kNone;
   int max_new_ = 1;
   PositionMode positions_ = PositionMode::kAbsolute;
+  int holds_all_until_ = 0;
   std::vector<std::unique_ptr<LayerState>> layers_;
   int64_t n_seen_ = 0;
 };

@@ -6,7 +6,7 @@
 
 namespace tova::model {
 
-const char* supported_architectures() { return "llama, qwen2, qwen3, phi3"; }
+const char* supported_architectures() { return "llama, qwen2, qwen3, phi3, gemma2, gemma3"; }
 
 Status read_rope_scaling(KeyReader& keys, ModelConfig& c) {
   const std::string& path = keys.file().path();

@@ -11,7 +11,10 @@
 
 namespace tova::model {
 
-enum class Arch { kLlama, kQwen2, kQwen3, kPhi3 };
+enum class Arch { kLlama, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3 };
+
+// The gated feed-forward's activation: act(gate) * up.
+enum class FfnAct { kSilu, kGeluTanh };
 
 struct ModelConfig {
   Arch arch = Arch::kLlama;
@@ -28,6 +31,15 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   kernels::RopeParams rope;
   bool tied_output = false;  // no output.weight: the token embedding is reused
+  FfnAct ffn_act = FfnAct::kSilu;
+  float embd_scale = 1.f;     // token embeddings are multiplied by it (Gemma: sqrt(n_embd))
+  float attn_scale = 0.f;     // attention scores' scale; 0: 1/sqrt(head_dim)
+  float attn_softcap = 0.f;   // > 0: scores become cap * tanh(score / cap) (Gemma 2)
+  float final_softcap = 0.f;  // > 0: logits become cap * tanh(logit / cap) (Gemma 2)
+  // Sliding-window attention: per layer, how many positions a query sees, its own included (0:
+  // all); empty when no layer has a window. Window layers rotate with rope_window.
+  std::vector<int> layer_window;
+  kernels::RopeParams rope_window;
   // The "{arch}." metadata keys the loader read (every such key of the file), sorted.
   std::vector<std::string> keys_read;
 };

@@ -39,7 +39,8 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, kv::KvT
                                .head_dim = config_.head_dim,
                                .policy = policy,
                                .kv_type = kv_type,
-                               .max_new = max_new};
+                               .max_new = max_new,
+                               .windows = config_.layer_window};
 }
 
 void Model::matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok, float* y,
@@ -102,8 +103,7 @@ Status attach_followers(std::span<const Follower> followers, std::vector<Sequenc
     const int64_t n_after = f.leader->n_seen() + static_cast<int64_t>(lead->idx.size());
     if (f.state->n_layer() != f.leader->n_layer() || f.state->n_seen() != f.leader->n_seen() ||
         f.state->max_new() != 1 || f.leader->max_new() != 1 ||
-        (f.state->budget() >= 0 && n_after > f.state->budget()) ||
-        (f.leader->budget() >= 0 && n_after > f.leader->budget())) {
+        n_after > f.state->holds_all_until() || n_after > f.leader->holds_all_until()) {
       return make_error(
           "a follower must be exact, at its leader's position, and hold every token of the "
           "batch without evicting (follower at {}, leader at {}, {} tokens)",
@@ -220,7 +220,8 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
   const ModelConfig& c = config_;
   const int q_dim = c.n_head * c.head_dim;
   const int kv_dim = c.n_head_kv * c.head_dim;
-  const float scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale =
+      c.attn_scale > 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim));
   const std::vector<SequenceRun>& runs = s.runs;
   const int64_t n = static_cast<int64_t>(s.pos.size());
 
@@ -262,7 +263,9 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
                                   .kv_f16 = L.kv_type() == kv::KvType::kF16,
                                   .pos = L.pos(),
                                   .max_pos = s.pos[i],
+                                  .min_pos = L.min_visible(s.pos[i]),
                                   .scale = scale,
+                                  .softcap = c.attn_softcap,
                                   .out = &s.att[static_cast<size_t>(i) * q_dim],
                                   .probs = probs,
                                   .scratch = scratch};
@@ -348,14 +351,16 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
       // mapping serves every query of the chunk (the causal mask hides later chunk tokens).
       if (moved) mk.rotate_keys(L, ms.positions(), rope, s);
       for (int i : run.idx) attend(i);
-      L.evict_to(ms.budget());
+      L.evict(s.pos[run.idx.back()]);
     } else {
       for (int i : run.idx) {
         insert(i);
         if (moved) mk.rotate_keys(L, ms.positions(), rope, s);
         attend(i);
-        L.evict_to(ms.budget());
-        for (kv::MultiState* f : run.followers) TOVA_CHECK(f->layer(il).n_held() <= f->budget());
+        L.evict(s.pos[i]);
+        for (kv::MultiState* f : run.followers) {
+          TOVA_CHECK(f->layer(il).n_held() <= f->holds_all_until());
+        }
       }
     }
   };
@@ -437,12 +442,14 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
     kernels::dequantize_row(w.token_embd.type,
                             w.token_embd.data + w.token_embd.row_bytes * batch[i].token,
                             &s.x[i * c.n_embd], c.n_embd);
+    if (c.embd_scale != 1.f) kernels::scale(&s.x[i * c.n_embd], c.embd_scale, c.n_embd);
   }
 
   kernels::RopeParams rope = c.rope;
   if (!w.rope_freqs.empty()) rope.freq_factors = w.rope_freqs.data();
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[il];
+    const bool window_layer = !c.layer_window.empty() && c.layer_window[il] > 0;
     for (int64_t i = 0; i < n; ++i) {
       kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                         c.rms_eps);
@@ -468,19 +475,31 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
         kernels::rms_norm(k, L.k_norm.data(), k, c.head_dim, c.rms_eps);
       }
     }
-    attend_layer(il, rope, s, pool);
+    attend_layer(il, window_layer ? c.rope_window : rope, s, pool);
     matmul(L.wo, s.att.data(), n, s.xb.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
-      kernels::add(&s.x[i * c.n_embd], &s.xb[i * c.n_embd], c.n_embd);
+      float* xb = &s.xb[i * c.n_embd];
+      if (!L.attn_post_norm.empty()) {
+        kernels::rms_norm(xb, L.attn_post_norm.data(), xb, c.n_embd, c.rms_eps);
+      }
+      kernels::add(&s.x[i * c.n_embd], xb, c.n_embd);
       kernels::rms_norm(&s.x[i * c.n_embd], L.ffn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                         c.rms_eps);
     }
     matmul(L.w_gate, s.xb.data(), n, s.hb.data(), pool);
     matmul(L.w_up, s.xb.data(), n, s.hb2.data(), pool);
-    kernels::silu_mul(s.hb.data(), s.hb2.data(), n * c.n_ff);
+    if (c.ffn_act == FfnAct::kGeluTanh) {
+      kernels::gelu_mul(s.hb.data(), s.hb2.data(), n * c.n_ff);
+    } else {
+      kernels::silu_mul(s.hb.data(), s.hb2.data(), n * c.n_ff);
+    }
     matmul(L.w_down, s.hb.data(), n, s.xb.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
-      kernels::add(&s.x[i * c.n_embd], &s.xb[i * c.n_embd], c.n_embd);
+      float* xb = &s.xb[i * c.n_embd];
+      if (!L.ffn_post_norm.empty()) {
+        kernels::rms_norm(xb, L.ffn_post_norm.data(), xb, c.n_embd, c.rms_eps);
+      }
+      kernels::add(&s.x[i * c.n_embd], xb, c.n_embd);
     }
   }
 
@@ -500,6 +519,7 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
     ++n_out;
   }
   if (n_out > 0) matmul(w.output, s.logit_in.data(), n_out, logits, pool);
+  if (n_out > 0 && c.final_softcap > 0.f) kernels::softcap(logits, n_out * c.n_vocab, c.final_softcap);
   return ok_status();
 }
 

@@ -46,7 +46,39 @@ std::vector<RandomShape> make_shapes() {
                .rms_eps = 1e-5f,
                .tied_output = true,
                .vocab_file = "ggml-vocab-starcoder.gguf"});
-  // Qwen2-0.5B is left out: its 151936-token vocabulary is not among the shared vocab files.
+  // The newer families' vocabularies (128,256 and 151,936 tokens) are not among the shared vocab
+  // files: these shapes get a synthetic vocabulary of their size (vocab_file empty; see
+  // write_synthetic_vocab). Speed depends on the number of tokens, not on their strings.
+  s.push_back({.name = "llama3.2-1b",
+               .description = "Llama-3.2-1B",
+               .arch = "llama",
+               .n_layer = 16,
+               .n_embd = 2048,
+               .n_head = 32,
+               .n_head_kv = 8,
+               .n_ff = 8192,
+               .n_vocab = 128256,
+               .n_ctx = 131072,
+               .rope_base = 500000.f,
+               .rms_eps = 1e-5f,
+               .tied_output = true,
+               .head_dim = 64,
+               .llama3_orig_ctx = 8192});
+  s.push_back({.name = "qwen3-0.6b",
+               .description = "Qwen3-0.6B",
+               .arch = "qwen3",
+               .n_layer = 28,
+               .n_embd = 1024,
+               .n_head = 16,
+               .n_head_kv = 8,
+               .n_ff = 3072,
+               .n_vocab = 151936,
+               .n_ctx = 40960,
+               .rope_base = 1000000.f,
+               .rms_eps = 1e-6f,
+               .tied_output = true,
+               .head_dim = 128,
+               .qk_norm = true});
   // Small shapes for tests and quick benchmarks; rows are multiples of 256 so every k-quant fits.
   s.push_back({.name = "tiny",
                .description = "tiny llama (tests)",
@@ -133,6 +165,33 @@ std::vector<RandomShape> make_shapes() {
   mi.head_dim = 32;  // attention.key_length: n_head * head_dim != n_embd, as Nemo's 32 x 128
                      // != 5120
   s.push_back(mi);
+  RandomShape g2 = fixture;
+  g2.name = "arch-gemma2";
+  g2.description = "Gemma-2-2B (scaled down)";
+  g2.arch = "gemma2";
+  g2.rms_eps = 1e-6f;
+  g2.tied_output = true;
+  g2.head_dim = 32;  // Gemma-2-2B: 8 x 256 != 2304
+  g2.post_norms = true;
+  g2.sliding_window = 16;  // layer 0 has the window, layer 1 is global (pattern 2)
+  g2.attn_softcap = 50.f;
+  g2.final_softcap = 30.f;
+  s.push_back(g2);
+  RandomShape g3 = fixture;
+  g3.name = "arch-gemma3";
+  g3.description = "Gemma-3-4B (scaled down)";
+  g3.arch = "gemma3";
+  g3.n_layer = 6;  // layers 0-4 have the window, layer 5 is global (pattern 6)
+  g3.n_head_kv = 1;
+  g3.rope_base = 1000000.f;
+  g3.rms_eps = 1e-6f;
+  g3.tied_output = true;
+  g3.head_dim = 32;
+  g3.qk_norm = true;
+  g3.post_norms = true;
+  g3.sliding_window = 16;
+  g3.rope_linear = 8.f;  // the global layers' linear scaling (Gemma 3 4B and up)
+  s.push_back(g3);
   return s;
 }
 
@@ -242,7 +301,52 @@ class Builder {
 };
 
 // Copies every tokenizer.* key of the vocabulary file, after checking its size.
+// A SentencePiece-style vocabulary of n tokens (tokenizer.ggml.model "llama"): <unk>, <s>, </s>,
+// the 256 byte-fallback tokens <0x00>..<0xFF>, then distinct made-up pieces ("▁a", "▁b", ...,
+// "▁ba", ...) with decreasing scores. It tokenizes any text (mostly into bytes) and loads in
+// llama.cpp too; it stands in for a real vocabulary of that size in speed benchmarks.
+void write_synthetic_vocab(int n, io::GgufWriter& w) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {2, 3, 3};  // unknown, control, control
+  for (int b = 0; b < 256 && static_cast<int>(tokens.size()) < n; ++b) {
+    tokens.push_back(fmt::format("<0x{:02X}>", b));
+    types.push_back(6);  // byte
+  }
+  for (int i = 0; static_cast<int>(tokens.size()) < n; ++i) {
+    std::string piece;
+    for (int v = i;; v = v / 26 - 1) {
+      piece.insert(piece.begin(), static_cast<char>('a' + v % 26));
+      if (v < 26) break;
+    }
+    piece.insert(0, "\xe2\x96\x81");  // U+2581, SentencePiece's word boundary
+    tokens.push_back(std::move(piece));
+    types.push_back(1);  // normal
+  }
+  std::vector<float> scores(tokens.size());
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] = -static_cast<float>(i);
+  w.set("tokenizer.ggml.model", io::GgufValue::make_str("llama"));
+  w.set("tokenizer.ggml.tokens", io::GgufValue::make_str_array(tokens));
+  w.set("tokenizer.ggml.scores", io::GgufValue::make_f32_array(scores));
+  w.set("tokenizer.ggml.token_type", io::GgufValue::make_i32_array(types));
+  w.set("tokenizer.ggml.bos_token_id", io::GgufValue::make_u32(1));
+  w.set("tokenizer.ggml.eos_token_id", io::GgufValue::make_u32(2));
+  w.set("tokenizer.ggml.unknown_token_id", io::GgufValue::make_u32(0));
+  w.set("tokenizer.ggml.add_bos_token", io::GgufValue::make_bool(true));
+}
+
 Status copy_vocab(const RandomModelOptions& o, io::GgufWriter& w) {
+  if (o.vocab_path.empty()) {
+    if (!o.shape.vocab_file.empty()) {
+      return make_error("shape '{}' needs a vocabulary file ({})", o.shape.name,
+                        o.shape.vocab_file);
+    }
+    if (o.shape.n_vocab < 259) {
+      return make_error("a synthetic vocabulary needs at least 259 tokens, shape '{}' has {}",
+                        o.shape.name, o.shape.n_vocab);
+    }
+    write_synthetic_vocab(o.shape.n_vocab, w);
+    return ok_status();
+  }
   TOVA_ASSIGN_OR_RETURN(auto vf, io::GgufFile::open(o.vocab_path));
   const io::GgufValue* tokens = vf->find("tokenizer.ggml.tokens");
   if (tokens == nullptr || tokens->type != io::GgufValueType::kArray) {
@@ -398,6 +502,19 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     w.set(a + "rope.scaling.original_context_length", io::GgufValue::make_u32(s.n_ctx));
     w.set(a + "attention.sliding_window", io::GgufValue::make_u32(0));
   }
+  if (s.sliding_window > 0) {
+    w.set(a + "attention.sliding_window", io::GgufValue::make_u32(s.sliding_window));
+  }
+  if (s.attn_softcap > 0.f) {
+    w.set(a + "attn_logit_softcapping", io::GgufValue::make_f32(s.attn_softcap));
+  }
+  if (s.final_softcap > 0.f) {
+    w.set(a + "final_logit_softcapping", io::GgufValue::make_f32(s.final_softcap));
+  }
+  if (s.rope_linear > 0.f) {
+    w.set(a + "rope.scaling.type", io::GgufValue::make_str("linear"));
+    w.set(a + "rope.scaling.factor", io::GgufValue::make_f32(s.rope_linear));
+  }
   if (s.head_dim > 0) {
     w.set(a + "attention.key_length", io::GgufValue::make_u32(head_dim));
     w.set(a + "attention.value_length", io::GgufValue::make_u32(head_dim));
@@ -455,6 +572,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.vector(p + "attn_k_norm.weight", head_dim, 1.f, norm_sd);
     }
     b.matrix(p + "attn_output.weight", mtype(MatrixRole::kLayer, q_dim), q_dim, s.n_embd);
+    if (s.post_norms) b.vector(p + "post_attention_norm.weight", s.n_embd, 1.f, norm_sd);
     b.vector(p + "ffn_norm.weight", s.n_embd, 1.f, norm_sd);
     if (phi3) {  // fused: rows gate, up
       b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, 2 * s.n_ff);
@@ -463,6 +581,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
     }
     b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, s.n_ff), s.n_ff, s.n_embd);
+    if (s.post_norms) b.vector(p + "post_ffw_norm.weight", s.n_embd, 1.f, norm_sd);
   }
   TOVA_RETURN_IF_ERROR(w.write_file(path));
   return b.stats();
@@ -485,6 +604,7 @@ std::vector<std::string> default_vocab_dirs() {
 }
 
 Result<std::string> find_vocab(const RandomShape& shape, std::span<const std::string> dirs) {
+  if (shape.vocab_file.empty()) return std::string();  // synthetic
   std::error_code ec;
   std::string tried;
   for (const std::string& d : dirs) {

@@ -36,10 +36,18 @@ struct RandomShape {
   // Llama-3.x: rope_freqs.weight from llama3 scaling (factor 32, low/high frequency factors 1
   // and 4) over this original context, as the converter computes it; 0: none.
   int llama3_orig_ctx = 0;
+  // Gemma 2/3: post_attention_norm and post_ffw_norm of every layer.
+  bool post_norms = false;
+  int sliding_window = 0;      // attention.sliding_window, written when set
+  float attn_softcap = 0.f;    // attn_logit_softcapping, written when set (gemma2)
+  float final_softcap = 0.f;   // final_logit_softcapping, written when set (gemma2)
+  float rope_linear = 0.f;     // rope.scaling.type linear with this factor, written when set
   float weight_std = 0.02f;   // matrices are N(0, weight_std)
   bool random_norms = false;  // norm weights 1 + N(0, 0.1) instead of 1 (fixtures: a norm
                               // weight applied to the wrong element shows)
-  std::string vocab_file;     // default vocabulary, a file name in the vocab folder
+  std::string vocab_file;     // default vocabulary, a file name in the vocab folder; empty:
+                              // a synthetic vocabulary of n_vocab tokens (no real one of that
+                              // size is at hand)
 };
 
 // The known shapes, in a fixed order (real models first, then small ones for tests).
@@ -73,7 +81,8 @@ uint32_t llama_file_type(GgmlType base);
 struct RandomModelOptions {
   RandomShape shape;
   GgmlType type = GgmlType::kQ4_0;
-  std::string vocab_path;  // a GGUF with tokenizer.ggml.* keys and exactly shape.n_vocab tokens
+  std::string vocab_path;  // a GGUF with tokenizer.ggml.* keys and exactly shape.n_vocab tokens;
+                           // empty: a synthetic vocabulary (shapes without a vocab_file)
   uint64_t seed = 1;
 };
 
@@ -93,7 +102,8 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
 // the source tree (executables live in REPO/BUILD/bin), then relative to the working folder.
 std::vector<std::string> default_vocab_dirs();
 
-// The default vocabulary of `shape`: the first of dirs/shape.vocab_file that exists.
+// The default vocabulary of `shape`: the first of dirs/shape.vocab_file that exists; "" for a
+// shape with a synthetic vocabulary.
 Result<std::string> find_vocab(const RandomShape& shape, std::span<const std::string> dirs);
 
 }  // namespace tova::model

@@ -23,10 +23,12 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv;  // qwen2: [n_head * head_dim], [n_head_kv * head_dim] x2
   std::vector<float> q_norm;      // qwen3: [head_dim], RMSNorm of each query head before RoPE
   std::vector<float> k_norm;      // qwen3: [head_dim], RMSNorm of each key head before RoPE
+  std::vector<float> attn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the attention output
   std::vector<float> ffn_norm;    // [n_embd]
   kernels::WeightMatrix w_gate;   // [n_ff][n_embd]
   kernels::WeightMatrix w_up;     // [n_ff][n_embd]
   kernels::WeightMatrix w_down;   // [n_embd][n_ff]
+  std::vector<float> ffn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the feed-forward output
 };
 
 struct ModelWeights {

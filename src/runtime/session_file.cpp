@@ -228,9 +228,10 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
     }
     const Status st = L.restore(n_slot, pos_v, keys, values, n_evicted, ps_v);
     if (!st.ok()) return make_error("session layer {}: {}", il, st.message());
-    if (spec.bounded() && L.n_held() > spec.budget) {
+    // The layer's own budget: a sliding-window layer's is at most window - 1, even under full.
+    if (L.budget() >= 0 && L.n_held() > L.budget()) {
       return make_error("session layer {} holds {} states, above the budget {}", il, L.n_held(),
-                        spec.budget);
+                        L.budget());
     }
   }
   state->set_n_seen(n_seen);

@@ -11,7 +11,7 @@ namespace {
 
 TEST(MakeRandomArchCli, WritesTheCommittedFixturesByteForByte) {
   const std::string dir = make_temp_dir();
-  for (const char* arch : {"llama3", "qwen3", "qwen2", "mistral", "phi3"}) {
+  for (const char* arch : {"llama3", "qwen3", "qwen2", "mistral", "phi3", "gemma2", "gemma3"}) {
     const std::string out = dir + "/" + arch + ".gguf";
     const CmdResult w =
         run_tova(std::string("make-random --arch ") + arch + " --type f32 -t 2 --out " + out);
@@ -19,8 +19,8 @@ TEST(MakeRandomArchCli, WritesTheCommittedFixturesByteForByte) {
     const std::string committed = std::string(TOVA_TEST_DATA_DIR) + "/arch/" + arch + "-f32.gguf";
     EXPECT_TRUE(slurp(out) == slurp(committed)) << arch << ": differs from " << committed;
   }
-  EXPECT_ONE_LINE_ERROR(run_tova("make-random --arch gemma3 --out " + dir + "/x.gguf"),
-                        "llama3, qwen3, qwen2, phi3, mistral");
+  EXPECT_ONE_LINE_ERROR(run_tova("make-random --arch gemma4 --out " + dir + "/x.gguf"),
+                        "llama3, qwen3, qwen2, phi3, mistral, gemma2, gemma3");
   EXPECT_ONE_LINE_ERROR(run_tova("make-random --out " + dir + "/x.gguf"), "--shape or --arch");
   std::filesystem::remove_all(dir);
 }

@@ -2,6 +2,13 @@
 // llama.cpp's logits and greedy tokens (scripts/make_arch_goldens.sh). The fixtures are F32, so
 // the tolerance is golden/README.md's for F32 models: max |diff| < 1e-3 and the same argmax at
 // every one of the 128 positions; greedy decoding of 64 tokens must be equal token for token.
+//
+// Except for GELU: llama.cpp's CPU backend rounds every GELU input to F16 and reads the result
+// from a table (GGML_GELU_FP16 in ggml-cpu/vec.h), which moves the Gemma fixtures' logits by up
+// to 3.3e-3; tova computes the tanh approximation in float. With that table switched off in a
+// separate llama.cpp build (2026-11-24, docs/ARCHITECTURES.md), llama.cpp and tova agree to
+// 6.9e-6 (gemma2) and 8.6e-6 (gemma3). So the Gemma families allow max |diff| < 5e-3 against
+// stock llama.cpp, with every argmax and the greedy tokens still identical.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +20,10 @@ namespace {
 
 std::string arch_path(const std::string& file) {
   return std::string(TOVA_TEST_DATA_DIR) + "/arch/" + file;
+}
+
+double tolerance(const std::string& family) {
+  return family.starts_with("gemma") ? 5e-3 : 1e-3;
 }
 
 class ArchGolden : public ::testing::TestWithParam<std::string> {};
@@ -31,7 +42,7 @@ TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
   for (size_t i = 0; i < mine.size(); ++i) {
     max_diff = std::max(max_diff, std::fabs(static_cast<double>(mine[i]) - cpp[i]));
   }
-  EXPECT_LT(max_diff, 1e-3);
+  EXPECT_LT(max_diff, tolerance(GetParam()));
   for (size_t p = 0; p < ids.size(); ++p) {
     EXPECT_EQ(argmax_row(&mine[p * n_vocab], n_vocab), argmax_row(&cpp[p * n_vocab], n_vocab))
         << "position " << p;
@@ -106,7 +117,8 @@ TEST_P(ArchGoldenQ8, Greedy64EqualsLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenQ8, ::testing::Values("qwen3", "phi3"));
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchGolden,
-                         ::testing::Values("llama3", "qwen3", "qwen2", "mistral", "phi3"));
+                         ::testing::Values("llama3", "qwen3", "qwen2", "mistral", "phi3", "gemma2",
+                                           "gemma3"));
 
 }  // namespace
 }  // namespace tova::testing

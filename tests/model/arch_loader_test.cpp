@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -68,11 +69,23 @@ struct MiniFile {
       tensor(p + "attn_k.bias", {kHeadKv * kHeadDim});
       tensor(p + "attn_v.bias", {kHeadKv * kHeadDim});
     }
-    if (arch == "qwen3") {
-      key("attention.key_length", GgufValue::make_u32(kHeadDim));
-      key("attention.value_length", GgufValue::make_u32(kHeadDim));
+    const bool gemma = arch == "gemma2" || arch == "gemma3";
+    if (arch == "qwen3" || arch == "gemma3") {
       tensor(p + "attn_q_norm.weight", {kHeadDim});
       tensor(p + "attn_k_norm.weight", {kHeadDim});
+    }
+    if (arch == "qwen3" || gemma) {
+      key("attention.key_length", GgufValue::make_u32(kHeadDim));
+      key("attention.value_length", GgufValue::make_u32(kHeadDim));
+    }
+    if (gemma) {
+      tensor(p + "post_attention_norm.weight", {kEmbd});
+      tensor(p + "post_ffw_norm.weight", {kEmbd});
+      key("attention.sliding_window", GgufValue::make_u32(64));
+    }
+    if (arch == "gemma2") {
+      key("attn_logit_softcapping", GgufValue::make_f32(50.f));
+      key("final_logit_softcapping", GgufValue::make_f32(30.f));
     }
   }
   void key(const std::string& suffix, GgufValue v) { w.set(arch + "." + suffix, std::move(v)); }
@@ -96,15 +109,18 @@ struct MiniFile {
 
 TEST(ArchLoader, EveryFamilyLoadsItsConvertedTensorsAndKeys) {
   const std::pair<const char*, size_t> cases[] = {
-      {"llama", 11}, {"qwen2", 14}, {"qwen3", 13}, {"phi3", 8}};
+      {"llama", 11}, {"qwen2", 14}, {"qwen3", 13}, {"phi3", 8}, {"gemma2", 13}, {"gemma3", 15}};
   for (const auto& [arch, n_tensors] : cases) {
     MiniFile m(arch);
     ModelWeights w;
     EXPECT_EQ(m.load_error(&w), "") << arch;
     EXPECT_EQ(w.tensors_read.size(), n_tensors) << arch;
     EXPECT_EQ(!w.layers[0].bq.empty(), m.arch == "qwen2") << arch;
-    EXPECT_EQ(!w.layers[0].q_norm.empty(), m.arch == "qwen3") << arch;
-    EXPECT_EQ(!w.layers[0].k_norm.empty(), m.arch == "qwen3") << arch;
+    const bool qk_norm = m.arch == "qwen3" || m.arch == "gemma3";
+    EXPECT_EQ(!w.layers[0].q_norm.empty(), qk_norm) << arch;
+    EXPECT_EQ(!w.layers[0].k_norm.empty(), qk_norm) << arch;
+    EXPECT_EQ(!w.layers[0].attn_post_norm.empty(), m.arch.starts_with("gemma")) << arch;
+    EXPECT_EQ(!w.layers[0].ffn_post_norm.empty(), m.arch.starts_with("gemma")) << arch;
   }
 }
 
@@ -247,6 +263,80 @@ TEST(ArchLoader, Phi3LongRopeAndShortSlidingWindowsAreRefused) {
   MiniFile factors("phi3");
   factors.tensor("rope_factors_long.weight", {kHeadDim / 2});
   EXPECT_NE(factors.load_error().find("tensor 'rope_factors_long.weight' is not used"),
+            std::string::npos);
+}
+
+Result<ModelConfig> config_of(MiniFile& m) {
+  auto f = io::GgufFile::from_bytes(m.w.to_bytes(), "mini.gguf");
+  if (!f.ok()) return make_error("{}", f.message());
+  return load_config(**f);
+}
+
+TEST(ArchLoader, GemmaWindowsSoftCapsAndScales) {
+  MiniFile g2("gemma2");
+  g2.key("block_count", GgufValue::make_u32(4));
+  auto c2 = config_of(g2);
+  ASSERT_TRUE(c2.ok()) << c2.message();
+  EXPECT_EQ(c2->layer_window, (std::vector<int>{64, 0, 64, 0}));  // pattern 2
+  EXPECT_EQ(c2->attn_softcap, 50.f);
+  EXPECT_EQ(c2->final_softcap, 30.f);
+  EXPECT_EQ(c2->attn_scale, 1.f / std::sqrt(static_cast<float>(kHeadDim)));
+  EXPECT_EQ(c2->embd_scale, std::sqrt(static_cast<float>(kEmbd)));
+  EXPECT_EQ(c2->rope_window.freq_base, 10000.f);  // as the global layers
+  EXPECT_EQ(c2->rope.mode, kernels::RopeMode::kNeox);
+  EXPECT_EQ(c2->ffn_act, FfnAct::kGeluTanh);
+
+  MiniFile g3("gemma3");
+  g3.key("block_count", GgufValue::make_u32(7));
+  g3.key("rope.freq_base", GgufValue::make_f32(1e6f));
+  g3.key("rope.scaling.type", GgufValue::make_str("linear"));
+  g3.key("rope.scaling.factor", GgufValue::make_f32(8.f));
+  auto c3 = config_of(g3);
+  ASSERT_TRUE(c3.ok()) << c3.message();
+  EXPECT_EQ(c3->layer_window, (std::vector<int>{64, 64, 64, 64, 64, 0, 64}));  // pattern 6
+  EXPECT_EQ(c3->attn_softcap, 0.f);
+  EXPECT_EQ(c3->final_softcap, 0.f);
+  EXPECT_EQ(c3->rope.freq_base, 1e6f);
+  EXPECT_EQ(c3->rope.freq_scale, 1.f / 8);
+  EXPECT_EQ(c3->rope_window.freq_base, 10000.f);  // window layers: their own base, no scaling
+  EXPECT_EQ(c3->rope_window.freq_scale, 1.f);
+  g3.key("rope.freq_base_swa", GgufValue::make_f32(20000.f));
+  g3.key("attention.sliding_window_pattern", GgufValue::make_u32(2));
+  c3 = config_of(g3);
+  ASSERT_TRUE(c3.ok()) << c3.message();
+  EXPECT_EQ(c3->rope_window.freq_base, 20000.f);
+  EXPECT_EQ(c3->layer_window, (std::vector<int>{64, 0, 64, 0, 64, 0, 64}));
+
+  // Without a sliding window key Gemma 3 has none; Gemma 2 defaults to 4096 as llama.cpp does.
+  MiniFile none("gemma3");
+  none.w.set("gemma3.attention.sliding_window", GgufValue::make_u32(0));
+  auto cn = config_of(none);
+  ASSERT_TRUE(cn.ok()) << cn.message();
+  EXPECT_TRUE(cn->layer_window.empty());
+
+  // The 27B models scale queries by 1/sqrt(n_embd / n_head) (gemma_pytorch's
+  // query_pre_attn_scalar), recognised by their layer count as llama.cpp does.
+  MiniFile g27("gemma3");
+  g27.key("block_count", GgufValue::make_u32(62));
+  auto c27 = config_of(g27);
+  ASSERT_TRUE(c27.ok()) << c27.message();
+  EXPECT_EQ(c27->attn_scale, 1.f / std::sqrt(static_cast<float>(kEmbd / kHead)));
+}
+
+TEST(ArchLoader, GemmaRefusesWhatItDoesNotImplement) {
+  MiniFile g3("gemma3");  // Gemma 3 has no attention soft-capping: a file with it is not Gemma 3
+  g3.key("attn_logit_softcapping", GgufValue::make_f32(50.f));
+  EXPECT_NE(g3.load_error().find("'gemma3.attn_logit_softcapping' is not implemented"),
+            std::string::npos);
+  MiniFile bad_cap("gemma2");
+  bad_cap.key("final_logit_softcapping", GgufValue::make_f32(0.f));
+  EXPECT_EQ(bad_cap.load_error(), "mini.gguf: gemma2.final_logit_softcapping 0 must be positive");
+  MiniFile bad_window("gemma2");
+  bad_window.key("attention.sliding_window", GgufValue::make_u32(1));
+  EXPECT_EQ(bad_window.load_error(), "mini.gguf: gemma2.attention.sliding_window 1 is out of range");
+  MiniFile no_post("gemma2");
+  no_post.tensor("blk.0.attn_q_norm.weight", {kHeadDim});  // gemma3's, in a gemma2 file
+  EXPECT_NE(no_post.load_error().find("tensor 'blk.0.attn_q_norm.weight' is not used"),
             std::string::npos);
 }
 

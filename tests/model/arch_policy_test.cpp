@@ -1,7 +1,9 @@
-// Policies on an architecture fixture (qwen3: per-head q/k norms, head_dim * n_head != n_embd,
-// NEOX rope). `window` and `sink:4` at k = 32 against llama.cpp's own cache made to drop the
-// same positions after every token (scripts/llama_dump.cpp --evict): the spec's absolute
-// positions, keys cached after RoPE. Every policy with k >= length equals `full` bit for bit.
+// Policies on architecture fixtures: qwen3 (per-head q/k norms, head_dim * n_head != n_embd,
+// NEOX rope) and gemma3 (five sliding-window layers of 16 positions and one global layer).
+// `window` and `sink:4` at k = 32 against llama.cpp's own cache made to drop the same positions
+// after every token (scripts/llama_dump.cpp --evict): the spec's absolute positions, keys cached
+// after RoPE; on gemma3 llama.cpp's window layers also mask everything older than their window.
+// Every policy with k >= length equals `full` bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,24 +26,28 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b, si
   return d;
 }
 
-TEST(ArchPolicy, Qwen3WindowAndSinkMatchLlamaCppDroppingTheSamePositions) {
+class ArchPolicy : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArchPolicy, WindowAndSinkMatchLlamaCppDroppingTheSamePositions) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path("qwen3-f32.gguf"));
+  auto m = model::Model::load(arch_path(GetParam() + "-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const int n_vocab = (*m)->config().n_vocab;
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
-  const auto full_cpp = read_f32(arch_path("qwen3-f32.logits.f32"));
+  const auto full_cpp = read_f32(arch_path(GetParam() + "-f32.logits.f32"));
   ThreadPool pool(2);
   const std::pair<const char*, const char*> cases[] = {{"window", "window-32"},
                                                        {"sink:4", "sink4-32"}};
   for (const auto& [policy, file] : cases) {
-    const auto cpp = read_f32(arch_path(std::string("qwen3-f32.") + file + ".logits.f32"));
+    const auto cpp = read_f32(arch_path(GetParam() + "-f32." + file + ".logits.f32"));
     ASSERT_EQ(cpp.size(), ids.size() * n_vocab);
     // The golden is not `full` in disguise: past k + 1 tokens it differs.
     EXPECT_GT(max_abs_diff(cpp, full_cpp, 40 * n_vocab), 0.05) << policy;
     for (int n_batch : {1, 16}) {
       const auto mine = all_logits(**m, ids, cache_options(policy, 32), n_batch, pool);
-      EXPECT_LT(max_abs_diff(mine, cpp), 1e-3) << policy << " n_batch " << n_batch;
+      // Gemma: llama.cpp's F16 GELU table (arch_golden_test.cpp says why 5e-3).
+      const double tol = GetParam().starts_with("gemma") ? 5e-3 : 1e-3;
+      EXPECT_LT(max_abs_diff(mine, cpp), tol) << policy << " n_batch " << n_batch;
       for (size_t p = 0; p < ids.size(); ++p) {
         EXPECT_EQ(argmax_row(&mine[p * n_vocab], n_vocab), argmax_row(&cpp[p * n_vocab], n_vocab))
             << policy << " position " << p;
@@ -50,9 +56,9 @@ TEST(ArchPolicy, Qwen3WindowAndSinkMatchLlamaCppDroppingTheSamePositions) {
   }
 }
 
-TEST(ArchPolicy, Qwen3BudgetAtLeastLengthIsBitIdenticalToFull) {
+TEST_P(ArchPolicy, BudgetAtLeastLengthIsBitIdenticalToFull) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path("qwen3-f32.gguf"));
+  auto m = model::Model::load(arch_path(GetParam() + "-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ThreadPool pool(2);
@@ -63,9 +69,62 @@ TEST(ArchPolicy, Qwen3BudgetAtLeastLengthIsBitIdenticalToFull) {
     // One state short of the length: exactly one token was evicted per layer.
     std::unique_ptr<kv::MultiState> st;
     all_logits(**m, ids, cache_options(p, 127), 16, pool, &st);
-    EXPECT_EQ(st->layer(0).n_held(), 127) << p;
+    const int last = st->n_layer() - 1;  // a global layer in both fixtures
+    EXPECT_EQ(st->layer(last).n_held(), 127) << p;
   }
 }
+
+// A window layer is bounded by its window whatever the policy: under `full` it keeps window - 1
+// states in window slots (the next token makes the window), the global layer keeps everything.
+TEST(ArchPolicyWindows, Gemma3WindowLayersAreBoundedEvenUnderFull) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(arch_path("gemma3-f32.gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  const model::ModelConfig& c = (*m)->config();
+  ASSERT_EQ(c.layer_window, (std::vector<int>{16, 16, 16, 16, 16, 0}));
+  const auto ids = read_ids(shared_path("golden/tokens-128.json"));
+  ThreadPool pool(2);
+  for (const auto& [policy, k] : {std::pair<const char*, int>{"full", 0}, {"tova", 64},
+                                  {"tova", 8}, {"h2o", 8}, {"sink:4", 12}}) {
+    std::unique_ptr<kv::MultiState> st;
+    all_logits(**m, ids, cache_options(policy, k), 16, pool, &st);
+    const int want_window = k > 0 ? std::min(k, 15) : 15;
+    for (int il = 0; il < 5; ++il) {
+      const kv::LayerState& L = st->layer(il);
+      EXPECT_EQ(L.n_held(), want_window) << policy << " k " << k << " layer " << il;
+      EXPECT_EQ(L.n_slot(), want_window + 1) << policy << " k " << k << " layer " << il;
+      // Nothing older than the window of the next query (position 128) is held.
+      for (int s = 0; s < L.n_slot(); ++s) {
+        if (L.pos()[s] >= 0) {
+          EXPECT_GE(L.pos()[s], 128 - 16 + 1) << policy << " layer " << il;
+        }
+      }
+    }
+    EXPECT_EQ(st->layer(5).n_held(), k > 0 ? std::min(k, 128) : 128) << policy;
+  }
+}
+
+// Head-wise policies keep different positions per KV head (gemma2's window layer has two): the
+// window still bounds the layer, and budgets hold.
+TEST(ArchPolicyWindows, Gemma2HeadWisePoliciesStayWithinBudgetOnTheWindowLayer) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(arch_path("gemma2-f32.gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  ASSERT_EQ((*m)->config().layer_window, (std::vector<int>{16, 0}));
+  const auto ids = read_ids(shared_path("golden/tokens-128.json"));
+  ThreadPool pool(2);
+  for (const char* p : {"tova-head", "h2o-head"}) {
+    for (int k : {8, 32}) {
+      std::unique_ptr<kv::MultiState> st;
+      const auto logits = all_logits(**m, ids, cache_options(p, k), 1, pool, &st);
+      for (float x : logits) ASSERT_TRUE(std::isfinite(x)) << p;
+      EXPECT_EQ(st->layer(0).n_held(), std::min(k, 15)) << p << " k " << k;
+      EXPECT_EQ(st->layer(1).n_held(), k) << p << " k " << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ArchPolicy, ::testing::Values("qwen3", "gemma3"));
 
 }  // namespace
 }  // namespace tova::testing

@@ -37,9 +37,11 @@ std::vector<float> feed_logits(const model::Model& m, kv::MultiState& state,
 
 // 300 tokens, save, load, 200 more == 500 in one go, bit for bit, for each (policy, mode).
 void round_trip(const std::vector<const char*>& policies,
-                const std::vector<kv::PositionMode>& modes) {
+                const std::vector<kv::PositionMode>& modes,
+                const std::string& model_path = "") {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(shared_path("models/stories260K.gguf"));
+  auto m = model::Model::load(model_path.empty() ? shared_path("models/stories260K.gguf")
+                                                 : model_path);
   ASSERT_TRUE(m.ok()) << m.message();
   auto ids = read_ids(shared_path("golden/tokens-1024.json"));
   ids.resize(500);
@@ -91,6 +93,14 @@ TEST(SessionFile, RoundTripUnscoredPoliciesMovedPositionsIsBitIdentical) {
 TEST(SessionFile, RoundTripScoredPoliciesMovedPositionsIsBitIdentical) {
   round_trip({"h2o", "h2o-head", "tova", "tova-head"},
              {kv::PositionMode::kGap, kv::PositionMode::kRank});
+}
+
+// A model with sliding-window layers (the gemma3 fixture: five layers of window 16, one global):
+// window layers are bounded by their window under every policy, and that travels too.
+TEST(SessionFile, RoundTripWithSlidingWindowLayersIsBitIdentical) {
+  round_trip({"full", "window", "sink:4", "h2o", "h2o-head", "tova", "tova-head"},
+             {kv::PositionMode::kAbsolute, kv::PositionMode::kGap},
+             std::string(TOVA_TEST_DATA_DIR) + "/arch/gemma3-f32.gguf");
 }
 
 TEST(SessionFile, SizeDoesNotGrowWithTokensSeenUnderABoundedPolicy) {
