@@ -47,7 +47,7 @@ inline bool visible(int64_t pos, const AttentionArgs& a) {
 
 // Half -> float for a whole row. The conversion is exact, so the vector and scalar paths agree
 // bit for bit (and with attention_ref).
-void ConvertRowF16(const uint16_t* src, float* dst, int n) {
+HWY_INLINE void ConvertRowF16(const uint16_t* src, float* dst, int n) {
   int i = 0;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
   const DF df;
