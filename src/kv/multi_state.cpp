@@ -10,7 +10,7 @@
 namespace tova::kv {
 
 LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy,
-                       int budget, int window)
+                       int budget, int window, int max_slots)
     : n_head_kv_(o.n_head_kv),
       head_dim_(o.head_dim),
       kv_type_(o.kv_type),
@@ -24,7 +24,8 @@ LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<K
       n_head_(o.n_head),
       budget_(budget),
       window_(window),
-      bounded_(budget >= 0) {
+      max_slots_(max_slots),
+      bounded_(n_slot >= max_slots) {
   for (auto& f : free_) {
     f.reserve(n_slot);
     for (int s = n_slot - 1; s >= 0; --s) f.push_back(s);
@@ -46,6 +47,7 @@ LayerState::LayerState(const LayerState& o)
       n_head_(o.n_head_),
       budget_(o.budget_),
       window_(o.window_),
+      max_slots_(o.max_slots_),
       bounded_(o.bounded_),
       n_evicted_(o.n_evicted_) {}
 
@@ -58,7 +60,8 @@ SlotView LayerState::view() const {
 }
 
 void LayerState::grow() {
-  const int new_slot = n_slot_ * 2;
+  const int new_slot = static_cast<int>(std::min<int64_t>(int64_t{n_slot_} * 2, max_slots_));
+  TOVA_CHECK(new_slot > n_slot_);
   const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
   std::vector<uint8_t> k(static_cast<size_t>(n_head_kv_) * new_slot * row);
   std::vector<uint8_t> v(k.size());
@@ -169,7 +172,8 @@ int LayerState::evict(int64_t last_pos) {
 Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
                            std::span<const uint8_t> values, int64_t n_evicted,
                            std::span<const double> policy_state) {
-  if (n_slot < 1 || (n_slot != n_slot_ && (bounded_ || n_slot < n_slot_))) {
+  if (n_slot < 1 || n_slot > max_slots_ ||
+      (n_slot != n_slot_ && (bounded_ || n_slot < n_slot_))) {
     return make_error("saved layer has {} slots, this cache {}", n_slot, n_slot_);
   }
   const size_t n_pos = static_cast<size_t>(n_head_kv_) * n_slot;
@@ -232,7 +236,14 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     if (window < 0 || window == 1) return make_error("invalid sliding window {}", window);
     int budget = o.policy.bounded() ? o.policy.budget : -1;
     if (window > 0) budget = budget < 0 ? window - 1 : std::min(budget, window - 1);
-    const int n_slot = budget >= 0 ? budget + o.max_new : std::max(1, o.initial_slots);
+    const int64_t max_slots = budget >= 0 ? int64_t{budget} + o.max_new : INT_MAX;
+    if (max_slots > INT_MAX) return make_error("budget {} is too large", budget);
+    // Bounded policies allocate once (their per-slot state is sized at creation); an unbounded
+    // one grows, up to its window on a window layer.
+    const int n_slot = o.policy.bounded()
+                           ? static_cast<int>(max_slots)
+                           : static_cast<int>(std::min<int64_t>(std::max(1, o.initial_slots),
+                                                                max_slots));
     if (budget >= 0) ms->holds_all_until_ = std::min(ms->holds_all_until_, budget);
     const PolicyArgs args{.budget = budget >= 0 ? budget : o.policy.budget,
                           .arg = o.policy.arg,
@@ -244,7 +255,8 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     // An unbounded policy's pool grows, and a policy that keeps per-slot state sized at
     // creation cannot follow it: only `full` (which keeps none) may be unbounded.
     ms->layers_.push_back(
-        std::make_unique<LayerState>(o, n_slot, std::move(policy), budget, window));
+        std::make_unique<LayerState>(o, n_slot, std::move(policy), budget, window,
+                                     static_cast<int>(max_slots)));
   }
   return ms;
 }

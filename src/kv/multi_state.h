@@ -52,10 +52,11 @@ struct MultiStateOptions {
 // One layer of one sequence.
 class LayerState {
  public:
-  // budget: states kept between steps (-1: unbounded, the pool grows); window: see
-  // MultiStateOptions::windows (0: none).
+  // budget: states kept between steps (-1: unbounded); window: see MultiStateOptions::windows
+  // (0: none); max_slots: the most slots the pool may grow to (n_slot: it never grows). A
+  // window layer under an unbounded policy starts small and grows up to its window.
   LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy, int budget,
-             int window);
+             int window, int max_slots);
   // A deep copy: the same slots, keys, values, positions, free slots and policy state.
   LayerState(const LayerState& other);
   LayerState& operator=(const LayerState&) = delete;
@@ -122,7 +123,8 @@ class LayerState {
   int n_head_;
   int budget_;    // -1: unbounded
   int window_;    // 0: none
-  bool bounded_;  // the pool never grows
+  int max_slots_;  // the pool grows (doubling) up to this many slots
+  bool bounded_;   // the pool never grows (n_slot_ == max_slots_ from the start)
   int64_t n_evicted_ = 0;
   std::vector<int32_t> window_scratch_;
 };

@@ -1,5 +1,6 @@
-// Writes the gguf_model seed corpus: tiny valid models (a few KiB each) of both architectures,
-// in f32, f16 and q8_0, tied and untied, so the fuzzer starts from files that reach the forward
+// Writes the gguf_model seed corpus: tiny valid models (a few KiB each) of llama, qwen2 and the
+// Gemma families (post norms, soft-caps, a sliding window of 2 so the window layer evicts), in
+// f32, f16 and q8_0, tied and untied, so the fuzzer starts from files that reach the forward
 // pass. Usage: fuzz_make_gguf_seeds OUT_DIR (scripts/fuzz.sh does not need it; the output is
 // committed under tests/fuzz/corpus/gguf_model/).
 #include <cstdint>
@@ -76,6 +77,15 @@ void write(const Shape& s, const std::string& dir) {
   w.set(a + ".rope.freq_base", GgufValue::make_f32(10000.f));
   w.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::make_f32(1e-5f));
   const bool bias = a == "qwen2";
+  const bool gemma = a == "gemma2" || a == "gemma3";
+  if (gemma) {
+    w.set(a + ".attention.sliding_window", GgufValue::make_u32(2));
+    w.set(a + ".attention.sliding_window_pattern", GgufValue::make_u32(2));
+  }
+  if (a == "gemma2") {
+    w.set(a + ".attn_logit_softcapping", GgufValue::make_f32(50.f));
+    w.set(a + ".final_logit_softcapping", GgufValue::make_f32(30.f));
+  }
   auto mat = [&](const std::string& name, int64_t n_in, int64_t rows) {
     w.add_tensor(name, s.type, {n_in, rows}, tensor_bytes(s.type, n_in, rows, false));
   };
@@ -99,7 +109,13 @@ void write(const Shape& s, const std::string& dir) {
       vec(p + "attn_k.bias", kv_dim, false);
       vec(p + "attn_v.bias", kv_dim, false);
     }
+    if (gemma) vec(p + "post_attention_norm.weight", s.n_embd, true);
+    if (a == "gemma3") {
+      vec(p + "attn_q_norm.weight", head_dim, true);
+      vec(p + "attn_k_norm.weight", head_dim, true);
+    }
     vec(p + "ffn_norm.weight", s.n_embd, true);
+    if (gemma) vec(p + "post_ffw_norm.weight", s.n_embd, true);
     mat(p + "ffn_gate.weight", s.n_embd, s.n_ff);
     mat(p + "ffn_up.weight", s.n_embd, s.n_ff);
     mat(p + "ffn_down.weight", s.n_ff, s.n_embd);
@@ -124,6 +140,8 @@ int main(int argc, char** argv) {
       {"llama-f16-tied-2layer.gguf", "llama", GgmlType::kF16, 8, 2, 2, 12, 5, 2, true},
       {"qwen2-f32.gguf", "qwen2", GgmlType::kF32, 8, 4, 2, 8, 7, 1, false},
       {"llama-q8_0.gguf", "llama", GgmlType::kQ8_0, 32, 4, 1, 32, 3, 1, true},
+      {"gemma2-f32-2layer.gguf", "gemma2", GgmlType::kF32, 8, 2, 1, 8, 6, 2, true},
+      {"gemma3-f16-2layer.gguf", "gemma3", GgmlType::kF16, 8, 2, 2, 12, 5, 2, true},
   };
   for (const Shape& s : shapes) write(s, argv[1]);
   return 0;
