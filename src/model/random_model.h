@@ -52,7 +52,7 @@ struct RandomShape {
 
 // The known shapes, in a fixed order (real models first, then small ones for tests).
 const std::vector<RandomShape>& random_shapes();
-// "tinyllama, smollm, tiny, tiny-qwen2"
+// "tinyllama, smollm, llama3.2-1b, qwen3-0.6b, tiny, tiny-qwen2, arch-..."
 std::string random_shape_choices();
 // An error lists the valid names.
 Result<RandomShape> find_random_shape(std::string_view name);
