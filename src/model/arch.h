@@ -38,6 +38,8 @@ const ArchSpec* find_arch(std::string_view name);
 Status load_llama_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 // attn_q/k/v.bias.
 Status load_qkv_bias(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+// attn_q_norm/attn_k_norm.weight [head_dim]: per-head RMSNorm of queries and keys (qwen3, gemma3).
+Status load_qk_norm(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 
 // Every family so far: the rope scaling keys (none or linear; another type is an error).
 Status read_rope_scaling(KeyReader& keys, ModelConfig& c);

@@ -108,10 +108,7 @@ Status load_gemma2_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWe
 
 Status load_gemma3_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
   TOVA_RETURN_IF_ERROR(load_gemma2_layer(ld, c, il, l));
-  const std::string p = fmt::format("blk.{}.", il);
-  TOVA_ASSIGN_OR_RETURN(l.q_norm, ld.vector(p + "attn_q_norm.weight", c.head_dim));
-  TOVA_ASSIGN_OR_RETURN(l.k_norm, ld.vector(p + "attn_k_norm.weight", c.head_dim));
-  return ok_status();
+  return load_qk_norm(ld, c, il, l);
 }
 
 }  // namespace

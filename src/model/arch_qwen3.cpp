@@ -1,7 +1,5 @@
 // qwen3: Qwen3 dense models. llama's layer without biases, plus an RMSNorm of every query and
 // key head (weights of head_dim, shared by the heads) before RoPE on halves (NEOX).
-#include <fmt/format.h>
-
 #include "model/arch.h"
 
 namespace tova::model {
@@ -14,10 +12,7 @@ Status configure(KeyReader& /*keys*/, ModelConfig& c) {
 
 Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
   TOVA_RETURN_IF_ERROR(load_llama_layer(ld, c, il, l));
-  const std::string p = fmt::format("blk.{}.", il);
-  TOVA_ASSIGN_OR_RETURN(l.q_norm, ld.vector(p + "attn_q_norm.weight", c.head_dim));
-  TOVA_ASSIGN_OR_RETURN(l.k_norm, ld.vector(p + "attn_k_norm.weight", c.head_dim));
-  return ok_status();
+  return load_qk_norm(ld, c, il, l);
 }
 
 }  // namespace

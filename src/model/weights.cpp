@@ -33,6 +33,13 @@ Status load_qkv_bias(TensorLoader& ld, const ModelConfig& c, int il, LayerWeight
   return ok_status();
 }
 
+Status load_qk_norm(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const std::string p = fmt::format("blk.{}.", il);
+  TOVA_ASSIGN_OR_RETURN(l.q_norm, ld.vector(p + "attn_q_norm.weight", c.head_dim));
+  TOVA_ASSIGN_OR_RETURN(l.k_norm, ld.vector(p + "attn_k_norm.weight", c.head_dim));
+  return ok_status();
+}
+
 Result<ModelWeights> load_weights(const io::GgufFile& f, const ModelConfig& c) {
   const ArchSpec* spec = find_arch(c.arch_name);
   if (spec == nullptr) {
