@@ -48,7 +48,7 @@ enum class ActLayout {
   kInt8Rows,    // quantized weights, few tokens: per token qs[n_in], d[n_group], sa[n_group]
   kInt8Lanes,   // quantized weights, many tokens: qs [token group][n_in/4][lanes][4],
                 // d and sa [token group][n_group][lanes]
-  kDecodeRows,  // Q4_0 / Q8_0 on AVX3_DL, few tokens: per token the activation groups of
+  kDecodeRows,  // Q4_0 / Q8_0 / Q6_K on AVX3_DL, few tokens: per token the activation groups of
                 // matmul_decode-inl.h, qs_stride bytes each
 };
 

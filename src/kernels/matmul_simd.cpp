@@ -3,7 +3,7 @@
 //
 // Few tokens (kDecodeRows / kInt8Rows / kFloatRows): weight rows are the vector lanes; a tile of
 // up to 4 rows x 4 tokens reads each weight row once per 4 tokens. Decode is bound by the bytes
-// of weights read, so this path only has to keep up with memory: Q4_0 and Q8_0 read their
+// of weights read, so this path only has to keep up with memory: Q4_0, Q8_0 and Q6_K read their
 // blocks directly (matmul_decode-inl.h), the other types unpack 4 rows at a time into scratch.
 //
 // Many tokens (kInt8Lanes / kFloatLanes): tokens are the vector lanes. A weight is broadcast
@@ -48,7 +48,8 @@ using detail::ActLayout;
 using detail::AlignedBuffer;
 
 // Fewest tokens for which the token-lane kernels beat the row tiles (measured with
-// bench_matmul on AVX3_DL; Q4_0 / Q8_0 have the faster fused row kernel, so they switch later).
+// bench_matmul on AVX3_DL; Q4_0 / Q8_0 / Q6_K have the faster fused row kernel, so they switch
+// later).
 constexpr int64_t kInt8LanesMinTokens = 8;
 constexpr int64_t kDecodeLanesMinTokens = 12;
 constexpr int64_t kFloatLanesMinTokens = 20;
@@ -88,7 +89,7 @@ void PlanActs(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x,
   a->group = info.group;
   a->n_group_pad = PadGroups(n_in / info.group);
 #if HWY_TARGET == HWY_AVX3_DL
-  const bool has_decode_kernel = weight_type == GgmlType::kQ4_0 || weight_type == GgmlType::kQ8_0;
+  const bool has_decode_kernel = HasGemvDecode(weight_type);
   if (n_tok >= (has_decode_kernel ? kDecodeLanesMinTokens : kInt8LanesMinTokens)) {
     a->layout = ActLayout::kInt8Lanes;
     a->lanes = 16;
@@ -109,7 +110,7 @@ void PlanActs(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x,
   if (has_decode_kernel) {
     a->layout = ActLayout::kDecodeRows;
     a->lanes = 1;
-    a->qs_stride = weight_type == GgmlType::kQ4_0 ? Q4_0ActBytes(n_in) : Q8_0ActBytes(n_in);
+    a->qs_stride = DecodeActBytes(weight_type, n_in);
     a->qs.ensure<uint8_t>(static_cast<size_t>(n_tok * a->qs_stride));
     return;
   }
@@ -153,6 +154,12 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
       std::fill(sa + n_group, sa + a->sc_stride, 0.0f);
       continue;
     }
+#if HWY_TARGET == HWY_AVX3_DL
+    if (a->layout == ActLayout::kDecodeRows && a->weight_type == GgmlType::kQ6_K) {
+      PrepareQ6_K(blocks, n, a->qs.get<uint8_t>() + t * a->qs_stride);
+      continue;
+    }
+#endif
     int8_t* qs =
         row_buf.ensure<int8_t>(static_cast<size_t>((n + 63) / 64 * 64 + 8 * a->n_group_pad));
     float* d = reinterpret_cast<float*>(qs + (n + 63) / 64 * 64);
@@ -488,7 +495,6 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
 void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
   float out[16];
-  const bool q4 = w.type == GgmlType::kQ4_0;
   const int tile_rows = RowsPerTile(a.n_tok);
   for (int64_t o = o_begin; o < o_end; o += tile_rows) {
     const int nr = static_cast<int>(std::min<int64_t>(tile_rows, o_end - o));
@@ -498,8 +504,7 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
       const int nt = static_cast<int>(std::min<int64_t>(4, a.n_tok - t));
       const uint8_t* acts[4];
       for (int i = 0; i < nt; ++i) acts[i] = a.qs.get<uint8_t>() + (t + i) * a.qs_stride;
-      const GemvDecodeFn fn =
-          q4 ? PickGemvDecodeFor<true>(nr, nt) : PickGemvDecodeFor<false>(nr, nt);
+      const GemvDecodeFn fn = PickGemvDecode(w.type, nr, nt);
       // Prefetch the next row group while this one streams (none past the thread's range).
       const int64_t prefetch =
           o + tile_rows < o_end ? static_cast<int64_t>(tile_rows * w.row_bytes) : 0;
