@@ -4,8 +4,9 @@
 // Grouped-query attention shares one KV head between several query heads, so the kernel works
 // per KV head on a whole group of query heads: one sweep over the K rows scores every head of the
 // group (a tile of K rows is read from memory once and then served from L1), a softmax per head,
-// and one sweep over the V rows accumulates every head's output. F16 rows are converted once per
-// tile, not once per head.
+// and one sweep over the V rows accumulates every head's output. Up to four heads share each
+// load of a K or V row (kMaxBlockHeads), and F16 rows are widened in registers as they are
+// loaded (on x86 with F16C; elsewhere once per tile into a float buffer).
 //
 // Each query head's arithmetic (dot-product lane order, softmax sums, slot order of the output
 // accumulation) does not depend on which other heads are processed with it, on the head range a
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/check.h"
@@ -26,8 +28,8 @@
 #define HWY_TARGET_INCLUDE "kernels/attention_simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // foreach_target re-includes this file once per target; the headers below must follow it.
-#include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tova::kernels::attn_hwy {
@@ -103,94 +105,105 @@ HWY_INLINE void Reduce4(D d, V v0, V v1, V v2, V v3, float scale, float* out) {
   }
 }
 
-// Scores of kH heads against 4 K rows: out[h][j] = scale * dot(q[h], k[j]).
-template <int kH, class D>
-HWY_INLINE void ScoreBlock(D d, const float* const* q, const float* const* k, int hd, float scale,
+// F16 K/V rows are widened inside the score and output loops (one vcvtph2ps per vector, exact)
+// on x86 targets with F16C; other targets convert each tile of rows into a float buffer first.
+#undef TOVA_ATTN_F16_IN_REGISTERS  // (this file is compiled once per target)
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+#define TOVA_ATTN_F16_IN_REGISTERS 1
+#else
+#define TOVA_ATTN_F16_IN_REGISTERS 0
+#endif
+
+// Query heads that share one pass over a block of K or V rows: enough accumulators to reuse
+// every row load (and F16 widening) across the heads, without spilling registers.
+constexpr int kMaxBlockHeads = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
+
+// One vector of a K or V row: float, or IEEE half widened to float.
+template <class D, class T>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return hn::LoadU(d, p);
+  } else {
+    const hn::Rebind<hwy::float16_t, D> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+}
+
+// Scores of kH heads against 4 K rows: out[h][j] = scale * dot(q[h], k[j]). Each head's sums
+// run in the same order whatever kH is.
+template <int kH, class D, class T>
+HWY_INLINE void ScoreBlock(D d, const float* const* q, const T* const* k, int hd, float scale,
                            float* const* out) {
   using V = hn::Vec<D>;
   const int nl = static_cast<int>(hn::Lanes(d));
-  V a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-  V b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+  V acc[kH][4];
+  for (int h = 0; h < kH; ++h) {
+    for (int j = 0; j < 4; ++j) acc[h][j] = hn::Zero(d);
+  }
   for (int c = 0; c < hd; c += nl) {
-    const V k0 = hn::LoadU(d, k[0] + c), k1 = hn::LoadU(d, k[1] + c);
-    const V k2 = hn::LoadU(d, k[2] + c), k3 = hn::LoadU(d, k[3] + c);
-    const V qa = hn::LoadU(d, q[0] + c);
-    a0 = hn::MulAdd(qa, k0, a0);
-    a1 = hn::MulAdd(qa, k1, a1);
-    a2 = hn::MulAdd(qa, k2, a2);
-    a3 = hn::MulAdd(qa, k3, a3);
-    if constexpr (kH == 2) {
-      const V qb = hn::LoadU(d, q[1] + c);
-      b0 = hn::MulAdd(qb, k0, b0);
-      b1 = hn::MulAdd(qb, k1, b1);
-      b2 = hn::MulAdd(qb, k2, b2);
-      b3 = hn::MulAdd(qb, k3, b3);
+    const V k0 = LoadRow(d, k[0] + c), k1 = LoadRow(d, k[1] + c);
+    const V k2 = LoadRow(d, k[2] + c), k3 = LoadRow(d, k[3] + c);
+    for (int h = 0; h < kH; ++h) {
+      const V qh = hn::LoadU(d, q[h] + c);
+      acc[h][0] = hn::MulAdd(qh, k0, acc[h][0]);
+      acc[h][1] = hn::MulAdd(qh, k1, acc[h][1]);
+      acc[h][2] = hn::MulAdd(qh, k2, acc[h][2]);
+      acc[h][3] = hn::MulAdd(qh, k3, acc[h][3]);
     }
   }
-  Reduce4(d, a0, a1, a2, a3, scale, out[0]);
-  if constexpr (kH == 2) Reduce4(d, b0, b1, b2, b3, scale, out[1]);
+  for (int h = 0; h < kH; ++h)
+    Reduce4(d, acc[h][0], acc[h][1], acc[h][2], acc[h][3], scale, out[h]);
 }
 
 // out[h][c .. c + kV*lanes) += sum over the listed slots of p[h][slot] * v_row, for kH heads,
 // in slot order.
-template <int kH, int kV, class D>
-HWY_INLINE void AccumulateBlock(D d, const float* const* p, const int* slots,
-                                const float* const* vrows, int n, int c, float* const* out) {
+template <int kH, int kV, class D, class T>
+HWY_INLINE void AccumulateBlock(D d, const float* const* p, const int* slots, const T* const* vrows,
+                                int n, int c, float* const* out) {
   using V = hn::Vec<D>;
   const int nl = static_cast<int>(hn::Lanes(d));
-  V a0 = hn::LoadU(d, out[0] + c), a1 = a0, a2 = a0, a3 = a0;
-  if constexpr (kV == 4) {
-    a1 = hn::LoadU(d, out[0] + c + nl);
-    a2 = hn::LoadU(d, out[0] + c + 2 * nl);
-    a3 = hn::LoadU(d, out[0] + c + 3 * nl);
-  }
-  V b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  if constexpr (kH == 2) {
-    b0 = hn::LoadU(d, out[1] + c);
-    if constexpr (kV == 4) {
-      b1 = hn::LoadU(d, out[1] + c + nl);
-      b2 = hn::LoadU(d, out[1] + c + 2 * nl);
-      b3 = hn::LoadU(d, out[1] + c + 3 * nl);
-    }
+  V acc[kH][kV];
+  for (int h = 0; h < kH; ++h) {
+    for (int x = 0; x < kV; ++x) acc[h][x] = hn::LoadU(d, out[h] + c + x * nl);
   }
   for (int i = 0; i < n; ++i) {
-    const float* v = vrows[i] + c;
-    const V v0 = hn::LoadU(d, v);
-    const V pa = hn::Set(d, p[0][slots[i]]);
-    a0 = hn::MulAdd(pa, v0, a0);
-    V v1, v2, v3;
-    if constexpr (kV == 4) {
-      v1 = hn::LoadU(d, v + nl);
-      v2 = hn::LoadU(d, v + 2 * nl);
-      v3 = hn::LoadU(d, v + 3 * nl);
-      a1 = hn::MulAdd(pa, v1, a1);
-      a2 = hn::MulAdd(pa, v2, a2);
-      a3 = hn::MulAdd(pa, v3, a3);
-    }
-    if constexpr (kH == 2) {
-      const V pb = hn::Set(d, p[1][slots[i]]);
-      b0 = hn::MulAdd(pb, v0, b0);
-      if constexpr (kV == 4) {
-        b1 = hn::MulAdd(pb, v1, b1);
-        b2 = hn::MulAdd(pb, v2, b2);
-        b3 = hn::MulAdd(pb, v3, b3);
-      }
+    V v[kV];
+    for (int x = 0; x < kV; ++x) v[x] = LoadRow(d, vrows[i] + c + x * nl);
+    for (int h = 0; h < kH; ++h) {
+      const V ph = hn::Set(d, p[h][slots[i]]);
+      for (int x = 0; x < kV; ++x) acc[h][x] = hn::MulAdd(ph, v[x], acc[h][x]);
     }
   }
-  hn::StoreU(a0, d, out[0] + c);
-  if constexpr (kV == 4) {
-    hn::StoreU(a1, d, out[0] + c + nl);
-    hn::StoreU(a2, d, out[0] + c + 2 * nl);
-    hn::StoreU(a3, d, out[0] + c + 3 * nl);
+  for (int h = 0; h < kH; ++h) {
+    for (int x = 0; x < kV; ++x) hn::StoreU(acc[h][x], d, out[h] + c + x * nl);
   }
-  if constexpr (kH == 2) {
-    hn::StoreU(b0, d, out[1] + c);
-    if constexpr (kV == 4) {
-      hn::StoreU(b1, d, out[1] + c + nl);
-      hn::StoreU(b2, d, out[1] + c + 2 * nl);
-      hn::StoreU(b3, d, out[1] + c + 3 * nl);
+}
+
+// Heads [j, j + kH) of a group against the 4 K rows at krows: scores in place when the slots
+// are consecutive, else through sc.
+template <int kH, class D, class T>
+HWY_INLINE void ScoreHeads(D d, const float* const* q, const T* const* krows, const int* live,
+                           int m, int hd, float scale, float* const* rows) {
+  const bool direct = m == 4 && live[3] == live[0] + 3;
+  float sc[4 * kH];
+  float* dst[kH];
+  for (int h = 0; h < kH; ++h) dst[h] = direct ? rows[h] + live[0] : sc + 4 * h;
+  ScoreBlock<kH>(d, q, krows, hd, scale, dst);
+  if (!direct) {
+    for (int h = 0; h < kH; ++h) {
+      for (int t = 0; t < m; ++t) rows[h][live[t]] = sc[4 * h + t];
     }
   }
+}
+
+// Heads [j, j + kH) of a group: outputs over the n listed slots of one tile.
+template <int kH, class D, class T>
+HWY_INLINE void AccumulateHeads(D d, const float* const* p, const int* live, const T* const* vrows,
+                                int n, int hd, float* const* out) {
+  const int nl = static_cast<int>(hn::Lanes(d));
+  int c = 0;
+  for (; c + 4 * nl <= hd; c += 4 * nl) AccumulateBlock<kH, 4>(d, p, live, vrows, n, c, out);
+  for (; c < hd; c += nl) AccumulateBlock<kH, 1>(d, p, live, vrows, n, c, out);
 }
 
 // In-place softmax of one head's row; entries equal to -inf (unseen slots) become exactly 0.
@@ -251,8 +264,25 @@ bool SoftmaxRow(float* x, int n) {
   return true;
 }
 
+// Calls fn.template operator()<kH>(j) over heads [0, n) in blocks of kMaxBlockHeads, then
+// smaller ones.
+template <class F>
+HWY_INLINE void ForHeadBlocks(int n, F&& fn) {
+  int j = 0;
+  if constexpr (kMaxBlockHeads >= 4) {
+    for (; j + 4 <= n; j += 4) fn.template operator()<4>(j);
+    if (n - j == 3) {
+      fn.template operator()<3>(j);
+      return;
+    }
+  }
+  for (; j + 2 <= n; j += 2) fn.template operator()<2>(j);
+  if (j < n) fn.template operator()<1>(j);
+}
+
 // One KV head and query heads [h0, h1) of its group. rows[j] is head h0 + j's [n_slot] row.
-template <class D>
+// T: the element type the score and output loops read, float or (F16 in registers) uint16_t.
+template <class T, class D>
 void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* const* rows,
                  float* tile_buf) {
   const int n_head_here = h1 - h0;
@@ -273,22 +303,26 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
   }
 
   int live[kMaxTile];
-  const float* krows[kMaxTile + 3];
+  const T* krows[kMaxTile + 3];
   // Lists the visible slots of tile [s0, s0 + n) and points `rows_out` at their K or V rows
-  // (converted into tile_buf when stored as F16).
-  auto gather = [&](int s0, int n, const void* base, const float** rows_out) {
+  // (converted into tile_buf when stored as F16 and read as float).
+  auto gather = [&](int s0, int n, const void* base, const T** rows_out) {
     int n_live = 0;
     for (int s = s0; s < s0 + n; ++s) {
       if (visible(pos[s], a)) live[n_live++] = s;
     }
     for (int i = 0; i < n_live; ++i) {
       const size_t off = kv_off + static_cast<size_t>(live[i]) * row_stride;
-      if (a.kv_f16) {
-        float* dst = tile_buf + static_cast<size_t>(i) * row_stride;
-        ConvertRowF16(static_cast<const uint16_t*>(base) + off, dst, hd);
-        rows_out[i] = dst;
+      if constexpr (std::is_same_v<T, float>) {
+        if (a.kv_f16) {
+          float* dst = tile_buf + static_cast<size_t>(i) * row_stride;
+          ConvertRowF16(static_cast<const uint16_t*>(base) + off, dst, hd);
+          rows_out[i] = dst;
+        } else {
+          rows_out[i] = static_cast<const float*>(base) + off;
+        }
       } else {
-        rows_out[i] = static_cast<const float*>(base) + off;
+        rows_out[i] = static_cast<const T*>(base) + off;
       }
     }
     return n_live;
@@ -308,29 +342,9 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
     for (int i = n_live; i < n_live + 3; ++i) krows[i] = krows[n_live - 1];
     for (int i = 0; i < n_live; i += 4) {
       const int m = std::min(4, n_live - i);
-      // Four consecutive slots (the common case) take their scores in place.
-      const bool direct = m == 4 && live[i + 3] == live[i] + 3;
-      float sc[8];
-      float* dst[2];
-      int j = 0;
-      for (; j + 2 <= n_head_here; j += 2) {
-        dst[0] = direct ? rows[j] + live[i] : sc;
-        dst[1] = direct ? rows[j + 1] + live[i] : sc + 4;
-        ScoreBlock<2>(d, q + j, krows + i, hd, a.scale, dst);
-        if (!direct) {
-          for (int t = 0; t < m; ++t) {
-            rows[j][live[i + t]] = sc[t];
-            rows[j + 1][live[i + t]] = sc[4 + t];
-          }
-        }
-      }
-      if (j < n_head_here) {
-        dst[0] = direct ? rows[j] + live[i] : sc;
-        ScoreBlock<1>(d, q + j, krows + i, hd, a.scale, dst);
-        if (!direct) {
-          for (int t = 0; t < m; ++t) rows[j][live[i + t]] = sc[t];
-        }
-      }
+      ForHeadBlocks(n_head_here, [&]<int kH>(int j) {
+        ScoreHeads<kH>(d, q + j, krows + i, live + i, m, hd, a.scale, rows + j);
+      });
     }
   }
 
@@ -353,28 +367,15 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
   if (!any) return;  // nothing visible: output 0
 
   // Pass 3: outputs, accumulated over the visible slots in slot order.
-  const int nl = static_cast<int>(hn::Lanes(d));
-  const float* vrows[kMaxTile];
+  const T* vrows[kMaxTile];
   const float* const* p = rows;
   for (int s0 = 0; s0 < n_slot; s0 += tile) {
     const int n = std::min(tile, n_slot - s0);
     const int n_live = gather(s0, n, a.v, vrows);
     if (n_live == 0) continue;
-    int j = 0;
-    for (; j + 2 <= n_head_here; j += 2) {
-      int c = 0;
-      for (; c + 4 * nl <= hd; c += 4 * nl) {
-        AccumulateBlock<2, 4>(d, p + j, live, vrows, n_live, c, out + j);
-      }
-      for (; c < hd; c += nl) AccumulateBlock<2, 1>(d, p + j, live, vrows, n_live, c, out + j);
-    }
-    if (j < n_head_here) {
-      int c = 0;
-      for (; c + 4 * nl <= hd; c += 4 * nl) {
-        AccumulateBlock<1, 4>(d, p + j, live, vrows, n_live, c, out + j);
-      }
-      for (; c < hd; c += nl) AccumulateBlock<1, 1>(d, p + j, live, vrows, n_live, c, out + j);
-    }
+    ForHeadBlocks(n_head_here, [&]<int kH>(int j) {
+      AccumulateHeads<kH>(d, p + j, live, vrows, n_live, hd, out + j);
+    });
   }
 }
 
@@ -393,7 +394,8 @@ void AttentionWith(D d, const AttentionArgs& a) {
   std::vector<float> heap_buf;
   HWY_ALIGN float stack_buf[kTileFloats];
   float* tile_buf = nullptr;
-  if (a.kv_f16) {
+  const bool f16_in_registers = a.kv_f16 && TOVA_ATTN_F16_IN_REGISTERS;
+  if (a.kv_f16 && !f16_in_registers) {
     if (a.head_dim <= kTileFloats / 4) {
       tile_buf = stack_buf;
     } else {
@@ -410,7 +412,11 @@ void AttentionWith(D d, const AttentionArgs& a) {
       rows[j] = a.probs ? a.probs + static_cast<size_t>(h0 + j) * a.n_slot
                         : a.scratch + static_cast<size_t>(j) * a.n_slot;
     }
-    AttendGroup(d, a, g, h0, h1, rows, tile_buf);
+    if (f16_in_registers) {
+      AttendGroup<uint16_t>(d, a, g, h0, h1, rows, tile_buf);
+    } else {
+      AttendGroup<float>(d, a, g, h0, h1, rows, tile_buf);
+    }
     h0 = h1;
   }
 }
