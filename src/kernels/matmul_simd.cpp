@@ -8,8 +8,9 @@
 //
 // Many tokens (kInt8Lanes / kFloatLanes): tokens are the vector lanes. A weight is broadcast
 // (4 bytes = 4 int8 weights for vpdpbusd, or one float for FMA) and multiplied into 16 tokens
-// at once, so one instruction does 64 int8 MACs with no horizontal sums; a 4-row x 32-token
-// register tile reuses every activation load 4 times and every weight broadcast twice. Rows are
+// at once, so one instruction does 64 int8 MACs with no horizontal sums; a 4-row x 48-token
+// register tile reuses every activation load 4 times and every weight broadcast three times (it
+// replaced a 32-token tile: docs/PERFORMANCE.md). Rows are
 // unpacked once per chunk of kRowChunk and reused for all tokens (see the loop nest below).
 #include <algorithm>
 #include <cstring>
@@ -280,23 +281,79 @@ void Int8Rows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_
 // ---- many tokens: token lanes ----
 //
 // Loop nest per thread: chunks of kRowChunk rows (unpacked once), then K in slices of
-// kLanesK, then pairs of token groups, then 4-row tiles. A K slice of one token-group pair
-// (8 KB of int8 activations) stays in L1 while all the chunk's row tiles use it, and the
-// chunk's weight slice stays in L1 across token groups. Partial sums live in a per-chunk
-// buffer [rows][tokens], written to y (token-major) once per chunk with contiguous stores:
-// scattered 4-byte stores at a stride of n_out floats halved the speed.
+// kLanesK, then pairs (float) or triples (int8) of token groups, then 4-row tiles. A K slice of
+// one int8 token-group triple (12 KB of activations) stays in L1 while all the chunk's row tiles
+// use it, and the chunk's weight slice stays in L1 across token groups. Partial sums live in a
+// per-chunk buffer [rows][tokens], written to y (token-major) once per chunk with contiguous
+// stores: scattered 4-byte stores at a stride of n_out floats halved the speed.
 
 constexpr int64_t kLanesK = 256;       // K slice, int8 (a multiple of every group size)
 constexpr int64_t kLanesKFloat = 128;  // K slice, float
 
 // y[t][o0 + r] = buf[r][t] for r < nr, t < n_tok.
-void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
-                float* y) {
+void StoreChunkScalar(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0,
+                      int64_t n_out, float* y) {
   for (int64_t t = 0; t < n_tok; ++t) {
     float* dst = y + t * n_out + o0;
     for (int r = 0; r < nr; ++r) dst[r] = buf[r * ldb + t];
   }
 }
+
+#if HWY_TARGET <= HWY_AVX3
+// In place: v[i] lane j becomes v[j] lane i (a 16 x 16 float transpose).
+inline void Transpose16x16(__m512 v[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  // u[4 * q + k], per 128-bit lane L: rows 4q..4q+3 of column 4L + k.
+  for (int q = 0; q < 4; ++q) {
+    const __m512 lo = t[4 * q], hi = t[4 * q + 1], lo2 = t[4 * q + 2], hi2 = t[4 * q + 3];
+    u[4 * q + 0] = _mm512_shuffle_ps(lo, lo2, 0x44);
+    u[4 * q + 1] = _mm512_shuffle_ps(lo, lo2, 0xEE);
+    u[4 * q + 2] = _mm512_shuffle_ps(hi, hi2, 0x44);
+    u[4 * q + 3] = _mm512_shuffle_ps(hi, hi2, 0xEE);
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512 a_even = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88);
+    const __m512 b_even = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88);
+    const __m512 a_odd = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xDD);
+    const __m512 b_odd = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xDD);
+    v[k] = _mm512_shuffle_f32x4(a_even, b_even, 0x88);
+    v[8 + k] = _mm512_shuffle_f32x4(a_even, b_even, 0xDD);
+    v[4 + k] = _mm512_shuffle_f32x4(a_odd, b_odd, 0x88);
+    v[12 + k] = _mm512_shuffle_f32x4(a_odd, b_odd, 0xDD);
+  }
+}
+
+// The same with 16 x 16 register transposes: each y row gets 16 contiguous floats per store
+// (the scalar loop's strided loads took ~9 % of a B=128 decode step).
+void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
+                float* y) {
+  if (ldb % 16 != 0) return StoreChunkScalar(buf, ldb, nr, n_tok, o0, n_out, y);
+  for (int r0 = 0; r0 < nr; r0 += 16) {
+    const int rn = std::min(16, nr - r0);
+    const __mmask16 mask = static_cast<__mmask16>((1u << rn) - 1);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 16) {
+      __m512 v[16];
+      for (int r = 0; r < 16; ++r) {
+        v[r] = r < rn ? _mm512_loadu_ps(buf + (r0 + r) * ldb + t0) : _mm512_setzero_ps();
+      }
+      Transpose16x16(v);
+      const int tn = static_cast<int>(std::min<int64_t>(16, n_tok - t0));
+      for (int t = 0; t < tn; ++t) {
+        _mm512_mask_storeu_ps(y + (t0 + t) * n_out + o0 + r0, mask, v[t]);
+      }
+    }
+  }
+}
+#else
+void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
+                float* y) {
+  StoreChunkScalar(buf, ldb, nr, n_tok, o0, n_out, y);
+}
+#endif
 
 // R rows x 2 vectors of tokens over kn elements; acc rows at buf + r * ldb.
 template <int R>
@@ -438,13 +495,15 @@ using GemmInt8Fn = void (*)(const uint8_t* const*, const float* const*, const fl
                             const int8_t*, const float*, const float*, int64_t, int64_t, int64_t,
                             float*, int64_t, bool);
 
+constexpr int kGemmInt8MaxNT = 3;  // token groups of 16 per tile
+
 template <int G>
 GemmInt8Fn PickGemmInt8For(int r, int nt) {
-  static constexpr GemmInt8Fn kTable[4][2] = {
-      {&GemmInt8Tile<G, 1, 1>, &GemmInt8Tile<G, 1, 2>},
-      {&GemmInt8Tile<G, 2, 1>, &GemmInt8Tile<G, 2, 2>},
-      {&GemmInt8Tile<G, 3, 1>, &GemmInt8Tile<G, 3, 2>},
-      {&GemmInt8Tile<G, 4, 1>, &GemmInt8Tile<G, 4, 2>},
+  static constexpr GemmInt8Fn kTable[4][kGemmInt8MaxNT] = {
+      {&GemmInt8Tile<G, 1, 1>, &GemmInt8Tile<G, 1, 2>, &GemmInt8Tile<G, 1, 3>},
+      {&GemmInt8Tile<G, 2, 1>, &GemmInt8Tile<G, 2, 2>, &GemmInt8Tile<G, 2, 3>},
+      {&GemmInt8Tile<G, 3, 1>, &GemmInt8Tile<G, 3, 2>, &GemmInt8Tile<G, 3, 3>},
+      {&GemmInt8Tile<G, 4, 1>, &GemmInt8Tile<G, 4, 2>, &GemmInt8Tile<G, 4, 3>},
   };
   return kTable[r - 1][nt - 1];
 }
@@ -466,8 +525,8 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
     for (int64_t k0 = 0; k0 < n; k0 += kLanesK) {
       const int64_t kn = std::min(kLanesK, n - k0);
       const int64_t g0 = k0 / group;
-      for (int64_t tg = 0; tg < a.n_tok_group; tg += 2) {
-        const int nt = static_cast<int>(std::min<int64_t>(2, a.n_tok_group - tg));
+      for (int64_t tg = 0; tg < a.n_tok_group; tg += kGemmInt8MaxNT) {
+        const int nt = static_cast<int>(std::min<int64_t>(kGemmInt8MaxNT, a.n_tok_group - tg));
         const int8_t* qsp = a.qs.get<int8_t>() + tg * a.qs_stride + k0 * 16;
         const float* dp = a.d.get<float>() + tg * a.sc_stride + g0 * 16;
         const float* sap = a.sa.get<float>() + tg * a.sc_stride + g0 * 16;
