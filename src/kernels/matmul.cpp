@@ -1,6 +1,7 @@
 // Matmul orchestration: convert the activations once, then split the output rows over threads.
 #include "kernels/matmul.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/check.h"
@@ -18,31 +19,60 @@ constexpr int64_t kMinParallelPrepare = int64_t{1} << 16;
 
 }  // namespace
 
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
-  TOVA_CHECK(is_compute_supported(w.type));
-  TOVA_CHECK(w.n_in % type_traits(w.type).block_size == 0);
-  if (n_tok <= 0 || w.n_out <= 0) return;
+void matmul_multi(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tok,
+                  std::span<float* const> ys, ThreadPool& pool) {
+  TOVA_CHECK(ws.size() == ys.size() && !ws.empty());
+  int64_t total_rows = 0;
+  for (const WeightMatrix* w : ws) {
+    TOVA_CHECK(is_compute_supported(w->type));
+    TOVA_CHECK(w->n_in % type_traits(w->type).block_size == 0);
+    total_rows += w->n_out;
+  }
+  const WeightMatrix& w0 = *ws[0];
+  for (const WeightMatrix* w : ws) {
+    TOVA_CHECK(w->n_in == w0.n_in);
+    if (w->type != w0.type) {  // activations converted differently: one call each
+      for (size_t i = 0; i < ws.size(); ++i) matmul_multi({&ws[i], 1}, x, n_tok, {&ys[i], 1}, pool);
+      return;
+    }
+  }
+  if (n_tok <= 0 || total_rows <= 0) return;
   // Reused across calls. Named through a reference because inside the lambdas below, run on
   // pool threads, the thread_local's own name would mean each worker's (empty) instance.
   thread_local detail::ActBuffer acts_storage;
   detail::ActBuffer& acts = acts_storage;
-  detail::plan_acts(w.type, w.n_in, n_tok, x, &acts);
-  const bool parallel = pool.size() > 1 && w.n_out * w.n_in * n_tok >= kMinParallelWork;
+  detail::plan_acts(w0.type, w0.n_in, n_tok, x, &acts);
+  const bool parallel = pool.size() > 1 && total_rows * w0.n_in * n_tok >= kMinParallelWork;
   if (acts.layout != detail::ActLayout::kFloatRows) {
-    if (parallel && n_tok >= 2 * acts.lanes && n_tok * w.n_in >= kMinParallelPrepare) {
+    if (parallel && n_tok >= 2 * acts.lanes && n_tok * w0.n_in >= kMinParallelPrepare) {
       pool.parallel_for(n_tok, acts.lanes,
                         [&](int64_t t0, int64_t t1) { detail::prepare_acts(x, t0, t1, &acts); });
     } else {
       detail::prepare_acts(x, 0, n_tok, &acts);
     }
   }
+  // Rows [r0, r1) of the matrices stacked in order; each row's result does not depend on how
+  // the rows are split, so this gives the same bits as one call per matrix.
+  auto rows = [&](int64_t r0, int64_t r1) {
+    int64_t base = 0;
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const int64_t lo = std::max(r0, base), hi = std::min(r1, base + ws[i]->n_out);
+      if (lo < hi) detail::matmul_rows(*ws[i], acts, lo - base, hi - base, ys[i]);
+      base += ws[i]->n_out;
+    }
+  };
   if (!parallel) {
-    detail::matmul_rows(w, acts, 0, w.n_out, y);
+    rows(0, total_rows);
     return;
   }
   // Row ranges in multiples of 16 keep the kernels' 4-row tiles and 16-row chunks whole.
-  pool.parallel_for(w.n_out, 16,
-                    [&](int64_t o0, int64_t o1) { detail::matmul_rows(w, acts, o0, o1, y); });
+  pool.parallel_for(total_rows, 16, rows);
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
+  const WeightMatrix* ws[] = {&w};
+  float* ys[] = {y};
+  matmul_multi(ws, x, n_tok, ys, pool);
 }
 
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_tok, float* y) {

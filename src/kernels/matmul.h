@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
@@ -22,6 +23,12 @@ struct WeightMatrix {
 // x: [n_tok][n_in] float32; y: [n_tok][n_out] float32. Threads split the output rows; one pass
 // over the weights serves all n_tok rows of x (batched decode, chunked prompts).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
+
+// ys[i][t][o] = dot(ws[i][o], x[t]) for matrices that read the same activations (q/k/v,
+// gate/up; equal n_in). When they share a type, x is converted once and the rows of all of
+// them are split over the threads in one pass, with the same results as one call per matrix.
+void matmul_multi(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tok,
+                  std::span<float* const> ys, ThreadPool& pool);
 
 // Calls with at least this many tokens compute each token's row with the same arithmetic,
 // whatever the other rows hold and however many there are; smaller calls may take row kernels

@@ -52,6 +52,15 @@ void Model::matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok
   }
 }
 
+void Model::matmul_multi(std::span<const kernels::WeightMatrix* const> ws, const float* x,
+                         int64_t n_tok, std::span<float* const> ys, ThreadPool& pool) const {
+  if (options_.f32_activations) {
+    for (size_t i = 0; i < ws.size(); ++i) matmul(*ws[i], x, n_tok, ys[i], pool);
+  } else {
+    kernels::matmul_multi(ws, x, n_tok, ys, pool);
+  }
+}
+
 namespace {
 
 bool same_rope(const kernels::RopeParams& a, const kernels::RopeParams& b) {
@@ -454,9 +463,9 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
       kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                         c.rms_eps);
     }
-    matmul(L.wq, s.xb.data(), n, s.q.data(), pool);
-    matmul(L.wk, s.xb.data(), n, s.k.data(), pool);
-    matmul(L.wv, s.xb.data(), n, s.v.data(), pool);
+    const kernels::WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
+    float* qkv_out[] = {s.q.data(), s.k.data(), s.v.data()};
+    matmul_multi(qkv, s.xb.data(), n, qkv_out, pool);
     if (!L.bq.empty()) {
       for (int64_t i = 0; i < n; ++i) {
         kernels::add(&s.q[i * q_dim], L.bq.data(), q_dim);
@@ -486,8 +495,9 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
       kernels::rms_norm(&s.x[i * c.n_embd], L.ffn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                         c.rms_eps);
     }
-    matmul(L.w_gate, s.xb.data(), n, s.hb.data(), pool);
-    matmul(L.w_up, s.xb.data(), n, s.hb2.data(), pool);
+    const kernels::WeightMatrix* gate_up[] = {&L.w_gate, &L.w_up};
+    float* gate_up_out[] = {s.hb.data(), s.hb2.data()};
+    matmul_multi(gate_up, s.xb.data(), n, gate_up_out, pool);
     if (c.ffn_act == FfnAct::kGeluTanh) {
       kernels::gelu_mul(s.hb.data(), s.hb2.data(), n * c.n_ff);
     } else {
@@ -519,7 +529,8 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
     ++n_out;
   }
   if (n_out > 0) matmul(w.output, s.logit_in.data(), n_out, logits, pool);
-  if (n_out > 0 && c.final_softcap > 0.f) kernels::softcap(logits, n_out * c.n_vocab, c.final_softcap);
+  if (n_out > 0 && c.final_softcap > 0.f)
+    kernels::softcap(logits, n_out * c.n_vocab, c.final_softcap);
   return ok_status();
 }
 

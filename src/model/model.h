@@ -100,6 +100,9 @@ class Model {
   Model() = default;
   void matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok, float* y,
               ThreadPool& pool) const;
+  // Several matrices over the same activations (kernels::matmul_multi).
+  void matmul_multi(std::span<const kernels::WeightMatrix* const> ws, const float* x, int64_t n_tok,
+                    std::span<float* const> ys, ThreadPool& pool) const;
   // Attention of layer il for every sequence in s.runs. s.q and s.k hold the batch's queries
   // and keys before RoPE; attend_layer rotates them with `rope` (an architecture may give
   // layers different rope parameters) at the positions the multi-state assigns.

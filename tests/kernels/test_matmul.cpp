@@ -2,6 +2,7 @@
 // token counts, 1 and 2 threads; and the kernels on real GGUF weights.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -164,6 +165,53 @@ TEST(Matmul, RepeatedCallsReuseBuffersCorrectly) {
   for_each_target([&] {
     for (const Problem& p : problems) check_matmul(p, pool, "n_tok=" + std::to_string(p.n_tok));
   });
+}
+
+TEST(Matmul, MultiGivesTheBitsOfOneCallPerMatrix) {
+  // q/k/v-like stacks: row counts that are not multiples of 16 put the thread split inside a
+  // matrix and across matrix boundaries; mixed types take one call per matrix.
+  ThreadPool pool1(1), pool2(2);
+  struct Stack {
+    std::vector<GgmlType> types;
+    std::vector<int64_t> n_out;
+    int64_t n_in;
+  };
+  const Stack stacks[] = {
+      {{GgmlType::kQ4_0, GgmlType::kQ4_0, GgmlType::kQ4_0}, {200, 33, 33}, 256},
+      {{GgmlType::kQ8_0, GgmlType::kQ8_0}, {97, 160}, 512},
+      {{GgmlType::kQ6_K, GgmlType::kQ6_K}, {64, 48}, 256},
+      {{GgmlType::kF16, GgmlType::kF16, GgmlType::kF16}, {40, 24, 24}, 128},
+      {{GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_0}, {64, 32, 17}, 256},
+  };
+  for (const Stack& st : stacks) {
+    std::vector<Matrix> ms;
+    for (size_t i = 0; i < st.types.size(); ++i) {
+      ms.push_back(random_matrix(st.types[i], st.n_out[i], st.n_in, static_cast<uint32_t>(i)));
+    }
+    for (int64_t n_tok : {1, 3, 17, 64}) {
+      const std::vector<float> x = random_acts(n_tok, st.n_in, 11);
+      for_each_target([&] {
+        for (ThreadPool* pool : {&pool1, &pool2}) {
+          std::vector<std::vector<float>> one(ms.size()), multi(ms.size());
+          std::vector<const WeightMatrix*> ws;
+          std::vector<float*> ys;
+          for (size_t i = 0; i < ms.size(); ++i) {
+            one[i].assign(static_cast<size_t>(n_tok * st.n_out[i]), std::nanf(""));
+            multi[i].assign(one[i].size(), std::nanf(""));
+            matmul(ms[i].w, x.data(), n_tok, one[i].data(), *pool);
+            ws.push_back(&ms[i].w);
+            ys.push_back(multi[i].data());
+          }
+          matmul_multi(ws, x.data(), n_tok, ys, *pool);
+          for (size_t i = 0; i < ms.size(); ++i) {
+            EXPECT_EQ(0, std::memcmp(one[i].data(), multi[i].data(), one[i].size() * 4))
+                << type_name(st.types[i]) << " matrix " << i << " n_tok=" << n_tok
+                << " threads=" << pool->size();
+          }
+        }
+      });
+    }
+  }
 }
 
 // ---- real weights: llama.cpp-written GGUF files ----
