@@ -80,29 +80,30 @@ void LayerState::grow() {
 }
 
 void LayerState::insert(int64_t pos, const float* k, const float* v, int32_t* slots_out) {
+  if (kv_type_ == KvType::kF32) return insert_stored(pos, k, v, slots_out);
+  const size_t n = static_cast<size_t>(n_head_kv_) * head_dim_;
+  f16_scratch_.resize(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    f16_scratch_[i] = fp32_to_fp16(k[i]);
+    f16_scratch_[n + i] = fp32_to_fp16(v[i]);
+  }
+  insert_stored(pos, f16_scratch_.data(), f16_scratch_.data() + n, slots_out);
+}
+
+void LayerState::insert_stored(int64_t pos, const void* k, const void* v, int32_t* slots_out) {
   if (free_[0].empty()) {
     TOVA_CHECK(policy_ != nullptr);
     grow();
   }
+  const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
   for (int g = 0; g < n_head_kv_; ++g) {
     TOVA_CHECK(!free_[g].empty());
     const int32_t s = free_[g].back();
     free_[g].pop_back();
     pos_[static_cast<size_t>(g) * n_slot_ + s] = pos;
-    const size_t off = (static_cast<size_t>(g) * n_slot_ + s) * head_dim_;
-    const float* ks = k + static_cast<size_t>(g) * head_dim_;
-    const float* vs = v + static_cast<size_t>(g) * head_dim_;
-    if (kv_type_ == KvType::kF32) {
-      std::memcpy(reinterpret_cast<float*>(keys_.data()) + off, ks, head_dim_ * sizeof(float));
-      std::memcpy(reinterpret_cast<float*>(values_.data()) + off, vs, head_dim_ * sizeof(float));
-    } else {
-      auto* kd = reinterpret_cast<uint16_t*>(keys_.data()) + off;
-      auto* vd = reinterpret_cast<uint16_t*>(values_.data()) + off;
-      for (int i = 0; i < head_dim_; ++i) {
-        kd[i] = fp32_to_fp16(ks[i]);
-        vd[i] = fp32_to_fp16(vs[i]);
-      }
-    }
+    const size_t off = (static_cast<size_t>(g) * n_slot_ + s) * row;
+    std::memcpy(keys_.data() + off, static_cast<const uint8_t*>(k) + g * row, row);
+    std::memcpy(values_.data() + off, static_cast<const uint8_t*>(v) + g * row, row);
     policy_->on_insert(g, s);
     slots_out[g] = s;
   }
@@ -172,8 +173,7 @@ int LayerState::evict(int64_t last_pos) {
 Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
                            std::span<const uint8_t> values, int64_t n_evicted,
                            std::span<const double> policy_state) {
-  if (n_slot < 1 || n_slot > max_slots_ ||
-      (n_slot != n_slot_ && (bounded_ || n_slot < n_slot_))) {
+  if (n_slot < 1 || n_slot > max_slots_ || (n_slot != n_slot_ && (bounded_ || n_slot < n_slot_))) {
     return make_error("saved layer has {} slots, this cache {}", n_slot, n_slot_);
   }
   const size_t n_pos = static_cast<size_t>(n_head_kv_) * n_slot;
@@ -240,10 +240,10 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     if (max_slots > INT_MAX) return make_error("budget {} is too large", budget);
     // Bounded policies allocate once (their per-slot state is sized at creation); an unbounded
     // one grows, up to its window on a window layer.
-    const int n_slot = o.policy.bounded()
-                           ? static_cast<int>(max_slots)
-                           : static_cast<int>(std::min<int64_t>(std::max(1, o.initial_slots),
-                                                                max_slots));
+    const int n_slot =
+        o.policy.bounded()
+            ? static_cast<int>(max_slots)
+            : static_cast<int>(std::min<int64_t>(std::max(1, o.initial_slots), max_slots));
     if (budget >= 0) ms->holds_all_until_ = std::min(ms->holds_all_until_, budget);
     const PolicyArgs args{.budget = budget >= 0 ? budget : o.policy.budget,
                           .arg = o.policy.arg,
@@ -254,9 +254,8 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     ms->score_need_ = policy->score_need();
     // An unbounded policy's pool grows, and a policy that keeps per-slot state sized at
     // creation cannot follow it: only `full` (which keeps none) may be unbounded.
-    ms->layers_.push_back(
-        std::make_unique<LayerState>(o, n_slot, std::move(policy), budget, window,
-                                     static_cast<int>(max_slots)));
+    ms->layers_.push_back(std::make_unique<LayerState>(o, n_slot, std::move(policy), budget, window,
+                                                       static_cast<int>(max_slots)));
   }
   return ms;
 }

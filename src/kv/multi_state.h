@@ -82,6 +82,9 @@ class LayerState {
   // Writes one token's keys and values ([n_head_kv][head_dim] each) into a free slot of every
   // KV head; slots_out[head_kv] receives the slot. Grows the pool only when unbounded.
   void insert(int64_t pos, const float* k, const float* v, int32_t* slots_out);
+  // The same with k and v already in the storage type (kv_type(); f16 as IEEE half bits), as
+  // the model's vectorised conversion writes them.
+  void insert_stored(int64_t pos, const void* k, const void* v, int32_t* slots_out);
   // If more than `budget` states are held, asks the policy and frees the slots it chose.
   // Returns how many states each KV head dropped.
   int evict_to(int budget);
@@ -120,9 +123,10 @@ class LayerState {
   std::vector<std::vector<int32_t>> free_;  // per KV head, a stack; lowest slot on top
   std::unique_ptr<KvPolicy> policy_;
   std::vector<int32_t> evict_scratch_;
+  std::vector<uint16_t> f16_scratch_;  // insert(): one token's k and v as f16
   int n_head_;
-  int budget_;    // -1: unbounded
-  int window_;    // 0: none
+  int budget_;     // -1: unbounded
+  int window_;     // 0: none
   int max_slots_;  // the pool grows (doubling) up to this many slots
   bool bounded_;   // the pool never grows (n_slot_ == max_slots_ from the start)
   int64_t n_evicted_ = 0;

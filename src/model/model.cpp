@@ -296,14 +296,28 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
     MovedKeys mk;  // moved position modes: this step's rotated keys and mapped positions
     std::vector<float> probs, scratch, follower_probs;
     std::vector<int32_t> slots(c.n_head_kv), follower_slots(c.n_head_kv);
+    std::vector<uint16_t> kv16;  // this token's k and v as f16, converted once with SIMD
     auto insert = [&](int i) {
       const float* k = &s.k[static_cast<size_t>(i) * kv_dim];
       const float* v = &s.v[static_cast<size_t>(i) * kv_dim];
-      L.insert(s.pos[i], k, v, slots.data());
+      const bool f16 = L.kv_type() == kv::KvType::kF16;
+      if (f16) {
+        kv16.resize(static_cast<size_t>(2 * kv_dim));
+        kernels::fp32_to_fp16_row(k, kv16.data(), kv_dim);
+        kernels::fp32_to_fp16_row(v, kv16.data() + kv_dim, kv_dim);
+        L.insert_stored(s.pos[i], kv16.data(), kv16.data() + kv_dim, slots.data());
+      } else {
+        L.insert(s.pos[i], k, v, slots.data());
+      }
       for (kv::MultiState* f : run.followers) {
         // Same tokens in the same order into free stacks that hand out the lowest slot first:
         // the follower's slots match the leader's.
-        f->layer(il).insert(s.pos[i], k, v, follower_slots.data());
+        kv::LayerState& F = f->layer(il);
+        if (f16 && F.kv_type() == kv::KvType::kF16) {
+          F.insert_stored(s.pos[i], kv16.data(), kv16.data() + kv_dim, follower_slots.data());
+        } else {
+          F.insert(s.pos[i], k, v, follower_slots.data());
+        }
         TOVA_CHECK(follower_slots == slots);
       }
     };
