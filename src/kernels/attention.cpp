@@ -25,6 +25,7 @@ void attention_ref(const AttentionArgs& a) {
   const int head_end = a.head_end < 0 ? a.n_head : a.head_end;
   const int group = a.n_head / a.n_head_kv;
   const size_t hd = static_cast<size_t>(a.head_dim);
+  const int end = a.slot_end < 0 ? a.n_slot : a.slot_end;
   std::vector<double> sc(a.n_slot);
   for (int h = a.head_begin; h < head_end; ++h) {
     const int g = h / group;
@@ -32,7 +33,7 @@ void attention_ref(const AttentionArgs& a) {
     const size_t kv_off = static_cast<size_t>(g) * a.n_slot * hd;
     double mx = -std::numeric_limits<double>::infinity();
     for (int s = 0; s < a.n_slot; ++s) {
-      if (!visible(pos[s], a)) continue;
+      if (s >= end || !visible(pos[s], a)) continue;
       double d = 0;
       for (size_t i = 0; i < hd; ++i) {
         d += static_cast<double>(a.q[h * hd + i]) * load_kv(a.k, a.kv_f16, kv_off + s * hd + i);
@@ -43,7 +44,7 @@ void attention_ref(const AttentionArgs& a) {
     }
     double sum = 0;
     for (int s = 0; s < a.n_slot; ++s) {
-      const bool live = visible(pos[s], a);
+      const bool live = s < end && visible(pos[s], a);
       sc[s] = live ? std::exp(sc[s] - mx) : 0.0;
       sum += sc[s];
     }

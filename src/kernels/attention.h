@@ -12,7 +12,11 @@ struct AttentionArgs {
   int n_head = 0;
   int n_head_kv = 0;         // query head h reads KV head h / (n_head / n_head_kv)
   int head_dim = 0;
-  int n_slot = 0;
+  int n_slot = 0;  // slots per KV head: the stride of k, v, pos and probs
+  // Only slots [0, slot_end) of each KV head are read; the rest are not seen whatever they
+  // hold (their probs are 0). -1: n_slot. A cache whose held states all lie below slot_end
+  // pays for what it holds, not for what it allocated.
+  int slot_end = -1;
   const void* k = nullptr;   // [n_head_kv][n_slot][head_dim], float or IEEE half
   const void* v = nullptr;   // [n_head_kv][n_slot][head_dim]
   bool kv_f16 = false;

@@ -287,7 +287,8 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
                  float* tile_buf) {
   const int n_head_here = h1 - h0;
   const int hd = a.head_dim;
-  const int n_slot = a.n_slot;
+  const int n_slot = a.n_slot;  // stride of pos and of the K/V rows
+  const int end = a.slot_end < 0 ? n_slot : a.slot_end;  // slots read
   const size_t row_stride = static_cast<size_t>(hd);
   const size_t kv_off = static_cast<size_t>(g) * n_slot * row_stride;
   const int64_t* pos = a.pos + static_cast<size_t>(g) * n_slot;
@@ -329,8 +330,8 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
   };
 
   // Pass 1: scores (unseen slots -inf).
-  for (int s0 = 0; s0 < n_slot; s0 += tile) {
-    const int n = std::min(tile, n_slot - s0);
+  for (int s0 = 0; s0 < end; s0 += tile) {
+    const int n = std::min(tile, end - s0);
     for (int s = s0; s < s0 + n; ++s) {
       if (!visible(pos[s], a)) {
         for (int j = 0; j < n_head_here; ++j) rows[j][s] = neg_inf;
@@ -354,7 +355,7 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
     const float inv_cap = 1.f / a.softcap;
     for (int j = 0; j < n_head_here; ++j) {
       float* r = rows[j];
-      for (int s = 0; s < n_slot; ++s) {
+      for (int s = 0; s < end; ++s) {
         if (r[s] != neg_inf) r[s] = a.softcap * std::tanh(r[s] * inv_cap);
       }
     }
@@ -362,15 +363,18 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
 
   // Pass 2: softmax per head.
   bool any = false;
-  for (int j = 0; j < n_head_here; ++j) any = SoftmaxRow(rows[j], n_slot) || any;
+  for (int j = 0; j < n_head_here; ++j) any = SoftmaxRow(rows[j], end) || any;
+  if (a.probs != nullptr && end < n_slot) {  // slots not read are not seen: probability 0
+    for (int j = 0; j < n_head_here; ++j) std::fill(rows[j] + end, rows[j] + n_slot, 0.f);
+  }
   for (int j = 0; j < n_head_here; ++j) std::memset(out[j], 0, row_stride * sizeof(float));
   if (!any) return;  // nothing visible: output 0
 
   // Pass 3: outputs, accumulated over the visible slots in slot order.
   const T* vrows[kMaxTile];
   const float* const* p = rows;
-  for (int s0 = 0; s0 < n_slot; s0 += tile) {
-    const int n = std::min(tile, n_slot - s0);
+  for (int s0 = 0; s0 < end; s0 += tile) {
+    const int n = std::min(tile, end - s0);
     const int n_live = gather(s0, n, a.v, vrows);
     if (n_live == 0) continue;
     ForHeadBlocks(n_head_here, [&]<int kH>(int j) {
@@ -385,6 +389,7 @@ void AttentionWith(D d, const AttentionArgs& a) {
   const int group = a.n_head / a.n_head_kv;
   TOVA_DCHECK(a.head_dim > 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0);
   TOVA_DCHECK(a.probs != nullptr || a.scratch != nullptr);
+  TOVA_DCHECK(a.slot_end <= a.n_slot);
   const int64_t scratch_size = a.scratch_size > 0 ? a.scratch_size : a.n_slot;
   // Heads whose score rows fit in scratch (all of them when writing into probs).
   const int rows_fit =

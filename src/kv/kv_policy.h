@@ -56,6 +56,15 @@ class KvPolicy {
     (void)slot;
   }
 
+  // The cache moved the state of `from` into the free slot `to` of KV head head_kv (it keeps
+  // held states packed low after a chunk, LayerState::evict_to): per-slot state follows it.
+  // Layer-wise policies see the same move in every KV head.
+  virtual void on_move(int head_kv, int from, int to) {
+    (void)head_kv;
+    (void)from;
+    (void)to;
+  }
+
   // One query row has attended: probs is [n_head][n_slot], post-softmax, 0 for slots the row
   // did not see. Called once per query row, in order, and only if score_need() != kNone.
   virtual void observe(const SlotView& view, const float* probs) {

@@ -39,6 +39,7 @@ LayerState::LayerState(const LayerState& o)
       elem_bytes_(o.elem_bytes_),
       n_slot_(o.n_slot_),
       n_held_(o.n_held_),
+      slot_end_(o.slot_end_),
       keys_(o.keys_),
       values_(o.values_),
       pos_(o.pos_),
@@ -106,11 +107,18 @@ void LayerState::insert_stored(int64_t pos, const void* k, const void* v, int32_
     std::memcpy(values_.data() + off, static_cast<const uint8_t*>(v) + g * row, row);
     policy_->on_insert(g, s);
     slots_out[g] = s;
+    slot_end_ = std::max(slot_end_, s + 1);
   }
   ++n_held_;
 }
 
 int LayerState::evict_to(int budget) {
+  const int n = drop_to(budget);
+  if (n > 0) settle();
+  return n;
+}
+
+int LayerState::drop_to(int budget) {
   if (budget < 0 || n_held_ <= budget) return 0;
   const int n = n_held_ - budget;
   evict_scratch_.assign(static_cast<size_t>(n) * n_head_kv_, -1);
@@ -166,8 +174,46 @@ int LayerState::drop_outside_window(int64_t last_pos) {
 }
 
 int LayerState::evict(int64_t last_pos) {
-  const int n = drop_outside_window(last_pos);
-  return n + evict_to(budget_);
+  const int n = drop_outside_window(last_pos) + drop_to(budget_);
+  if (n > 0) settle();
+  return n;
+}
+
+void LayerState::settle() {
+  int end = 0;
+  for (int g = 0; g < n_head_kv_; ++g) {
+    const int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
+    for (int s = n_slot_ - 1; s >= end; --s) {
+      if (p[s] >= 0) {
+        end = s + 1;
+        break;
+      }
+    }
+  }
+  slot_end_ = end;
+  if (end <= n_held_ + 1) return;
+  // Every KV head holds n_held_ states, so as many are held at or above n_held_ as are free
+  // below it; pair them in slot order (layer-wise policies' identical layouts stay identical).
+  const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
+  for (int g = 0; g < n_head_kv_; ++g) {
+    int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
+    int to = 0;
+    for (int from = n_held_; from < n_slot_; ++from) {
+      if (p[from] < 0) continue;
+      while (p[to] >= 0) ++to;
+      TOVA_CHECK(to < n_held_);
+      const size_t dst = (static_cast<size_t>(g) * n_slot_ + to) * row;
+      const size_t src = (static_cast<size_t>(g) * n_slot_ + from) * row;
+      std::memcpy(keys_.data() + dst, keys_.data() + src, row);
+      std::memcpy(values_.data() + dst, values_.data() + src, row);
+      p[to] = p[from];
+      p[from] = -1;
+      policy_->on_move(g, from, to);
+    }
+    free_[g].clear();
+    for (int s = n_slot_ - 1; s >= n_held_; --s) free_[g].push_back(s);
+  }
+  slot_end_ = n_held_;
 }
 
 Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
@@ -208,6 +254,10 @@ Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<c
   }
   n_held_ = held;
   n_evicted_ = n_evicted;
+  slot_end_ = 0;
+  for (size_t i = 0; i < pos_.size(); ++i) {
+    if (pos_[i] >= 0) slot_end_ = std::max(slot_end_, static_cast<int>(i % n_slot) + 1);
+  }
   return ok_status();
 }
 

@@ -71,6 +71,10 @@ class LayerState {
   // The oldest position a query at position p sees in this layer.
   int64_t min_visible(int64_t p) const { return window_ > 0 ? p - window_ + 1 : 0; }
   const int64_t* pos() const { return pos_.data(); }  // [n_head_kv][n_slot], -1 = free
+  // Every held state lies in a slot below this (in every KV head), so attention reads slots
+  // [0, slot_end) only. Drops keep it at most n_held + 1 (see evict), so what a step reads
+  // follows the states held, not the slots allocated (k + C after chunk:C prefill).
+  int slot_end() const { return slot_end_; }
   // [n_head_kv][n_slot][head_dim], float or IEEE half as kv_type() says; keys post-RoPE in
   // absolute position mode, pre-RoPE otherwise (MultiStateOptions::positions).
   const void* keys() const { return keys_.data(); }
@@ -86,7 +90,11 @@ class LayerState {
   // the model's vectorised conversion writes them.
   void insert_stored(int64_t pos, const void* k, const void* v, int32_t* slots_out);
   // If more than `budget` states are held, asks the policy and frees the slots it chose.
-  // Returns how many states each KV head dropped.
+  // Returns how many states each KV head dropped. After a drop, if a state is held at slot
+  // n_held + 1 or above (a chunk of C joined and the pool has k + C slots), the states above
+  // n_held move down into the free slots below it, lowest first, with their policy state
+  // (KvPolicy::on_move); the next token takes the lowest free slot, so decode reads n_held + 1
+  // slots. Exact (one-token) steps never leave such a hole: nothing moves there.
   int evict_to(int budget);
   // The end of a step whose last token had position last_pos: a window layer first drops the
   // states the next query will not see (position <= last_pos - window + 1; when head-wise
@@ -110,6 +118,8 @@ class LayerState {
  private:
   void grow();
   int drop_outside_window(int64_t last_pos);
+  int drop_to(int budget);  // evict_to without settle()
+  void settle();            // packs held states low after a drop; sets slot_end_
 
   int n_head_kv_;
   int head_dim_;
@@ -117,6 +127,7 @@ class LayerState {
   size_t elem_bytes_;
   int n_slot_;
   int n_held_ = 0;
+  int slot_end_ = 0;  // 1 + the highest slot that may hold a state, over the KV heads
   std::vector<uint8_t> keys_;               // [n_head_kv][n_slot][head_dim]
   std::vector<uint8_t> values_;             // [n_head_kv][n_slot][head_dim]
   std::vector<int64_t> pos_;                // [n_head_kv][n_slot]

@@ -267,6 +267,7 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
                                   .n_head_kv = c.n_head_kv,
                                   .head_dim = c.head_dim,
                                   .n_slot = L.n_slot(),
+                                  .slot_end = L.slot_end(),
                                   .k = k != nullptr ? k : L.keys(),
                                   .v = L.values(),
                                   .kv_f16 = L.kv_type() == kv::KvType::kF16,

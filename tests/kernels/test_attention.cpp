@@ -58,6 +58,7 @@ struct Problem {
   int64_t max_pos = 0;
   int64_t min_pos = 0;   // a sliding window's lower limit (0: none)
   float softcap = 0.f;   // attention soft-capping (0: none)
+  int slot_end = -1;     // slots read per KV head (-1: all)
 
   explicit Problem(const Shape& s, uint32_t seed = 7) : su(s) {
     std::mt19937 rng(seed);
@@ -105,6 +106,7 @@ struct Problem {
   bool visible(int h, int s) const {
     const int group = su.n_head / su.n_head_kv;
     const int64_t p = pos[static_cast<size_t>(h / group) * su.n_slot + s];
+    if (slot_end >= 0 && s >= slot_end) return false;
     return p >= 0 && p >= min_pos && p <= max_pos;
   }
 
@@ -114,6 +116,7 @@ struct Problem {
             .n_head_kv = su.n_head_kv,
             .head_dim = su.head_dim,
             .n_slot = su.n_slot,
+            .slot_end = slot_end,
             .k = su.f16 ? static_cast<const void*>(k16.data()) : k.data(),
             .v = su.f16 ? static_cast<const void*>(v16.data()) : v.data(),
             .kv_f16 = su.f16,
@@ -318,6 +321,51 @@ TEST(Attention, MinPosEqualsFreeingTheStatesBelowIt) {
     attention(open.args(out_c.data(), nullptr, scratch.data()));
     EXPECT_NE(0, std::memcmp(out_a.data(), out_c.data(), out_n * sizeof(float)));
   }
+}
+
+// slot_end hides every slot at or beyond it, whatever it holds (a pool whose held states lie
+// below it pays only for those): against the reference, the same bits for every call shape and
+// the same bits as a pool where those slots are free, on every target.
+TEST(Attention, SlotEndEqualsFreeingTheSlotsBeyondIt) {
+  const std::vector<Shape> some = {
+      {8, 2, 64, 130, false, Mask::kAllVisible}, {6, 3, 32, 77, true, Mask::kMixed},
+      {16, 1, 128, 129, true, Mask::kAllVisible}, {4, 1, 6, 17, false, Mask::kMixed},
+  };
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (const Shape& s : some) {
+      for (int end : {1, 5, s.n_slot / 2, s.n_slot - 1, s.n_slot}) {
+        SCOPED_TRACE(::testing::Message() << "slot_end " << end);
+        Problem ended(s, 9);
+        ended.slot_end = end;
+        for (int g = 0; g < s.n_head_kv; ++g) ended.pos[static_cast<size_t>(g) * s.n_slot] = 0;
+        expect_matches_ref(ended);
+        expect_call_invariance(ended);
+        Problem freed = ended;
+        freed.slot_end = -1;
+        for (int g = 0; g < s.n_head_kv; ++g) {
+          for (int sl = end; sl < s.n_slot; ++sl) freed.pos[static_cast<size_t>(g) * s.n_slot + sl] = -1;
+        }
+        const size_t out_n = static_cast<size_t>(s.n_head) * s.head_dim;
+        const size_t probs_n = static_cast<size_t>(s.n_head) * s.n_slot;
+        std::vector<float> out_a(out_n), out_b(out_n), probs_a(probs_n, -1.f), probs_b(probs_n);
+        std::vector<float> scratch(s.n_slot);
+        attention(ended.args(out_a.data(), probs_a.data(), scratch.data()));
+        attention(freed.args(out_b.data(), probs_b.data(), scratch.data()));
+        EXPECT_EQ(0, std::memcmp(out_a.data(), out_b.data(), out_n * sizeof(float)));
+        EXPECT_EQ(0, std::memcmp(probs_a.data(), probs_b.data(), probs_n * sizeof(float)));
+        if (end < s.n_slot) {  // and the end did hide something
+          Problem open = ended;
+          open.slot_end = -1;
+          std::vector<float> out_c(out_n);
+          attention(open.args(out_c.data(), nullptr, scratch.data()));
+          EXPECT_NE(0, std::memcmp(out_a.data(), out_c.data(), out_n * sizeof(float)));
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 // Soft-capping by hand: two states with scores 3 and 1 under cap 2 get weights proportional to

@@ -2,6 +2,9 @@
 // chunk using the chunk's last token; chunk:inf keeps the top k of the last prompt token.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "model_test_util.h"
 
 namespace tova::testing {
@@ -66,6 +69,98 @@ TEST(Prefill, ChunkInfKeepsTheTopKOfTheLastPromptToken) {
   ASSERT_EQ(held.size(), 16u);
   EXPECT_EQ(held.front(), 48);
   EXPECT_EQ(held.back(), 63);
+}
+
+
+// Decode after chunk:C reads what is held, not the k + C slots allocated: after each chunk the
+// held states are packed into slots [0, k) (LayerState::slot_end() == k) and decode reads at
+// most k + 1. Packing moves states and their policy state; where the states sit does not change
+// what is computed: a twin whose held states were scattered over the high slots (through
+// LayerState::restore, policy state permuted alike) decodes to the same held positions at every
+// step and the same logits up to float summation order.
+TEST(Prefill, DecodeAfterChunksReadsTheHeldStatesOnly) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(shared_path("models/stories260K.gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  const model::Model& model = **m;
+  const int n_vocab = model.config().n_vocab;
+  auto ids = read_ids(shared_path("golden/tokens-1024.json"));
+  constexpr int kBudget = 16, kChunk = 16, kPrompt = 64, kDecode = 24;
+  ids.resize(kPrompt + kDecode);
+  ThreadPool pool(2);
+  model::ForwardScratch scratch;
+  auto step = [&](kv::MultiState& st, size_t i0, size_t i1, float* logits) {
+    std::vector<model::BatchToken> batch;
+    for (size_t i = i0; i < i1; ++i) batch.push_back({.token = ids[i], .state = &st, .logits = true});
+    auto r = model.forward(batch, pool, scratch, logits);
+    ASSERT_TRUE(r.ok()) << r.message();
+  };
+  // Held positions of every (layer, KV head), sorted.
+  auto held = [](const kv::MultiState& st) {
+    std::vector<std::vector<int64_t>> out;
+    for (int il = 0; il < st.n_layer(); ++il) {
+      const kv::LayerState& L = st.layer(il);
+      for (int g = 0; g < L.n_head_kv(); ++g) {
+        std::vector<int64_t> p;
+        for (int s = 0; s < L.n_slot(); ++s) {
+          if (L.pos()[g * L.n_slot() + s] >= 0) p.push_back(L.pos()[g * L.n_slot() + s]);
+        }
+        std::sort(p.begin(), p.end());
+        out.push_back(std::move(p));
+      }
+    }
+    return out;
+  };
+  for (const char* policy : {"tova", "tova-head", "h2o", "h2o-head", "sink:4", "window"}) {
+    SCOPED_TRACE(policy);
+    auto state = runtime::make_state(model, with_prefill(policy, kBudget, "chunk:16"), kPrompt);
+    ASSERT_TRUE(state.ok()) << state.message();
+    kv::MultiState& a = **state;
+    std::vector<float> logits(static_cast<size_t>(kChunk) * n_vocab);
+    for (int i0 = 0; i0 < kPrompt; i0 += kChunk) {
+      step(a, i0, i0 + kChunk, logits.data());
+      for (int il = 0; il < a.n_layer(); ++il) {
+        ASSERT_EQ(a.layer(il).n_slot(), kBudget + kChunk);
+        ASSERT_EQ(a.layer(il).slot_end(), kBudget) << "layer " << il << " after chunk " << i0;
+      }
+    }
+    // The twin: slot s of every KV head moves to slot n_slot - 1 - s.
+    auto b = a.clone();
+    for (int il = 0; il < b->n_layer(); ++il) {
+      kv::LayerState& L = b->layer(il);
+      const int n = L.n_slot();
+      const size_t row = static_cast<size_t>(L.head_dim()) * (L.kv_type() == kv::KvType::kF16 ? 2 : 4);
+      std::vector<int64_t> pos(static_cast<size_t>(L.n_head_kv()) * n);
+      std::vector<uint8_t> keys(pos.size() * row), values(pos.size() * row);
+      const auto* k = static_cast<const uint8_t*>(L.keys());
+      const auto* v = static_cast<const uint8_t*>(L.values());
+      for (int g = 0; g < L.n_head_kv(); ++g) {
+        for (int s = 0; s < n; ++s) {
+          const size_t from = static_cast<size_t>(g) * n + s, to = static_cast<size_t>(g) * n + (n - 1 - s);
+          pos[to] = L.pos()[from];
+          std::memcpy(&keys[to * row], k + from * row, row);
+          std::memcpy(&values[to * row], v + from * row, row);
+        }
+      }
+      std::vector<double> ps = L.policy().state();  // [group][n_slot] or empty
+      ASSERT_EQ(ps.size() % n, 0u);
+      for (size_t r0 = 0; r0 < ps.size(); r0 += n) std::reverse(ps.begin() + r0, ps.begin() + r0 + n);
+      ASSERT_TRUE(L.restore(n, pos, keys, values, L.n_evicted(), ps).ok());
+      ASSERT_EQ(L.slot_end(), n);
+    }
+    ASSERT_EQ(held(a), held(*b));
+    std::vector<float> la(n_vocab), lb(n_vocab);
+    for (int i = kPrompt; i < kPrompt + kDecode; ++i) {
+      step(a, i, i + 1, la.data());
+      step(*b, i, i + 1, lb.data());
+      for (int il = 0; il < a.n_layer(); ++il) {
+        ASSERT_LE(a.layer(il).slot_end(), a.layer(il).n_held() + 1) << "layer " << il;
+        ASSERT_LE(b->layer(il).slot_end(), b->layer(il).n_held() + 1) << "layer " << il;
+      }
+      ASSERT_EQ(held(a), held(*b)) << "token " << i;
+      for (int t = 0; t < n_vocab; ++t) ASSERT_NEAR(la[t], lb[t], 1e-4) << "token " << i;
+    }
+  }
 }
 
 }  // namespace

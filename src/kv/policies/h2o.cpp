@@ -35,6 +35,13 @@ class H2oPolicy final : public KvPolicy {
     if (head_wise_ || head_kv == 0) acc_[static_cast<size_t>(head_wise_ ? head_kv : 0) * n_slot_ + slot] = 0.0;
   }
 
+  void on_move(int head_kv, int from, int to) override {
+    if (!head_wise_ && head_kv != 0) return;
+    double* acc = &acc_[static_cast<size_t>(head_wise_ ? head_kv : 0) * n_slot_];
+    acc[to] = acc[from];
+    acc[from] = 0.0;
+  }
+
   void observe(const SlotView& v, const float* probs) override {
     for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
       scoring::group_mean(v, probs, head_wise_, g, mean_.data());

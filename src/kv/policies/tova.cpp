@@ -28,6 +28,13 @@ class TovaPolicy final : public KvPolicy {
 
   ScoreNeed score_need() const override { return ScoreNeed::kCurrent; }
 
+  void on_move(int head_kv, int from, int to) override {
+    if (!head_wise_ && head_kv != 0) return;
+    double* score = &score_[static_cast<size_t>(head_wise_ ? head_kv : 0) * n_slot_];
+    score[to] = score[from];
+    score[from] = 0.0;
+  }
+
   // Only the latest row counts: in chunked prefill that is the chunk's last token.
   void observe(const SlotView& v, const float* probs) override {
     for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
