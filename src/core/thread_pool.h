@@ -34,9 +34,10 @@ class ThreadPool {
   // claims it first.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
-  // Calls fn(i) for every i in [0, n), handing out one index at a time to whichever thread is
-  // free: for items of uneven cost (list the costliest first).
-  void for_each_dynamic(int64_t n, const std::function<void(int64_t)>& fn);
+  // Calls fn(i, thread) for every i in [0, n), handing out one index at a time to whichever
+  // thread is free: for items of uneven cost (list the costliest first). thread (0 .. size()-1)
+  // is the calling thread's index, never used by two threads at once: per-thread buffers.
+  void for_each_dynamic(int64_t n, const std::function<void(int64_t i, int thread)>& fn);
 
  private:
   void worker_loop(int index);

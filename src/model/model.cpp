@@ -10,6 +10,7 @@
 #include "kernels/matmul_f32act.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
+#include "kv/layer_step.h"
 
 namespace tova::model {
 
@@ -128,74 +129,98 @@ Status attach_followers(std::span<const Follower> followers, std::vector<Sequenc
   return ok_status();
 }
 
-// cos/sin of mapped position m in the table prepare_moved_positions filled.
-const float* moved_cs_at(const ForwardScratch& s, int64_t m, const kernels::RopeParams& rope) {
-  TOVA_CHECK(m >= 0 && m < s.moved_cs_n);
-  return &s.moved_cs[static_cast<size_t>(m) * rope.n_rot];
-}
+using AttendScratch = ForwardScratch::AttendScratch;
+
+// The attention arithmetic of one sequence at the points kv::step_layer gives it.
+class SequenceAttention final : public kv::StepAttention {
+ public:
+  struct Shape {
+    int n_head, n_head_kv, head_dim;
+    float scale, softcap;
+  };
+  SequenceAttention(const Shape& shape, const kernels::RopeParams& rope, kv::PositionMode mode,
+                    std::span<const int> idx, ForwardScratch& s, AttendScratch& mine,
+                    ThreadPool* heads_pool)
+      : shape_(shape),
+        rope_(rope),
+        mode_(mode),
+        idx_(idx),
+        s_(s),
+        mine_(mine),
+        heads_pool_(heads_pool) {}
+
+  void joined(const kv::LayerState& L) override {
+    if (kv::moves_positions(mode_)) mine_.moved.rotate_keys(L, mode_, rope_, moved_cos_sin());
+  }
+
+  void attend(const kv::LayerState& L, int t, float* probs) override {
+    const int i = idx_[t];
+    const size_t q_dim = static_cast<size_t>(shape_.n_head) * shape_.head_dim;
+    const float* q = &s_.q[i * q_dim];
+    const void* k = L.keys();
+    if (kv::moves_positions(mode_)) {
+      q = mine_.moved.rotate_query(L, q, s_.pos[i], shape_.n_head, rope_, moved_cos_sin());
+      k = mine_.moved.keys.data();
+    }
+    const kernels::AttentionArgs a{.q = q,
+                                   .n_head = shape_.n_head,
+                                   .n_head_kv = shape_.n_head_kv,
+                                   .head_dim = shape_.head_dim,
+                                   .n_slot = L.n_slot(),
+                                   .slot_end = L.slot_end(),
+                                   .k = k,
+                                   .v = L.values(),
+                                   .kv_f16 = L.kv_type() == kv::KvType::kF16,
+                                   .pos = L.pos(),
+                                   .max_pos = s_.pos[i],
+                                   .min_pos = L.min_visible(s_.pos[i]),
+                                   .scale = shape_.scale,
+                                   .softcap = shape_.softcap,
+                                   .out = &s_.att[i * q_dim],
+                                   .probs = probs};
+    // The fused kernel scores a whole GQA group at once: a row per query head of the group
+    // (per head when heads are split over threads).
+    const size_t n_slot = static_cast<size_t>(L.n_slot());
+    if (heads_pool_ == nullptr) {
+      const int group = shape_.n_head / shape_.n_head_kv;
+      if (mine_.scores.size() < n_slot * group) mine_.scores.resize(n_slot * group);
+      kernels::AttentionArgs all = a;
+      all.scratch = mine_.scores.data();
+      all.scratch_size = static_cast<int64_t>(mine_.scores.size());
+      kernels::attention(all);
+      return;
+    }
+    if (mine_.scores.size() < n_slot * shape_.n_head) mine_.scores.resize(n_slot * shape_.n_head);
+    heads_pool_->parallel_for(shape_.n_head, 1, [&](int64_t h0, int64_t h1) {
+      // Each range of heads uses the score rows from its first head on.
+      kernels::AttentionArgs part = a;
+      part.scratch = &mine_.scores[h0 * n_slot];
+      part.scratch_size = (h1 - h0) * static_cast<int64_t>(n_slot);
+      part.head_begin = static_cast<int>(h0);
+      part.head_end = static_cast<int>(h1);
+      kernels::attention(part);
+    });
+  }
+
+ private:
+  std::span<const float> moved_cos_sin() const {
+    return {s_.moved_cs.data(), static_cast<size_t>(s_.moved_cs_n) * rope_.n_rot};
+  }
+
+  Shape shape_;
+  const kernels::RopeParams& rope_;
+  kv::PositionMode mode_;
+  std::span<const int> idx_;
+  ForwardScratch& s_;
+  AttendScratch& mine_;
+  ThreadPool* heads_pool_;  // split each token's heads over it (a batch of one sequence)
+};
 
 }  // namespace
 
-// One layer of one sequence in a mode that moves positions: its held keys rotated by their
-// mapped positions at this step (the pool keeps them before RoPE).
-struct Model::MovedKeys {
-  std::vector<uint8_t> keys;    // [n_head_kv][n_slot][head_dim], the pool's type, post-RoPE
-  std::vector<int64_t> mapped;  // [n_head_kv][n_slot], -1 = free
-  std::vector<int32_t> order;
-  std::vector<float> row, q;
-
-  void rotate_keys(const kv::LayerState& L, kv::PositionMode mode, const kernels::RopeParams& rope,
-                   const ForwardScratch& s) {
-    const int n_slot = L.n_slot(), hd = L.head_dim();
-    const bool f16 = L.kv_type() == kv::KvType::kF16;
-    const size_t elem = f16 ? 2 : 4;
-    mapped.resize(static_cast<size_t>(L.n_head_kv()) * n_slot);
-    keys.resize(mapped.size() * hd * elem);
-    row.resize(hd);
-    for (int g = 0; g < L.n_head_kv(); ++g) {
-      const size_t base = static_cast<size_t>(g) * n_slot;
-      kv::map_slot_positions(mode, {L.pos() + base, static_cast<size_t>(n_slot)},
-                             {&mapped[base], static_cast<size_t>(n_slot)}, order);
-      for (int32_t sl : order) {  // the held slots
-        const size_t off = (base + sl) * hd;
-        const float* cs = moved_cs_at(s, mapped[base + sl], rope);
-        if (!f16) {
-          float* dst = reinterpret_cast<float*>(keys.data()) + off;
-          std::copy_n(static_cast<const float*>(L.keys()) + off, hd, dst);
-          kernels::rope_apply(dst, 1, hd, cs, rope);
-        } else {
-          const uint16_t* src = static_cast<const uint16_t*>(L.keys()) + off;
-          for (int d = 0; d < hd; ++d) row[d] = fp16_to_fp32(src[d]);
-          kernels::rope_apply(row.data(), 1, hd, cs, rope);
-          kernels::fp32_to_fp16_row(row.data(), reinterpret_cast<uint16_t*>(keys.data()) + off, hd);
-        }
-      }
-    }
-  }
-
-  // The query of the state at original position p, each head rotated by the mapped position
-  // that state has in its KV head (head-wise policies hold different states per KV head).
-  const float* rotate_query(const kv::LayerState& L, const float* q_in, int64_t p,
-                            const ModelConfig& c, const kernels::RopeParams& rope,
-                            const ForwardScratch& s) {
-    const int n_slot = L.n_slot();
-    const int group = c.n_head / c.n_head_kv;
-    q.assign(q_in, q_in + static_cast<size_t>(c.n_head) * c.head_dim);
-    for (int g = 0; g < c.n_head_kv; ++g) {
-      const int64_t* pos = L.pos() + static_cast<size_t>(g) * n_slot;
-      const int sl = static_cast<int>(std::find(pos, pos + n_slot, p) - pos);
-      TOVA_CHECK(sl < n_slot);  // the query's own state joined before it attends
-      const float* cs = moved_cs_at(s, mapped[static_cast<size_t>(g) * n_slot + sl], rope);
-      kernels::rope_apply(&q[static_cast<size_t>(g) * group * c.head_dim], group, c.head_dim, cs,
-                          rope);
-    }
-    return q.data();
-  }
-};
-
 // Sizes the cos/sin table of mapped positions for the batch's sequences in modes that move
-// positions (before threads share it read-only); false when there are none.
-bool Model::prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) const {
+// positions (before threads share it read-only).
+void Model::prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) const {
   int64_t need = 0;
   bool any = false;
   for (const SequenceRun& run : s.runs) {
@@ -209,7 +234,7 @@ bool Model::prepare_moved_positions(const kernels::RopeParams& rope, ForwardScra
     const int64_t n_held = held + static_cast<int64_t>(run.idx.size());
     need = std::max(need, kv::max_mapped_position(mode, n_held, s.pos[run.idx.back()]) + 1);
   }
-  if (!any) return false;
+  if (!any) return;
   if (s.moved_cs_n > 0 && !same_rope(s.moved_cs_params, rope)) s.moved_cs_n = 0;
   if (need > s.moved_cs_n) {
     resize(s.moved_cs, static_cast<size_t>(need) * rope.n_rot);
@@ -219,23 +244,17 @@ bool Model::prepare_moved_positions(const kernels::RopeParams& rope, ForwardScra
     s.moved_cs_n = need;
     s.moved_cs_params = rope;
   }
-  return true;
 }
 
-// Attention for every token of the batch in layer il, with the per-step semantics of the
-// multi-state: join, attend over everything held, then let the policy evict.
-void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch& s,
-                         ThreadPool& pool) const {
+// RoPE at each token's position, for the sequences whose pools keep rotated keys; the
+// cos/sin table is computed once per forward call and reused by every layer that shares the
+// same rope parameters. Then, when a pool in the batch stores f16, the batch's new keys and
+// values converted once.
+void Model::prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s) const {
   const ModelConfig& c = config_;
-  const int q_dim = c.n_head * c.head_dim;
-  const int kv_dim = c.n_head_kv * c.head_dim;
-  const float scale =
-      c.attn_scale > 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim));
-  const std::vector<SequenceRun>& runs = s.runs;
+  const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
   const int64_t n = static_cast<int64_t>(s.pos.size());
-
-  // RoPE at each token's position. The cos/sin table is computed once per forward call and
-  // reused by every layer that shares the same rope parameters.
   if (!s.rope_cs_valid || !same_rope(s.rope_cs_params, rope)) {
     resize(s.rope_cs, n * rope.n_rot);
     for (int64_t i = 0; i < n; ++i)
@@ -243,172 +262,75 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
     s.rope_cs_params = rope;
     s.rope_cs_valid = true;
   }
-  auto rotate_token = [&](int64_t i) {
-    const float* cs = &s.rope_cs[i * rope.n_rot];
-    kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, rope);
-    kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, rope);
-  };
-  const bool any_moved = prepare_moved_positions(rope, s);
-  if (!any_moved) {
-    for (int64_t i = 0; i < n; ++i) rotate_token(i);
-  } else {
-    // Sequences in a mode that moves positions keep q and k before RoPE here: attention
-    // rotates them by their mapped positions (MultiStateOptions::positions says why).
-    for (const SequenceRun& run : runs) {
-      if (kv::moves_positions(run.state->positions())) continue;
-      for (int i : run.idx) rotate_token(i);
+  // Sequences in a mode that moves positions keep q and k before RoPE here: attention rotates
+  // them by their mapped positions.
+  for (const SequenceRun& run : s.runs) {
+    if (kv::moves_positions(run.state->positions())) continue;
+    for (int i : run.idx) {
+      const float* cs = &s.rope_cs[i * rope.n_rot];
+      kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, rope);
+      kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, rope);
     }
   }
+  if (s.any_f16) {
+    if (s.k16.size() < static_cast<size_t>(n * kv_dim)) {
+      s.k16.resize(n * kv_dim);
+      s.v16.resize(n * kv_dim);
+    }
+    kernels::fp32_to_fp16_row(s.k.data(), s.k16.data(), n * kv_dim);
+    kernels::fp32_to_fp16_row(s.v.data(), s.v16.data(), n * kv_dim);
+  }
+}
 
-  auto args_for = [&](const kv::LayerState& L, int i, float* probs, float* scratch, const float* q,
-                      const void* k) {
-    return kernels::AttentionArgs{.q = q != nullptr ? q : &s.q[static_cast<size_t>(i) * q_dim],
-                                  .n_head = c.n_head,
-                                  .n_head_kv = c.n_head_kv,
-                                  .head_dim = c.head_dim,
-                                  .n_slot = L.n_slot(),
-                                  .slot_end = L.slot_end(),
-                                  .k = k != nullptr ? k : L.keys(),
-                                  .v = L.values(),
-                                  .kv_f16 = L.kv_type() == kv::KvType::kF16,
-                                  .pos = L.pos(),
-                                  .max_pos = s.pos[i],
-                                  .min_pos = L.min_visible(s.pos[i]),
-                                  .scale = scale,
-                                  .softcap = c.attn_softcap,
-                                  .out = &s.att[static_cast<size_t>(i) * q_dim],
-                                  .probs = probs,
-                                  .scratch = scratch};
+// Attention of layer il for every sequence of the batch: kv::step_layer orders each
+// sequence's step, SequenceAttention computes it.
+void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch& s,
+                         ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  prepare_moved_positions(rope, s);
+  prepare_rows(rope, s);
+  const SequenceAttention::Shape shape{
+      .n_head = c.n_head,
+      .n_head_kv = c.n_head_kv,
+      .head_dim = c.head_dim,
+      .scale = c.attn_scale > 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim)),
+      .softcap = c.attn_softcap};
+  const kv::StepRows rows_of_batch{.pos = s.pos.data(),
+                                   .k = s.k.data(),
+                                   .v = s.v.data(),
+                                   .k16 = s.any_f16 ? s.k16.data() : nullptr,
+                                   .v16 = s.any_f16 ? s.v16.data() : nullptr,
+                                   .kv_dim = c.n_head_kv * c.head_dim};
+  if (s.per_thread.size() < static_cast<size_t>(pool.size())) s.per_thread.resize(pool.size());
+  auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* heads_pool) {
+    kv::StepRows rows = rows_of_batch;
+    rows.idx = run.idx;
+    SequenceAttention attention(shape, rope, run.state->positions(), run.idx, s, mine, heads_pool);
+    kv::step_layer(*run.state, run.followers, il, rows, c.n_head, attention, mine.step);
   };
 
-  // Runs one sequence's tokens; `heads_in_parallel` splits each token's heads over the pool
-  // (used when the batch holds a single sequence).
-  auto run_sequence = [&](const SequenceRun& run, bool heads_in_parallel) {
-    kv::MultiState& ms = *run.state;
-    kv::LayerState& L = ms.layer(il);
-    const bool own_scores = ms.score_need() != kv::ScoreNeed::kNone;
-    bool follower_scores = false;
-    for (const kv::MultiState* f : run.followers) {
-      follower_scores |= f->score_need() != kv::ScoreNeed::kNone;
-    }
-    const bool scores = own_scores || follower_scores;
-    const bool chunked = ms.budget() >= 0 && ms.max_new() > 1;
-    const bool moved = kv::moves_positions(ms.positions());
-    MovedKeys mk;  // moved position modes: this step's rotated keys and mapped positions
-    std::vector<float> probs, scratch, follower_probs;
-    std::vector<int32_t> slots(c.n_head_kv), follower_slots(c.n_head_kv);
-    std::vector<uint16_t> kv16;  // this token's k and v as f16, converted once with SIMD
-    auto insert = [&](int i) {
-      const float* k = &s.k[static_cast<size_t>(i) * kv_dim];
-      const float* v = &s.v[static_cast<size_t>(i) * kv_dim];
-      const bool f16 = L.kv_type() == kv::KvType::kF16;
-      if (f16) {
-        kv16.resize(static_cast<size_t>(2 * kv_dim));
-        kernels::fp32_to_fp16_row(k, kv16.data(), kv_dim);
-        kernels::fp32_to_fp16_row(v, kv16.data() + kv_dim, kv_dim);
-        L.insert_stored(s.pos[i], kv16.data(), kv16.data() + kv_dim, slots.data());
-      } else {
-        L.insert(s.pos[i], k, v, slots.data());
-      }
-      for (kv::MultiState* f : run.followers) {
-        // Same tokens in the same order into free stacks that hand out the lowest slot first:
-        // the follower's slots match the leader's.
-        kv::LayerState& F = f->layer(il);
-        if (f16 && F.kv_type() == kv::KvType::kF16) {
-          F.insert_stored(s.pos[i], kv16.data(), kv16.data() + kv_dim, follower_slots.data());
-        } else {
-          F.insert(s.pos[i], k, v, follower_slots.data());
-        }
-        TOVA_CHECK(follower_slots == slots);
-      }
-    };
-    // The leader's probabilities [n_head][its n_slot] as each follower's policy expects them,
-    // [n_head][the follower's n_slot]: every held slot is below both pool sizes.
-    auto observe_followers = [&] {
-      for (kv::MultiState* f : run.followers) {
-        if (f->score_need() == kv::ScoreNeed::kNone) continue;
-        kv::LayerState& F = f->layer(il);
-        TOVA_CHECK(F.n_held() <= std::min(F.n_slot(), L.n_slot()));
-        follower_probs.assign(static_cast<size_t>(c.n_head) * F.n_slot(), 0.f);
-        const int n_copy = std::min(F.n_slot(), L.n_slot());
-        for (int h = 0; h < c.n_head; ++h) {
-          std::copy_n(&probs[static_cast<size_t>(h) * L.n_slot()], n_copy,
-                      &follower_probs[static_cast<size_t>(h) * F.n_slot()]);
-        }
-        F.policy().observe(F.view(), follower_probs.data());
-      }
-    };
-    auto attend = [&](int i) {
-      const float* q = nullptr;
-      const void* k = nullptr;
-      if (moved) {
-        q = mk.rotate_query(L, &s.q[static_cast<size_t>(i) * q_dim], s.pos[i], c, rope, s);
-        k = mk.keys.data();
-      }
-      if (scores) probs.assign(static_cast<size_t>(c.n_head) * L.n_slot(), 0.f);
-      // The fused kernel scores a whole GQA group at once: a row per query head of the group
-      // (per head when heads are split over threads).
-      const int group = c.n_head / c.n_head_kv;
-      scratch.resize(static_cast<size_t>(L.n_slot()) * (heads_in_parallel ? c.n_head : group));
-      if (heads_in_parallel) {
-        pool.parallel_for(c.n_head, 1, [&](int64_t h0, int64_t h1) {
-          // Each range of heads uses the scratch row of its first head.
-          auto a = args_for(L, i, scores ? probs.data() : nullptr,
-                            &scratch[static_cast<size_t>(h0) * L.n_slot()], q, k);
-          a.head_begin = static_cast<int>(h0);
-          a.head_end = static_cast<int>(h1);
-          a.scratch_size = (h1 - h0) * L.n_slot();
-          kernels::attention(a);
-        });
-      } else {
-        auto a = args_for(L, i, scores ? probs.data() : nullptr, scratch.data(), q, k);
-        a.scratch_size = static_cast<int64_t>(scratch.size());
-        kernels::attention(a);
-      }
-      if (own_scores) L.policy().observe(L.view(), probs.data());
-      if (follower_scores) observe_followers();
-    };
-    if (chunked) {
-      // chunk:C — the whole chunk joins, attends causally, then the policy evicts once.
-      for (int i : run.idx) insert(i);
-      // Mapped positions are a function of the held positions up to each state, so one
-      // mapping serves every query of the chunk (the causal mask hides later chunk tokens).
-      if (moved) mk.rotate_keys(L, ms.positions(), rope, s);
-      for (int i : run.idx) attend(i);
-      L.evict(s.pos[run.idx.back()]);
-    } else {
-      for (int i : run.idx) {
-        insert(i);
-        if (moved) mk.rotate_keys(L, ms.positions(), rope, s);
-        attend(i);
-        L.evict(s.pos[i]);
-        for (kv::MultiState* f : run.followers) {
-          TOVA_CHECK(f->layer(il).n_held() <= f->holds_all_until());
-        }
-      }
-    }
-  };
-
-  if (runs.size() == 1) {
+  if (s.runs.size() == 1) {
     // Splitting heads over threads pays only when a token's attention is large enough to
     // outweigh waking the pool (~64K multiply-adds).
-    const kv::LayerState& L = runs[0].state->layer(il);
-    const int64_t work = static_cast<int64_t>(L.n_held() + 1) * c.n_head * c.head_dim;
-    run_sequence(runs[0], pool.size() > 1 && c.n_head > 1 && work >= (1 << 16));
-  } else {
-    // Sequences differ widely in cost (budgets, full caches, scoring): hand them out one at a
-    // time, costliest first, so no thread idles while another works through a long list.
-    std::vector<std::pair<int64_t, int>> order;
-    order.reserve(runs.size());
-    for (int r = 0; r < static_cast<int>(runs.size()); ++r) {
-      const int64_t held = runs[r].state->layer(il).n_held();
-      const int64_t n_tok = static_cast<int64_t>(runs[r].idx.size());
-      order.emplace_back(-(held + n_tok) * n_tok, r);
-    }
-    std::sort(order.begin(), order.end());
-    pool.for_each_dynamic(static_cast<int64_t>(order.size()),
-                          [&](int64_t j) { run_sequence(runs[order[j].second], false); });
+    const SequenceRun& run = s.runs[0];
+    const int64_t work =
+        static_cast<int64_t>(run.state->layer(il).n_held() + 1) * c.n_head * c.head_dim;
+    const bool split = pool.size() > 1 && c.n_head > 1 && work >= (1 << 16);
+    step(run, s.per_thread[0], split ? &pool : nullptr);
+    return;
   }
+  // Sequences differ widely in cost (budgets, full caches, scoring): hand them out one at a
+  // time, costliest first, so no thread idles while another works through a long list.
+  s.order.clear();
+  for (int r = 0; r < static_cast<int>(s.runs.size()); ++r) {
+    const int64_t held = s.runs[r].state->layer(il).n_held();
+    const int64_t n_tok = static_cast<int64_t>(s.runs[r].idx.size());
+    s.order.emplace_back(-(held + n_tok) * n_tok, r);
+  }
+  std::sort(s.order.begin(), s.order.end());
+  pool.for_each_dynamic(static_cast<int64_t>(s.order.size()), [&](int64_t j, int thread) {
+    step(s.runs[s.order[j].second], s.per_thread[thread], nullptr);
+  });
 }
 
 Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& s,
@@ -436,6 +358,11 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
     }
   }
   TOVA_RETURN_IF_ERROR(attach_followers(followers, s.runs));
+  s.any_f16 = false;
+  for (const SequenceRun& run : s.runs) {
+    s.any_f16 |= run.state->kv_type() == kv::KvType::kF16;
+    for (const kv::MultiState* f : run.followers) s.any_f16 |= f->kv_type() == kv::KvType::kF16;
+  }
   resize(s.x, n * c.n_embd);
   resize(s.xb, n * c.n_embd);
   resize(s.q, n * q_dim);

@@ -6,13 +6,16 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
 #include "core/thread_pool.h"
 #include "io/gguf.h"
+#include "kv/layer_step.h"
 #include "kv/multi_state.h"
 #include "model/config.h"
+#include "model/moved_keys.h"
 #include "model/weights.h"
 
 namespace tova::model {
@@ -57,6 +60,18 @@ struct ForwardScratch {
   kernels::RopeParams moved_cs_params;
   std::vector<int64_t> pos;       // [n_tok]
   std::vector<SequenceRun> runs;  // the batch's sequences
+  // The layer's new keys and values as IEEE half, [n_tok][n_head_kv * head_dim], converted once
+  // per layer when some pool of the batch (a sequence's or a follower's) stores f16.
+  bool any_f16 = false;
+  std::vector<uint16_t> k16, v16;
+  // What one thread needs to step a sequence through a layer, reused (no allocation per step).
+  struct AttendScratch {
+    kv::StepScratch step;
+    MovedKeys moved;
+    std::vector<float> scores;  // [heads][n_slot] the attention kernel's score rows
+  };
+  std::vector<AttendScratch> per_thread;       // [pool threads]
+  std::vector<std::pair<int64_t, int>> order;  // sequences by cost, costliest first
 };
 
 struct ModelOptions {
@@ -108,8 +123,8 @@ class Model {
   // layers different rope parameters) at the positions the multi-state assigns.
   void attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch& s,
                     ThreadPool& pool) const;
-  struct MovedKeys;
-  bool prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) const;
+  void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) const;
+  void prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s) const;
 
   std::unique_ptr<io::GgufFile> file_;
   ModelConfig config_;

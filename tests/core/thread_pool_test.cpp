@@ -60,7 +60,18 @@ TEST(ThreadPool, ForEachDynamicCoversEachIndexOnce) {
     for (int64_t n : {0, 1, 2, 3, 7, 64, 1001}) {
       SCOPED_TRACE(::testing::Message() << "threads " << threads << " n " << n);
       std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-      pool.for_each_dynamic(n, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+      // A thread index is in range and never inside fn on two threads at once.
+      std::vector<std::atomic<int>> inside(static_cast<size_t>(threads));
+      std::atomic<int> bad_thread{0};
+      pool.for_each_dynamic(n, [&](int64_t i, int thread) {
+        if (thread < 0 || thread >= threads || inside[thread].fetch_add(1) != 0) {
+          bad_thread.fetch_add(1);
+          return;
+        }
+        hits[static_cast<size_t>(i)].fetch_add(1);
+        inside[thread].fetch_sub(1);
+      });
+      EXPECT_EQ(bad_thread.load(), 0);
       for (int64_t j = 0; j < n; ++j) ASSERT_EQ(hits[static_cast<size_t>(j)].load(), 1) << j;
     }
   }
@@ -73,7 +84,7 @@ TEST(ThreadPool, ForEachDynamicBalancesUnevenItems) {
   constexpr int kN = 20;
   std::atomic<int> others_done{0};
   std::atomic<bool> waited_out{false};
-  pool.for_each_dynamic(kN, [&](int64_t i) {
+  pool.for_each_dynamic(kN, [&](int64_t i, int) {
     if (i != 0) {
       others_done.fetch_add(1);
       return;

@@ -1,0 +1,124 @@
+#include "kv/layer_step.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace tova::kv {
+
+namespace {
+
+// The step's followers, given what their leader did.
+class Followers {
+ public:
+  Followers(std::span<MultiState* const> followers, int il, int n_head, StepScratch& scratch)
+      : followers_(followers), il_(il), n_head_(n_head), scratch_(scratch) {
+    for (const MultiState* f : followers_) scores_ |= f->score_need() != ScoreNeed::kNone;
+  }
+
+  bool scores() const { return scores_; }
+
+  // Same tokens in the same order into free stacks that hand out the lowest slot first: a
+  // follower's slots match the leader's.
+  void insert(const StepRows& rows, int i, const uint16_t* k16, const uint16_t* v16,
+              std::span<const int32_t> leader_slots) {
+    const float* k = rows.k + static_cast<size_t>(i) * rows.kv_dim;
+    const float* v = rows.v + static_cast<size_t>(i) * rows.kv_dim;
+    for (MultiState* f : followers_) {
+      LayerState& F = f->layer(il_);
+      scratch_.follower_slots.resize(F.n_head_kv());
+      if (k16 != nullptr && F.kv_type() == KvType::kF16) {
+        F.insert_stored(rows.pos[i], k16, v16, scratch_.follower_slots.data());
+      } else {
+        F.insert(rows.pos[i], k, v, scratch_.follower_slots.data());
+      }
+      TOVA_CHECK(
+          std::equal(leader_slots.begin(), leader_slots.end(), scratch_.follower_slots.begin()));
+    }
+  }
+
+  // The leader's probabilities [n_head][its n_slot] as each follower's policy expects them,
+  // [n_head][the follower's n_slot]: every held slot is below both pool sizes.
+  void observe(const LayerState& L, const float* probs) {
+    for (MultiState* f : followers_) {
+      if (f->score_need() == ScoreNeed::kNone) continue;
+      LayerState& F = f->layer(il_);
+      TOVA_CHECK(F.n_held() <= std::min(F.n_slot(), L.n_slot()));
+      scratch_.follower_probs.assign(static_cast<size_t>(n_head_) * F.n_slot(), 0.f);
+      const int n_copy = std::min(F.n_slot(), L.n_slot());
+      for (int h = 0; h < n_head_; ++h) {
+        std::copy_n(probs + static_cast<size_t>(h) * L.n_slot(), n_copy,
+                    &scratch_.follower_probs[static_cast<size_t>(h) * F.n_slot()]);
+      }
+      F.policy().observe(F.view(), scratch_.follower_probs.data());
+    }
+  }
+
+  void check_held() const {
+    for (const MultiState* f : followers_) {
+      TOVA_CHECK(f->layer(il_).n_held() <= f->holds_all_until());
+    }
+  }
+
+ private:
+  std::span<MultiState* const> followers_;
+  int il_;
+  int n_head_;
+  StepScratch& scratch_;
+  bool scores_ = false;
+};
+
+}  // namespace
+
+void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
+                const StepRows& rows, int n_head, StepAttention& attention, StepScratch& scratch) {
+  LayerState& L = ms.layer(il);
+  Followers fw(followers, il, n_head, scratch);
+  const bool own_scores = ms.score_need() != ScoreNeed::kNone;
+  const bool scores = own_scores || fw.scores();
+  scratch.slots.resize(L.n_head_kv());
+
+  auto join = [&](int t) {
+    const int i = rows.idx[t];
+    const size_t off = static_cast<size_t>(i) * rows.kv_dim;
+    const uint16_t* k16 = rows.k16 != nullptr ? rows.k16 + off : nullptr;
+    const uint16_t* v16 = rows.v16 != nullptr ? rows.v16 + off : nullptr;
+    if (k16 != nullptr && L.kv_type() == KvType::kF16) {
+      L.insert_stored(rows.pos[i], k16, v16, scratch.slots.data());
+    } else {
+      L.insert(rows.pos[i], rows.k + off, rows.v + off, scratch.slots.data());
+    }
+    fw.insert(rows, i, k16, v16, scratch.slots);
+  };
+  auto attend = [&](int t) {
+    float* probs = nullptr;
+    if (scores) {
+      scratch.probs.assign(static_cast<size_t>(n_head) * L.n_slot(), 0.f);
+      probs = scratch.probs.data();
+    }
+    attention.attend(L, t, probs);
+    if (own_scores) L.policy().observe(L.view(), probs);
+    if (fw.scores()) fw.observe(L, probs);
+  };
+
+  const int n_tok = static_cast<int>(rows.idx.size());
+  if (ms.budget() >= 0 && ms.max_new() > 1) {
+    // chunk:C. Mapped positions are a function of the held positions up to each state, so one
+    // rotation of the held keys serves every query of the chunk (the causal mask hides later
+    // chunk tokens).
+    for (int t = 0; t < n_tok; ++t) join(t);
+    attention.joined(L);
+    for (int t = 0; t < n_tok; ++t) attend(t);
+    L.evict(rows.pos[rows.idx[n_tok - 1]]);
+  } else {
+    for (int t = 0; t < n_tok; ++t) {
+      join(t);
+      attention.joined(L);
+      attend(t);
+      L.evict(rows.pos[rows.idx[t]]);
+      fw.check_held();
+    }
+  }
+}
+
+}  // namespace tova::kv

@@ -1,0 +1,57 @@
+// The step of a multi-state, one layer at a time: the order in which a sequence's new tokens
+// join, attend, are observed by the policy and make it evict (spec/POLICIES.md), and the
+// sequences that ride along (model::Follower). The arithmetic of attending is the model's: it
+// hands a StepAttention in, and this file decides only when it runs.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/multi_state.h"
+
+namespace tova::kv {
+
+// This step's new rows of one sequence in one layer. Token t of the step is row idx[t] of the
+// batch arrays.
+struct StepRows {
+  std::span<const int> idx;
+  const int64_t* pos = nullptr;  // [batch] original positions
+  const float* k = nullptr;      // [batch][kv_dim], as the pool stores keys (see positions)
+  const float* v = nullptr;      // [batch][kv_dim]
+  // The same rows as IEEE half, converted once for the batch; null when no pool in the batch
+  // stores f16 (a f16 pool then converts the row itself).
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
+  int kv_dim = 0;  // n_head_kv * head_dim
+};
+
+// What the model does between joining and evicting.
+class StepAttention {
+ public:
+  virtual ~StepAttention() = default;
+  // Tokens joined L (and their queries are about to attend): the modes that move positions
+  // rotate the held keys here.
+  virtual void joined(const LayerState& L) { (void)L; }
+  // Token t of the step attends over what L holds. probs: [n_head][L.n_slot()] receives the
+  // post-softmax probabilities (0 for slots not seen), or null when no policy scores.
+  virtual void attend(const LayerState& L, int t, float* probs) = 0;
+};
+
+// Buffers of a step, reused across layers, sequences and calls (one per thread).
+struct StepScratch {
+  std::vector<float> probs;                    // [n_head][n_slot]
+  std::vector<float> follower_probs;           // [n_head][a follower's n_slot]
+  std::vector<int32_t> slots, follower_slots;  // [n_head_kv]
+};
+
+// Layer il of `ms` takes the step's tokens and `followers` (exact states at ms's position that
+// hold every token of the step without evicting) take the same keys and values and, if they
+// score, the same probabilities. Exact processing: each token joins, attends, the policy
+// observes and the cache evicts, one token after the other. Chunked prefill (a bounded state
+// with max_new > 1): the whole chunk joins, every token attends causally, and the cache evicts
+// once, after the chunk's last token.
+void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
+                const StepRows& rows, int n_head, StepAttention& attention, StepScratch& scratch);
+
+}  // namespace tova::kv
