@@ -29,6 +29,10 @@ struct SlotView {
   int n_slot = 0;     // slots per KV head
   int n_held = 0;     // states held per KV head (every KV head holds the same number)
   const int64_t* pos = nullptr;  // [n_head_kv][n_slot] original positions; -1 marks a free slot
+  // Every held state lies in a slot below this (-1: n_slot): a policy's per-step work covers
+  // slots [0, end()), what is held, not the k + C slots a chunked pool allocates.
+  int slot_end = -1;
+  int end() const { return slot_end < 0 ? n_slot : slot_end; }
 };
 
 class KvPolicy {

@@ -57,7 +57,8 @@ SlotView LayerState::view() const {
                   .n_head_kv = n_head_kv_,
                   .n_slot = n_slot_,
                   .n_held = n_held_,
-                  .pos = pos_.data()};
+                  .pos = pos_.data(),
+                  .slot_end = slot_end_};
 }
 
 void LayerState::grow() {

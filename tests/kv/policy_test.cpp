@@ -258,6 +258,27 @@ TEST(Chunked, H2oAccumulatesEveryRowOfTheChunk) {
   EXPECT_EQ(h.held(0), (Held{0, 3}));
 }
 
+TEST(Chunked, HeldStatesPackLowAndH2oScoresFollowThem) {
+  Harness h("h2o", 2, /*max_new=*/4);  // recent 1
+  for (int i = 0; i < 4; ++i) h.insert();
+  h.observe(same({16, 0, 0, 0}));
+  h.observe(same({2, 7, 6, 1}));  // acc 18 7 6 1: pos2 and pos1 go, pos0 and pos3 stay
+  EXPECT_EQ(h.layer().evict_to(2), 2);
+  // pos3 moved from slot 3 into the freed slot 1, so the next step reads slots 0..2 only.
+  EXPECT_EQ(h.layer().slot_end(), 2);
+  EXPECT_EQ(h.layer().view().end(), 2);
+  for (int g = 0; g < kHeadKv; ++g) {
+    EXPECT_EQ(h.layer().pos()[g * h.layer().n_slot() + 1], 3) << "KV head " << g;
+  }
+  h.insert();  // pos4 joins slot 2
+  EXPECT_EQ(h.layer().slot_end(), 3);
+  // acc: pos0 18, pos3 1 + 12 = 13 (its score moved with it; slot 1's old 7 would give 19),
+  // pos4 4 (recent, protected): pos3 goes.
+  h.observe(same({0, 0, 0, 12, 4}));
+  EXPECT_EQ(h.layer().evict_to(2), 1);
+  EXPECT_EQ(h.held(0), (Held{0, 4}));
+}
+
 TEST(MultiState, BoundedPoliciesAllocateOnceAndFullGrows) {
   Harness w("tova", 8);
   const uint64_t bytes0 = w.state().bytes();

@@ -46,7 +46,7 @@ class H2oPolicy final : public KvPolicy {
     for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
       scoring::group_mean(v, probs, head_wise_, g, mean_.data());
       double* acc = &acc_[static_cast<size_t>(g) * n_slot_];
-      for (int s = 0; s < n_slot_; ++s) acc[s] += mean_[s];
+      for (int s = 0; s < v.end(); ++s) acc[s] += mean_[s];
     }
   }
 
@@ -54,8 +54,8 @@ class H2oPolicy final : public KvPolicy {
     for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
       const int64_t* pos = v.pos + static_cast<int64_t>(g) * v.n_slot;
       const scoring::Protect recent{
-          .keep_from = scoring::recent_threshold(pos, v.n_slot, n_recent_)};
-      scoring::lowest_slots(pos, v.n_slot, &acc_[static_cast<size_t>(g) * n_slot_], recent, n,
+          .keep_from = scoring::recent_threshold(pos, v.end(), n_recent_)};
+      scoring::lowest_slots(pos, v.end(), &acc_[static_cast<size_t>(g) * n_slot_], recent, n,
                             out + g * n);
     }
     if (!head_wise_) scoring::replicate_group0(v, n, out);

@@ -10,13 +10,14 @@ namespace tova::kv::scoring {
 void group_mean(const SlotView& v, const float* probs, bool head_wise, int group, double* out) {
   const int per_group = head_wise ? v.n_head / v.n_head_kv : v.n_head;
   const int h0 = head_wise ? group * per_group : 0;
-  std::fill(out, out + v.n_slot, 0.0);
+  const int end = v.end();
+  std::fill(out, out + end, 0.0);
   for (int h = h0; h < h0 + per_group; ++h) {
     const float* p = probs + static_cast<int64_t>(h) * v.n_slot;
-    for (int s = 0; s < v.n_slot; ++s) out[s] += p[s];
+    for (int s = 0; s < end; ++s) out[s] += p[s];
   }
   const double inv = 1.0 / per_group;
-  for (int s = 0; s < v.n_slot; ++s) out[s] *= inv;
+  for (int s = 0; s < end; ++s) out[s] *= inv;
 }
 
 void lowest_slots(const int64_t* pos_row, int n_slot, const double* score, Protect protect,
@@ -26,8 +27,8 @@ void lowest_slots(const int64_t* pos_row, int n_slot, const double* score, Prote
     int64_t pos;
     int32_t slot;
   };
-  std::vector<Cand> cands;
-  cands.reserve(n_slot);
+  thread_local std::vector<Cand> cands;  // kept: eviction runs at every step
+  cands.clear();
   for (int s = 0; s < n_slot; ++s) {
     const int64_t p = pos_row[s];
     if (p < 0 || p < protect.keep_below || p >= protect.keep_from) continue;
@@ -43,8 +44,8 @@ void lowest_slots(const int64_t* pos_row, int n_slot, const double* score, Prote
 
 int64_t recent_threshold(const int64_t* pos_row, int n_slot, int count) {
   if (count <= 0) return std::numeric_limits<int64_t>::max();
-  std::vector<int64_t> held;
-  held.reserve(n_slot);
+  thread_local std::vector<int64_t> held;
+  held.clear();
   for (int s = 0; s < n_slot; ++s) {
     if (pos_row[s] >= 0) held.push_back(pos_row[s]);
   }

@@ -15,7 +15,8 @@ namespace tova::kv::scoring {
 // its own query heads.
 inline int n_groups(const SlotView& v, bool head_wise) { return head_wise ? v.n_head_kv : 1; }
 
-// out[slot] = mean over the group's query heads of probs[h][slot], in double.
+// out[slot] = mean over the group's query heads of probs[h][slot], in double, for the slots
+// below v.end() (the rest of out is left as it was: nothing is held there).
 void group_mean(const SlotView& v, const float* probs, bool head_wise, int group, double* out);
 
 // Which positions a choice may not touch: pos < keep_below (sinks) or pos >= keep_from (the
@@ -26,7 +27,8 @@ struct Protect {
 };
 
 // The n held slots of one slot row with the lowest (score, position), skipping protected
-// positions; score == nullptr ranks by position alone (oldest first). Writes out[0..n).
+// positions; score == nullptr ranks by position alone (oldest first). Writes out[0..n). Reads
+// slots [0, n_slot): pass SlotView::end(), below which every held state lies.
 void lowest_slots(const int64_t* pos_row, int n_slot, const double* score, Protect protect,
                   int n, int32_t* out);
 

@@ -11,7 +11,7 @@ class SinkPolicy final : public KvPolicy {
   std::unique_ptr<KvPolicy> clone() const override { return std::make_unique<SinkPolicy>(*this); }
   explicit SinkPolicy(int n_sink) : n_sink_(n_sink) {}
   void choose_evictions(const SlotView& v, int n, int32_t* out) override {
-    scoring::lowest_slots(v.pos, v.n_slot, nullptr, {.keep_below = n_sink_}, n, out);
+    scoring::lowest_slots(v.pos, v.end(), nullptr, {.keep_below = n_sink_}, n, out);
     scoring::replicate_group0(v, n, out);
   }
 

@@ -44,7 +44,7 @@ class TovaPolicy final : public KvPolicy {
 
   void choose_evictions(const SlotView& v, int n, int32_t* out) override {
     for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
-      scoring::lowest_slots(v.pos + static_cast<int64_t>(g) * v.n_slot, v.n_slot,
+      scoring::lowest_slots(v.pos + static_cast<int64_t>(g) * v.n_slot, v.end(),
                             &score_[static_cast<size_t>(g) * n_slot_], {}, n, out + g * n);
     }
     if (!head_wise_) scoring::replicate_group0(v, n, out);

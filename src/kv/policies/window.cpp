@@ -9,7 +9,7 @@ class WindowPolicy final : public KvPolicy {
  public:
   std::unique_ptr<KvPolicy> clone() const override { return std::make_unique<WindowPolicy>(*this); }
   void choose_evictions(const SlotView& v, int n, int32_t* out) override {
-    scoring::lowest_slots(v.pos, v.n_slot, nullptr, {}, n, out);
+    scoring::lowest_slots(v.pos, v.end(), nullptr, {}, n, out);
     scoring::replicate_group0(v, n, out);
   }
 };
