@@ -93,7 +93,10 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
   auto attend = [&](int t) {
     float* probs = nullptr;
     if (scores) {
-      scratch.probs.assign(static_cast<size_t>(n_head) * L.n_slot(), 0.f);
+      // StepAttention::attend writes every entry: no clearing (it would cost the slots
+      // allocated, k + C after chunks, not the slots held).
+      const size_t n = static_cast<size_t>(n_head) * L.n_slot();
+      if (scratch.probs.size() < n) scratch.probs.resize(n);
       probs = scratch.probs.data();
     }
     attention.attend(L, t, probs);

@@ -34,7 +34,8 @@ class StepAttention {
   // rotate the held keys here.
   virtual void joined(const LayerState& L) { (void)L; }
   // Token t of the step attends over what L holds. probs: [n_head][L.n_slot()] receives the
-  // post-softmax probabilities (0 for slots not seen), or null when no policy scores.
+  // post-softmax probabilities, every entry written (0 for slots not seen: the buffer holds
+  // the previous token's), or null when no policy scores.
   virtual void attend(const LayerState& L, int t, float* probs) = 0;
 };
 
