@@ -8,6 +8,17 @@ namespace tova::kv {
 
 namespace {
 
+// Writes batch row i into L: the batch's f16 copy when L stores f16 and one was made, else the
+// float row (converted by L if it stores f16).
+void insert_row(LayerState& L, const StepRows& rows, int i, int32_t* slots) {
+  const size_t off = static_cast<size_t>(i) * rows.kv_dim;
+  if (rows.k16 != nullptr && L.kv_type() == KvType::kF16) {
+    L.insert_stored(rows.pos[i], rows.k16 + off, rows.v16 + off, slots);
+  } else {
+    L.insert(rows.pos[i], rows.k + off, rows.v + off, slots);
+  }
+}
+
 // The step's followers, given what their leader did.
 class Followers {
  public:
@@ -20,18 +31,11 @@ class Followers {
 
   // Same tokens in the same order into free stacks that hand out the lowest slot first: a
   // follower's slots match the leader's.
-  void insert(const StepRows& rows, int i, const uint16_t* k16, const uint16_t* v16,
-              std::span<const int32_t> leader_slots) {
-    const float* k = rows.k + static_cast<size_t>(i) * rows.kv_dim;
-    const float* v = rows.v + static_cast<size_t>(i) * rows.kv_dim;
+  void insert(const StepRows& rows, int i, std::span<const int32_t> leader_slots) {
     for (MultiState* f : followers_) {
       LayerState& F = f->layer(il_);
       scratch_.follower_slots.resize(F.n_head_kv());
-      if (k16 != nullptr && F.kv_type() == KvType::kF16) {
-        F.insert_stored(rows.pos[i], k16, v16, scratch_.follower_slots.data());
-      } else {
-        F.insert(rows.pos[i], k, v, scratch_.follower_slots.data());
-      }
+      insert_row(F, rows, i, scratch_.follower_slots.data());
       TOVA_CHECK(
           std::equal(leader_slots.begin(), leader_slots.end(), scratch_.follower_slots.begin()));
     }
@@ -80,15 +84,8 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
 
   auto join = [&](int t) {
     const int i = rows.idx[t];
-    const size_t off = static_cast<size_t>(i) * rows.kv_dim;
-    const uint16_t* k16 = rows.k16 != nullptr ? rows.k16 + off : nullptr;
-    const uint16_t* v16 = rows.v16 != nullptr ? rows.v16 + off : nullptr;
-    if (k16 != nullptr && L.kv_type() == KvType::kF16) {
-      L.insert_stored(rows.pos[i], k16, v16, scratch.slots.data());
-    } else {
-      L.insert(rows.pos[i], rows.k + off, rows.v + off, scratch.slots.data());
-    }
-    fw.insert(rows, i, k16, v16, scratch.slots);
+    insert_row(L, rows, i, scratch.slots.data());
+    fw.insert(rows, i, scratch.slots);
   };
   auto attend = [&](int t) {
     float* probs = nullptr;
