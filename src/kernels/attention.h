@@ -49,4 +49,16 @@ void attention(const AttentionArgs& a);
 // Plain scalar reference (double accumulation).
 void attention_ref(const AttentionArgs& a);
 
+// attention() in three passes, for splitting ONE token's attention over threads with the same
+// bits as attention(): every part of a pass must have finished before the next pass starts.
+// rows: [n_head][n_slot] score rows (a.probs when the probabilities are wanted); a.scratch is
+// not used.
+// 1. Scores of slots [slot_begin, slot_end) (a part of [0, a.slot_end)) for the heads
+//    [a.head_begin, a.head_end); unseen slots -inf. Each score is its own dot product.
+void attention_scores(const AttentionArgs& a, float* rows, int slot_begin, int slot_end);
+// 2. Softmax of the rows of heads [head_begin, head_end).
+void attention_normalize(const AttentionArgs& a, float* rows, int head_begin, int head_end);
+// 3. Outputs of heads [a.head_begin, a.head_end).
+void attention_outputs(const AttentionArgs& a, const float* rows);
+
 }  // namespace tova::kernels

@@ -280,44 +280,97 @@ HWY_INLINE void ForHeadBlocks(int n, F&& fn) {
   if (j < n) fn.template operator()<1>(j);
 }
 
-// One KV head and query heads [h0, h1) of its group. rows[j] is head h0 + j's [n_slot] row.
+// One KV head g and query heads [h0, h1) of its group: the pointers and sizes the passes share.
 // T: the element type the score and output loops read, float or (F16 in registers) uint16_t.
-template <class T, class D>
-void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* const* rows,
-                 float* tile_buf) {
-  const int n_head_here = h1 - h0;
-  const int hd = a.head_dim;
-  const int n_slot = a.n_slot;  // stride of pos and of the K/V rows
-  const int end = a.slot_end < 0 ? n_slot : a.slot_end;  // slots read
-  const size_t row_stride = static_cast<size_t>(hd);
-  const size_t kv_off = static_cast<size_t>(g) * n_slot * row_stride;
-  const int64_t* pos = a.pos + static_cast<size_t>(g) * n_slot;
-  const int tile = tile_buf ? std::min(kMaxTile, std::max(4, kTileFloats / hd) / 4 * 4) : kMaxTile;
-  const float neg_inf = -HUGE_VALF;
-
-  const float* q[16];
-  float* out[16];
-  // Groups above 16 heads are processed 16 at a time by the caller.
-  for (int j = 0; j < n_head_here; ++j) {
-    q[j] = a.q + static_cast<size_t>(h0 + j) * row_stride;
-    out[j] = a.out + static_cast<size_t>(h0 + j) * row_stride;
+template <class T>
+class GroupPass {
+ public:
+  GroupPass(const AttentionArgs& a, int g, int h0, int h1, float* tile_buf)
+      : a_(a),
+        n_head_here_(h1 - h0),
+        hd_(a.head_dim),
+        end_(a.slot_end < 0 ? a.n_slot : a.slot_end),
+        row_stride_(static_cast<size_t>(a.head_dim)),
+        kv_off_(static_cast<size_t>(g) * a.n_slot * row_stride_),
+        pos_(a.pos + static_cast<size_t>(g) * a.n_slot),
+        tile_(tile_buf ? std::min(kMaxTile, std::max(4, kTileFloats / hd_) / 4 * 4) : kMaxTile),
+        tile_buf_(tile_buf) {
+    // Groups above 16 heads are processed 16 at a time by the callers.
+    for (int j = 0; j < n_head_here_; ++j) {
+      q_[j] = a.q + static_cast<size_t>(h0 + j) * row_stride_;
+      out_[j] = a.out + static_cast<size_t>(h0 + j) * row_stride_;
+    }
   }
 
-  int live[kMaxTile];
-  const T* krows[kMaxTile + 3];
+  int end() const { return end_; }
+
+  // Pass 1 over slots [s_begin, s_end) (within [0, end)): rows[j][s] = the scaled (and
+  // soft-capped) score of head h0 + j, -inf for unseen slots. Each score is its own dot
+  // product, so any split of the slots gives the same bits.
+  template <class D>
+  void Scores(D d, int s_begin, int s_end, float* const* rows) {
+    const float neg_inf = -HUGE_VALF;
+    const T* krows[kMaxTile + 3];
+    for (int s0 = s_begin; s0 < s_end; s0 += tile_) {
+      const int n = std::min(tile_, s_end - s0);
+      for (int s = s0; s < s0 + n; ++s) {
+        if (!visible(pos_[s], a_)) {
+          for (int j = 0; j < n_head_here_; ++j) rows[j][s] = neg_inf;
+        }
+      }
+      const int n_live = Gather(s0, n, a_.k, krows);
+      if (n_live == 0) continue;
+      // Pad to a multiple of 4 with the last row; the padded scores are dropped.
+      for (int i = n_live; i < n_live + 3; ++i) krows[i] = krows[n_live - 1];
+      for (int i = 0; i < n_live; i += 4) {
+        const int m = std::min(4, n_live - i);
+        ForHeadBlocks(n_head_here_, [&]<int kH>(int j) {
+          ScoreHeads<kH>(d, q_ + j, krows + i, live_ + i, m, hd_, a_.scale, rows + j);
+        });
+      }
+    }
+    // Soft-capping of the seen scores (unseen ones stay -inf), per element: a head's result
+    // does not depend on the others.
+    if (a_.softcap > 0.f) {
+      const float inv_cap = 1.f / a_.softcap;
+      for (int j = 0; j < n_head_here_; ++j) {
+        float* r = rows[j];
+        for (int s = s_begin; s < s_end; ++s) {
+          if (r[s] != neg_inf) r[s] = a_.softcap * std::tanh(r[s] * inv_cap);
+        }
+      }
+    }
+  }
+
+  // Pass 3: out = the sum over the visible slots, in slot order, of p[j][slot] * v_row.
+  template <class D>
+  void Outputs(D d, const float* const* p) {
+    for (int j = 0; j < n_head_here_; ++j) std::memset(out_[j], 0, row_stride_ * sizeof(float));
+    const T* vrows[kMaxTile];
+    for (int s0 = 0; s0 < end_; s0 += tile_) {
+      const int n = std::min(tile_, end_ - s0);
+      const int n_live = Gather(s0, n, a_.v, vrows);
+      if (n_live == 0) continue;
+      ForHeadBlocks(n_head_here_, [&]<int kH>(int j) {
+        AccumulateHeads<kH>(d, p + j, live_, vrows, n_live, hd_, out_ + j);
+      });
+    }
+  }
+
+ private:
   // Lists the visible slots of tile [s0, s0 + n) and points `rows_out` at their K or V rows
   // (converted into tile_buf when stored as F16 and read as float).
-  auto gather = [&](int s0, int n, const void* base, const T** rows_out) {
+  int Gather(int s0, int n, const void* base, const T** rows_out) {
     int n_live = 0;
     for (int s = s0; s < s0 + n; ++s) {
-      if (visible(pos[s], a)) live[n_live++] = s;
+      if (visible(pos_[s], a_)) live_[n_live++] = s;
     }
     for (int i = 0; i < n_live; ++i) {
-      const size_t off = kv_off + static_cast<size_t>(live[i]) * row_stride;
+      const size_t off = kv_off_ + static_cast<size_t>(live_[i]) * row_stride_;
       if constexpr (std::is_same_v<T, float>) {
-        if (a.kv_f16) {
-          float* dst = tile_buf + static_cast<size_t>(i) * row_stride;
-          ConvertRowF16(static_cast<const uint16_t*>(base) + off, dst, hd);
+        if (a_.kv_f16) {
+          float* dst = tile_buf_ + static_cast<size_t>(i) * row_stride_;
+          ConvertRowF16(static_cast<const uint16_t*>(base) + off, dst, hd_);
           rows_out[i] = dst;
         } else {
           rows_out[i] = static_cast<const float*>(base) + off;
@@ -327,66 +380,87 @@ void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* cons
       }
     }
     return n_live;
-  };
-
-  // Pass 1: scores (unseen slots -inf).
-  for (int s0 = 0; s0 < end; s0 += tile) {
-    const int n = std::min(tile, end - s0);
-    for (int s = s0; s < s0 + n; ++s) {
-      if (!visible(pos[s], a)) {
-        for (int j = 0; j < n_head_here; ++j) rows[j][s] = neg_inf;
-      }
-    }
-    const int n_live = gather(s0, n, a.k, krows);
-    if (n_live == 0) continue;
-    // Pad to a multiple of 4 with the last row; the padded scores are dropped.
-    for (int i = n_live; i < n_live + 3; ++i) krows[i] = krows[n_live - 1];
-    for (int i = 0; i < n_live; i += 4) {
-      const int m = std::min(4, n_live - i);
-      ForHeadBlocks(n_head_here, [&]<int kH>(int j) {
-        ScoreHeads<kH>(d, q + j, krows + i, live + i, m, hd, a.scale, rows + j);
-      });
-    }
   }
 
-  // Soft-capping of the seen scores (unseen ones stay -inf), per element: a head's result does
-  // not depend on the others.
-  if (a.softcap > 0.f) {
-    const float inv_cap = 1.f / a.softcap;
-    for (int j = 0; j < n_head_here; ++j) {
-      float* r = rows[j];
-      for (int s = 0; s < end; ++s) {
-        if (r[s] != neg_inf) r[s] = a.softcap * std::tanh(r[s] * inv_cap);
-      }
-    }
-  }
+  const AttentionArgs& a_;
+  int n_head_here_;
+  int hd_;
+  int end_;  // slots read: [0, end)
+  size_t row_stride_;
+  size_t kv_off_;
+  const int64_t* pos_;
+  int tile_;
+  float* tile_buf_;
+  const float* q_[16];
+  float* out_[16];
+  int live_[kMaxTile];
+};
 
-  // Pass 2: softmax per head.
+// Pass 2 for one head's row: softmax over the slots read; when probabilities were asked for,
+// the slots not read are not seen (probability 0). Returns false when no slot is visible.
+bool NormalizeRow(const AttentionArgs& a, float* row) {
+  const int end = a.slot_end < 0 ? a.n_slot : a.slot_end;
+  const bool any = SoftmaxRow(row, end);
+  if (a.probs != nullptr && end < a.n_slot) std::fill(row + end, row + a.n_slot, 0.f);
+  return any;
+}
+
+// One KV head and query heads [h0, h1) of its group, all three passes. rows[j] is head h0 + j's
+// [n_slot] row.
+template <class T, class D>
+void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* const* rows,
+                 float* tile_buf) {
+  GroupPass<T> pass(a, g, h0, h1, tile_buf);
+  pass.Scores(d, 0, pass.end(), rows);
   bool any = false;
-  for (int j = 0; j < n_head_here; ++j) any = SoftmaxRow(rows[j], end) || any;
-  if (a.probs != nullptr && end < n_slot) {  // slots not read are not seen: probability 0
-    for (int j = 0; j < n_head_here; ++j) std::fill(rows[j] + end, rows[j] + n_slot, 0.f);
+  for (int j = 0; j < h1 - h0; ++j) any = NormalizeRow(a, rows[j]) || any;
+  if (!any) {  // nothing visible: output 0
+    for (int j = 0; j < h1 - h0; ++j) {
+      std::memset(a.out + static_cast<size_t>(h0 + j) * a.head_dim, 0,
+                  static_cast<size_t>(a.head_dim) * sizeof(float));
+    }
+    return;
   }
-  for (int j = 0; j < n_head_here; ++j) std::memset(out[j], 0, row_stride * sizeof(float));
-  if (!any) return;  // nothing visible: output 0
+  pass.Outputs(d, rows);
+}
 
-  // Pass 3: outputs, accumulated over the visible slots in slot order.
-  const T* vrows[kMaxTile];
-  const float* const* p = rows;
-  for (int s0 = 0; s0 < end; s0 += tile) {
-    const int n = std::min(tile, end - s0);
-    const int n_live = gather(s0, n, a.v, vrows);
-    if (n_live == 0) continue;
-    ForHeadBlocks(n_head_here, [&]<int kH>(int j) {
-      AccumulateHeads<kH>(d, p + j, live, vrows, n_live, hd, out + j);
-    });
+// Where a kernel keeps F16 K/V rows it reads as float (targets without F16C): a tile on the
+// stack, or on the heap for huge heads.
+class TileBuffer {
+ public:
+  explicit TileBuffer(const AttentionArgs& a) {
+    if (!a.kv_f16 || TOVA_ATTN_F16_IN_REGISTERS) return;
+    if (a.head_dim <= kTileFloats / 4) {
+      ptr_ = stack_;
+    } else {
+      heap_.resize(static_cast<size_t>(4) * a.head_dim);  // huge heads: 4-slot tiles
+      ptr_ = heap_.data();
+    }
+  }
+  float* get() { return ptr_; }
+
+ private:
+  HWY_ALIGN float stack_[kTileFloats];
+  std::vector<float> heap_;
+  float* ptr_ = nullptr;
+};
+
+// Calls fn(g, h0, h1) for the runs of heads in [head_begin, head_end) that share a KV head, at
+// most `most` heads per run.
+template <class F>
+void ForGroupRuns(const AttentionArgs& a, int most, F&& fn) {
+  const int head_end = a.head_end < 0 ? a.n_head : a.head_end;
+  const int group = a.n_head / a.n_head_kv;
+  for (int h0 = a.head_begin; h0 < head_end;) {
+    const int g = h0 / group;
+    const int h1 = std::min({head_end, (g + 1) * group, h0 + most});
+    fn(g, h0, h1);
+    h0 = h1;
   }
 }
 
 template <class D>
 void AttentionWith(D d, const AttentionArgs& a) {
-  const int head_end = a.head_end < 0 ? a.n_head : a.head_end;
-  const int group = a.n_head / a.n_head_kv;
   TOVA_DCHECK(a.head_dim > 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0);
   TOVA_DCHECK(a.probs != nullptr || a.scratch != nullptr);
   TOVA_DCHECK(a.slot_end <= a.n_slot);
@@ -395,45 +469,74 @@ void AttentionWith(D d, const AttentionArgs& a) {
   const int rows_fit =
       a.probs ? 16
               : static_cast<int>(std::clamp<int64_t>(scratch_size / std::max(a.n_slot, 1), 1, 16));
-
-  std::vector<float> heap_buf;
-  HWY_ALIGN float stack_buf[kTileFloats];
-  float* tile_buf = nullptr;
-  const bool f16_in_registers = a.kv_f16 && TOVA_ATTN_F16_IN_REGISTERS;
-  if (a.kv_f16 && !f16_in_registers) {
-    if (a.head_dim <= kTileFloats / 4) {
-      tile_buf = stack_buf;
-    } else {
-      heap_buf.resize(static_cast<size_t>(4) * a.head_dim);  // huge heads: 4-slot tiles
-      tile_buf = heap_buf.data();
-    }
-  }
-
+  TileBuffer tile(a);
   float* rows[16];
-  for (int h0 = a.head_begin; h0 < head_end;) {
-    const int g = h0 / group;
-    const int h1 = std::min({head_end, (g + 1) * group, h0 + rows_fit});
+  ForGroupRuns(a, rows_fit, [&](int g, int h0, int h1) {
     for (int j = 0; j < h1 - h0; ++j) {
       rows[j] = a.probs ? a.probs + static_cast<size_t>(h0 + j) * a.n_slot
                         : a.scratch + static_cast<size_t>(j) * a.n_slot;
     }
-    if (f16_in_registers) {
-      AttendGroup<uint16_t>(d, a, g, h0, h1, rows, tile_buf);
+    if (a.kv_f16 && TOVA_ATTN_F16_IN_REGISTERS) {
+      AttendGroup<uint16_t>(d, a, g, h0, h1, rows, tile.get());
     } else {
-      AttendGroup<float>(d, a, g, h0, h1, rows, tile_buf);
+      AttendGroup<float>(d, a, g, h0, h1, rows, tile.get());
     }
-    h0 = h1;
-  }
+  });
+}
+
+// The split passes (attention.h): rows is [n_head][n_slot].
+template <class D>
+void ScoresWith(D d, const AttentionArgs& a, float* rows_all, int s_begin, int s_end) {
+  TileBuffer tile(a);
+  float* rows[16];
+  ForGroupRuns(a, 16, [&](int g, int h0, int h1) {
+    for (int j = 0; j < h1 - h0; ++j) rows[j] = rows_all + static_cast<size_t>(h0 + j) * a.n_slot;
+    if (a.kv_f16 && TOVA_ATTN_F16_IN_REGISTERS) {
+      GroupPass<uint16_t>(a, g, h0, h1, tile.get()).Scores(d, s_begin, s_end, rows);
+    } else {
+      GroupPass<float>(a, g, h0, h1, tile.get()).Scores(d, s_begin, s_end, rows);
+    }
+  });
+}
+
+template <class D>
+void OutputsWith(D d, const AttentionArgs& a, const float* rows_all) {
+  TileBuffer tile(a);
+  const float* rows[16];
+  ForGroupRuns(a, 16, [&](int g, int h0, int h1) {
+    for (int j = 0; j < h1 - h0; ++j) rows[j] = rows_all + static_cast<size_t>(h0 + j) * a.n_slot;
+    if (a.kv_f16 && TOVA_ATTN_F16_IN_REGISTERS) {
+      GroupPass<uint16_t>(a, g, h0, h1, tile.get()).Outputs(d, rows);
+    } else {
+      GroupPass<float>(a, g, h0, h1, tile.get()).Outputs(d, rows);
+    }
+  });
+}
+
+// The widest vector that divides head_dim, so rows need no tails.
+template <class F>
+void WithRowVector(int hd, F&& fn) {
+  const DF df;
+  if (hd % static_cast<int>(hn::Lanes(df)) == 0) return fn(df);
+  if (hd % 8 == 0) return fn(hn::CappedTag<float, 8>());
+  if (hd % 4 == 0) return fn(hn::CappedTag<float, 4>());
+  fn(hn::CappedTag<float, 1>());
 }
 
 void Attention(const AttentionArgs& a) {
-  // The widest vector that divides head_dim, so rows need no tails.
-  const DF df;
-  const int hd = a.head_dim;
-  if (hd % static_cast<int>(hn::Lanes(df)) == 0) return AttentionWith(df, a);
-  if (hd % 8 == 0) return AttentionWith(hn::CappedTag<float, 8>(), a);
-  if (hd % 4 == 0) return AttentionWith(hn::CappedTag<float, 4>(), a);
-  AttentionWith(hn::CappedTag<float, 1>(), a);
+  WithRowVector(a.head_dim, [&](auto d) { AttentionWith(d, a); });
+}
+
+void AttentionScores(const AttentionArgs& a, float* rows, int s_begin, int s_end) {
+  WithRowVector(a.head_dim, [&](auto d) { ScoresWith(d, a, rows, s_begin, s_end); });
+}
+
+void AttentionNormalize(const AttentionArgs& a, float* rows, int h_begin, int h_end) {
+  for (int h = h_begin; h < h_end; ++h) NormalizeRow(a, rows + static_cast<size_t>(h) * a.n_slot);
+}
+
+void AttentionOutputs(const AttentionArgs& a, const float* rows) {
+  WithRowVector(a.head_dim, [&](auto d) { OutputsWith(d, a, rows); });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -444,9 +547,24 @@ HWY_AFTER_NAMESPACE();
 namespace tova::kernels {
 namespace attn_hwy {
 HWY_EXPORT(Attention);
+HWY_EXPORT(AttentionScores);
+HWY_EXPORT(AttentionNormalize);
+HWY_EXPORT(AttentionOutputs);
 }  // namespace attn_hwy
 
 void attention(const AttentionArgs& a) { HWY_DYNAMIC_DISPATCH(attn_hwy::Attention)(a); }
+
+void attention_scores(const AttentionArgs& a, float* rows, int slot_begin, int slot_end) {
+  HWY_DYNAMIC_DISPATCH(attn_hwy::AttentionScores)(a, rows, slot_begin, slot_end);
+}
+
+void attention_normalize(const AttentionArgs& a, float* rows, int head_begin, int head_end) {
+  HWY_DYNAMIC_DISPATCH(attn_hwy::AttentionNormalize)(a, rows, head_begin, head_end);
+}
+
+void attention_outputs(const AttentionArgs& a, const float* rows) {
+  HWY_DYNAMIC_DISPATCH(attn_hwy::AttentionOutputs)(a, rows);
+}
 
 }  // namespace tova::kernels
 #endif  // HWY_ONCE

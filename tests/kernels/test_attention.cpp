@@ -204,11 +204,59 @@ void expect_call_invariance(const Problem& pb) {
   }
 }
 
+// attention_scores / attention_normalize / attention_outputs, with the slots and the heads cut
+// into 1-3 parts at awkward points (slots not a multiple of 4, heads inside GQA groups), give
+// the bits of one attention() call: outputs and probabilities. The same with
+// only the lower slots read (slot_end), as after a drop.
+void expect_split_passes_match(const Problem& whole) {
+  const Problem lower = [&] {
+    Problem p = whole;
+    p.slot_end = whole.slot_end >= 0 ? whole.slot_end : whole.su.n_slot / 2 + 1;
+    return p;
+  }();
+  for (const Problem* pb : {&whole, &lower}) {
+    const Shape& su = pb->su;
+    const size_t out_n = static_cast<size_t>(su.n_head) * su.head_dim;
+    const size_t probs_n = static_cast<size_t>(su.n_head) * su.n_slot;
+    std::vector<float> out(out_n), probs(probs_n), scratch(su.n_slot);
+    attention(pb->args(out.data(), probs.data(), scratch.data()));
+    const int end = pb->slot_end < 0 ? su.n_slot : pb->slot_end;
+    for (int parts : {1, 2, 3}) {
+      for (bool with_probs : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << parts << " parts, slot_end " << pb->slot_end
+                                          << (with_probs ? ", probs" : ""));
+        std::vector<float> out2(out_n, -7.f), rows(probs_n, -1.f);
+        const AttentionArgs a = pb->args(out2.data(), with_probs ? rows.data() : nullptr, nullptr);
+        for (int t = 0; t < parts; ++t) {
+          attention_scores(a, rows.data(), end * t / parts, end * (t + 1) / parts);
+        }
+        for (int t = 0; t < parts; ++t) {
+          attention_normalize(a, rows.data(), su.n_head * t / parts, su.n_head * (t + 1) / parts);
+        }
+        for (int t = 0; t < parts; ++t) {
+          AttentionArgs part = a;
+          part.head_begin = su.n_head * t / parts;
+          part.head_end = su.n_head * (t + 1) / parts;
+          attention_outputs(part, rows.data());
+        }
+        ASSERT_EQ(0, std::memcmp(out2.data(), out.data(), out_n * sizeof(float)));
+        if (with_probs) {
+          ASSERT_EQ(0, std::memcmp(rows.data(), probs.data(), probs_n * sizeof(float)));
+        }
+      }
+    }
+  }
+}
+
 class AttentionVsRef : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(AttentionVsRef, Matches) { expect_matches_ref(Problem(GetParam())); }
 
 TEST_P(AttentionVsRef, SameBitsForEveryCallShape) { expect_call_invariance(Problem(GetParam())); }
+
+TEST_P(AttentionVsRef, SplitPassesGiveTheSameBits) {
+  expect_split_passes_match(Problem(GetParam()));
+}
 
 std::vector<Shape> shapes() {
   std::vector<Shape> v = {
@@ -259,6 +307,7 @@ TEST(Attention, EveryTarget) {
       const Problem pb(s, 11);
       expect_matches_ref(pb);
       expect_call_invariance(pb);
+      expect_split_passes_match(pb);
     }
   }
   hwy::SetSupportedTargetsForTest(0);
@@ -288,6 +337,7 @@ TEST(Attention, WindowAndSoftcapMatchRefOnEveryTarget) {
         SCOPED_TRACE(::testing::Message() << "min_pos " << pb.min_pos << " softcap " << cap);
         expect_matches_ref(pb);
         expect_call_invariance(pb);
+        expect_split_passes_match(pb);
       }
     }
   }
