@@ -187,6 +187,12 @@ void add_chat_command(CLI::App& app) {
         s.queue(tk.encode(std::string_view(*text).substr(consumed.size()), false, true));
       }
       consumed = *text;
+      // A `full` cache allocates this turn's tokens before it starts: the copy of a growing
+      // cache happens here, not in the middle of the answer (bounded caches: no-op).
+      if (auto st = s.state().reserve(static_cast<int64_t>(s.history().size()) + f.n_predict);
+          !st.ok()) {
+        throw CLI::RuntimeError(fail(st.message()));
+      }
       std::string answer;
       runtime::Utf8Stream utf8;
       int32_t prev = s.history().back();

@@ -62,7 +62,15 @@ SlotView LayerState::view() const {
 }
 
 void LayerState::grow() {
-  const int new_slot = static_cast<int>(std::min<int64_t>(int64_t{n_slot_} * 2, max_slots_));
+  grow_to(static_cast<int>(std::min<int64_t>(int64_t{n_slot_} * 2, max_slots_)));
+}
+
+void LayerState::reserve(int64_t n_states) {
+  const int want = static_cast<int>(std::min<int64_t>(n_states, max_slots_));
+  if (!bounded_ && want > n_slot_) grow_to(want);
+}
+
+void LayerState::grow_to(int new_slot) {
   TOVA_CHECK(new_slot > n_slot_);
   const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
   std::vector<uint8_t> k(static_cast<size_t>(n_head_kv_) * new_slot * row);
@@ -73,7 +81,11 @@ void LayerState::grow() {
     std::memcpy(&v[g * new_slot * row], &values_[g * n_slot_ * row], n_slot_ * row);
     std::copy_n(&pos_[static_cast<size_t>(g) * n_slot_], n_slot_,
                 &p[static_cast<size_t>(g) * new_slot]);
-    for (int s = new_slot - 1; s >= n_slot_; --s) free_[g].push_back(s);  // stack was empty
+    // The new slots are all above the free ones (a reserve may come before the pool is full):
+    // under them on the stack, so the lowest free slot stays on top.
+    std::vector<int32_t>& f = free_[g];
+    f.insert(f.begin(), static_cast<size_t>(new_slot - n_slot_), 0);
+    for (int i = 0; i < new_slot - n_slot_; ++i) f[i] = new_slot - 1 - i;
   }
   keys_.swap(k);
   values_.swap(v);
@@ -323,6 +335,15 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->layers_.reserve(layers_.size());
   for (const auto& l : layers_) ms->layers_.push_back(std::make_unique<LayerState>(*l));
   return ms;
+}
+
+Status MultiState::reserve(int64_t n_states) {
+  if (n_states > kMaxUnboundedReserve) {
+    return make_error("cannot reserve a cache of {} tokens (at most {})", n_states,
+                      kMaxUnboundedReserve);
+  }
+  for (auto& l : layers_) l->reserve(n_states);
+  return ok_status();
 }
 
 uint64_t MultiState::bytes() const {

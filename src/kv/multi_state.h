@@ -107,6 +107,10 @@ class LayerState {
   int64_t n_evicted() const { return n_evicted_; }
   uint64_t bytes() const;
 
+  // An unbounded pool grows now to hold n_states states (at most its window's worth), so that
+  // no later step pays for copying it; bounded pools never grow (no-op).
+  void reserve(int64_t n_states);
+
   // Replaces the contents with saved ones (session files): positions [n_head_kv][n_slot] (-1 =
   // free), keys and values as keys()/values() lay them out, the policy's state. n_slot must be
   // this layer's, or, for an unbounded layer, any larger size. Every
@@ -117,6 +121,7 @@ class LayerState {
 
  private:
   void grow();
+  void grow_to(int n_slot);  // copies every state into a pool of n_slot slots
   int drop_outside_window(int64_t last_pos);
   int drop_to(int budget);  // evict_to without settle()
   void settle();            // packs held states low after a drop; sets slot_end_
@@ -173,6 +178,10 @@ class MultiState {
   void set_n_seen(int64_t n) { n_seen_ = n; }
   // Bytes of K/V (and position) memory allocated for this sequence.
   uint64_t bytes() const;
+  // An unbounded cache that will hold n_states tokens allocates them now (LayerState::reserve):
+  // the open-ended sessions (chat turns, server requests) call it before a turn, so the copy
+  // of a growing `full` cache happens once there, never inside a decode step.
+  Status reserve(int64_t n_states);
 
  private:
   MultiState() = default;

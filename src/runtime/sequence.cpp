@@ -77,6 +77,10 @@ Result<GenerateStats> generate(const model::Model& m, ThreadPool& pool,
     }
     TOVA_ASSIGN_OR_RETURN(
         session, Session::resume(m, {.cache = o.cache, .sampling = o.sampling}, std::move(d)));
+    // A resumed `full` cache grows once, now, to hold this run.
+    const int64_t n_hold = static_cast<int64_t>(session->history().size()) +
+                           static_cast<int64_t>(prompt.size()) + o.n_predict;
+    TOVA_RETURN_IF_ERROR(session->state().reserve(n_hold));
   } else {
     // A `full` cache holds the whole run from the start: no step pays for growing it.
     CacheOptions cache = o.cache;

@@ -1,5 +1,6 @@
 // LayerState::insert (float rows) and insert_stored (rows already in the storage type) write the
-// same bytes into the same slots, through pool growth and evictions, for f32 and f16 caches.
+// same bytes into the same slots, through pool growth and evictions, for f32 and f16 caches; a
+// reserved pool holds them where a growing one would.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -74,6 +75,58 @@ TEST(LayerStateInsert, StoredRowsEqualConvertedFloatRows) {
       EXPECT_EQ(a->layer(0).n_held(), std::string(policy) == "full" ? 12 : 5);
     }
   }
+}
+
+// MultiState::reserve grows a `full` pool once, keeps every state in its slot, and the tokens
+// after it take the same slots (lowest free first) as in a pool that grew by doubling: same
+// keys, values and positions slot by slot, and no growth until the reserve is used up. Bounded
+// pools ignore it; more than the unbounded limit is an error.
+TEST(LayerStateInsert, ReserveKeepsEverySlotWhereGrowingWouldPutIt) {
+  for (KvType type : {KvType::kF32, KvType::kF16}) {
+    auto grown = make_state("full", type), reserved = make_state("full", type);
+    const size_t elem = type == KvType::kF16 ? 2 : 4;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> dist(0.f, 1.f);
+    for (int t = 0; t < 40; ++t) {
+      if (t == 3) {  // 3 of 4 slots used, one free below the new ones
+        ASSERT_TRUE(reserved->reserve(30).ok());
+        EXPECT_EQ(reserved->layer(0).n_slot(), 30);
+      }
+      std::vector<float> k(kRow), v(kRow);
+      for (float& x : k) x = dist(rng);
+      for (float& x : v) x = dist(rng);
+      int32_t sg[kHeadKv], sr[kHeadKv];
+      grown->layer(0).insert(t, k.data(), v.data(), sg);
+      reserved->layer(0).insert(t, k.data(), v.data(), sr);
+      ASSERT_EQ(sg[0], t);
+      ASSERT_EQ(sr[0], t) << "token " << t << " did not take the lowest free slot";
+      ASSERT_EQ(sr[1], t);
+      if (t >= 3 && t < 30) {
+        EXPECT_EQ(reserved->layer(0).n_slot(), 30) << "grew before the reserve was used";
+      }
+      const LayerState& lg = grown->layer(0);
+      const LayerState& lr = reserved->layer(0);
+      EXPECT_EQ(lr.slot_end(), lg.slot_end());
+      for (int g = 0; g < kHeadKv; ++g) {
+        for (int slot = 0; slot <= t; ++slot) {
+          const size_t rg = (static_cast<size_t>(g) * lg.n_slot() + slot) * kHeadDim * elem;
+          const size_t rr = (static_cast<size_t>(g) * lr.n_slot() + slot) * kHeadDim * elem;
+          ASSERT_EQ(0, std::memcmp(static_cast<const uint8_t*>(lg.keys()) + rg,
+                                   static_cast<const uint8_t*>(lr.keys()) + rr, kHeadDim * elem));
+          ASSERT_EQ(0, std::memcmp(static_cast<const uint8_t*>(lg.values()) + rg,
+                                   static_cast<const uint8_t*>(lr.values()) + rr, kHeadDim * elem));
+          ASSERT_EQ(lg.pos()[g * lg.n_slot() + slot], lr.pos()[g * lr.n_slot() + slot]);
+        }
+      }
+    }
+    EXPECT_EQ(reserved->layer(0).n_slot(), 60);  // past the reserve it doubles as before
+  }
+  auto bounded = make_state("window", KvType::kF32);
+  const int n_slot = bounded->layer(0).n_slot();
+  ASSERT_TRUE(bounded->reserve(1000).ok());
+  EXPECT_EQ(bounded->layer(0).n_slot(), n_slot);
+  auto full = make_state("full", KvType::kF32);
+  EXPECT_FALSE(full->reserve(kMaxUnboundedReserve + 1).ok());
 }
 
 }  // namespace
