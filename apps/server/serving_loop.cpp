@@ -202,9 +202,10 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   }
   a->session->queue(std::span<const int32_t>(r.prompt).subspan(a->reused));
   // A `full` cache allocates now what this request may hold (prompt + max_tokens, within --ctx
-  // as the API checked): a new one once, a reused one copied once here, never a doubling copy
-  // inside a decode step. Bounded caches never grow (no-op).
-  if (auto st = a->session->state().reserve(a->n_prompt + r.max_tokens); !st.ok()) {
+  // as the API checked, and never past --ctx: what admission counted): a new one once, a
+  // reused one copied once here, never a doubling copy inside a decode step. Bounded caches
+  // never grow (no-op).
+  if (auto st = a->session->state().reserve(a->n_prompt + r.max_tokens, o_.ctx); !st.ok()) {
     job->push({.final = true, .error = ApiError{.message = st.message()}});
     return true;
   }

@@ -65,9 +65,12 @@ void LayerState::grow() {
   grow_to(static_cast<int>(std::min<int64_t>(int64_t{n_slot_} * 2, max_slots_)));
 }
 
-void LayerState::reserve(int64_t n_states) {
-  const int want = static_cast<int>(std::min<int64_t>(n_states, max_slots_));
-  if (!bounded_ && want > n_slot_) grow_to(want);
+void LayerState::reserve(int64_t n_states, int64_t at_most) {
+  if (bounded_ || n_states <= n_slot_ || n_slot_ >= max_slots_) return;
+  // At least double, as growing by one token would, so that a conversation reserving a little
+  // more before every turn copies its cache O(log n) times, not once per turn.
+  const int64_t doubled = std::min<int64_t>(int64_t{n_slot_} * 2, at_most);
+  grow_to(static_cast<int>(std::min<int64_t>(std::max(n_states, doubled), max_slots_)));
 }
 
 void LayerState::grow_to(int new_slot) {
@@ -337,12 +340,12 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   return ms;
 }
 
-Status MultiState::reserve(int64_t n_states) {
+Status MultiState::reserve(int64_t n_states, int64_t at_most) {
   if (n_states > kMaxUnboundedReserve) {
     return make_error("cannot reserve a cache of {} tokens (at most {})", n_states,
                       kMaxUnboundedReserve);
   }
-  for (auto& l : layers_) l->reserve(n_states);
+  for (auto& l : layers_) l->reserve(n_states, std::min(at_most, kMaxUnboundedReserve));
   return ok_status();
 }
 

@@ -107,9 +107,10 @@ class LayerState {
   int64_t n_evicted() const { return n_evicted_; }
   uint64_t bytes() const;
 
-  // An unbounded pool grows now to hold n_states states (at most its window's worth), so that
+  // An unbounded pool that holds fewer than n_states slots grows now, to n_states or to twice
+  // its size if that is more (but not past at_most), and never past its window's worth, so that
   // no later step pays for copying it; bounded pools never grow (no-op).
-  void reserve(int64_t n_states);
+  void reserve(int64_t n_states, int64_t at_most);
 
   // Replaces the contents with saved ones (session files): positions [n_head_kv][n_slot] (-1 =
   // free), keys and values as keys()/values() lay them out, the policy's state. n_slot must be
@@ -178,10 +179,11 @@ class MultiState {
   void set_n_seen(int64_t n) { n_seen_ = n; }
   // Bytes of K/V (and position) memory allocated for this sequence.
   uint64_t bytes() const;
-  // An unbounded cache that will hold n_states tokens allocates them now (LayerState::reserve):
-  // the open-ended sessions (chat turns, server requests) call it before a turn, so the copy
-  // of a growing `full` cache happens once there, never inside a decode step.
-  Status reserve(int64_t n_states);
+  // An unbounded cache that will hold n_states tokens allocates them now (LayerState::reserve:
+  // at least doubling, up to at_most slots): the open-ended sessions (chat turns, server
+  // requests) call it before a turn, so the copy of a growing `full` cache happens there, never
+  // inside a decode step.
+  Status reserve(int64_t n_states, int64_t at_most = kMaxUnboundedReserve);
 
  private:
   MultiState() = default;

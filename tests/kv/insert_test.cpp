@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/half.h"
@@ -79,8 +80,9 @@ TEST(LayerStateInsert, StoredRowsEqualConvertedFloatRows) {
 
 // MultiState::reserve grows a `full` pool once, keeps every state in its slot, and the tokens
 // after it take the same slots (lowest free first) as in a pool that grew by doubling: same
-// keys, values and positions slot by slot, and no growth until the reserve is used up. Bounded
-// pools ignore it; more than the unbounded limit is an error.
+// keys, values and positions slot by slot, and no growth until the reserve is used up. A small
+// reserve doubles the pool, within at_most. Bounded pools ignore it; more than the unbounded
+// limit is an error.
 TEST(LayerStateInsert, ReserveKeepsEverySlotWhereGrowingWouldPutIt) {
   for (KvType type : {KvType::kF32, KvType::kF16}) {
     auto grown = make_state("full", type), reserved = make_state("full", type);
@@ -120,6 +122,17 @@ TEST(LayerStateInsert, ReserveKeepsEverySlotWhereGrowingWouldPutIt) {
       }
     }
     EXPECT_EQ(reserved->layer(0).n_slot(), 60);  // past the reserve it doubles as before
+  }
+  // A small reserve still doubles (a conversation reserving a little more before every turn
+  // copies O(log n) times), not past at_most; a reserve already held changes nothing.
+  for (const auto& [n_states, at_most, n_slot] :
+       {std::tuple<int64_t, int64_t, int>{2, kMaxUnboundedReserve, 2},
+        {3, kMaxUnboundedReserve, 4},
+        {3, 3, 3},
+        {9, 4, 9}}) {
+    auto small = make_state("full", KvType::kF32);  // 2 slots
+    ASSERT_TRUE(small->reserve(n_states, at_most).ok());
+    EXPECT_EQ(small->layer(0).n_slot(), n_slot) << n_states << " at most " << at_most;
   }
   auto bounded = make_state("window", KvType::kF32);
   const int n_slot = bounded->layer(0).n_slot();
