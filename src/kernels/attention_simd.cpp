@@ -206,9 +206,9 @@ HWY_INLINE void AccumulateHeads(D d, const float* const* p, const int* live, con
   for (; c < hd; c += nl) AccumulateBlock<kH, 1>(d, p, live, vrows, n, c, out);
 }
 
-// In-place softmax of one head's row; entries equal to -inf (unseen slots) become exactly 0.
-// Returns false (row all zeros) when no slot is visible.
-bool SoftmaxRow(float* x, int n) {
+// In-place softmax of one head's row; entries equal to -inf (unseen slots) become exactly 0,
+// and a row with no visible slot all zeros.
+void SoftmaxRow(float* x, int n) {
   const DF d;
   using V = hn::Vec<DF>;
   const int nl = static_cast<int>(hn::Lanes(d));
@@ -220,7 +220,7 @@ bool SoftmaxRow(float* x, int n) {
   for (; i < n; ++i) mx = std::fmax(mx, x[i]);
   if (mx == neg_inf) {
     std::memset(x, 0, static_cast<size_t>(n) * sizeof(float));
-    return false;
+    return;
   }
 
   // The sum runs in double so that long rows (thousands of slots) keep float-level relative
@@ -261,7 +261,6 @@ bool SoftmaxRow(float* x, int n) {
   const V vinv = hn::Set(d, inv);
   for (i = 0; i + nl <= n; i += nl) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), vinv), d, x + i);
   for (; i < n; ++i) x[i] *= inv;
-  return true;
 }
 
 // Calls fn.template operator()<kH>(j) over heads [0, n) in blocks of kMaxBlockHeads, then
@@ -397,31 +396,12 @@ class GroupPass {
 };
 
 // Pass 2 for one head's row: softmax over the slots read; when probabilities were asked for,
-// the slots not read are not seen (probability 0). Returns false when no slot is visible.
-bool NormalizeRow(const AttentionArgs& a, float* row) {
+// the slots not read are not seen (probability 0). A row with no visible slot becomes all
+// zeros, and so do the outputs pass 3 sums from it.
+void NormalizeRow(const AttentionArgs& a, float* row) {
   const int end = a.slot_end < 0 ? a.n_slot : a.slot_end;
-  const bool any = SoftmaxRow(row, end);
+  SoftmaxRow(row, end);
   if (a.probs != nullptr && end < a.n_slot) std::fill(row + end, row + a.n_slot, 0.f);
-  return any;
-}
-
-// One KV head and query heads [h0, h1) of its group, all three passes. rows[j] is head h0 + j's
-// [n_slot] row.
-template <class T, class D>
-void AttendGroup(D d, const AttentionArgs& a, int g, int h0, int h1, float* const* rows,
-                 float* tile_buf) {
-  GroupPass<T> pass(a, g, h0, h1, tile_buf);
-  pass.Scores(d, 0, pass.end(), rows);
-  bool any = false;
-  for (int j = 0; j < h1 - h0; ++j) any = NormalizeRow(a, rows[j]) || any;
-  if (!any) {  // nothing visible: output 0
-    for (int j = 0; j < h1 - h0; ++j) {
-      std::memset(a.out + static_cast<size_t>(h0 + j) * a.head_dim, 0,
-                  static_cast<size_t>(a.head_dim) * sizeof(float));
-    }
-    return;
-  }
-  pass.Outputs(d, rows);
 }
 
 // Where a kernel keeps F16 K/V rows it reads as float (targets without F16C): a tile on the
@@ -445,16 +425,24 @@ class TileBuffer {
   float* ptr_ = nullptr;
 };
 
-// Calls fn(g, h0, h1) for the runs of heads in [head_begin, head_end) that share a KV head, at
-// most `most` heads per run.
+// Calls fn(pass, h0, h1) for each run of heads in [head_begin, head_end) that share a KV head
+// (at most `most` heads per run), with a GroupPass that reads F16 K/V in registers where the
+// target can.
 template <class F>
-void ForGroupRuns(const AttentionArgs& a, int most, F&& fn) {
+void ForGroupPasses(const AttentionArgs& a, int most, F&& fn) {
+  TileBuffer tile(a);
   const int head_end = a.head_end < 0 ? a.n_head : a.head_end;
   const int group = a.n_head / a.n_head_kv;
   for (int h0 = a.head_begin; h0 < head_end;) {
     const int g = h0 / group;
     const int h1 = std::min({head_end, (g + 1) * group, h0 + most});
-    fn(g, h0, h1);
+    if (a.kv_f16 && TOVA_ATTN_F16_IN_REGISTERS) {
+      GroupPass<uint16_t> pass(a, g, h0, h1, tile.get());
+      fn(pass, h0, h1);
+    } else {
+      GroupPass<float> pass(a, g, h0, h1, tile.get());
+      fn(pass, h0, h1);
+    }
     h0 = h1;
   }
 }
@@ -469,47 +457,35 @@ void AttentionWith(D d, const AttentionArgs& a) {
   const int rows_fit =
       a.probs ? 16
               : static_cast<int>(std::clamp<int64_t>(scratch_size / std::max(a.n_slot, 1), 1, 16));
-  TileBuffer tile(a);
   float* rows[16];
-  ForGroupRuns(a, rows_fit, [&](int g, int h0, int h1) {
+  // One KV head and its query heads [h0, h1), all three passes; rows[j] is head h0 + j's row.
+  ForGroupPasses(a, rows_fit, [&](auto& pass, int h0, int h1) {
     for (int j = 0; j < h1 - h0; ++j) {
       rows[j] = a.probs ? a.probs + static_cast<size_t>(h0 + j) * a.n_slot
                         : a.scratch + static_cast<size_t>(j) * a.n_slot;
     }
-    if (a.kv_f16 && TOVA_ATTN_F16_IN_REGISTERS) {
-      AttendGroup<uint16_t>(d, a, g, h0, h1, rows, tile.get());
-    } else {
-      AttendGroup<float>(d, a, g, h0, h1, rows, tile.get());
-    }
+    pass.Scores(d, 0, pass.end(), rows);
+    for (int j = 0; j < h1 - h0; ++j) NormalizeRow(a, rows[j]);
+    pass.Outputs(d, rows);
   });
 }
 
 // The split passes (attention.h): rows is [n_head][n_slot].
 template <class D>
 void ScoresWith(D d, const AttentionArgs& a, float* rows_all, int s_begin, int s_end) {
-  TileBuffer tile(a);
   float* rows[16];
-  ForGroupRuns(a, 16, [&](int g, int h0, int h1) {
+  ForGroupPasses(a, 16, [&](auto& pass, int h0, int h1) {
     for (int j = 0; j < h1 - h0; ++j) rows[j] = rows_all + static_cast<size_t>(h0 + j) * a.n_slot;
-    if (a.kv_f16 && TOVA_ATTN_F16_IN_REGISTERS) {
-      GroupPass<uint16_t>(a, g, h0, h1, tile.get()).Scores(d, s_begin, s_end, rows);
-    } else {
-      GroupPass<float>(a, g, h0, h1, tile.get()).Scores(d, s_begin, s_end, rows);
-    }
+    pass.Scores(d, s_begin, s_end, rows);
   });
 }
 
 template <class D>
 void OutputsWith(D d, const AttentionArgs& a, const float* rows_all) {
-  TileBuffer tile(a);
   const float* rows[16];
-  ForGroupRuns(a, 16, [&](int g, int h0, int h1) {
+  ForGroupPasses(a, 16, [&](auto& pass, int h0, int h1) {
     for (int j = 0; j < h1 - h0; ++j) rows[j] = rows_all + static_cast<size_t>(h0 + j) * a.n_slot;
-    if (a.kv_f16 && TOVA_ATTN_F16_IN_REGISTERS) {
-      GroupPass<uint16_t>(a, g, h0, h1, tile.get()).Outputs(d, rows);
-    } else {
-      GroupPass<float>(a, g, h0, h1, tile.get()).Outputs(d, rows);
-    }
+    pass.Outputs(d, rows);
   });
 }
 
