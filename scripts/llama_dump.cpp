@@ -1,14 +1,16 @@
 // Golden data from llama.cpp for tova's architecture fixtures. Built OUTSIDE the repository
 // against libllama by scripts/make_arch_goldens.sh (never part of tova's build).
-//   llama_dump MODEL TOKENS.json LOGITS.f32 N_PROMPT N_GREEDY GREEDY.json
+//   llama_dump MODEL TOKENS.json LOGITS.f32 N_PROMPT N_GREEDY GREEDY.json [LAST]
 //   llama_dump --evict K N_SINK MODEL TOKENS.json LOGITS.f32
 // LOGITS.f32: float32 [n_tokens][n_vocab], the logits after every token of TOKENS.json fed in one
 // batch (f32 K/V cache, flash attention off, one thread). GREEDY.json: the N_GREEDY tokens that
 // argmax decoding produces after the first N_PROMPT tokens of TOKENS.json, one token at a time.
+// LAST: only the logits of the last LAST positions are written (long prompts).
 // --evict: the logits of every token fed one at a time while, after each step, the cache drops
 // positions so that it holds at most K: the N_SINK first positions and the most recent others.
 // That is spec/POLICIES.md's `window` (N_SINK 0) and `sink:N` policies with absolute positions
 // (keys cached after RoPE, never re-rotated), computed by llama.cpp's own cache.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -37,11 +39,11 @@ static std::vector<llama_token> read_ids(const char* path) {
   return ids;
 }
 
-static llama_context* new_context(llama_model* model) {
+static llama_context* new_context(llama_model* model, uint32_t n_ctx = 512) {
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 512;
-  cp.n_batch = 512;
-  cp.n_ubatch = 512;
+  cp.n_ctx = n_ctx;
+  cp.n_batch = n_ctx;
+  cp.n_ubatch = n_ctx;
   cp.n_threads = 1;
   cp.n_threads_batch = 1;
   cp.type_k = GGML_TYPE_F32;
@@ -86,8 +88,9 @@ static int evict_mode(char** argv) {
 int main(int argc, char** argv) {
   llama_backend_init();
   if (argc == 7 && std::string(argv[1]) == "--evict") return evict_mode(argv);
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: %s MODEL TOKENS.json LOGITS.f32 N_PROMPT N_GREEDY GREEDY.json\n",
+  if (argc != 7 && argc != 8) {
+    std::fprintf(stderr,
+                 "usage: %s MODEL TOKENS.json LOGITS.f32 N_PROMPT N_GREEDY GREEDY.json [LAST]\n",
                  argv[0]);
     return 2;
   }
@@ -99,9 +102,13 @@ int main(int argc, char** argv) {
   std::vector<llama_token> ids = read_ids(argv[2]);
   const int n_prompt = std::atoi(argv[4]);
   const int n_greedy = std::atoi(argv[5]);
+  const size_t last = argc == 8 ? static_cast<size_t>(std::atoi(argv[7])) : ids.size();
+  // A context that holds the prompt and the greedy tokens (at least llama.cpp's usual 512).
+  uint32_t n_ctx = 512;
+  while (n_ctx < ids.size() + static_cast<size_t>(n_greedy)) n_ctx *= 2;
 
   // All positions in one batch.
-  llama_context* ctx = new_context(model);
+  llama_context* ctx = new_context(model, n_ctx);
   llama_batch b = llama_batch_init(static_cast<int32_t>(ids.size()), 0, 1);
   for (size_t i = 0; i < ids.size(); ++i) {
     b.token[i] = ids[i];
@@ -113,7 +120,7 @@ int main(int argc, char** argv) {
   b.n_tokens = static_cast<int32_t>(ids.size());
   if (llama_decode(ctx, b) != 0) return 1;
   std::FILE* f = std::fopen(argv[3], "wb");
-  for (size_t i = 0; i < ids.size(); ++i) {
+  for (size_t i = ids.size() - std::min(last, ids.size()); i < ids.size(); ++i) {
     std::fwrite(llama_get_logits_ith(ctx, static_cast<int32_t>(i)), sizeof(float), n_vocab, f);
   }
   std::fclose(f);
@@ -121,7 +128,7 @@ int main(int argc, char** argv) {
   llama_free(ctx);
 
   // Greedy decoding after the prompt.
-  ctx = new_context(model);
+  ctx = new_context(model, n_ctx);
   std::vector<llama_token> prompt(ids.begin(), ids.begin() + n_prompt);
   if (llama_decode(ctx, llama_batch_get_one(prompt.data(), n_prompt)) != 0) return 1;
   std::vector<llama_token> out;
