@@ -46,7 +46,8 @@ class KvPolicy {
   virtual std::unique_ptr<KvPolicy> clone() const = 0;
 
   // Internal state beyond the slots (e.g. h2o's accumulated scores), for session files. Its
-  // size depends only on how the policy was made (PolicyArgs), never on tokens seen.
+  // size depends only on how the policy was made (PolicyArgs) and the slots the pool has now
+  // (on_grow), never on tokens seen.
   virtual std::vector<double> state() const { return {}; }
   // Restores what state() returned; an error (nothing changed) if the size does not fit.
   virtual Status set_state(std::span<const double> s) {
@@ -59,6 +60,12 @@ class KvPolicy {
     (void)head_kv;
     (void)slot;
   }
+
+  // The pool grew to n_slot slots (more than before): slots keep their index, the new ones are
+  // free. A policy that keeps per-slot state sizes it here (scoring::SlotTable does); bounded
+  // pools start at what a sequence can reach and double up to k + extra, so every policy with
+  // per-slot state must follow (tests/kv/pool_growth_test.cpp checks each registered policy).
+  virtual void on_grow(int n_slot) { (void)n_slot; }
 
   // The cache moved the state of `from` into the free slot `to` of KV head head_kv (it keeps
   // held states packed low after a chunk, LayerState::evict_to): per-slot state follows it.
@@ -87,7 +94,7 @@ struct PolicyArgs {
   std::optional<int> arg;      // the N of "sink:N"
   int n_head = 0;
   int n_head_kv = 0;
-  int n_slot = 0;              // slots per KV head the cache allocated
+  int n_slot = 0;              // slots per KV head the cache allocated (see on_grow)
 };
 
 }  // namespace tova::kv

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/half.h"
+#include "core/memory.h"
 
 namespace tova::kv {
 
@@ -24,8 +25,7 @@ LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<K
       n_head_(o.n_head),
       budget_(budget),
       window_(window),
-      max_slots_(max_slots),
-      bounded_(n_slot >= max_slots) {
+      max_slots_(max_slots) {
   for (auto& f : free_) {
     f.reserve(n_slot);
     for (int s = n_slot - 1; s >= 0; --s) f.push_back(s);
@@ -49,7 +49,6 @@ LayerState::LayerState(const LayerState& o)
       budget_(o.budget_),
       window_(o.window_),
       max_slots_(o.max_slots_),
-      bounded_(o.bounded_),
       n_evicted_(o.n_evicted_) {}
 
 SlotView LayerState::view() const {
@@ -61,24 +60,38 @@ SlotView LayerState::view() const {
                   .slot_end = slot_end_};
 }
 
-void LayerState::grow() {
-  grow_to(static_cast<int>(std::min<int64_t>(int64_t{n_slot_} * 2, max_slots_)));
-}
-
-void LayerState::reserve(int64_t n_states, int64_t at_most) {
-  if (bounded_ || n_states <= n_slot_ || n_slot_ >= max_slots_) return;
+Status LayerState::reserve(int64_t n_states, int64_t at_most) {
+  if (n_states <= n_slot_ || n_slot_ >= max_slots_) return ok_status();
   // At least double, as growing by one token would, so that a conversation reserving a little
   // more before every turn copies its cache O(log n) times, not once per turn.
   const int64_t doubled = std::min<int64_t>(int64_t{n_slot_} * 2, at_most);
-  grow_to(static_cast<int>(std::min<int64_t>(std::max(n_states, doubled), max_slots_)));
+  return grow_to(static_cast<int>(std::min<int64_t>(std::max(n_states, doubled), max_slots_)));
 }
 
-void LayerState::grow_to(int new_slot) {
-  TOVA_CHECK(new_slot > n_slot_);
+Status LayerState::make_room(int n_new) {
+  const int64_t n_free = static_cast<int64_t>(free_[0].size());
+  if (n_new <= n_free || n_slot_ >= max_slots_) return ok_status();
+  const int64_t want = int64_t{n_slot_} + (n_new - n_free);
+  return grow_to(static_cast<int>(
+      std::min<int64_t>(std::max(want, int64_t{n_slot_} * 2), max_slots_)));
+}
+
+Status LayerState::grow_to(int new_slot) {
+  TOVA_CHECK(new_slot > n_slot_ && new_slot <= max_slots_);
   const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
-  std::vector<uint8_t> k(static_cast<size_t>(n_head_kv_) * new_slot * row);
-  std::vector<uint8_t> v(k.size());
-  std::vector<int64_t> p(static_cast<size_t>(n_head_kv_) * new_slot, -1);
+  std::vector<uint8_t> k, v;
+  std::vector<int64_t> p;
+  const uint64_t bytes = 2ull * n_head_kv_ * new_slot * row;
+  try {
+    k.resize(static_cast<size_t>(n_head_kv_) * new_slot * row);
+    v.resize(k.size());
+    p.assign(static_cast<size_t>(n_head_kv_) * new_slot, -1);
+    for (auto& f : free_) f.reserve(new_slot);
+    policy_->on_grow(new_slot);
+  } catch (const std::bad_alloc&) {
+    return make_error("out of memory growing a K/V pool from {} to {} slots ({} of keys and values)",
+                      n_slot_, new_slot, human_bytes(bytes));
+  }
   for (int g = 0; g < n_head_kv_; ++g) {
     std::memcpy(&k[g * new_slot * row], &keys_[g * n_slot_ * row], n_slot_ * row);
     std::memcpy(&v[g * new_slot * row], &values_[g * n_slot_ * row], n_slot_ * row);
@@ -94,6 +107,7 @@ void LayerState::grow_to(int new_slot) {
   values_.swap(v);
   pos_.swap(p);
   n_slot_ = new_slot;
+  return ok_status();
 }
 
 void LayerState::insert(int64_t pos, const float* k, const float* v, int32_t* slots_out) {
@@ -109,8 +123,8 @@ void LayerState::insert(int64_t pos, const float* k, const float* v, int32_t* sl
 
 void LayerState::insert_stored(int64_t pos, const void* k, const void* v, int32_t* slots_out) {
   if (free_[0].empty()) {
-    TOVA_CHECK(policy_ != nullptr);
-    grow();
+    const Status st = make_room(1);
+    TOVA_CHECK(st.ok());
   }
   const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
   for (int g = 0; g < n_head_kv_; ++g) {
@@ -235,8 +249,9 @@ void LayerState::settle() {
 Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
                            std::span<const uint8_t> values, int64_t n_evicted,
                            std::span<const double> policy_state) {
-  if (n_slot < 1 || n_slot > max_slots_ || (n_slot != n_slot_ && (bounded_ || n_slot < n_slot_))) {
-    return make_error("saved layer has {} slots, this cache {}", n_slot, n_slot_);
+  if (n_slot < n_slot_ || n_slot > max_slots_) {
+    return make_error("saved layer has {} slots, this cache {} to {}", n_slot, n_slot_,
+                      max_slots_);
   }
   const size_t n_pos = static_cast<size_t>(n_head_kv_) * n_slot;
   const size_t n_bytes = n_pos * head_dim_ * elem_bytes_;
@@ -256,6 +271,7 @@ Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<c
     held = h;
   }
   std::unique_ptr<KvPolicy> policy = policy_->clone();
+  policy->on_grow(n_slot);
   TOVA_RETURN_IF_ERROR(policy->set_state(policy_state));
   policy_ = std::move(policy);
   n_slot_ = n_slot;
@@ -297,31 +313,54 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     return make_error("{} sliding windows given for {} layers", o.windows.size(), o.n_layer);
   }
   ms->holds_all_until_ = INT_MAX;
+  // Bytes of one slot of one layer: keys and values of every KV head, and their positions.
+  const uint64_t per_slot = uint64_t(o.n_head_kv) *
+                            (2 * uint64_t(o.head_dim) * (o.kv_type == KvType::kF16 ? 2 : 4) +
+                             sizeof(int64_t));
+  std::vector<int64_t> max_slots(o.n_layer), budgets(o.n_layer);
   for (int il = 0; il < o.n_layer; ++il) {
     const int window = o.windows.empty() ? 0 : o.windows[il];
     if (window < 0 || window == 1) return make_error("invalid sliding window {}", window);
-    int budget = o.policy.bounded() ? o.policy.budget : -1;
-    if (window > 0) budget = budget < 0 ? window - 1 : std::min(budget, window - 1);
-    const int64_t max_slots = budget >= 0 ? int64_t{budget} + o.max_new : INT_MAX;
-    if (max_slots > INT_MAX) return make_error("budget {} is too large", budget);
-    // Bounded policies allocate once (their per-slot state is sized at creation); an unbounded
-    // one grows, up to its window on a window layer.
-    const int n_slot =
-        o.policy.bounded()
-            ? static_cast<int>(max_slots)
-            : static_cast<int>(std::min<int64_t>(std::max(1, o.initial_slots), max_slots));
-    if (budget >= 0) ms->holds_all_until_ = std::min(ms->holds_all_until_, budget);
-    const PolicyArgs args{.budget = budget >= 0 ? budget : o.policy.budget,
-                          .arg = o.policy.arg,
-                          .n_head = o.n_head,
-                          .n_head_kv = o.n_head_kv,
-                          .n_slot = n_slot};
-    auto policy = o.policy.info->make(args);
-    ms->score_need_ = policy->score_need();
-    // An unbounded policy's pool grows, and a policy that keeps per-slot state sized at
-    // creation cannot follow it: only `full` (which keeps none) may be unbounded.
-    ms->layers_.push_back(std::make_unique<LayerState>(o, n_slot, std::move(policy), budget, window,
-                                                       static_cast<int>(max_slots)));
+    int64_t budget = o.policy.bounded() ? o.policy.budget : -1;
+    if (window > 0) budget = budget < 0 ? window - 1 : std::min<int64_t>(budget, window - 1);
+    budgets[il] = budget;
+    max_slots[il] = budget >= 0 ? budget + o.max_new : INT_MAX;
+    if (max_slots[il] > INT_MAX) return make_error("budget {} is too large", budget);
+    if (o.policy.bounded()) ms->max_bytes_ += per_slot * static_cast<uint64_t>(max_slots[il]);
+  }
+  // A budget is refused when the bytes it allows do not fit, however few it would hold at
+  // first: the pool grows to k + extra as the sequence goes on.
+  const uint64_t limit = o.memory_limit > 0 ? o.memory_limit : physical_memory_bytes();
+  if (o.policy.bounded() && limit > 0 && ms->max_bytes_ > limit) {
+    return make_error(
+        "K/V budget {} needs {} per sequence ({} layers x {} KV heads x {} slots, {}), more than "
+        "{} ({})",
+        o.policy.budget, human_bytes(ms->max_bytes_), o.n_layer, o.n_head_kv,
+        int64_t{o.policy.budget} + o.max_new, o.kv_type == KvType::kF16 ? "f16" : "f32",
+        o.memory_limit > 0 ? "the K/V memory limit" : "this machine's memory", human_bytes(limit));
+  }
+  try {
+    for (int il = 0; il < o.n_layer; ++il) {
+      const int window = o.windows.empty() ? 0 : o.windows[il];
+      // Every pool starts at what the sequence can reach (initial_slots) and doubles up to its
+      // most: k + extra when bounded, its window on a window layer, without limit otherwise.
+      const int n_slot =
+          static_cast<int>(std::min<int64_t>(std::max(1, o.initial_slots), max_slots[il]));
+      const int budget = static_cast<int>(budgets[il]);
+      if (budget >= 0) ms->holds_all_until_ = std::min(ms->holds_all_until_, budget);
+      const PolicyArgs args{.budget = budget >= 0 ? budget : o.policy.budget,
+                            .arg = o.policy.arg,
+                            .n_head = o.n_head,
+                            .n_head_kv = o.n_head_kv,
+                            .n_slot = n_slot};
+      auto policy = o.policy.info->make(args);
+      ms->score_need_ = policy->score_need();
+      ms->layers_.push_back(std::make_unique<LayerState>(o, n_slot, std::move(policy), budget,
+                                                         window, static_cast<int>(max_slots[il])));
+    }
+  } catch (const std::bad_alloc&) {
+    return make_error("out of memory allocating a K/V cache of {} slots per layer",
+                      std::max(1, o.initial_slots));
   }
   return ms;
 }
@@ -335,17 +374,25 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->positions_ = positions_;
   ms->holds_all_until_ = holds_all_until_;
   ms->n_seen_ = n_seen_;
+  ms->max_bytes_ = max_bytes_;
   ms->layers_.reserve(layers_.size());
   for (const auto& l : layers_) ms->layers_.push_back(std::make_unique<LayerState>(*l));
   return ms;
 }
 
 Status MultiState::reserve(int64_t n_states, int64_t at_most) {
-  if (n_states > kMaxUnboundedReserve) {
+  if (n_states > kMaxUnboundedReserve && !spec_.bounded()) {
     return make_error("cannot reserve a cache of {} tokens (at most {})", n_states,
                       kMaxUnboundedReserve);
   }
-  for (auto& l : layers_) l->reserve(n_states, std::min(at_most, kMaxUnboundedReserve));
+  for (auto& l : layers_) {
+    TOVA_RETURN_IF_ERROR(l->reserve(n_states, std::min(at_most, kMaxUnboundedReserve)));
+  }
+  return ok_status();
+}
+
+Status MultiState::make_room(int n_new) {
+  for (auto& l : layers_) TOVA_RETURN_IF_ERROR(l->make_room(n_new));
   return ok_status();
 }
 

@@ -1,10 +1,13 @@
 // The multi-state: per sequence and per layer, a fixed pool of slots per KV head holding
 // keys (post-RoPE in `absolute` position mode, pre-RoPE in the modes that move positions, see
 // kv/positions.h), values and each state's original position. A new token is written into a
-// free slot and an eviction frees one; memory is never shifted. Bounded policies allocate
-// everything once: (k + extra) slots x n_layer x n_head_kv x head_dim x 2 elements, where
-// extra is 1 for exact processing (the new token joins before the policy evicts) or C for
-// chunked prefill. Only the unbounded `full` policy grows.
+// free slot and an eviction frees one; memory is never shifted. A bounded policy's pool holds
+// at most (k + extra) slots x n_layer x n_head_kv x head_dim x 2 elements, where extra is 1 for
+// exact processing (the new token joins before the policy evicts) or C for chunked prefill; it
+// starts at what the sequence can reach (MultiStateOptions::initial_slots: prompt + tokens to
+// generate, or the caller's reserve) and doubles up to that, as the unbounded `full` pool
+// doubles without a limit. Growth happens before a forward pass (make_room, reserve), never
+// between two tokens of one step, and an allocation failure is an error, not an exception.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +36,12 @@ struct MultiStateOptions {
   PolicySpec policy;
   KvType kv_type = KvType::kF32;
   int max_new = 1;          // most tokens that join a layer before the policy evicts (chunk C)
-  int initial_slots = 256;  // unbounded policies only: first allocation, doubled when full
+  // First allocation in slots per KV head (capped at k + extra for bounded policies), doubled
+  // when full: what the sequence can reach, when the caller knows it.
+  int initial_slots = 256;
+  // Bytes the multi-state may reach under a bounded policy (its k + extra slots per layer); a
+  // budget that needs more is refused at creation. 0: the machine's physical memory.
+  uint64_t memory_limit = 0;
   // Which position RoPE sees for each held state. `gap` and `rank` move the positions of held
   // states at every step, so their keys are stored BEFORE RoPE and the attention rotates every
   // held key by its mapped position at every step. Storing rotated keys and re-rotating them
@@ -54,7 +62,8 @@ class LayerState {
  public:
   // budget: states kept between steps (-1: unbounded); window: see MultiStateOptions::windows
   // (0: none); max_slots: the most slots the pool may grow to (n_slot: it never grows). A
-  // window layer under an unbounded policy starts small and grows up to its window.
+  // bounded layer, or a window layer under an unbounded policy, grows up to max_slots. The
+  // allocation may throw std::bad_alloc (MultiState::create turns it into an error).
   LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy, int budget,
              int window, int max_slots);
   // A deep copy: the same slots, keys, values, positions, free slots and policy state.
@@ -84,7 +93,9 @@ class LayerState {
   SlotView view() const;
 
   // Writes one token's keys and values ([n_head_kv][head_dim] each) into a free slot of every
-  // KV head; slots_out[head_kv] receives the slot. Grows the pool only when unbounded.
+  // KV head; slots_out[head_kv] receives the slot. A full pool doubles here (up to max_slots)
+  // unless make_room made the room before (the forward pass does); a failed growth here is
+  // fatal.
   void insert(int64_t pos, const float* k, const float* v, int32_t* slots_out);
   // The same with k and v already in the storage type (kv_type(); f16 as IEEE half bits), as
   // the model's vectorised conversion writes them.
@@ -107,22 +118,29 @@ class LayerState {
   int64_t n_evicted() const { return n_evicted_; }
   uint64_t bytes() const;
 
-  // An unbounded pool that holds fewer than n_states slots grows now, to n_states or to twice
-  // its size if that is more (but not past at_most), and never past its window's worth, so that
-  // no later step pays for copying it; bounded pools never grow (no-op).
-  void reserve(int64_t n_states, int64_t at_most);
+  // A pool that holds fewer than n_states slots grows now, to n_states or to twice its size if
+  // that is more (but not past at_most), and never past max_slots (k + extra, or its window's
+  // worth), so that no later step pays for copying it. An allocation failure changes nothing
+  // and is an error.
+  Status reserve(int64_t n_states, int64_t at_most);
+  // Grows the pool (doubling, up to max_slots) so that n_new tokens can join before the policy
+  // next evicts; the forward pass calls it before a step. An allocation failure changes
+  // nothing and is an error.
+  Status make_room(int n_new);
+  int max_slots() const { return max_slots_; }
 
   // Replaces the contents with saved ones (session files): positions [n_head_kv][n_slot] (-1 =
-  // free), keys and values as keys()/values() lay them out, the policy's state. n_slot must be
-  // this layer's, or, for an unbounded layer, any larger size. Every
+  // free), keys and values as keys()/values() lay them out, the policy's state. n_slot may be
+  // any size from this layer's up to max_slots (the pool grows to it first). Every
   // KV head must hold the same number of states. An error changes nothing.
   Status restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
                  std::span<const uint8_t> values, int64_t n_evicted,
                  std::span<const double> policy_state);
 
  private:
-  void grow();
-  void grow_to(int n_slot);  // copies every state into a pool of n_slot slots
+  // Copies every state into a pool of n_slot slots (more than now) and tells the policy; an
+  // allocation failure changes nothing and is an error.
+  Status grow_to(int n_slot);
   int drop_outside_window(int64_t last_pos);
   int drop_to(int budget);  // evict_to without settle()
   void settle();            // packs held states low after a drop; sets slot_end_
@@ -145,7 +163,6 @@ class LayerState {
   int budget_;     // -1: unbounded
   int window_;     // 0: none
   int max_slots_;  // the pool grows (doubling) up to this many slots
-  bool bounded_;   // the pool never grows (n_slot_ == max_slots_ from the start)
   int64_t n_evicted_ = 0;
   std::vector<int32_t> window_scratch_;
 };
@@ -179,11 +196,16 @@ class MultiState {
   void set_n_seen(int64_t n) { n_seen_ = n; }
   // Bytes of K/V (and position) memory allocated for this sequence.
   uint64_t bytes() const;
-  // An unbounded cache that will hold n_states tokens allocates them now (LayerState::reserve:
-  // at least doubling, up to at_most slots): the open-ended sessions (chat turns, server
-  // requests) call it before a turn, so the copy of a growing `full` cache happens there, never
-  // inside a decode step.
+  // A cache that will hold n_states tokens allocates them now (LayerState::reserve: at least
+  // doubling, up to at_most slots and at most k + extra under a bounded policy): the
+  // open-ended sessions (chat turns, server requests) call it before a turn, so the copy of a
+  // growing cache happens there, never inside a decode step.
   Status reserve(int64_t n_states, int64_t at_most = kMaxUnboundedReserve);
+  // Every layer can take n_new tokens before its policy next evicts (LayerState::make_room).
+  Status make_room(int n_new);
+  // The most bytes this multi-state can reach: k + extra slots per layer under a bounded
+  // policy (0 when unbounded: `full` grows with the tokens).
+  uint64_t max_bytes() const { return max_bytes_; }
 
  private:
   MultiState() = default;
@@ -195,6 +217,7 @@ class MultiState {
   int holds_all_until_ = 0;
   std::vector<std::unique_ptr<LayerState>> layers_;
   int64_t n_seen_ = 0;
+  uint64_t max_bytes_ = 0;
 };
 
 }  // namespace tova::kv

@@ -372,6 +372,13 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
     }
   }
   TOVA_RETURN_IF_ERROR(attach_followers(followers, s.runs));
+  // Pools that cannot take this step's tokens grow now, before any layer runs: never inside a
+  // step (where an allocation failure could not be reported), and an error if memory is short.
+  for (const SequenceRun& run : s.runs) {
+    const int n_new = static_cast<int>(run.idx.size());
+    TOVA_RETURN_IF_ERROR(run.state->make_room(n_new));
+    for (kv::MultiState* f : run.followers) TOVA_RETURN_IF_ERROR(f->make_room(n_new));
+  }
   s.any_f16 = false;
   for (const SequenceRun& run : s.runs) {
     s.any_f16 |= run.state->kv_type() == kv::KvType::kF16;

@@ -29,12 +29,15 @@ struct CacheOptions {
   kv::PolicySpec policy;
   kv::KvType kv_type = kv::KvType::kF32;
   PrefillMode prefill;
-  // Unbounded policies: slots allocated up front, the tokens the caller expects the sequence to
-  // hold (as llama.cpp sizes its context). A `full` cache that fills its allocation doubles it
-  // and copies every state, a stall of a whole-cache copy inside one step; reserving what a run
-  // will hold means that never happens within it. 0: a small first allocation. Bounded
-  // policies allocate k + chunk once and ignore this.
+  // Slots allocated up front, the tokens the caller expects the sequence to hold (as llama.cpp
+  // sizes its context; a bounded pool at most k + chunk). A pool that fills its allocation
+  // doubles it and copies every state, a stall of a whole-cache copy inside one step;
+  // reserving what a run will hold means that never happens within it. 0: a small first
+  // allocation.
   int64_t reserve = 0;
+  // Bytes a bounded multi-state may reach (k + chunk slots per layer): a larger budget is
+  // refused when the state is made. 0: the machine's physical memory.
+  uint64_t memory_limit = 0;
   kv::PositionMode positions = kv::PositionMode::kAbsolute;
   // "tova k=256 exact f32": equal labels mean interchangeable states (prefix reuse keys on it).
   std::string label() const;

@@ -1,6 +1,7 @@
 #include "runtime/sequence.h"
 
 #include <algorithm>
+#include <climits>
 #include <filesystem>
 
 #include "core/timer.h"
@@ -13,15 +14,21 @@ namespace tova::runtime {
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
                                                    int64_t n_prompt) {
   kv::MultiStateOptions so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));
+  // What the sequence can reach: the caller's reserve (prompt + tokens to generate), at least
+  // the prompt. Every pool starts there (a bounded one at most at k + extra) and doubles when
+  // full; with nothing known, a small first allocation.
+  const int64_t want = std::max(o.reserve, n_prompt);
   if (!o.policy.bounded()) {
-    const int64_t want = std::max(o.reserve, n_prompt);
     if (want > kv::kMaxUnboundedReserve) {
       return make_error("cannot reserve a cache of {} tokens (at most {})", want,
                         kv::kMaxUnboundedReserve);
     }
     so.initial_slots = static_cast<int>(std::max<int64_t>(want, so.initial_slots));
+  } else if (want > 0) {
+    so.initial_slots = static_cast<int>(std::min<int64_t>(want, INT_MAX));
   }
   so.positions = o.positions;
+  so.memory_limit = o.memory_limit;
   return kv::MultiState::create(so);
 }
 

@@ -195,6 +195,7 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   kv::MultiStateOptions so =
       m.state_options(spec, static_cast<kv::KvType>(kv_type), static_cast<int>(max_new));
   so.positions = static_cast<kv::PositionMode>(positions);
+  so.initial_slots = 1;  // each layer grows to its saved size in restore()
   TOVA_ASSIGN_OR_RETURN(auto state, kv::MultiState::create(so));
   TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, r.get<uint32_t>("the layer count"));
   if (static_cast<int>(n_layer) != state->n_layer()) {

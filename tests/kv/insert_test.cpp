@@ -81,8 +81,8 @@ TEST(LayerStateInsert, StoredRowsEqualConvertedFloatRows) {
 // MultiState::reserve grows a `full` pool once, keeps every state in its slot, and the tokens
 // after it take the same slots (lowest free first) as in a pool that grew by doubling: same
 // keys, values and positions slot by slot, and no growth until the reserve is used up. A small
-// reserve doubles the pool, within at_most. Bounded pools ignore it; more than the unbounded
-// limit is an error.
+// reserve doubles the pool, within at_most. A bounded pool grows to k + 1 and no further; more
+// than the unbounded limit is an error.
 TEST(LayerStateInsert, ReserveKeepsEverySlotWhereGrowingWouldPutIt) {
   for (KvType type : {KvType::kF32, KvType::kF16}) {
     auto grown = make_state("full", type), reserved = make_state("full", type);
@@ -134,10 +134,10 @@ TEST(LayerStateInsert, ReserveKeepsEverySlotWhereGrowingWouldPutIt) {
     ASSERT_TRUE(small->reserve(n_states, at_most).ok());
     EXPECT_EQ(small->layer(0).n_slot(), n_slot) << n_states << " at most " << at_most;
   }
-  auto bounded = make_state("window", KvType::kF32);
-  const int n_slot = bounded->layer(0).n_slot();
+  auto bounded = make_state("window", KvType::kF32);  // k = 5
+  EXPECT_EQ(bounded->layer(0).n_slot(), 2);
   ASSERT_TRUE(bounded->reserve(1000).ok());
-  EXPECT_EQ(bounded->layer(0).n_slot(), n_slot);
+  EXPECT_EQ(bounded->layer(0).n_slot(), 6);
   auto full = make_state("full", KvType::kF32);
   EXPECT_FALSE(full->reserve(kMaxUnboundedReserve + 1).ok());
 }

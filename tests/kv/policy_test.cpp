@@ -246,7 +246,8 @@ TEST(Chunked, TovaEvictsWithTheLastRowOfTheChunk) {
   h.observe(same({1, 7, 6, 2}));   // the last row: keep the top 2 = {1, 2}
   EXPECT_EQ(h.layer().evict_to(2), 2);
   EXPECT_EQ(h.held(0), (Held{1, 2}));
-  EXPECT_EQ(h.layer().n_slot(), 6);  // k + C
+  EXPECT_EQ(h.layer().n_slot(), 4);  // what it held, grown from 2; at most k + C = 6
+  EXPECT_EQ(h.layer().max_slots(), 6);
 }
 
 TEST(Chunked, H2oAccumulatesEveryRowOfTheChunk) {
@@ -279,16 +280,18 @@ TEST(Chunked, HeldStatesPackLowAndH2oScoresFollowThem) {
   EXPECT_EQ(h.held(0), (Held{0, 4}));
 }
 
-TEST(MultiState, BoundedPoliciesAllocateOnceAndFullGrows) {
+// A bounded pool grows (from 2 slots here) to k + 1 and no further; `full` keeps growing.
+TEST(MultiState, BoundedPoliciesStopGrowingAtKPlusOneAndFullGrows) {
   Harness w("tova", 8);
-  const uint64_t bytes0 = w.state().bytes();
   Harness f("full", 0);
   const uint64_t full0 = f.state().bytes();
+  uint64_t bytes9 = 0;
   for (int i = 0; i < 1000; ++i) {
     w.step(same(std::vector<float>(1000, 1)));
     f.step();
+    if (i == 9) bytes9 = w.state().bytes();
   }
-  EXPECT_EQ(w.state().bytes(), bytes0);
+  EXPECT_EQ(w.state().bytes(), bytes9);
   EXPECT_EQ(w.layer().n_held(), 8);
   EXPECT_EQ(w.layer().n_slot(), 9);
   EXPECT_EQ(f.layer().n_held(), 1000);

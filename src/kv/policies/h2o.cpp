@@ -15,37 +15,32 @@ class H2oPolicy final : public KvPolicy {
   H2oPolicy(const PolicyArgs& a, bool head_wise)
       : head_wise_(head_wise),
         n_recent_(a.budget / 2),
-        n_slot_(a.n_slot),
-        acc_(static_cast<size_t>(head_wise ? a.n_head_kv : 1) * a.n_slot, 0.0),
+        acc_(head_wise ? a.n_head_kv : 1, a.n_slot),
         mean_(a.n_slot, 0.0) {}
 
-  std::vector<double> state() const override { return acc_; }
-  Status set_state(std::span<const double> s) override {
-    if (s.size() != acc_.size()) {
-      return make_error("policy state has {} values, expected {}", s.size(), acc_.size());
-    }
-    std::copy(s.begin(), s.end(), acc_.begin());
-    return ok_status();
-  }
+  std::vector<double> state() const override { return acc_.values(); }
+  Status set_state(std::span<const double> s) override { return acc_.set_values(s); }
 
   ScoreNeed score_need() const override { return ScoreNeed::kAccumulated; }
 
+  void on_grow(int n_slot) override {
+    acc_.grow(n_slot);
+    mean_.resize(n_slot, 0.0);
+  }
+
   // A new state's score starts at zero (an evicted state's score is dropped with it).
   void on_insert(int head_kv, int slot) override {
-    if (head_wise_ || head_kv == 0) acc_[static_cast<size_t>(head_wise_ ? head_kv : 0) * n_slot_ + slot] = 0.0;
+    if (head_wise_ || head_kv == 0) acc_.row(head_wise_ ? head_kv : 0)[slot] = 0.0;
   }
 
   void on_move(int head_kv, int from, int to) override {
-    if (!head_wise_ && head_kv != 0) return;
-    double* acc = &acc_[static_cast<size_t>(head_wise_ ? head_kv : 0) * n_slot_];
-    acc[to] = acc[from];
-    acc[from] = 0.0;
+    if (head_wise_ || head_kv == 0) acc_.move(head_wise_ ? head_kv : 0, from, to);
   }
 
   void observe(const SlotView& v, const float* probs) override {
     for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
       scoring::group_mean(v, probs, head_wise_, g, mean_.data());
-      double* acc = &acc_[static_cast<size_t>(g) * n_slot_];
+      double* acc = acc_.row(g);
       for (int s = 0; s < v.end(); ++s) acc[s] += mean_[s];
     }
   }
@@ -55,8 +50,7 @@ class H2oPolicy final : public KvPolicy {
       const int64_t* pos = v.pos + static_cast<int64_t>(g) * v.n_slot;
       const scoring::Protect recent{
           .keep_from = scoring::recent_threshold(pos, v.end(), n_recent_)};
-      scoring::lowest_slots(pos, v.end(), &acc_[static_cast<size_t>(g) * n_slot_], recent, n,
-                            out + g * n);
+      scoring::lowest_slots(pos, v.end(), acc_.row(g), recent, n, out + g * n);
     }
     if (!head_wise_) scoring::replicate_group0(v, n, out);
   }
@@ -64,8 +58,7 @@ class H2oPolicy final : public KvPolicy {
  private:
   bool head_wise_;
   int n_recent_;
-  int n_slot_;
-  std::vector<double> acc_;   // [group][n_slot] accumulated mean probabilities
+  scoring::SlotTable acc_;    // [group][n_slot] accumulated mean probabilities
   std::vector<double> mean_;  // [n_slot] scratch
 };
 

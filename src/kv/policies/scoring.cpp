@@ -7,6 +7,22 @@
 
 namespace tova::kv::scoring {
 
+void SlotTable::grow(int n_slot) {
+  if (n_slot <= n_slot_) return;
+  std::vector<double> v(static_cast<size_t>(groups_) * n_slot, 0.0);
+  for (int g = 0; g < groups_; ++g) std::copy_n(row(g), n_slot_, &v[static_cast<size_t>(g) * n_slot]);
+  v_.swap(v);
+  n_slot_ = n_slot;
+}
+
+Status SlotTable::set_values(std::span<const double> s) {
+  if (s.size() != v_.size()) {
+    return make_error("policy state has {} values, expected {}", s.size(), v_.size());
+  }
+  std::copy(s.begin(), s.end(), v_.begin());
+  return ok_status();
+}
+
 void group_mean(const SlotView& v, const float* probs, bool head_wise, int group, double* out) {
   const int per_group = head_wise ? v.n_head / v.n_head_kv : v.n_head;
   const int h0 = head_wise ? group * per_group : 0;

@@ -4,11 +4,37 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "kv/kv_policy.h"
 
 namespace tova::kv::scoring {
+
+// A per-slot table of doubles for `groups` slot rows ([group][n_slot]), kept through pool growth
+// (KvPolicy::on_grow) and the cache's moves (KvPolicy::on_move).
+class SlotTable {
+ public:
+  SlotTable(int groups, int n_slot)
+      : groups_(groups), n_slot_(n_slot), v_(static_cast<size_t>(groups) * n_slot, 0.0) {}
+  double* row(int g) { return &v_[static_cast<size_t>(g) * n_slot_]; }
+  const double* row(int g) const { return &v_[static_cast<size_t>(g) * n_slot_]; }
+  int n_slot() const { return n_slot_; }
+  // Rows keep their entries; the new slots start at 0.
+  void grow(int n_slot);
+  void move(int g, int from, int to) {
+    row(g)[to] = row(g)[from];
+    row(g)[from] = 0.0;
+  }
+  const std::vector<double>& values() const { return v_; }
+  // Replaces every entry; an error (nothing changed) if the size does not fit.
+  Status set_values(std::span<const double> s);
+
+ private:
+  int groups_;
+  int n_slot_;
+  std::vector<double> v_;
+};
 
 // Layer-wise policies score with the mean over ALL query heads and keep one set of tokens per
 // layer (group 0 stands for every KV head); head-wise ones score KV head g with the mean over

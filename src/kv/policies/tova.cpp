@@ -13,47 +13,37 @@ class TovaPolicy final : public KvPolicy {
  public:
   std::unique_ptr<KvPolicy> clone() const override { return std::make_unique<TovaPolicy>(*this); }
   TovaPolicy(const PolicyArgs& a, bool head_wise)
-      : head_wise_(head_wise),
-        n_slot_(a.n_slot),
-        score_(static_cast<size_t>(head_wise ? a.n_head_kv : 1) * a.n_slot, 0.0) {}
+      : head_wise_(head_wise), score_(head_wise ? a.n_head_kv : 1, a.n_slot) {}
 
-  std::vector<double> state() const override { return score_; }
-  Status set_state(std::span<const double> s) override {
-    if (s.size() != score_.size()) {
-      return make_error("policy state has {} values, expected {}", s.size(), score_.size());
-    }
-    std::copy(s.begin(), s.end(), score_.begin());
-    return ok_status();
-  }
+  std::vector<double> state() const override { return score_.values(); }
+  Status set_state(std::span<const double> s) override { return score_.set_values(s); }
 
   ScoreNeed score_need() const override { return ScoreNeed::kCurrent; }
 
+  void on_grow(int n_slot) override { score_.grow(n_slot); }
+
   void on_move(int head_kv, int from, int to) override {
-    if (!head_wise_ && head_kv != 0) return;
-    double* score = &score_[static_cast<size_t>(head_wise_ ? head_kv : 0) * n_slot_];
-    score[to] = score[from];
-    score[from] = 0.0;
+    if (head_wise_ || head_kv == 0) score_.move(head_wise_ ? head_kv : 0, from, to);
   }
 
   // Only the latest row counts: in chunked prefill that is the chunk's last token.
   void observe(const SlotView& v, const float* probs) override {
     for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
-      scoring::group_mean(v, probs, head_wise_, g, &score_[static_cast<size_t>(g) * n_slot_]);
+      scoring::group_mean(v, probs, head_wise_, g, score_.row(g));
     }
   }
 
   void choose_evictions(const SlotView& v, int n, int32_t* out) override {
     for (int g = 0; g < scoring::n_groups(v, head_wise_); ++g) {
-      scoring::lowest_slots(v.pos + static_cast<int64_t>(g) * v.n_slot, v.end(),
-                            &score_[static_cast<size_t>(g) * n_slot_], {}, n, out + g * n);
+      scoring::lowest_slots(v.pos + static_cast<int64_t>(g) * v.n_slot, v.end(), score_.row(g), {},
+                            n, out + g * n);
     }
     if (!head_wise_) scoring::replicate_group0(v, n, out);
   }
 
  private:
   bool head_wise_;
-  int n_slot_;
-  std::vector<double> score_;  // [group][n_slot], the latest query's mean probabilities
+  scoring::SlotTable score_;  // [group][n_slot], the latest query's mean probabilities
 };
 
 TOVA_REGISTER_POLICY(PolicyInfo{
