@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libhwy-dev nlohmann-json3-dev
           libcli11-dev libfmt-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
-          gnuplot-nox clang libclang-rt-14-dev)  # clang: the sanitizer pass and libFuzzer (scripts/fuzz.sh)
+          gnuplot-nox clang libclang-rt-14-dev  # clang: the sanitizer pass and libFuzzer (scripts/fuzz.sh)
+          chromium nginx curl)  # the server's web page in a browser, replicas behind nginx, README examples
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,9 +20,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# The server tests drive `tova serve` with the real openai npm client (pinned by the lockfile).
+# The server tests drive `tova serve` with the real openai npm client and its web page with
+# playwright-core (Debian's chromium; no browser is downloaded), pinned by the lockfile.
 if command -v npm >/dev/null 2>&1; then
-  (cd tests/server/client && npm ci --no-audit --no-fund >&2)
+  (cd tests/server/client && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >&2)
 else
   echo "setup: npm not found: the server client tests will be skipped" >&2
 fi

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <thread>
 
@@ -22,6 +23,7 @@ void add_serve_command(CLI::App& app) {
     bool no_prefix_reuse = false;
     std::string session_dir;
     std::string session_dir_max = "4G";
+    std::string log_format = "text";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -54,7 +56,18 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' (not /health)");
   cmd->add_option("--chat-template", so.chat_template,
-                  "chat template (chatml); default: detected from the model");
+                  "chat template (chatml, llama3, ...); default: detected from the model, chatml "
+                  "when it has none");
+  cmd->add_option("--alias", so.api.model_id,
+                  "the model name /v1/models lists and responses report (default: the file's "
+                  "stem); requests may name any model");
+  cmd->add_option("--cors", so.cors_origins,
+                  "let browser pages from ORIGIN call the API (repeatable; '*': any origin)")
+      ->delimiter(',');
+  cmd->add_option("--log-format", flags->log_format,
+                  "access log on stderr, one line per request: text, json or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json", "none"}));
   cmd->add_option("--max-tokens", so.api.max_tokens_cap, "cap on a request's max_tokens")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
@@ -87,6 +100,9 @@ void add_serve_command(CLI::App& app) {
     o.loop.prefix_reuse = !f.no_prefix_reuse;
     o.max_body_bytes = static_cast<size_t>(f.max_body);
     o.api.cache = *cache;
+    o.log_format = f.log_format == "json"   ? server::LogFormat::kJson
+                   : f.log_format == "none" ? server::LogFormat::kNone
+                                            : server::LogFormat::kText;
     auto dir_max = parse_bytes("--session-dir-max", f.session_dir_max);
     if (!dir_max.ok()) throw CLI::RuntimeError(fail(dir_max.message()));
 
@@ -114,26 +130,47 @@ void add_serve_command(CLI::App& app) {
       }
       o.loop.store = std::move(*store);
     }
-    server::HttpServer srv(**engine, o);
+    auto created = server::HttpServer::create(**engine, o);
+    if (!created.ok()) throw CLI::RuntimeError(fail(created.message()));
+    server::HttpServer& srv = **created;
     auto port = srv.bind();
     if (!port.ok()) throw CLI::RuntimeError(fail(port.message()));
     fmt::print(stderr, "tova serve: {} on http://{}:{} (policy {}, --kv-memory {})\n",
                (*engine)->path(), o.host, *port, cache->label(), format_bytes(o.loop.kv_memory));
-    if (!srv.chat_status().empty()) {
-      fmt::print(stderr, "tova serve: chat disabled: {}\n", srv.chat_status());
-    }
+    for (const std::string& note : srv.notes()) fmt::print(stderr, "tova serve: {}\n", note);
     // The listening line for scripts and tests, on stdout.
     fmt::print("listening on http://{}:{}\n", o.host, *port);
     std::fflush(stdout);
+    // The first SIGINT/SIGTERM drains (new requests 503, /health "draining", in-flight ones
+    // finish); a second one stops at once.
+    std::atomic<bool> served{false};
+    int forced = 0;
+    std::thread drainer;
     std::thread waiter([&] {
-      int sig = 0;
-      sigwait(&sigs, &sig);
-      fmt::print(stderr, "tova serve: signal {}: finishing in-flight requests\n", sig);
-      srv.shutdown();
+      const timespec tick{.tv_sec = 0, .tv_nsec = 100'000'000};
+      int n_signals = 0;
+      while (!served) {
+        const int sig = sigtimedwait(&sigs, nullptr, &tick);
+        if (sig < 0) continue;
+        if (++n_signals == 1) {
+          fmt::print(stderr,
+                     "tova serve: signal {}: finishing in-flight requests (again to stop now)\n",
+                     sig);
+          drainer = std::thread([&] { srv.shutdown(); });
+        } else {
+          forced = sig;
+          const int cut = srv.stop_now();
+          fmt::print(stderr, "tova serve: signal {} again: stopping now ({} requests cut)\n", sig,
+                     cut);
+        }
+      }
     });
     srv.serve();
+    served = true;
     waiter.join();
+    if (drainer.joinable()) drainer.join();
     fmt::print(stderr, "tova serve: stopped\n");
+    if (forced != 0) throw CLI::RuntimeError(1);
   });
 }
 

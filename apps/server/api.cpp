@@ -145,6 +145,20 @@ json usage_json(int64_t prompt, int64_t completion, int64_t reused) {
           {"prompt_tokens_details", {{"cached_tokens", reused}}}};
 }
 
+json state_view_json(const StateView& v, const std::vector<std::string>& pieces) {
+  return {{"id", v.id},
+          {"object", "tova.session"},
+          {"generating", v.generating},
+          {"tova", kv_json(v.kv)},
+          {"positions", v.positions},
+          {"kv_type", v.kv_type},
+          {"n_layer", v.n_layer},
+          {"n_head_kv", v.n_head_kv},
+          {"tokens", v.tokens},
+          {"pieces", pieces},
+          {"held_by", v.held_by}};
+}
+
 std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string& body, bool chat,
                                                                const Engine& engine,
                                                                const ApiDefaults& d,
@@ -184,10 +198,10 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
   }
   ParsedRequest p;
   p.chat = chat;
-  if (j.contains("model") && !j["model"].is_null()) {
-    if (!j["model"].is_string()) return bad("model", "'model' must be a string");
-    p.model = j["model"].get<std::string>();
-    if (p.model != d.model_id) return model_not_found(p.model, d.model_id);
+  // One model is served: any name is accepted (as llama-server does; clients send theirs), and
+  // responses report the served one.
+  if (j.contains("model") && !j["model"].is_null() && !j["model"].is_string()) {
+    return bad("model", "'model' must be a string");
   }
   p.model = d.model_id;
   // Fields whose only supported value is the default.

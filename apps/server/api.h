@@ -11,6 +11,7 @@
 
 #include "chat_template.h"
 #include "job.h"
+#include "state_view.h"
 #include "tova/engine.h"
 
 namespace tova::server {
@@ -64,5 +65,7 @@ std::string to_json_text(const nlohmann::json& j);
 nlohmann::json error_json(const ApiError& e);
 nlohmann::json kv_json(const KvReport& kv);
 nlohmann::json usage_json(int64_t prompt, int64_t completion, int64_t reused);
+// GET /v1/sessions/ID: `pieces[p]` is the text of the token at position p.
+nlohmann::json state_view_json(const StateView& v, const std::vector<std::string>& pieces);
 
 }  // namespace tova::server

@@ -1,10 +1,16 @@
 // `tova serve`'s HTTP front: OpenAI-compatible routes on cpp-httplib, handing generation to the
-// ServingLoop (the only thread that runs the model).
+// ServingLoop (the only thread that runs the model). Every route answers its own methods, a
+// 405 with Allow the others, OPTIONS (CORS preflight) for all; every request gets one
+// access-log line on stderr.
 #pragma once
 
+#include <atomic>
+#include <mutex>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "access_log.h"
 #include "api.h"
 #include "core/result.h"
 #include "metrics.h"
@@ -12,46 +18,65 @@
 #include "tova/engine.h"
 
 namespace httplib {
-class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace tova::server {
 
+class Listener;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;            // 0: any free port (see port())
+  int port = 8080;            // 0: any free port (see bind())
+  int backlog = 1024;         // pending connections the kernel queues
   std::string api_key;        // empty: no auth
-  std::string chat_template;  // empty: from the model
+  std::string chat_template;  // empty: from the model (chatml when it has none)
+  // --cors: origins allowed to call the API from a browser ("*": any); empty: no CORS headers.
+  std::vector<std::string> cors_origins;
   size_t max_body_bytes = 1 << 20;
   int http_threads = 0;  // 0: parallel + queue + 8
+  LogFormat log_format = LogFormat::kText;
   LoopOptions loop;
   ApiDefaults api;
 };
 
 class HttpServer {
  public:
-  HttpServer(const Engine& engine, const ServerOptions& o);
+  // Errors for settings that leave the server useless: an unknown --chat-template, a
+  // --kv-memory that cannot hold one sequence of the default multi-state.
+  static Result<std::unique_ptr<HttpServer>> create(const Engine& engine, const ServerOptions& o);
   ~HttpServer();
 
-  // Binds the socket; returns the port bound.
+  // Binds the socket; returns the port bound (an error if the port is taken).
   Result<int> bind();
-  // Serves until shutdown(); blocks.
+  // Serves until shutdown() or stop_now(); blocks.
   void serve();
-  // Stops admitting (new requests get 503), lets in-flight ones finish (up to `grace_seconds`),
-  // then stops the HTTP server so serve() returns.
+  // Stops admitting (new requests get 503, /health says "draining"), lets in-flight ones
+  // finish (up to `grace_seconds`, or until stop_now()), then stops the HTTP server.
   void shutdown(double grace_seconds = 60);
-  // Notes for the operator (e.g. why chat is unavailable).
-  const std::string& chat_status() const { return chat_error_; }
+  // Stops at once: in-flight requests end with a 503 error. Returns how many were cut.
+  int stop_now();
+  // Notes for the operator at start (which chat template, why chat is unavailable).
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
+  HttpServer(const Engine& engine, const ServerOptions& o);
   void routes();
+  void stop_http();
+  void generate(bool chat, const httplib::Request& req, httplib::Response& res);
+
   const Engine& engine_;
   ServerOptions o_;
   Metrics metrics_;
   std::unique_ptr<ServingLoop> loop_;
   std::unique_ptr<ChatRenderer> renderer_;
   std::string chat_error_;
-  std::unique_ptr<httplib::Server> http_;
+  std::vector<std::string> notes_;
+  std::unique_ptr<Listener> http_;
+  std::atomic<bool> stopping_now_{false};
+  std::once_flag http_stopped_;  // httplib's stop() must run once
+  std::atomic<int> in_handlers_{0};  // generation requests not answered to the end yet
   int64_t created_ = 0;
 };
 

@@ -26,6 +26,7 @@ struct ApiError {
 };
 
 struct GenerationRequest {
+  std::string id;  // the request id (X-Request-Id): names the state it leaves (state_view.h)
   std::vector<int32_t> prompt;
   int max_tokens = 16;
   runtime::SamplerParams sampling;
@@ -55,6 +56,7 @@ struct Event {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   KvReport kv;
+  double ttft_seconds = -1;       // final: arrival to the first generated token (-1: none)
   std::optional<ApiError> error;  // final: failed
 };
 

@@ -58,6 +58,11 @@ void Metrics::first_token(double seconds) {
   ttft_.observe(seconds);
 }
 
+void Metrics::token_gap(double seconds) {
+  std::lock_guard<std::mutex> l(mu_);
+  token_gap_.observe(seconds);
+}
+
 void Metrics::step(double seconds, int n_tokens) {
   std::lock_guard<std::mutex> l(mu_);
   step_.observe(seconds);
@@ -110,6 +115,8 @@ std::string Metrics::render() const {
     o += fmt::format("tova_evictions_total{{policy=\"{}\"}} {}\n", p, n);
   }
   ttft_.render(o, "tova_time_to_first_token_seconds", "time from arrival to first token");
+  token_gap_.render(o, "tova_time_per_output_token_seconds",
+                    "time between two generated tokens of one sequence");
   step_.render(o, "tova_step_seconds", "time of one batched forward pass");
   return o;
 }

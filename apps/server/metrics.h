@@ -42,6 +42,8 @@ class Metrics {
   void stored(int64_t n);    // held states written to --session-dir
   void restored(int64_t n);  // requests continued from a state in --session-dir
   void first_token(double seconds);
+  // The time between two tokens of one sequence (what a streaming client sees per token).
+  void token_gap(double seconds);
   void step(double seconds, int n_tokens);
   void set_snapshot(const MetricsSnapshot& s);
   std::string render() const;
@@ -57,6 +59,7 @@ class Metrics {
   MetricsSnapshot snap_;
   Histogram ttft_{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
   Histogram step_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}};
+  Histogram token_gap_{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}};
 };
 
 }  // namespace tova::server

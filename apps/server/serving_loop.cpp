@@ -1,5 +1,7 @@
 #include "serving_loop.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "runtime/batch_scheduler.h"
@@ -21,6 +23,8 @@ struct ServingLoop::Active {
   size_t sent = 0;   // bytes of text streamed
   bool first = true;
   bool finished = false;
+  double ttft = -1;
+  std::chrono::steady_clock::time_point last_token;
 };
 
 namespace {
@@ -73,7 +77,10 @@ std::optional<ApiError> ServingLoop::submit(const std::shared_ptr<Job>& job) {
                       .type = "server_error",
                       .code = "shutting_down"};
     }
-    if (static_cast<int>(waiting_.size()) >= o_.queue) {
+    // Requests that free slots take at the next step are not waiting: only those beyond
+    // --parallel count against --queue.
+    if (static_cast<int64_t>(waiting_.size()) + n_active_ >=
+        static_cast<int64_t>(o_.parallel) + o_.queue) {
       return ApiError{.status = 503,
                       .message = "the server is overloaded: the wait queue is full; retry later",
                       .type = "server_error",
@@ -90,6 +97,16 @@ void ServingLoop::drain() {
   draining_ = true;
 }
 
+bool ServingLoop::draining() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return draining_;
+}
+
+int64_t ServingLoop::in_flight() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return static_cast<int64_t>(waiting_.size()) + n_active_;
+}
+
 bool ServingLoop::idle() const {
   std::lock_guard<std::mutex> l(mu_);
   return waiting_.empty() && n_active_ == 0;
@@ -101,6 +118,7 @@ void ServingLoop::stop() {
     stop_ = true;
   }
   cv_.notify_all();
+  std::lock_guard<std::mutex> l(join_mu_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -110,9 +128,9 @@ void ServingLoop::spill(Held& h, bool sync) {
   if (o_.store->put(h.tokens, *h.session, sync).ok()) metrics_.stored(1);
 }
 
-void ServingLoop::hold(std::unique_ptr<Session> s) {
+void ServingLoop::hold(std::unique_ptr<Session> s, const std::string& id) {
   if (!o_.prefix_reuse || !s->cache().prefill.exact()) return;
-  Held h{.tokens = s->history(), .session = std::move(s)};
+  Held h{.id = id, .tokens = s->history(), .session = std::move(s)};
   h.bytes = h.session->state().bytes();
   if (h.bytes > o_.kv_memory || o_.max_cached_states <= 0) {
     spill(h, false);
@@ -227,7 +245,19 @@ void ServingLoop::admit() {
       if (waiting_.empty() || static_cast<int>(active_.size()) >= o_.parallel) return;
       job = waiting_.front();
     }
-    if (!try_admit(job)) return;  // first in, first out: the head waits for memory
+    bool admitted = false;
+    try {
+      admitted = try_admit(job);
+    } catch (const std::exception& e) {
+      // (std::bad_alloc of a state the machine cannot hold, ...): this request fails, the
+      // server goes on.
+      job->push({.final = true,
+                 .error = ApiError{.status = 500,
+                                   .message = fmt::format("cannot start this request: {}", e.what()),
+                                   .type = "server_error"}});
+      admitted = true;
+    }
+    if (!admitted) return;  // first in, first out: the head waits for memory
     std::lock_guard<std::mutex> l(mu_);
     waiting_.pop_front();
     n_active_ = static_cast<int64_t>(active_.size());
@@ -246,11 +276,51 @@ void ServingLoop::finish(Active& a, const std::string& reason) {
           .finish_reason = reason,
           .prompt_tokens = a.n_prompt,
           .completion_tokens = a.n_generated,
-          .kv = report(*a.session, a.reused)};
+          .kv = report(*a.session, a.reused),
+          .ttft_seconds = a.ttft};
   int64_t evicted = 0;
   for (int64_t n : e.kv.tokens_evicted) evicted += n;
   metrics_.evictions(e.kv.policy, evicted);
   a.job->push(std::move(e));
+}
+
+std::optional<StateView> ServingLoop::inspect(const std::string& id) {
+  auto q = std::make_shared<Inspection>();
+  q->id = id;
+  auto result = q->result.get_future();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return std::nullopt;
+    inspections_.push_back(q);
+  }
+  cv_.notify_all();
+  return result.get();
+}
+
+void ServingLoop::answer_inspections() {
+  std::deque<std::shared_ptr<Inspection>> todo;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    todo.swap(inspections_);
+  }
+  for (auto& q : todo) {
+    std::optional<StateView> v;
+    for (const auto& a : active_) {
+      if (a->job->request.id == q->id && a->session) {
+        v = view_state(*a->session);
+        v->generating = true;
+        v->kv = report(*a->session, a->reused);
+      }
+    }
+    for (const Held& h : held_) {
+      if (!v && h.id == q->id) {
+        v = view_state(*h.session);
+        v->kv = report(*h.session, 0);
+      }
+    }
+    if (v) v->id = q->id;
+    q->result.set_value(std::move(v));
+  }
 }
 
 void ServingLoop::publish_metrics() {
@@ -278,23 +348,36 @@ void ServingLoop::run() {
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stop_ || !waiting_.empty() || !active_.empty(); });
+      cv_.wait(l, [&] {
+        return stop_ || !waiting_.empty() || !active_.empty() || !inspections_.empty();
+      });
       if (stop_) break;
     }
+    answer_inspections();
     admit();
     sessions.clear();
     for (const auto& a : active_) sessions.push_back(a->session.get());
     if (!sessions.empty()) {
-      auto st = sched.step(sessions);
-      if (!st.ok()) {
+      // A step that fails (an error, or an exception such as std::bad_alloc) fails the
+      // sequences in it with an error object; the server goes on.
+      std::string failure;
+      try {
+        auto st = sched.step(sessions);
+        if (!st.ok()) {
+          failure = st.message();
+        } else if (st->n_tokens > 0) {
+          metrics_.step(st->seconds, st->n_tokens);
+        }
+      } catch (const std::exception& e) {
+        failure = fmt::format("the forward pass failed: {}", e.what());
+      }
+      if (!failure.empty()) {
         for (auto& a : active_) {
           a->finished = true;
           a->job->push(
               {.final = true,
-               .error = ApiError{.status = 500, .message = st.message(), .type = "server_error"}});
+               .error = ApiError{.status = 500, .message = failure, .type = "server_error"}});
         }
-      } else if (st->n_tokens > 0) {
-        metrics_.step(st->seconds, st->n_tokens);
       }
     }
     for (auto& ap : active_) {
@@ -302,12 +385,15 @@ void ServingLoop::run() {
       if (a.finished || a.job->cancelled() || !a.session->has_logits()) continue;
       const auto& r = a.job->request;
       const int32_t id = a.session->sample();
+      const auto now = std::chrono::steady_clock::now();
       if (a.first) {
         a.first = false;
-        metrics_.first_token(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - a.job->created)
-                .count());
+        a.ttft = std::chrono::duration<double>(now - a.job->created).count();
+        metrics_.first_token(a.ttft);
+      } else {
+        metrics_.token_gap(std::chrono::duration<double>(now - a.last_token).count());
       }
+      a.last_token = now;
       if (tk.is_eog(id) && !r.ignore_eos) {
         finish(a, "stop");
         continue;
@@ -349,7 +435,7 @@ void ServingLoop::run() {
       if (a.finished || a.job->cancelled()) {
         reserved_ -= a.reserved;
         if (a.finished && !a.job->cancelled() && a.session->n_pending() == 0) {
-          hold(std::move(a.session));
+          hold(std::move(a.session), a.job->request.id);
         }
         continue;
       }
@@ -374,6 +460,8 @@ void ServingLoop::run() {
     }
   }
   std::lock_guard<std::mutex> l(mu_);
+  for (auto& i : inspections_) i->result.set_value(std::nullopt);
+  inspections_.clear();
   for (auto& j : waiting_) {
     j->push({.final = true,
              .error =

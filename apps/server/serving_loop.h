@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "job.h"
 #include "metrics.h"
 #include "state_store.h"
+#include "state_view.h"
 #include "tova/engine.h"
 
 namespace tova::server {
@@ -39,18 +41,28 @@ class ServingLoop {
   ServingLoop(const Engine& engine, const LoopOptions& o, Metrics& metrics);
   ~ServingLoop();
 
-  // Queues a request; an error (503 queue full, 503 shutting down) if it cannot.
+  // Queues a request; an error (503 queue full, 503 shutting down) if it cannot. A request
+  // that a free sequence slot will take at the next step does not count against --queue.
   std::optional<ApiError> submit(const std::shared_ptr<Job>& job);
   // Stops admitting; in-flight and queued requests finish. Then idle() turns true.
   void drain();
+  bool draining() const;
   bool idle() const;
-  void stop();  // ends the thread (after drain + idle, or at once)
+  int64_t in_flight() const;  // requests waiting or being generated
+  // The state request `id` left in memory (being generated, or held for reuse), looked at by
+  // the scheduler thread between two steps; nothing if it is not in memory (never made, spilled
+  // to --session-dir, dropped, or the server stops).
+  std::optional<StateView> inspect(const std::string& id);
+  // Ends the thread (after drain + idle, or at once: whoever still waits gets a 503 error).
+  // Safe to call from several threads and more than once.
+  void stop();
 
   const LoopOptions& options() const { return o_; }
 
  private:
   struct Active;
   struct Held {
+    std::string id;  // of the request that left it
     std::vector<int32_t> tokens;
     std::unique_ptr<Session> session;
     uint64_t bytes = 0;
@@ -59,10 +71,15 @@ class ServingLoop {
   void admit();
   bool try_admit(const std::shared_ptr<Job>& job);
   void finish(Active& a, const std::string& reason);
-  void hold(std::unique_ptr<Session> s);
+  void hold(std::unique_ptr<Session> s, const std::string& id);
   // A held state leaving memory: to the store if there is one (`sync` at shutdown).
   void spill(Held& h, bool sync);
   void publish_metrics();
+  void answer_inspections();
+  struct Inspection {
+    std::string id;
+    std::promise<std::optional<StateView>> result;
+  };
 
   const Engine& engine_;
   LoopOptions o_;
@@ -70,8 +87,10 @@ class ServingLoop {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> waiting_;  // guarded by mu_
+  std::deque<std::shared_ptr<Inspection>> inspections_;  // guarded by mu_
   bool draining_ = false;
   bool stop_ = false;
+  std::mutex join_mu_;  // stop(): one joiner
   int64_t n_active_ = 0;  // mirror of active_.size() for idle()
   // Scheduler-thread only:
   std::vector<std::unique_ptr<Active>> active_;

@@ -1,0 +1,40 @@
+// The listening socket and the connections behind requests, for cpp-httplib 0.11 (Debian 12):
+// binding that fails when another process listens on the port (httplib's default sets
+// SO_REUSEPORT, so a second server bound the same port and took half the connections), a listen
+// backlog for bursts (httplib's is 5), and whether a request's client is still connected (httplib
+// 0.11 does not say; a non-streaming request whose client left must stop generating).
+#pragma once
+
+#include <httplib.h>
+
+#include <string>
+
+#include "core/result.h"
+
+namespace tova::server {
+
+class Listener : public httplib::Server {
+ public:
+  Listener();
+  // Binds host:port (0: any free port) with SO_REUSEADDR only and a backlog of `backlog`;
+  // returns the port bound, or an error naming the address and the reason (in use, ...).
+  Result<int> bind(const std::string& host, int port, int backlog);
+  int port() const { return port_; }
+
+ private:
+  int port_ = -1;
+};
+
+// The socket of the connection a request arrived on (its peer address and port and our port
+// identify it among this process's sockets), or -1. Valid while the request's handler runs.
+int connection_socket(const httplib::Request& req);
+
+// The peer of socket `fd` has closed its side (or reset it): no answer will be read.
+bool peer_closed(int fd);
+
+// Shuts down every connection this process accepted on `port`: at shutdown, httplib 0.11 keeps
+// an idle keep-alive connection's thread waiting up to its keep-alive timeout, and a stopping
+// server would wait for it.
+void shutdown_connections(int port);
+
+}  // namespace tova::server

@@ -1,0 +1,141 @@
+// The web page at `/` in a real browser: Debian's chromium, headless, driven by playwright-core
+// (no browser is downloaded). A conversation under one policy and budget, streamed, a second turn
+// that continues the held state, a second conversation under another policy, and the state view
+// (states held and evicted per layer, which earlier tokens are still held). Every request the
+// page makes goes to the server itself; no console error (a CSP violation is one).
+// Usage: node browser_test.mjs BUILD_DIR MODEL.gguf   (exit 0 passed, 77 skipped)
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+import { check, finish, startServer, stopServer, sanitized } from './lib.mjs';
+
+const chromiumPath = process.env.TOVA_CHROMIUM || '/usr/bin/chromium';
+if (!existsSync(chromiumPath)) {
+  console.log(`${chromiumPath} not found: the browser test is skipped (scripts/setup.sh installs ` +
+    'Debian\'s chromium)');
+  process.exit(77);
+}
+if (sanitized) {
+  console.log('TOVA_SANITIZE_RUN=1: the browser test is skipped (it checks the page, not memory; ' +
+    'the server code it drives runs under the sanitizers in ServerOperations and ServerSoak)');
+  process.exit(77);
+}
+if (!existsSync(new URL('./node_modules/playwright-core', import.meta.url))) {
+  console.error('tests/server/client/node_modules is missing: run scripts/setup.sh (npm ci)');
+  process.exit(1);
+}
+const { chromium } = await import('playwright-core');
+
+const server = await startServer(['--max-tokens', '512'], { chatTemplate: null });
+const profile = mkdtempSync(join(tmpdir(), 'tova-chromium-'));
+let context = null;
+try {
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const page = context.pages()[0] ?? await context.newPage();
+  const elsewhere = [];
+  const consoleErrors = [];
+  page.on('request', (r) => { if (!r.url().startsWith(server.url)) elsewhere.push(r.url()); });
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('pageerror', (e) => consoleErrors.push(String(e)));
+  const info = (await (await fetch(`${server.url}/v1/models`)).json()).data[0];
+
+  await check('the page loads from the binary and lists every registered policy', async () => {
+    await page.goto(server.url);
+    await page.waitForFunction(() => document.getElementById('model').textContent.length > 0);
+    assert.equal(await page.textContent('#model'), info.id);
+    const options = await page.$$eval('#policy option', (os) => os.map((o) => o.value));
+    assert.deepEqual(options, info.tova.policies.map((p) => p.name));
+    assert.ok(options.includes('tova') && options.includes('full'));
+  });
+
+  const ask = async (text) => {
+    const before = await page.$$eval('.msg.assistant.done', (ms) => ms.length);
+    await page.fill('#input', text);
+    await page.click('#send');
+    await page.waitForFunction((n) => document.querySelectorAll('.msg.assistant.done').length > n,
+      before, { timeout: 30000 });
+    const last = page.locator('.msg.assistant.done').last();
+    return { text: await last.locator('.body').textContent(),
+      meta: await last.locator('.meta').last().textContent(),
+      error: await last.evaluate((e) => e.classList.contains('error')) };
+  };
+  const tokensHeld = () => page.$$eval('#tokens span', (ss) => ss.map((s) => Number(s.dataset.held)));
+
+  await check('a tova k=16 conversation: streamed answer, state per layer, tokens shaded', async () => {
+    await page.selectOption('#policy', 'tova');
+    await page.fill('#budget', '16');
+    await page.fill('#max-tokens', '48');
+    await page.fill('#temperature', '0');
+    await page.click('#new');
+    const a = await ask('Tell me a story about a little cat who finds a red ball in the garden.');
+    assert.ok(!a.error, a.meta);
+    assert.ok(a.text.length > 0, 'an answer');
+    assert.match(a.meta, /tokens, prompt \d+ \(0 continued from the held state\), 16 states held/);
+    await page.waitForFunction(() => document.querySelectorAll('#layers .layer').length > 0);
+    const layers = await page.$$eval('#layers .layer', (ls) => ls.map((l) => ({
+      held: Number(l.dataset.held), evicted: Number(l.dataset.evicted) })));
+    assert.equal(layers.length, info.tova.n_layer);
+    for (const l of layers) {
+      assert.equal(l.held, 16);
+      assert.ok(l.evicted > 0);
+    }
+    const held = await tokensHeld();
+    const pairs = info.tova.n_layer * info.tova.n_head_kv;
+    assert.ok(held.length > 32, `${held.length} tokens shown`);
+    assert.ok(held.some((h) => h === 0), 'some earlier tokens were evicted everywhere');
+    assert.ok(held.some((h) => h > 0), 'some are held');
+    assert.ok(held.every((h) => h >= 0 && h <= pairs));
+    // Each layer holds 16 states: the held counts add up to 16 per (layer, KV head).
+    assert.equal(held.reduce((a, b) => a + b, 0), 16 * pairs);
+    assert.match(await page.textContent('[data-field="policy"]'), /^tova k=16 \(exact, absolute\)/);
+    assert.match(await page.textContent('[data-field="status"]'), /held for the next turn/);
+  });
+
+  await check('the second turn continues the held state (cached tokens > 0)', async () => {
+    const b = await ask('What did the cat do next?');
+    assert.ok(!b.error, b.meta);
+    const m = /\((\d+) continued from the held state\)/.exec(b.meta);
+    assert.ok(m && Number(m[1]) > 0, b.meta);
+    assert.ok((await tokensHeld()).length > 60);
+  });
+
+  await check('a second conversation keeps its own policy (window k=8); switching back', async () => {
+    await page.selectOption('#policy', 'window');
+    await page.fill('#budget', '8');
+    await page.click('#new');
+    const c = await ask('Once upon a time there was a dog.');
+    assert.ok(!c.error, c.meta);
+    assert.match(await page.textContent('[data-field="policy"]'), /^window k=8/);
+    const held = await tokensHeld();
+    // A window holds the last 8 positions in every layer, nothing before them.
+    const pairs = info.tova.n_layer * info.tova.n_head_kv;
+    assert.deepEqual(held.slice(-8), Array(8).fill(pairs));
+    assert.ok(held.slice(0, -8).every((h) => h === 0));
+    assert.equal(await page.$$eval('#conversations li', (ls) => ls.length), 2);
+    await page.click('#conversations li >> nth=0');
+    await page.waitForFunction(() => /^tova k=16/.test(
+      document.querySelector('[data-field="policy"]')?.textContent ?? ''));
+    assert.equal(await page.$$eval('.msg.assistant', (ms) => ms.length), 2);
+  });
+
+  // TOVA_SCREENSHOT=FILE.png: what the page looks like now (for the docs).
+  if (process.env.TOVA_SCREENSHOT) {
+    await page.setViewportSize({ width: 1400, height: 800 });
+    await page.screenshot({ path: process.env.TOVA_SCREENSHOT });
+  }
+  await check('no request left the server, no console error', async () => {
+    assert.deepEqual(elsewhere, []);
+    assert.deepEqual(consoleErrors, []);
+  });
+} finally {
+  if (context) await context.close();
+  rmSync(profile, { recursive: true, force: true });
+  await stopServer(server);
+}
+finish('browser tests');

@@ -1,0 +1,154 @@
+// What the server tests share: starting and stopping `tova serve` on a free loopback port,
+// named checks that count failures, greedy references from `tova run`, /metrics, RSS.
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import assert from 'node:assert/strict';
+
+export const [buildDir, model] = process.argv.slice(2);
+export const tova = `${buildDir}/bin/tova`;
+export const sanitized = process.env.TOVA_SANITIZE_RUN === '1';
+
+let failures = 0;
+const only = process.env.TOVA_SERVER_TESTS ? new RegExp(process.env.TOVA_SERVER_TESTS) : null;
+
+// Runs one named check; a failure is counted and printed, the next check still runs.
+export async function check(name, fn) {
+  if (only && !only.test(name)) return;
+  const t0 = Date.now();
+  try {
+    await fn();
+    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    failures++;
+    console.log(`FAIL ${name}: ${e.stack || e}`);
+  }
+}
+
+export function finish(what) {
+  console.log(failures === 0 ? `all ${what} passed` : `${failures} ${what} failed`);
+  process.exit(failures === 0 ? 0 : 1);
+}
+
+export const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
+
+// Starts `tova serve` (any free port unless args name one) and resolves once it listens.
+// Options: chatTemplate (default 'chatml'; null: none given), timeoutMs.
+export function startServer(args = [], { chatTemplate = 'chatml', env = {}, threads = '2' } = {}) {
+  return new Promise((resolve, reject) => {
+    const base = ['serve', '-m', model, '-t', threads];
+    if (!args.includes('--port')) base.push('--port', '0');
+    if (chatTemplate) base.push('--chat-template', chatTemplate);
+    const p = spawn(tova, [...base, ...args], { stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env } });
+    let err = '';
+    let out = '';
+    const exited = new Promise((res) => p.on('exit', (code, sig) => res({ code, sig })));
+    p.stderr.on('data', (d) => { err += d; });
+    p.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m) {
+        resolve({ proc: p, url: m[1], port: Number(/:(\d+)$/.exec(m[1])[1]),
+          stderr: () => err, exited });
+      }
+    });
+    exited.then(({ code, sig }) => reject(new Error(`server exited ${code ?? sig}: ${err}`)));
+  });
+}
+
+// Sends `signal` and resolves with the exit { code, sig }.
+export async function stopServer(s, signal = 'SIGTERM') {
+  if (s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill(signal);
+  return s.exited;
+}
+
+// Runs `tova serve ARGS` expecting it to refuse to start: resolves with { code, stderr }, or
+// rejects (after killing it) if it listens instead.
+export function expectRefusal(args, timeoutMs = 20000) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(tova, ['serve', '-m', model, '-t', '1', ...args],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    let out = '';
+    const timer = setTimeout(() => { p.kill('SIGKILL'); reject(new Error('still running')); },
+      timeoutMs);
+    p.stderr.on('data', (d) => { err += d; });
+    p.stdout.on('data', (d) => {
+      out += d;
+      if (/listening on/.test(out)) {
+        clearTimeout(timer);
+        p.kill('SIGKILL');
+        reject(new Error(`it started instead of refusing: ${out.trim()} ${err.trim()}`));
+      }
+    });
+    p.on('exit', (code) => { clearTimeout(timer); resolve({ code, stderr: err }); });
+  });
+}
+
+// What `tova run --temp 0` generates after `prompt` (the reference for greedy answers).
+export function runGreedy(prompt, n, extra = []) {
+  const out = execFileSync(tova, ['run', '-m', model, '-t', '1', '--temp', '0', '-n', String(n),
+    '-p', prompt, ...extra], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+  assert.ok(out.startsWith(prompt));
+  return out.slice(prompt.length).replace(/\n$/, '');
+}
+
+export async function health(url) {
+  const r = await fetch(`${url}/health`);
+  assert.equal(r.status, 200);
+  assert.equal((await r.json()).status, 'ok');
+}
+
+export function rss(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m[1]) * 1024;
+}
+
+export async function metrics(url, headers = {}) {
+  const text = await (await fetch(`${url}/metrics`, { headers })).text();
+  const get = (name) => {
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    assert.ok(m, `metric ${name}`);
+    return Number(m[1]);
+  };
+  return { text, get };
+}
+
+// Waits until `pred()` (async) is true, polling every `ms`, for at most `timeoutMs`.
+export async function waitFor(pred, timeoutMs = 5000, ms = 50) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await pred()) return true;
+    if (Date.now() > until) return false;
+    await sleep(ms);
+  }
+}
+
+// One raw HTTP exchange over a fresh TCP connection: writes `text`, resolves with what came
+// back (status line parsed) when the server closes or `timeoutMs` passes.
+export function rawRequest(port, text, timeoutMs = 5000) {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let data = '';
+    let error = null;
+    const t0 = Date.now();
+    const timer = setTimeout(() => sock.destroy(), timeoutMs);
+    sock.on('connect', () => sock.write(text));
+    sock.on('data', (d) => {
+      data += d;
+      // One whole response is enough (the server may keep the connection open).
+      const head = data.indexOf('\r\n\r\n');
+      if (head >= 0) {
+        const len = /content-length:\s*(\d+)/i.exec(data.slice(0, head));
+        if (len && data.length >= head + 4 + Number(len[1])) sock.end();
+      }
+    });
+    sock.on('error', (e) => { error = e; });
+    sock.on('close', () => {
+      clearTimeout(timer);
+      const m = /^HTTP\/1\.[01] (\d+)/.exec(data);
+      resolve({ status: m ? Number(m[1]) : 0, data, error, ms: Date.now() - t0 });
+    });
+  });
+}
