@@ -370,11 +370,34 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
         .param = "max_tokens",
         .code = "context_length_exceeded"};
   }
-  p.gen.reserve_bytes = runtime::reserve_bytes(engine.model(), p.gen.cache, n_prompt, d.ctx);
-  if (p.gen.reserve_bytes > d.kv_memory) {
-    return bad("kv_budget", fmt::format("this multi-state needs {} bytes of K/V memory, more than "
-                                        "the server's --kv-memory ({} bytes)",
-                                        p.gen.reserve_bytes, d.kv_memory));
+  // Memory: a bounded state grows to at most k + extra slots, and a budget whose slots cannot
+  // fit in --kv-memory is refused (the library refuses it too: memory_limit); this request
+  // reserves only the slots it can reach (prompt + max_tokens), which its pool allocates at
+  // admission. A `full` state reserves --ctx tokens' worth.
+  const uint64_t most = runtime::reserve_bytes(engine.model(), p.gen.cache, n_prompt, d.ctx);
+  if (most > d.kv_memory) {
+    return ApiError{
+        .status = 400,
+        .message = spec->bounded()
+                       ? fmt::format("kv_budget {}: a multi-state of {} states per layer needs up "
+                                     "to {} bytes of K/V memory, more than the server's "
+                                     "--kv-memory ({} bytes)",
+                                     spec->budget, spec->budget, most, d.kv_memory)
+                       : fmt::format("a full multi-state of --ctx {} tokens needs {} bytes of K/V "
+                                     "memory, more than the server's --kv-memory ({} bytes)",
+                                     d.ctx, most, d.kv_memory),
+        .param = "kv_budget",
+        .code = "kv_budget_exceeds_memory"};
+  }
+  p.gen.cache.memory_limit = d.kv_memory;
+  p.gen.reserve_bytes = most;
+  if (spec->bounded()) {
+    const int64_t slots_most = spec->budget + runtime::max_new_for(p.gen.cache.prefill, n_prompt);
+    const int64_t reach = n_prompt + p.gen.max_tokens;
+    if (reach < slots_most) {
+      p.gen.reserve_bytes = most / static_cast<uint64_t>(slots_most) * static_cast<uint64_t>(reach);
+    }
+    p.gen.cache.reserve = std::min(reach, slots_most);
   }
   return p;
 }

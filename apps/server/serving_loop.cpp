@@ -228,7 +228,8 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
     return true;
   }
   a->prev = r.prompt.back();  // the first piece renders after the prompt
-  a->reserved = r.reserve_bytes;
+  // What the pool holds now counts if a reused state's growth (doubling) went past the estimate.
+  a->reserved = std::max<uint64_t>(r.reserve_bytes, a->session->state().bytes());
   reserved_ += a->reserved;
   metrics_.tokens(a->n_prompt, 0, a->reused);
   active_.push_back(std::move(a));

@@ -107,6 +107,39 @@ await check('--queue counts only requests beyond --parallel', async () => {
   }
 });
 
+await check('kv_budget: refused past --kv-memory (400 naming it), else admitted by the bytes ' +
+  'a request can reach', async () => {
+  const s = await startServer(['--kv-memory', '64M', '--max-tokens', '200000']);
+  try {
+    for (const budget of [100000000, 2000000000, 1000000]) {
+      const r = await post(s.url, '/v1/completions', { prompt: 'Once', max_tokens: 4,
+        kv_policy: 'tova', kv_budget: budget });
+      assert.equal(r.status, 400, `kv_budget ${budget}`);
+      const e = (await r.json()).error;
+      assert.equal(e.param, 'kv_budget');
+      assert.match(e.message, new RegExp(`kv_budget ${budget}: .* more than the server's ` +
+        '--kv-memory'));
+    }
+    // 40,000 states per layer fit in 64M (~58 MB); a request that reaches 2,000 tokens
+    // allocates and reserves those, not 40,000: two run at once.
+    const ctrl = new AbortController();
+    const reqs = [0, 1].map(() => fetch(`${s.url}/v1/completions`, { method: 'POST',
+      signal: ctrl.signal, body: JSON.stringify(long({ kv_budget: 40000, max_tokens: 2000 })) })
+      .catch(() => null));
+    assert.ok(await waitFor(async () => (await metrics(s.url)).get('tova_active_sequences') === 2),
+      'both admitted');
+    const m = await metrics(s.url);
+    assert.ok(m.get('tova_kv_bytes_reserved') < 8 << 20, `reserved ${m.get('tova_kv_bytes_reserved')}`);
+    ctrl.abort();
+    await Promise.all(reqs);
+    const small = await (await post(s.url, '/v1/completions', { prompt: 'Once upon a time',
+      max_tokens: 8, kv_policy: 'tova', kv_budget: 40000 })).json();
+    assert.ok(small.tova.kv_bytes < 1 << 20, `a short request allocated ${small.tova.kv_bytes}`);
+  } finally {
+    await stopServer(s);
+  }
+});
+
 await check('a non-streaming client that leaves stops its generation', async () => {
   const s = await startServer(['--max-tokens', '200000']);
   try {
