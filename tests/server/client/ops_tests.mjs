@@ -4,13 +4,14 @@
 // while draining, hostile Content-Length, 405 with Allow, the bearer scheme's case, CORS, the
 // access log (text and JSON), the latency histograms, chat with the bundled model.
 // Usage: node ops_tests.mjs BUILD_DIR MODEL.gguf     (exit 0: all passed)
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
-import { execFileSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import {
   check, finish, startServer, stopServer, expectRefusal, health, metrics, waitFor, rawRequest,
-  sleep,
+  sleep, tova,
 } from './lib.mjs';
 
 if (!existsSync(new URL('./node_modules/openai', import.meta.url))) {
@@ -353,5 +354,41 @@ await check('the bundled model chats without --chat-template (chatml), any model
       await stopServer(s);
     }
   });
+
+await check("the README's serve example, as written (only the port is a free one)", async () => {
+  // The first sh block of README.md's `tova serve` section: the server line, then the request.
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const section = readme.slice(readme.indexOf('### `tova serve`'));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)[1];
+  const [serveLine, ...rest] = block.split('\n');
+  assert.match(serveLine, /^tova serve /);
+  const port = await new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
+  });
+  const withPort = (t) => t.replaceAll('8080', String(port));
+  const env = { ...process.env, PATH: `${resolve(tova, '..')}:${process.env.PATH}` };
+  const server = spawn('bash', ['-c', `exec ${withPort(serveLine)}`], { env,
+    cwd: new URL('../../..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    let out = '';
+    server.stdout.on('data', (d) => { out += d; });
+    assert.ok(await waitFor(() => /listening on/.test(out), 20000), 'the README server started');
+    const curl = spawnSync('bash', ['-c', withPort(rest.join('\n'))], { env, encoding: 'utf8' });
+    assert.equal(curl.status, 0, curl.stderr);
+    const events = curl.stdout.split('\n\n').filter((e) => e.trim().length > 0);
+    assert.equal(events.at(-1).trim(), 'data: [DONE]', curl.stdout.slice(0, 500));
+    let text = '';
+    for (const e of events.slice(0, -1)) {
+      const j = JSON.parse(e.slice('data: '.length));
+      assert.ok(!j.error, JSON.stringify(j));
+      for (const c of j.choices) text += c.delta.content ?? '';
+    }
+    assert.ok(text.length > 0, 'a story');
+  } finally {
+    server.kill('SIGTERM');
+    await new Promise((res) => server.on('exit', res));
+  }
+});
 
 finish('server operations tests');

@@ -18,11 +18,18 @@ if (!existsSync(new URL('./node_modules/openai', import.meta.url))) {
 }
 const { default: OpenAI } = await import('openai');
 
-const policies = [['full', 0], ['tova', 16], ['window', 12], ['h2o', 20], ['sink:4', 24],
-  ['tova-head', 32], ['h2o-head', 8]];
-
 const s = await startServer(['--kv-memory', '256M', '--parallel', '64', '--queue', '128']);
 const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+
+// Every policy of the registry (GET /v1/models lists them), each with a budget of its own: the
+// concurrent checks below cycle through all of them.
+const registry = (await (await fetch(`${s.url}/v1/models`)).json()).data[0].tova.policies;
+const budgets = [16, 12, 20, 24, 32, 8];
+const policies = registry.map((p, i) => [p.arg ? `${p.name}:4` : p.name,
+  p.bounded ? budgets[i % budgets.length] : 0]);
+const bounded = policies.filter(([, k]) => k > 0);
+assert.ok(registry.length >= 7 && bounded.length === registry.length - 1,
+  `registry: ${registry.map((p) => p.name).join(', ')}`);
 
 await check('completions and chat, streaming and not, per-request multi-state, usage', async () => {
   const c = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time',
@@ -102,6 +109,17 @@ await check('greedy completions equal `tova run --temp 0`, alone and among 63 ot
     const [got] = await Promise.all([mine, ...others]);
     assert.equal(got.choices[0].text, want);
   });
+
+await check('every registered policy: the greedy text of `tova run` with that policy', async () => {
+  const prompt = 'Once upon a time, there was a little girl named Lily. She';
+  await Promise.all(policies.map(async ([p, k]) => {
+    const want = runGreedy(prompt, 40, k > 0 ? ['--kv-policy', p, '--kv-budget', String(k)] : []);
+    const got = await client.completions.create({ prompt, max_tokens: 40, temperature: 0,
+      model: 'stories260K', kv_policy: p, kv_budget: k });
+    assert.equal(got.choices[0].text, want, `${p} k=${k}`);
+    assert.equal(got.tova.policy, p);
+  }));
+});
 
 await check('3-turn conversation: same tokens with prefix reuse on and off, reuse reported',
   async () => {
@@ -196,7 +214,7 @@ await check('load: 64 concurrent streams, a quarter disconnect, RSS bounded, mem
     const worker = async () => {
       while (next < total) {
         const i = next++;
-        const [p, k] = policies.slice(1)[i % 6];
+        const [p, k] = bounded[i % bounded.length];
         const ctrl = new AbortController();
         const disconnect = i % 4 === 0;
         const r = await fetch(`${s.url}/v1/completions`, { method: 'POST', signal: ctrl.signal,
