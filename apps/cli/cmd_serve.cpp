@@ -1,5 +1,6 @@
 // tova serve: an OpenAI-compatible HTTP server that batches many bounded conversations.
 #include <fmt/format.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -106,6 +107,11 @@ void add_serve_command(CLI::App& app) {
     auto dir_max = parse_bytes("--session-dir-max", f.session_dir_max);
     if (!dir_max.ok()) throw CLI::RuntimeError(fail(dir_max.message()));
 
+    // Buffers from 128 KiB up (multi-state pools, per-request scratch) are mapped and unmapped
+    // whole, so memory goes back to the system when conversations end: glibc's adaptive
+    // threshold would raise itself past freed pools and keep them in the heap, and a long-running
+    // server's RSS would follow its largest moment rather than what it holds.
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     // Signals go to one thread that waits for them; every other thread (created below) inherits
     // the blocked mask.
     sigset_t sigs;

@@ -8,6 +8,7 @@
 
 #include "listener.h"
 #include "web_assets.h"
+#include "worker_pool.h"
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
 #include "runtime/cache_options.h"
@@ -394,7 +395,7 @@ void HttpServer::generate(bool chat, const Request& req, Response& res) {
 void HttpServer::routes() {
   Listener& s = *http_;
   const int n_http = o_.http_threads > 0 ? o_.http_threads : o_.loop.parallel + o_.loop.queue + 8;
-  s.new_task_queue = [n_http] { return new httplib::ThreadPool(n_http); };
+  s.new_task_queue = [n_http] { return new WorkerPool(n_http); };
   s.set_payload_max_length(o_.max_body_bytes);
   s.set_keep_alive_max_count(1000);
 
