@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "simd_env.h"
 #include "core/half.h"
 #include "kernels/attention.h"
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "simd_env.h"
 #include "core/thread_pool.h"
 #include "eval/bench.h"
 #include "eval/token_source.h"

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "simd_env.h"
 #include "core/thread_pool.h"
 #include "kv/policy_registry.h"
 #include "model/model.h"

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string>
 
+#include "simd_env.h"
 #include "core/thread_pool.h"
 #include "io/gguf.h"
 

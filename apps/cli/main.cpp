@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "kernels/simd_target.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -23,6 +24,19 @@ int main(int argc, char** argv) {
   tova::cli::add_throughput_command(app);
   tova::cli::add_serve_command(app);
   tova::cli::add_chat_command(app);
+  // --simd on every command (also TOVA_SIMD): applied while the flags are parsed, before the
+  // command runs; the library names the targets this CPU supports when the choice is not one.
+  for (CLI::App* sub : app.get_subcommands({})) {
+    sub->add_option_function<std::string>(
+           "--simd",
+           [](const std::string& name) {
+             const tova::Status st = tova::kernels::set_simd_target(name);
+             if (!st.ok()) throw CLI::ValidationError("--simd", st.message());
+           },
+           "SIMD target of the kernels: avx3_dl, avx3, avx2, sse4, scalar, ... (default: the "
+           "best this CPU runs)")
+        ->envname("TOVA_SIMD");
+  }
   // A first word that is neither a flag nor a command: name it and the valid commands.
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;

@@ -32,7 +32,4 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 void quantize_activations(GgmlType vec_dot_type, const float* src, void* dst, int64_t n);
 float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* act_row);
 
-// Name of the SIMD target chosen at run time on this machine (e.g. "AVX3_DL"), for reports.
-const char* simd_target_name();
-
 }  // namespace tova::kernels

@@ -61,8 +61,6 @@ float VecDotImpl(GgmlType type, int64_t n, const void* w_row, const void* act_ro
   return out;
 }
 
-const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
-
 }  // namespace tova::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -72,7 +70,6 @@ namespace tova::kernels {
 HWY_EXPORT(DequantizeRowImpl);
 HWY_EXPORT(QuantizeActsImpl);
 HWY_EXPORT(VecDotImpl);
-HWY_EXPORT(TargetNameImpl);
 
 namespace {
 bool is_quantized_weight(GgmlType type) {
@@ -100,8 +97,6 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* ac
   TOVA_CHECK(!is_quantized_weight(weight_type) || n % type_traits(weight_type).block_size == 0);
   return HWY_DYNAMIC_DISPATCH(VecDotImpl)(weight_type, n, w_row, act_row);
 }
-
-const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 
 }  // namespace tova::kernels
 #endif  // HWY_ONCE

@@ -11,6 +11,7 @@
 #include "core/half.h"
 #include "hwy/targets.h"
 #include "kernels/quant.h"
+#include "kernels/simd_target.h"
 
 namespace tova::kernels {
 namespace {
