@@ -3,20 +3,9 @@
 #include <algorithm>
 
 #include "core/check.h"
-
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define TOVA_PAUSE() _mm_pause()
-#else
-#define TOVA_PAUSE() std::this_thread::yield()
-#endif
+#include "core/spin_wait.h"
 
 namespace tova {
-
-namespace {
-// About 50-100 microseconds of spinning before a worker sleeps.
-constexpr int kSpinIterations = 20000;
-}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   workers_.reserve(n_threads_ - 1);
@@ -24,34 +13,24 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_.store(true);
-    generation_.fetch_add(1);
-  }
-  cv_.notify_all();
+  stop_.store(true);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
 namespace {
 constexpr uint64_t kClosed = uint64_t{1} << 31;
 constexpr uint64_t kInsideMask = kClosed - 1;
-uint64_t gate_tag(uint64_t generation) { return (generation & 0xffffffffu) << 32; }
+uint64_t gate_tag(uint32_t generation) { return uint64_t{generation} << 32; }
 }  // namespace
 
 void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      TOVA_PAUSE();
-      gen = generation_.load(std::memory_order_acquire);
-    }
-    if (gen == seen) {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-      gen = generation_.load(std::memory_order_acquire);
-    }
+    spin_then_wait(generation_,
+                   [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    const uint32_t gen = generation_.load(std::memory_order_acquire);
     seen = gen;
     if (stop_.load()) return;
     // Join the job unless it is closed or already replaced by a newer one.
@@ -67,6 +46,8 @@ void ThreadPool::worker_loop(int index) {
     (*job_)(index);
     if (wait_all_) completed_.fetch_add(1, std::memory_order_acq_rel);
     gate_.fetch_sub(1, std::memory_order_acq_rel);
+    left_.fetch_add(1, std::memory_order_acq_rel);
+    left_.notify_all();  // a system call only when the caller sleeps
   }
 }
 
@@ -78,30 +59,20 @@ void ThreadPool::dispatch(const std::function<void(int)>& fn, bool wait_all) {
   job_ = &fn;
   wait_all_ = wait_all;
   completed_.store(0, std::memory_order_relaxed);
-  const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
   gate_.store(gate_tag(gen), std::memory_order_release);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    generation_.store(gen, std::memory_order_release);
-  }
-  cv_.notify_all();
+  generation_.store(gen, std::memory_order_release);
+  generation_.notify_all();  // a system call only when some worker sleeps
   fn(0);
-  // Spin first (the common case: workers finish within microseconds), then yield, so an
-  // oversubscribed machine still makes progress.
-  auto wait = [](auto&& done) {
-    for (int spin = 0; !done(); ++spin) {
-      if (spin < kSpinIterations) {
-        TOVA_PAUSE();
-      } else {
-        std::this_thread::yield();
-      }
-    }
-  };
   if (wait_all) {
-    wait([&] { return completed_.load(std::memory_order_acquire) == n_threads_ - 1; });
+    spin_then_wait(left_, [&] {
+      return completed_.load(std::memory_order_acquire) == n_threads_ - 1;
+    });
   }
   gate_.fetch_or(kClosed, std::memory_order_acq_rel);
-  wait([&] { return (gate_.load(std::memory_order_acquire) & kInsideMask) == 0; });
+  spin_then_wait(left_, [&] {
+    return (gate_.load(std::memory_order_acquire) & kInsideMask) == 0;
+  });
   job_ = nullptr;
   busy_.store(false, std::memory_order_release);
 }
@@ -115,12 +86,14 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
-                              const std::function<void(int64_t, int64_t)>& fn) {
+                              const std::function<void(int64_t, int64_t)>& fn,
+                              int parts_per_thread) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t n_grains = (n + grain - 1) / grain;
-  const int64_t n_parts = std::min<int64_t>(n_threads_, n_grains);
-  if (n_parts <= 1) {
+  const int64_t n_parts =
+      std::min<int64_t>(int64_t{n_threads_} * std::max(1, parts_per_thread), n_grains);
+  if (n_parts <= 1 || n_threads_ == 1) {
     fn(0, n);
     return;
   }
@@ -131,11 +104,10 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     const int64_t end = std::min(n, g1 * grain);
     if (begin < end) fn(begin, end);
   };
-  // The caller takes the first part; the others go to whoever claims them first.
-  std::atomic<int64_t> next{1};
+  // Parts go to whoever claims them first, the caller included.
+  std::atomic<int64_t> next{0};
   dispatch(
-      [&](int thread) {
-        if (thread == 0) part(0);
+      [&](int) {
         for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < n_parts;
              t = next.fetch_add(1, std::memory_order_relaxed)) {
           part(t);

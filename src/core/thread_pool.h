@@ -1,6 +1,10 @@
 // A fixed pool of worker threads for data-parallel loops. The calling thread takes part, so a
-// pool of n threads starts n-1 workers. Workers spin briefly before sleeping: decode issues many
-// small parallel loops per token, and waking a sleeping thread costs more than the loop itself.
+// pool of n threads starts n-1 workers.
+//
+// Waiting threads (idle workers, a caller waiting for the last part, threads at a SpinBarrier)
+// spin briefly and then sleep (core/spin_wait.h): decode issues many small parallel loops per
+// token, and waking a sleeping thread costs more than a small loop, but on a machine with fewer
+// free cores than threads a spinning thread takes the core the others need.
 //
 // Loops hand out their pieces to whichever thread claims them first, and a worker that has not
 // joined by the time every piece is taken stays out: on a busy machine, where a worker may not
@@ -8,10 +12,8 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -29,10 +31,12 @@ class ThreadPool {
   // Calls fn(thread_index) once on each of the pool's threads and waits for all of them.
   void run(const std::function<void(int)>& fn);
 
-  // Splits [0, n) into contiguous ranges, at most one per thread, each a multiple of `grain`
-  // (but the last), and calls fn(begin, end) for each non-empty range, on whichever thread
-  // claims it first.
-  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+  // Splits [0, n) into contiguous ranges, at most parts_per_thread per thread, each a multiple
+  // of `grain` (but the last), and calls fn(begin, end) for each non-empty range, on whichever
+  // thread claims it first. More parts than threads let the threads that run take over the
+  // parts of one that is not scheduled (a busy machine), at the cost of more claims.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn,
+                    int parts_per_thread = 1);
 
   // Calls fn(i, thread) for every i in [0, n), handing out one index at a time to whichever
   // thread is free: for items of uneven cost (list the costliest first). thread (0 .. size()-1)
@@ -49,17 +53,18 @@ class ThreadPool {
   int n_threads_;
   std::vector<std::thread> workers_;
   const std::function<void(int)>* job_ = nullptr;
-  // Each on a cache line of its own: idle workers spin on generation_.
-  alignas(64) std::atomic<uint64_t> generation_{0};
+  // Each on a cache line of its own: idle workers spin, then sleep, on generation_.
+  alignas(64) std::atomic<uint32_t> generation_{0};
   // The current job's gate: [generation (32 bits) | closed (1 bit) | workers inside (31 bits)].
   // A worker joins by incrementing it while it still shows its generation and is open.
   alignas(64) std::atomic<uint64_t> gate_{0};
+  // Bumped by every worker that leaves a job (after it left the gate, and after counting
+  // itself in completed_): what a caller waiting for the workers sleeps on.
+  alignas(64) std::atomic<uint32_t> left_{0};
   alignas(64) std::atomic<int> completed_{0};  // workers done with the current job (wait_all)
   bool wait_all_ = false;
   std::atomic<bool> stop_{false};
   std::atomic<bool> busy_{false};  // a caller is inside dispatch (the one-caller contract)
-  std::mutex mu_;
-  std::condition_variable cv_;
 };
 
 }  // namespace tova
