@@ -362,6 +362,8 @@ void GemvQ6_K(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
 using GemvDecodeFn = void (*)(const uint8_t* const*, const uint8_t* const*, int64_t, int64_t,
                               float*);
 
+constexpr int kDecodeMaxRows = 4;  // rows per tile with several tokens
+
 inline bool HasGemvDecode(GgmlType type) {
   return type == GgmlType::kQ4_0 || type == GgmlType::kQ8_0 || type == GgmlType::kQ6_K;
 }
@@ -396,6 +398,14 @@ inline GemvDecodeFn PickGemvDecode(GgmlType type, int r, int t) {
       return kQ6_K[r - 1][t - 1];
   }
 }
+
+#elif HWY_TARGET != HWY_AVX2 && HWY_TARGET != HWY_AVX3  // (matmul_decode_avx2-inl.h)
+
+// No direct decode kernels on the other targets: rows are unpacked first (Int8Rows). They are
+// SSE4 / SSSE3 machines (a decade old and more) and the portable fallbacks, which this project
+// does not tune for.
+inline bool HasGemvDecode(GgmlType) { return false; }
+inline int64_t DecodeActBytes(GgmlType, int64_t) { return 0; }
 
 #endif  // HWY_TARGET == HWY_AVX3_DL
 

@@ -25,8 +25,10 @@
 #include "hwy/cache_control.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "kernels/matmul_decode-inl.h"
 #include "kernels/quant_kernels-inl.h"
+#include "kernels/matmul_decode-inl.h"
+#include "kernels/matmul_decode_avx2-inl.h"
+#include "kernels/matmul_gemm-inl.h"
 
 #if HWY_TARGET == HWY_AVX3_DL && defined(__clang__)
 // Highway's AVX3_DL target string omits avx512vnni although its CPU check requires it. clang
@@ -89,18 +91,19 @@ void PlanActs(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x,
   const detail::UnpackInfo info = detail::unpack_info(weight_type);
   a->group = info.group;
   a->n_group_pad = PadGroups(n_in / info.group);
-#if HWY_TARGET == HWY_AVX3_DL
+#if TOVA_INT8_LANES_TARGET
   const bool has_decode_kernel = HasGemvDecode(weight_type);
   if (n_tok >= (has_decode_kernel ? kDecodeLanesMinTokens : kInt8LanesMinTokens)) {
+    constexpr int L = kGemmLanes;
     a->layout = ActLayout::kInt8Lanes;
-    a->lanes = 16;
-    a->n_tok_group = (n_tok + 15) / 16;
-    a->qs_stride = n_in * 16;
-    a->sc_stride = a->n_group_pad * 16;
+    a->lanes = L;
+    a->n_tok_group = (n_tok + L - 1) / L;
+    a->qs_stride = n_in * L;
+    a->sc_stride = a->n_group_pad * L;
     int8_t* qs = a->qs.ensure<int8_t>(static_cast<size_t>(a->n_tok_group * a->qs_stride));
     float* d = a->d.ensure<float>(static_cast<size_t>(a->n_tok_group * a->sc_stride));
     float* sa = a->sa.ensure<float>(static_cast<size_t>(a->n_tok_group * a->sc_stride));
-    if (n_tok % 16 != 0) {
+    if (n_tok % L != 0) {
       const int64_t last = a->n_tok_group - 1;
       std::memset(qs + last * a->qs_stride, 0, static_cast<size_t>(a->qs_stride));
       std::memset(d + last * a->sc_stride, 0, static_cast<size_t>(a->sc_stride) * sizeof(float));
@@ -146,6 +149,12 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
       blocks_buf.ensure<uint8_t>(static_cast<size_t>(n / at.block_size * at.type_size));
   for (int64_t t = t_begin; t < t_end; ++t) {
     QuantizeActs(act_type, x + t * n, n, blocks);
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+    if (a->layout == ActLayout::kDecodeRows) {
+      PrepareAvx2Decode(a->weight_type, blocks, n, a->qs.get<uint8_t>() + t * a->qs_stride);
+      continue;
+    }
+#endif
     if (a->layout == ActLayout::kInt8Rows) {
       int8_t* qs = a->qs.get<int8_t>() + t * a->qs_stride;
       float* d = a->d.get<float>() + t * a->sc_stride;
@@ -178,14 +187,15 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
     }
 #endif
     // kInt8Lanes: scatter the row into its token lane.
-    const int64_t tg = t / a->lanes, lane = t % a->lanes;
+    const int lanes = a->lanes;
+    const int64_t tg = t / lanes, lane = t % lanes;
     int8_t* qdst = a->qs.get<int8_t>() + tg * a->qs_stride + lane * 4;
-    for (int64_t k4 = 0; k4 < n / 4; ++k4) std::memcpy(qdst + k4 * 64, qs + 4 * k4, 4);
+    for (int64_t k4 = 0; k4 < n / 4; ++k4) std::memcpy(qdst + k4 * 4 * lanes, qs + 4 * k4, 4);
     float* ddst = a->d.get<float>() + tg * a->sc_stride + lane;
     float* sdst = a->sa.get<float>() + tg * a->sc_stride + lane;
     for (int64_t g = 0; g < n_group; ++g) {
-      ddst[g * 16] = d[g];
-      sdst[g * 16] = sa[g];
+      ddst[g * lanes] = d[g];
+      sdst[g * lanes] = sa[g];
     }
   }
 }
@@ -225,7 +235,7 @@ void FloatRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
 // Each row's unpack first prefetches the row `nr` rows further (if below o_end) into L2, so the
 // next call finds its rows there instead of waiting for the hardware prefetcher to ramp up.
 void UnpackRows(const WeightMatrix& w, int64_t o, int nr, int64_t o_end, int64_t u_stride,
-                int64_t n_group_pad, bool bias, uint8_t* u, float* mul, float* add) {
+                int64_t n_group_pad, bool bias, int offset, uint8_t* u, float* mul, float* add) {
   const detail::UnpackInfo info = detail::unpack_info(w.type);
   const int64_t n_group = w.n_in / info.group;
   for (int r = 0; r < nr; ++r) {
@@ -241,7 +251,7 @@ void UnpackRows(const WeightMatrix& w, int64_t o, int nr, int64_t o_end, int64_t
     std::fill(m + n_group, m + n_group_pad, 0.0f);
     std::fill(ad + n_group, ad + n_group_pad, 0.0f);
     if (bias) {
-      const float off = static_cast<float>(info.offset);
+      const float off = static_cast<float>(offset);
       for (int64_t g = 0; g < n_group; ++g) ad[g] -= off * m[g];
     }
   }
@@ -259,7 +269,7 @@ void Int8Rows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_
   const int tile_rows = RowsPerTile(a.n_tok);
   for (int64_t o = o_begin; o < o_end; o += tile_rows) {
     const int nr = static_cast<int>(std::min<int64_t>(tile_rows, o_end - o));
-    UnpackRows(w, o, nr, o_end, u_stride, ngp, false, u, mul, add);
+    UnpackRows(w, o, nr, o_end, u_stride, ngp, false, 0, u, mul, add);
     WRow wr[4];
     for (int r = 0; r < nr; ++r) wr[r] = {u + r * u_stride, mul + r * ngp, add + r * ngp};
     for (int64_t t = 0; t < a.n_tok; t += 4) {
@@ -348,6 +358,54 @@ void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0
     }
   }
 }
+#elif HWY_TARGET == HWY_AVX2
+// In place: v[i] lane j becomes v[j] lane i (an 8 x 8 float transpose).
+inline void Transpose8x8(__m256 v[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  for (int q = 0; q < 2; ++q) {
+    const __m256 lo = t[4 * q], hi = t[4 * q + 1], lo2 = t[4 * q + 2], hi2 = t[4 * q + 3];
+    u[4 * q + 0] = _mm256_shuffle_ps(lo, lo2, 0x44);
+    u[4 * q + 1] = _mm256_shuffle_ps(lo, lo2, 0xEE);
+    u[4 * q + 2] = _mm256_shuffle_ps(hi, hi2, 0x44);
+    u[4 * q + 3] = _mm256_shuffle_ps(hi, hi2, 0xEE);
+  }
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
+    v[4 + k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
+  }
+}
+
+// As the AVX-512 version, with 8 x 8 transposes (rows in pairs of 8, the last masked).
+void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
+                float* y) {
+  if (ldb % 8 != 0) return StoreChunkScalar(buf, ldb, nr, n_tok, o0, n_out, y);
+  for (int r0 = 0; r0 < nr; r0 += 8) {
+    const int rn = std::min(8, nr - r0);
+    alignas(32) int32_t lane_on[8];
+    for (int i = 0; i < 8; ++i) lane_on[i] = i < rn ? -1 : 0;
+    const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(lane_on));
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 8) {
+      __m256 v[8];
+      for (int r = 0; r < 8; ++r) {
+        v[r] = r < rn ? _mm256_loadu_ps(buf + (r0 + r) * ldb + t0) : _mm256_setzero_ps();
+      }
+      Transpose8x8(v);
+      const int tn = static_cast<int>(std::min<int64_t>(8, n_tok - t0));
+      for (int t = 0; t < tn; ++t) {
+        float* dst = y + (t0 + t) * n_out + o0 + r0;
+        if (rn == 8) {
+          _mm256_storeu_ps(dst, v[t]);
+        } else {
+          _mm256_maskstore_ps(dst, mask, v[t]);
+        }
+      }
+    }
+  }
+}
 #else
 void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
                 float* y) {
@@ -402,9 +460,12 @@ void FloatLanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
       }
       for (int64_t tg = 0; tg < a.n_tok_group; ++tg) {
         const float* xp = a.qs.get<float>() + tg * n * lanes + k0 * lanes;
-        // 8-row tiles: 16 accumulators hide the FMA latency (8 would just cover it).
-        for (int r0 = 0; r0 < nc; r0 += 8) {
-          const int nr = std::min(8, nc - r0);
+        // 8-row tiles: 16 accumulators hide the FMA latency (8 would just cover it). With 16
+        // vector registers (AVX2 and older) 6 rows, 12 accumulators, so that the tile does not
+        // spill.
+        constexpr int kTileRows = HWY_TARGET <= HWY_AVX3 ? 8 : 6;
+        for (int r0 = 0; r0 < nc; r0 += kTileRows) {
+          const int nr = std::min(kTileRows, nc - r0);
           float* b = buf + r0 * ldb + tg * lanes;
           const bool first = k0 == 0;
           switch (nr) {
@@ -440,80 +501,17 @@ void FloatLanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
   }
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
-
-// R rows x NT groups of 16 tokens over kn elements (pointers already at the slice start). Per
-// group g: isum = <u, a> in int32 lanes (one per token), then
-// acc += isum * (mul_g * d_g) + bias_g * sa_g. Accumulators live at buf + r * ldb + 16 * j.
-template <int G, int R, int NT>
-void GemmInt8Tile(const uint8_t* const* u, const float* const* mul, const float* const* bias,
-                  const int8_t* qsp, const float* dp, const float* sap, int64_t qs_stride,
-                  int64_t sc_stride, int64_t kn, float* buf, int64_t ldb, bool first) {
-  __m512 acc[R][NT];
-  for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < NT; ++j) {
-      acc[r][j] = first ? _mm512_setzero_ps() : _mm512_load_ps(buf + r * ldb + 16 * j);
-    }
-  }
-  for (int64_t g = 0; g < kn / G; ++g) {
-    __m512i isum[R][NT];
-    for (int r = 0; r < R; ++r) {
-      for (int j = 0; j < NT; ++j) isum[r][j] = _mm512_setzero_si512();
-    }
-    for (int q = 0; q < G / 4; ++q) {
-      const int64_t k = g * G + 4 * q;
-      __m512i av[NT];
-      for (int j = 0; j < NT; ++j) av[j] = _mm512_load_si512(qsp + j * qs_stride + k * 16);
-      for (int r = 0; r < R; ++r) {
-        int32_t w4;
-        std::memcpy(&w4, u[r] + k, 4);
-        const __m512i wb = _mm512_set1_epi32(w4);
-        for (int j = 0; j < NT; ++j) isum[r][j] = _mm512_dpbusd_epi32(isum[r][j], wb, av[j]);
-      }
-    }
-    __m512 dv[NT], sv[NT];
-    for (int j = 0; j < NT; ++j) {
-      dv[j] = _mm512_load_ps(dp + j * sc_stride + g * 16);
-      sv[j] = _mm512_load_ps(sap + j * sc_stride + g * 16);
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m512 m = _mm512_set1_ps(mul[r][g]);
-      const __m512 b = _mm512_set1_ps(bias[r][g]);
-      for (int j = 0; j < NT; ++j) {
-        acc[r][j] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][j]), _mm512_mul_ps(m, dv[j]), acc[r][j]);
-        acc[r][j] = _mm512_fmadd_ps(b, sv[j], acc[r][j]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < NT; ++j) _mm512_store_ps(buf + r * ldb + 16 * j, acc[r][j]);
-  }
-}
-
-using GemmInt8Fn = void (*)(const uint8_t* const*, const float* const*, const float* const*,
-                            const int8_t*, const float*, const float*, int64_t, int64_t, int64_t,
-                            float*, int64_t, bool);
-
-constexpr int kGemmInt8MaxNT = 3;  // token groups of 16 per tile
-
-template <int G>
-GemmInt8Fn PickGemmInt8For(int r, int nt) {
-  static constexpr GemmInt8Fn kTable[4][kGemmInt8MaxNT] = {
-      {&GemmInt8Tile<G, 1, 1>, &GemmInt8Tile<G, 1, 2>, &GemmInt8Tile<G, 1, 3>},
-      {&GemmInt8Tile<G, 2, 1>, &GemmInt8Tile<G, 2, 2>, &GemmInt8Tile<G, 2, 3>},
-      {&GemmInt8Tile<G, 3, 1>, &GemmInt8Tile<G, 3, 2>, &GemmInt8Tile<G, 3, 3>},
-      {&GemmInt8Tile<G, 4, 1>, &GemmInt8Tile<G, 4, 2>, &GemmInt8Tile<G, 4, 3>},
-  };
-  return kTable[r - 1][nt - 1];
-}
+#if TOVA_INT8_LANES_TARGET
 
 void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                float* y) {
+  constexpr int L = kGemmLanes;
   const int64_t n = w.n_in;
   const int64_t ngp = a.n_group_pad;
-  const int64_t ldb = a.n_tok_group * 16;
+  const int64_t ldb = a.n_tok_group * L;
   const int group = a.group;
+  // The signed tiles multiply the weights without their offset: it stays out of the bias.
+  const int offset = GemmSigned(w.type) ? 0 : detail::unpack_info(w.type).offset;
   thread_local AlignedBuffer u_buf, s_buf, accbuf;
   uint8_t* u = u_buf.ensure<uint8_t>(static_cast<size_t>(kRowChunk * n));
   float* mul = s_buf.ensure<float>(static_cast<size_t>(2 * kRowChunk * ngp));
@@ -521,15 +519,15 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
   float* buf = accbuf.ensure<float>(static_cast<size_t>(kRowChunk * ldb));
   for (int64_t o0 = o_begin; o0 < o_end; o0 += kRowChunk) {
     const int nc = static_cast<int>(std::min<int64_t>(kRowChunk, o_end - o0));
-    UnpackRows(w, o0, nc, o_end, n, ngp, true, u, mul, bias);
+    UnpackRows(w, o0, nc, o_end, n, ngp, true, offset, u, mul, bias);
     for (int64_t k0 = 0; k0 < n; k0 += kLanesK) {
       const int64_t kn = std::min(kLanesK, n - k0);
       const int64_t g0 = k0 / group;
-      for (int64_t tg = 0; tg < a.n_tok_group; tg += kGemmInt8MaxNT) {
-        const int nt = static_cast<int>(std::min<int64_t>(kGemmInt8MaxNT, a.n_tok_group - tg));
-        const int8_t* qsp = a.qs.get<int8_t>() + tg * a.qs_stride + k0 * 16;
-        const float* dp = a.d.get<float>() + tg * a.sc_stride + g0 * 16;
-        const float* sap = a.sa.get<float>() + tg * a.sc_stride + g0 * 16;
+      for (int64_t tg = 0; tg < a.n_tok_group; tg += kGemmMaxNT) {
+        const int nt = static_cast<int>(std::min<int64_t>(kGemmMaxNT, a.n_tok_group - tg));
+        const int8_t* qsp = a.qs.get<int8_t>() + tg * a.qs_stride + k0 * L;
+        const float* dp = a.d.get<float>() + tg * a.sc_stride + g0 * L;
+        const float* sap = a.sa.get<float>() + tg * a.sc_stride + g0 * L;
         for (int r0 = 0; r0 < nc; r0 += 4) {
           const int nr = std::min(4, nc - r0);
           const uint8_t* ur[4];
@@ -540,9 +538,8 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
             mr[r] = mul + (r0 + r) * ngp + g0;
             br[r] = bias + (r0 + r) * ngp + g0;
           }
-          const GemmInt8Fn fn =
-              group == 16 ? PickGemmInt8For<16>(nr, nt) : PickGemmInt8For<32>(nr, nt);
-          fn(ur, mr, br, qsp, dp, sap, a.qs_stride, a.sc_stride, kn, buf + r0 * ldb + tg * 16, ldb,
+          const GemmInt8Fn fn = PickGemmInt8(w.type, group, nr, nt);
+          fn(ur, mr, br, qsp, dp, sap, a.qs_stride, a.sc_stride, kn, buf + r0 * ldb + tg * L, ldb,
              k0 == 0);
         }
       }
@@ -551,10 +548,20 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
   }
 }
 
+#else
+
+void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) {
+  TOVA_CHECK(false && "token-lane int8 layout is only planned on AVX3_DL, AVX3 and AVX2");
+}
+
+#endif
+
+#if TOVA_INT8_LANES_TARGET
+
 void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
   float out[16];
-  const int tile_rows = RowsPerTile(a.n_tok);
+  const int tile_rows = std::min(RowsPerTile(a.n_tok), kDecodeMaxRows);
   for (int64_t o = o_begin; o < o_end; o += tile_rows) {
     const int nr = static_cast<int>(std::min<int64_t>(tile_rows, o_end - o));
     const uint8_t* rows[4];
@@ -577,12 +584,8 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
 
 #else
 
-void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) {
-  TOVA_CHECK(false && "token-lane int8 layout is only planned on AVX3_DL");
-}
-
 void DecodeRows(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) {
-  TOVA_CHECK(false && "decode layout is only planned on AVX3_DL");
+  TOVA_CHECK(false && "decode layout is only planned on AVX3_DL, AVX3 and AVX2");
 }
 
 #endif

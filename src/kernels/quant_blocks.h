@@ -103,27 +103,29 @@ struct UnpackInfo {
   int group = 32;
   int offset = 0;
   bool has_add = false;  // false: add is 0 and is not applied (keeps -0.0 results bit-exact)
+  int bits = 8;          // u < 2^bits
 };
 
 inline UnpackInfo unpack_info(GgmlType type) {
   switch (type) {
     case GgmlType::kQ4_0:
-      return {32, 8, false};
+      return {32, 8, false, 4};
     case GgmlType::kQ4_1:
-      return {32, 0, true};
+      return {32, 0, true, 4};
     case GgmlType::kQ5_0:
-      return {32, 16, false};
+      return {32, 16, false, 5};
     case GgmlType::kQ5_1:
-      return {32, 0, true};
+      return {32, 0, true, 5};
     case GgmlType::kQ8_0:
     case GgmlType::kQ8_1:
     case GgmlType::kQ8_K:
-      return {32, 128, false};
+      return {32, 128, false, 8};
     case GgmlType::kQ4_K:
+      return {32, 0, true, 4};
     case GgmlType::kQ5_K:
-      return {32, 0, true};
+      return {32, 0, true, 5};
     case GgmlType::kQ6_K:
-      return {16, 32, false};
+      return {16, 32, false, 6};
     default:
       return {};
   }

@@ -154,6 +154,25 @@ TEST(Matmul, ManyTokensAndLargeRowsOnTwoThreads) {
   }
 }
 
+TEST(Matmul, TileShapesOfEveryTarget) {
+  // The token-lane tiles hold 48 tokens on AVX3_DL and AVX3 (3 x 16) and 16 on AVX2 (2 x 8),
+  // the decode tiles 4 rows x 4 tokens on AVX3_DL and 2 x 4 on AVX2 and AVX3: token counts on
+  // both sides of each (and of the switch from decode rows to token lanes at 8 or 12 tokens),
+  // and 37 rows (a partial 4-row tile after a whole 32-row chunk), for every type with a
+  // direct decode kernel or a distinct int16 step count in the maddubs tiles.
+  ThreadPool pool(2);
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_K,
+                     GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    const Matrix m = random_matrix(t, 37, 512, 23);
+    for (int64_t n_tok : {2, 7, 8, 9, 11, 12, 16, 24, 25, 48, 49}) {
+      const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 3);
+      for_each_target([&] {
+        check_matmul(p, pool, std::string(type_name(t)) + " n_tok=" + std::to_string(n_tok));
+      });
+    }
+  }
+}
+
 TEST(Matmul, RepeatedCallsReuseBuffersCorrectly) {
   // A big call then small ones: stale buffer contents (padding tokens) must not leak in.
   ThreadPool pool(2);

@@ -1,0 +1,438 @@
+// Decode (few-token) matrix-vector kernels for AVX2 machines, also run by the AVX3 target
+// (AVX-512 without Highway's VNNI guarantee): they read the GGUF blocks in place, as the AVX3_DL
+// kernels of matmul_decode-inl.h do, instead of unpacking rows into scratch first. Decode
+// streams every weight byte once per token; with 256-bit vectors and no vpdpbusd the work per
+// byte is what decides whether a core keeps up with memory, so each kernel keeps it small
+// (tuned on Zen 4 with --simd avx2):
+//
+// - int8 products with vpmaddubsw (unsigned weights 0..2^bits-1 times signed activations) and
+//   vpmaddwd to int32. The weights' offset (8 for Q4_0, 16 for Q5_0, 32 for Q6_K) is not
+//   subtracted per element: the activation row carries -offset * sum(a) per block, added once.
+// - Q8_0's weights are signed bytes: |w| times a with w's sign (vpsignb), no offset.
+// - k-quants (Q4_K, Q5_K, Q6_K) multiply the int16 pair sums by their sub-block scales inside
+//   vpmaddwd, so a whole 256-element super-block is summed exactly in int32 and scaled by one
+//   float multiply-add, as the reference does; Q4_K / Q5_K mins come from the activations'
+//   block sums (Q8_K bsums), one vpmaddwd per super-block.
+//
+// AVX3 shares these 256-bit kernels: decode is bound by memory there too, and AVX-512 without
+// VNNI has no wider int8 dot product to gain from.
+//
+// Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
+
+#if defined(TOVA_KERNELS_MATMUL_DECODE_AVX2_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TOVA_KERNELS_MATMUL_DECODE_AVX2_INL_H_
+#undef TOVA_KERNELS_MATMUL_DECODE_AVX2_INL_H_
+#else
+#define TOVA_KERNELS_MATMUL_DECODE_AVX2_INL_H_
+#endif
+
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "kernels/quant_blocks.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tova::kernels::HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+
+// ---- activation rows (one token) ----
+//
+// Q8_0 activations (Q4_0, Q5_0, Q8_0 weights), nb blocks of 32:
+//   qs[nb][32] int8 | d[nb] float | corr[nb] int32
+// where corr = -offset * sum(a) / 8: added to each of a block's 8 int32 lanes, it adds
+// -offset * sum(a) to the block's sum (offset 8 Q4_0, 16 Q5_0, 0 Q8_0).
+// Q8_K activations (Q4_K, Q5_K, Q6_K), nb super-blocks of 256:
+//   qs[nb][256] int8 | d[nb] float | bsums[nb][16] int16
+
+inline int64_t Avx2DecodeActBytes(GgmlType type, int64_t n) {
+  if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K) {
+    const int64_t nb = n / 256;
+    return (nb * (256 + 4 + 32) + 63) / 64 * 64;
+  }
+  const int64_t nb = n / 32;
+  return (nb * (32 + 4 + 4) + 63) / 64 * 64;
+}
+
+inline int Avx2DecodeOffset(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+      return 8;
+    case GgmlType::kQ5_0:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+// From the ggml activation blocks (Q8_0 or Q8_K) of one token.
+inline void PrepareAvx2Decode(GgmlType type, const uint8_t* blocks, int64_t n, uint8_t* out) {
+  if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K) {
+    const int64_t nb = n / 256;
+    float* d = reinterpret_cast<float*>(out + nb * 256);
+    uint8_t* bsums = out + nb * 260;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = blocks + b * detail::Q8_K::kBytes;
+      std::memcpy(out + b * 256, blk + detail::Q8_K::kQs, 256);
+      d[b] = detail::load_f32(blk + detail::Q8_K::kD);
+      std::memcpy(bsums + b * 32, blk + detail::Q8_K::kBsums, 32);
+    }
+    return;
+  }
+  const int64_t nb = n / 32;
+  const int offset = Avx2DecodeOffset(type);
+  float* d = reinterpret_cast<float*>(out + nb * 32);
+  int32_t* corr = reinterpret_cast<int32_t*>(out + nb * 36);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = blocks + b * detail::Q8_0::kBytes;
+    const int8_t* qs = reinterpret_cast<const int8_t*>(blk + detail::Q8_0::kQs);
+    std::memcpy(out + b * 32, qs, 32);
+    d[b] = detail::load_f16(blk);
+    int sum = 0;
+    for (int l = 0; l < 32; ++l) sum += qs[l];
+    corr[b] = -(offset / 8) * sum;
+  }
+}
+
+struct Q8_0Row {
+  const uint8_t* qs;
+  const float* d;
+  const int32_t* corr;
+};
+inline Q8_0Row Q8_0RowOf(const uint8_t* p, int64_t nb) {
+  return {p, reinterpret_cast<const float*>(p + nb * 32),
+          reinterpret_cast<const int32_t*>(p + nb * 36)};
+}
+
+struct Q8_KRow {
+  const uint8_t* qs;
+  const float* d;
+  const uint8_t* bsums;  // int16 [nb][16]
+};
+inline Q8_KRow Q8_KRowOf(const uint8_t* p, int64_t nb) {
+  return {p, reinterpret_cast<const float*>(p + nb * 256), p + nb * 260};
+}
+
+HWY_INLINE float HSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+HWY_INLINE __m256 F16Bcast(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<int16_t>(h)));
+}
+
+HWY_INLINE __m256i Load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// 0x10 in byte j where bit j of the 32 bits at p is set (Q5_0's fifth bits).
+HWY_INLINE __m256i FifthBits32(const uint8_t* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                         0x0101010101010101, 0x0000000000000000);
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)), shuf);
+  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit),
+                          _mm256_set1_epi8(0x10));
+}
+
+// ---- Q4_0, Q5_0, Q8_0: blocks of 32, one float multiply-add per block ----
+
+template <GgmlType kType>
+HWY_INLINE __m256i LoadBlockWeights(const uint8_t* blk) {
+  if constexpr (kType == GgmlType::kQ8_0) {
+    return Load256(blk + detail::Q8_0::kQs);
+  } else {
+    constexpr int kQs = kType == GgmlType::kQ4_0 ? detail::Q4_0::kQs : detail::Q5_0::kQs;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs));
+    // [low nibbles | high nibbles] = elements 0..15 | 16..31.
+    __m256i w = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    if constexpr (kType == GgmlType::kQ5_0) {
+      w = _mm256_or_si256(w, FifthBits32(blk + detail::Q5_0::kQh));
+    }
+    return w;
+  }
+}
+
+template <GgmlType kType, int R, int T>
+void GemvBlocksAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                    int64_t prefetch, float* out) {
+  constexpr int kBytes = kType == GgmlType::kQ4_0   ? detail::Q4_0::kBytes
+                         : kType == GgmlType::kQ5_0 ? detail::Q5_0::kBytes
+                                                    : detail::Q8_0::kBytes;
+  const int64_t nb = n / 32;
+  Q8_0Row a[T];
+  for (int t = 0; t < T; ++t) a[t] = Q8_0RowOf(acts[t], nb);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * kBytes;
+      if (prefetch != 0 && b % (64 / kBytes) == 0) {  // about one per cache line
+        _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch), _MM_HINT_T0);
+      }
+      __m256i w = LoadBlockWeights<kType>(blk);
+      __m256i wabs = w;
+      if constexpr (kType == GgmlType::kQ8_0) wabs = _mm256_sign_epi8(w, w);
+      const __m256 dw = F16Bcast(blk);
+      for (int t = 0; t < T; ++t) {
+        __m256i av = _mm256_load_si256(reinterpret_cast<const __m256i*>(a[t].qs + 32 * b));
+        if constexpr (kType == GgmlType::kQ8_0) av = _mm256_sign_epi8(av, w);
+        __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, av), ones);
+        if constexpr (kType != GgmlType::kQ8_0) {
+          s = _mm256_add_epi32(s, _mm256_set1_epi32(a[t].corr[b]));
+        }
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+                                    _mm256_mul_ps(dw, _mm256_broadcast_ss(a[t].d + b)), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) out[r * T + t] = HSum(acc[r][t]);
+  }
+}
+
+template <int R, int T>
+void GemvQ4_0Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  GemvBlocksAvx2<GgmlType::kQ4_0, R, T>(rows, acts, n, prefetch, out);
+}
+template <int R, int T>
+void GemvQ5_0Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  GemvBlocksAvx2<GgmlType::kQ5_0, R, T>(rows, acts, n, prefetch, out);
+}
+template <int R, int T>
+void GemvQ8_0Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  GemvBlocksAvx2<GgmlType::kQ8_0, R, T>(rows, acts, n, prefetch, out);
+}
+
+// ---- k-quants: super-blocks of 256 ----
+
+// vpshufb patterns that put 16-bit word i of each 128-bit lane in all 8 words of that lane.
+HWY_INLINE __m256i WordBcast(int lo, int hi) {
+  const int16_t l = static_cast<int16_t>((2 * lo) | ((2 * lo + 1) << 8));
+  const int16_t h = static_cast<int16_t>((2 * hi) | ((2 * hi + 1) << 8));
+  return _mm256_set_m128i(_mm_set1_epi16(h), _mm_set1_epi16(l));
+}
+
+// Q4_K / Q5_K (kFive): per 64 elements one 32-byte load of quants; sub-block j (32 elements)
+// has scale sc[j] and min m[j]: sum = d * sum_j sc_j <q_j, a_j> - dmin * sum_j m_j bsum32_j.
+template <bool kFive, int R, int T>
+void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                int64_t prefetch, float* out) {
+  constexpr int kBytes = kFive ? detail::Q5_K::kBytes : detail::Q4_K::kBytes;
+  constexpr int kQs = kFive ? detail::Q5_K::kQs : detail::Q4_K::kQs;
+  const int64_t nb = n / 256;
+  Q8_KRow a[T];
+  for (int t = 0; t < T; ++t) a[t] = Q8_KRowOf(acts[t], nb);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i x10 = _mm256_set1_epi8(0x10);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * kBytes;
+      if (prefetch != 0) {
+        const char* next = reinterpret_cast<const char*>(blk + prefetch);
+        _mm_prefetch(next, _MM_HINT_T0);
+        _mm_prefetch(next + 64, _MM_HINT_T0);
+        _mm_prefetch(next + 128, _MM_HINT_T0);
+      }
+      alignas(16) uint8_t sm[16];  // 8 scales, then 8 mins
+      ScalesMinsK4(blk + detail::Q4_K::kScales, sm, sm + 8);
+      const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+      // Scales as int16 in both lanes, for the per-sub-block broadcasts below.
+      const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
+      // Mins, each twice: [m0 m0 m1 m1 ...] times the 16 bsums of 16 gives m_j * bsum32_j.
+      const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm8, sm8));
+      __m256i hbits = _mm256_setzero_si256();
+      if constexpr (kFive) hbits = Load256(blk + detail::Q5_K::kQh);
+      __m256i isum[T], msum[T];
+      for (int t = 0; t < T; ++t) {
+        isum[t] = _mm256_setzero_si256();
+        msum[t] = _mm256_madd_epi16(mins16, Load256(a[t].bsums + 32 * b));
+      }
+      for (int j = 0; j < 4; ++j) {
+        const __m256i q = Load256(blk + kQs + 32 * j);
+        __m256i lo = _mm256_and_si256(q, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if constexpr (kFive) {
+          const __m256i bl = _mm256_set1_epi8(static_cast<char>(1 << (2 * j)));
+          const __m256i bh = _mm256_set1_epi8(static_cast<char>(2 << (2 * j)));
+          lo = _mm256_or_si256(lo, _mm256_and_si256(
+                                       _mm256_cmpeq_epi8(_mm256_and_si256(hbits, bl), bl), x10));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(
+                                       _mm256_cmpeq_epi8(_mm256_and_si256(hbits, bh), bh), x10));
+        }
+        const __m256i s_lo = _mm256_shuffle_epi8(sc16, WordBcast(2 * j, 2 * j));
+        const __m256i s_hi = _mm256_shuffle_epi8(sc16, WordBcast(2 * j + 1, 2 * j + 1));
+        for (int t = 0; t < T; ++t) {
+          const uint8_t* aq = a[t].qs + 256 * b + 64 * j;
+          const __m256i p_lo = _mm256_maddubs_epi16(lo, Load256(aq));
+          const __m256i p_hi = _mm256_maddubs_epi16(hi, Load256(aq + 32));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(p_lo, s_lo),
+                                                               _mm256_madd_epi16(p_hi, s_hi)));
+        }
+      }
+      const float d = LoadF16(blk + detail::Q4_K::kD);
+      const float dmin = LoadF16(blk + detail::Q4_K::kDmin);
+      for (int t = 0; t < T; ++t) {
+        const float da = a[t].d[b];
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * da), acc[r][t]);
+        acc[r][t] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum[t]), _mm256_set1_ps(-dmin * da), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) out[r * T + t] = HSum(acc[r][t]);
+  }
+}
+
+template <int R, int T>
+void GemvQ4_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  GemvQKAvx2<false, R, T>(rows, acts, n, prefetch, out);
+}
+template <int R, int T>
+void GemvQ5_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  GemvQKAvx2<true, R, T>(rows, acts, n, prefetch, out);
+}
+
+// Q6_K: per 128-element half, 64 bytes of low nibbles and 32 of high bit pairs make four
+// vectors of 32 six-bit values; chunk c of half h covers sub-blocks 8h + 2c and 8h + 2c + 1
+// (one per 128-bit lane). The offset of 32 comes off once: -32 * sum_j sc_j * bsum_j.
+template <int R, int T>
+void GemvQ6_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  const int64_t nb = n / 256;
+  Q8_KRow a[T];
+  for (int t = 0; t < T; ++t) a[t] = Q8_KRowOf(acts[t], nb);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * detail::Q6_K::kBytes;
+      if (prefetch != 0) {
+        const char* next = reinterpret_cast<const char*>(blk + prefetch);
+        for (int line = 0; line < 256; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
+      }
+      const __m256i sc16 = _mm256_cvtepi8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + detail::Q6_K::kScales)));
+      __m256i isum[T];
+      for (int t = 0; t < T; ++t) {
+        // -32 * sum_j sc_j * bsum_j, spread over 8 int32 lanes (all summed in the end).
+        isum[t] = _mm256_slli_epi32(_mm256_madd_epi16(sc16, Load256(a[t].bsums + 32 * b)), 5);
+        isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), isum[t]);
+      }
+      for (int h = 0; h < 2; ++h) {
+        const __m256i ql0 = Load256(blk + detail::Q6_K::kQl + 64 * h);
+        const __m256i ql1 = Load256(blk + detail::Q6_K::kQl + 64 * h + 32);
+        const __m256i qh = Load256(blk + detail::Q6_K::kQh + 32 * h);
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                               _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+        q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+        // The 8 scales of this half in both lanes.
+        const __m256i sch = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xEE);
+        for (int c = 0; c < 4; ++c) {
+          const __m256i s = _mm256_shuffle_epi8(sch, WordBcast(2 * c, 2 * c + 1));
+          for (int t = 0; t < T; ++t) {
+            const __m256i p = _mm256_maddubs_epi16(q[c], Load256(a[t].qs + 256 * b + 128 * h + 32 * c));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, s));
+          }
+        }
+      }
+      const float d = LoadF16(blk + detail::Q6_K::kD);
+      for (int t = 0; t < T; ++t) {
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * a[t].d[b]),
+                                    acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) out[r * T + t] = HSum(acc[r][t]);
+  }
+}
+
+// ---- dispatch (the same interface as the AVX3_DL kernels) ----
+
+using GemvDecodeFn = void (*)(const uint8_t* const*, const uint8_t* const*, int64_t, int64_t,
+                              float*);
+
+constexpr int kDecodeMaxRows = 2;  // rows per tile with several tokens
+
+inline bool HasGemvDecode(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+    case GgmlType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline int64_t DecodeActBytes(GgmlType type, int64_t n) { return Avx2DecodeActBytes(type, n); }
+
+// R weight rows x T tokens, 1 <= R <= 2 (16 vector registers), 1 <= T <= 4.
+inline GemvDecodeFn PickGemvDecode(GgmlType type, int r, int t) {
+#define TOVA_ROW(F, R) {&F<R, 1>, &F<R, 2>, &F<R, 3>, &F<R, 4>}
+#define TOVA_TABLE(F) {TOVA_ROW(F, 1), TOVA_ROW(F, 2)}
+  static constexpr GemvDecodeFn kQ4_0[2][4] = TOVA_TABLE(GemvQ4_0Avx2);
+  static constexpr GemvDecodeFn kQ5_0[2][4] = TOVA_TABLE(GemvQ5_0Avx2);
+  static constexpr GemvDecodeFn kQ8_0[2][4] = TOVA_TABLE(GemvQ8_0Avx2);
+  static constexpr GemvDecodeFn kQ4_K[2][4] = TOVA_TABLE(GemvQ4_KAvx2);
+  static constexpr GemvDecodeFn kQ5_K[2][4] = TOVA_TABLE(GemvQ5_KAvx2);
+  static constexpr GemvDecodeFn kQ6_K[2][4] = TOVA_TABLE(GemvQ6_KAvx2);
+#undef TOVA_TABLE
+#undef TOVA_ROW
+  switch (type) {
+    case GgmlType::kQ4_0:
+      return kQ4_0[r - 1][t - 1];
+    case GgmlType::kQ5_0:
+      return kQ5_0[r - 1][t - 1];
+    case GgmlType::kQ8_0:
+      return kQ8_0[r - 1][t - 1];
+    case GgmlType::kQ4_K:
+      return kQ4_K[r - 1][t - 1];
+    case GgmlType::kQ5_K:
+      return kQ5_K[r - 1][t - 1];
+    default:
+      return kQ6_K[r - 1][t - 1];
+  }
+}
+
+#endif  // HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+
+}  // namespace tova::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard
