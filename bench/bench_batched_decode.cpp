@@ -91,7 +91,7 @@ Fixture& fixture() {
       }
     }
     x.weight_flops = 2 * macs;
-    runtime::CacheOptions cache;
+    CacheOptions cache;
     auto spec = kv::parse_policy(env_or("TOVA_BENCH_POLICY", "tova"),
                                  std::atoi(env_or("TOVA_BENCH_BUDGET", "512").c_str()));
     if (!spec.ok()) {

@@ -94,7 +94,7 @@ void BM_decode_step(benchmark::State& state) {
   const model::Model& m = *l.model;
   const char* policy = kPolicies[state.range(0)];
   const int depth = static_cast<int>(state.range(1));
-  runtime::CacheOptions o;
+  CacheOptions o;
   o.policy = *kv::parse_policy(policy, kBudget);
   auto made = runtime::make_state(m, o, depth);
   if (!made.ok()) {

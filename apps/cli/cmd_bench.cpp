@@ -25,8 +25,6 @@ std::string format_params(uint64_t n) {
   return n < 1'000'000'000 ? fmt::format("{:.2f} M", n / 1e6) : fmt::format("{:.2f} B", n / 1e9);
 }
 
-std::string kv_type_name(kv::KvType t) { return t == kv::KvType::kF16 ? "f16" : "f32"; }
-
 void print_markdown(const std::vector<eval::BenchResult>& results) {
   const std::vector<std::string> head = {"model", "size",     "params", "type",
                                          "threads", "kv cache", "test",   "t/s"};
@@ -35,7 +33,7 @@ void print_markdown(const std::vector<eval::BenchResult>& results) {
     rows.push_back({fmt::format("{} {}", r.model.arch, r.model.size_label),
                     format_size(r.model.n_bytes), format_params(r.model.n_params),
                     r.model.weight_type, std::to_string(r.test.n_threads),
-                    r.test.cache_label() + " " + kv_type_name(r.test.cache.kv_type),
+                    r.test.cache_label() + " " + std::string(kv_type_name(r.test.cache.kv_type)),
                     r.test.name(), fmt::format("{:.2f} ± {:.2f}", r.avg_ts, r.stddev_ts)});
   }
   std::vector<size_t> width(head.size());
@@ -122,6 +120,7 @@ void add_bench_command(CLI::App& app) {
     bool no_warmup = false;
     bool progress = false;
     bool mmap = false;
+    GpuFlags gpu;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -160,6 +159,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--mmap", flags->mmap,
                 "map the model file instead of reading it into memory (llama-bench's default)");
   cmd->add_flag("--progress", flags->progress, "report progress on stderr");
+  flags->gpu.add(*cmd);
   cmd->callback([flags] {
     const Flags& f = *flags;
     eval::BenchOptions o;
@@ -173,10 +173,10 @@ void add_bench_command(CLI::App& app) {
     o.n_threads = f.threads.empty() ? std::vector<int>{ModelFlags{}.n_threads()}
                                     : check(parse_int_list("-t", f.threads, 1, 1024));
     const std::vector<int> budgets = check(parse_int_list("--kv-budget", f.budget, 0, 1 << 24));
-    const runtime::PrefillMode prefill = check(runtime::parse_prefill(f.prefill));
+    const PrefillMode prefill = check(parse_prefill(f.prefill));
     o.caches.clear();
     for (const std::string& type_text : split_list(f.kv_type)) {
-      const kv::KvType kv_type = check(runtime::parse_kv_type(type_text));
+      const kv::KvType kv_type = check(parse_kv_type(type_text));
       for (const std::string& policy : split_list(f.policy)) {
         bool unbounded_done = false;
         for (int budget : budgets) {
@@ -200,9 +200,11 @@ void add_bench_command(CLI::App& app) {
       };
     }
     const std::string path = f.model.empty() ? bundled_model_path() : f.model;
-    auto lm = load_model(path, /*need_tokenizer=*/false, {.mmap = f.mmap});
-    if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
-    auto results = eval::run_bench(*lm->model, path, o);
+    f.gpu.note();
+    // The tests run on pools of their own thread counts (-t lists several).
+    const auto engine = check(
+        Engine::load({.model_path = path, .n_threads = 1, .mmap = f.mmap, .need_tokenizer = false}));
+    auto results = eval::run_bench(engine->model(), path, o);
     if (!results.ok()) throw CLI::RuntimeError(fail(results.message()));
     if (f.output == "json") {
       print_json(*results);

@@ -19,6 +19,8 @@
 #include "eval/progress.h"
 #include "eval/report.h"
 #include "eval/stream_report.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tova::cli {
 
@@ -129,12 +131,13 @@ struct Flags {
 // --stream: each configuration reads the whole text as one sequence. Bounded configurations run
 // once per position mode, batched together; `full` runs once (its results do not depend on the
 // mode: nothing is ever evicted) over the first --max-full-ctx tokens.
-void run_stream(const Flags& f, const model::Model& m, const tok::Tokenizer* tk,
-                const std::vector<kv::PositionMode>& modes, kv::KvType kv_type, const Timer& wall) {
+void run_stream(const Flags& f, const Engine& e, const std::vector<kv::PositionMode>& modes,
+                kv::KvType kv_type, const Timer& wall) {
+  const model::Model& m = e.model();
   const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-  auto in = read_input_ids(f.tokens_file, f.text_file, tk);
+  auto in = read_input_ids(f.tokens_file, f.text_file, e);
   if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
-  const int32_t bos = in->from_text ? tk->bos() : -1;
+  const int32_t bos = in->from_text ? e.tokenizer().bos() : -1;
   std::vector<int32_t> seq;
   if (bos >= 0) seq.push_back(bos);
   seq.insert(seq.end(), in->ids.begin(), in->ids.end());
@@ -156,7 +159,7 @@ void run_stream(const Flags& f, const model::Model& m, const tok::Tokenizer* tk,
     out = std::move(o).value();
   }
 
-  ThreadPool pool(f.model.n_threads());
+  ThreadPool& pool = e.pool();
   const bool tty = ::isatty(2) != 0;
   std::vector<eval::StreamCurve> curves;
   int64_t forward_calls = 0;
@@ -299,7 +302,7 @@ void add_ppl_command(CLI::App& app) {
   cmd->callback([flags] {
     const Flags& f = *flags;
     Timer wall;
-    auto kv_type = runtime::parse_kv_type(f.kv_type);
+    auto kv_type = parse_kv_type(f.kv_type);
     if (!kv_type.ok()) throw CLI::RuntimeError(fail(kv_type.message()));
     std::vector<kv::PositionMode> modes;
     for (size_t at = 0; at <= f.positions.size();) {
@@ -320,11 +323,10 @@ void add_ppl_command(CLI::App& app) {
     if (f.text_file.empty() && f.tokens_file.empty()) {
       throw CLI::RuntimeError(fail("nothing to score: give a text (-f) or token ids (--tokens)"));
     }
-    auto lm = load_model(f.model.model_path(), f.tokens_file.empty(), f.model.options());
-    if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
-    const model::Model& m = *lm->model;
+    const auto engine = or_fail(f.model.load(f.tokens_file.empty()));
+    const model::Model& m = engine->model();
     if (f.stream) {
-      run_stream(f, m, lm->tokenizer.get(), modes, *kv_type, wall);
+      run_stream(f, *engine, modes, *kv_type, wall);
       return;
     }
     const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 1 ? m.config().n_ctx_train : 512);
@@ -339,15 +341,15 @@ void add_ppl_command(CLI::App& app) {
     }
 
     const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-    auto in = read_input_ids(f.tokens_file, f.text_file, lm->tokenizer.get());
+    auto in = read_input_ids(f.tokens_file, f.text_file, *engine);
     if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
     const std::vector<int32_t>& ids = in->ids;
-    const int32_t bos = in->from_text ? lm->tokenizer->bos() : -1;
+    const int32_t bos = in->from_text ? engine->tokenizer().bos() : -1;
     if (ids.empty()) throw CLI::RuntimeError(fail("'" + input + "' gives no tokens"));
     auto chunks = eval::make_chunks(ids, {.ctx = ctx, .bos = bos, .max_chunks = f.chunks});
     if (!chunks.ok()) throw CLI::RuntimeError(fail(input + ": " + chunks.message()));
 
-    ThreadPool pool(f.model.n_threads());
+    ThreadPool& pool = engine->pool();
     const bool tty = ::isatty(2) != 0;
     eval::SweepOptions so{.configs = *configs,
                           .kv_type = *kv_type,

@@ -6,8 +6,22 @@
 
 #include "commands.h"
 #include "common.h"
+#include "core/timer.h"
+#include "tokenizer/tokenizer.h"
+#include "tova/text_stream.h"
 
 namespace tova::cli {
+
+namespace {
+
+constexpr int64_t kDefaultCtx = 4096;  // llama.cpp's default -c
+
+void print_piece(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
 
 void add_run_command(CLI::App& app) {
   struct Flags {
@@ -18,7 +32,10 @@ void add_run_command(CLI::App& app) {
     std::string prompt_file;
     int n_predict = 256;
     int n_batch = 512;
+    int64_t ctx = 0;
     bool ignore_eos = false;
+    bool no_display_prompt = false;
+    std::vector<std::string> stop;
     std::string session;
   };
   auto flags = std::make_shared<Flags>();
@@ -26,10 +43,18 @@ void add_run_command(CLI::App& app) {
   flags->model.add(*cmd);
   CLI::Option* prompt_opt =
       cmd->add_option("-p,--prompt", flags->prompt, "prompt text")->capture_default_str();
-  cmd->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
-  cmd->add_option("-n,--n-predict", flags->n_predict, "tokens to generate")
+  cmd->add_option("-f,--file", flags->prompt_file, "read the prompt from a file (-: stdin)")
+      ->excludes(prompt_opt);
+  cmd->add_option("-n,--n-predict,--predict", flags->n_predict,
+                  "tokens to generate (-1: until the end of generation or -c)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(CLI::Range(-1, 1 << 30));
+  CLI::Option* ctx_opt = cmd->add_option(
+      "-c,--ctx-size", flags->ctx,
+      "most tokens the sequence may hold under `full`, prompt included, allocated up front as "
+      "llama.cpp does (default: the prompt + -n, or 4096 with -n -1); a bounded policy holds k "
+      "states whatever the length");
+  ctx_opt->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("-b,--batch-size", flags->n_batch, "prompt tokens per forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
@@ -37,79 +62,146 @@ void add_run_command(CLI::App& app) {
                   "session file: resume from it if it exists (the prompt continues it), save "
                   "the sequence into it at the end");
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "keep generating after end of sequence");
+  cmd->add_flag("--no-display-prompt", flags->no_display_prompt,
+                "print only the generated text, not the prompt before it");
+  cmd->add_option("--stop", flags->stop,
+                  "end the text where this string begins (not printed); may be repeated");
   flags->sampling.add(*cmd);
   flags->cache.add(*cmd);
-  cmd->callback([flags, prompt_opt] {
+  cmd->callback([flags, prompt_opt, ctx_opt] {
     const Flags& f = *flags;
-    auto cache = f.cache.options();
-    if (!cache.ok()) throw CLI::RuntimeError(fail(cache.message()));
+    CacheOptions cache = or_fail(f.cache.options());
     // A resumed session continues its text: no default prompt, and no BOS.
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
     std::string prompt = resume && prompt_opt->count() == 0 ? std::string() : f.prompt;
-    if (!f.prompt_file.empty()) {
-      auto text = read_text_file(f.prompt_file);
-      if (!text.ok()) throw CLI::RuntimeError(fail(text.message()));
-      prompt = *text;
-    }
-    auto lm = load_model(f.model.model_path(), true, f.model.options());
-    if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
-    const tok::Tokenizer& tk = *lm->tokenizer;
-    const std::vector<int32_t> ids = tk.encode(prompt, !resume);
+    if (!f.prompt_file.empty()) prompt = or_fail(read_text_file(f.prompt_file));
+    const auto engine = or_fail(f.model.load());
+    const Engine& e = *engine;
+    const std::vector<int32_t> ids = e.tokenize(prompt, !resume);
     if (ids.empty() && !resume) throw CLI::RuntimeError(fail("the prompt gives no tokens"));
-    ThreadPool pool(f.model.n_threads());
+    const int64_t n_prompt = static_cast<int64_t>(ids.size());
+
+    const SessionOptions so{.cache = cache,
+                            .sampling = f.sampling.params(),
+                            .n_prompt_hint = n_prompt,
+                            .n_batch = f.n_batch};
+    std::unique_ptr<Session> session;
+    double load_seconds = 0;
+    uint64_t loaded_bytes = 0;
+    if (resume) {
+      if (const std::string given = f.cache.given(); !given.empty()) {
+        warn(fmt::format("{} {} no effect: '{}' holds a session, whose own cache options are used",
+                         given, given.find(',') == std::string::npos ? "has" : "have", f.session));
+      }
+      Timer t;
+      LoadedSession loaded = or_fail(e.load_session(f.session, so));
+      load_seconds = t.seconds();
+      loaded_bytes = loaded.file_bytes;
+      session = std::move(loaded.session);
+      cache = session->cache();
+      if (ids.empty() && !session->has_logits() && session->n_pending() == 0) {
+        throw CLI::RuntimeError(fail(
+            fmt::format("session '{}' has no logits to continue from; give a prompt", f.session)));
+      }
+    }
+    // The state's limit: under `full`, -c (or llama.cpp's default context, 4096, when -n -1 asks
+    // for everything); a bounded multi-state never fills.
+    const bool bounded = cache.policy.bounded();
+    int64_t max_context = 0;
+    if (bounded && ctx_opt->count() > 0) {
+      warn(
+          fmt::format("-c {} has no effect under --kv-policy {} (it holds {} states whatever "
+                      "the length); -n limits the text",
+                      f.ctx, cache.policy.label(), cache.policy.budget));
+    } else if (!bounded) {
+      max_context = f.ctx > 0 ? f.ctx : (f.n_predict < 0 ? kDefaultCtx : 0);
+    }
+    const int64_t n_history = session ? static_cast<int64_t>(session->history().size()) : 0;
+    if (max_context > 0 && n_history + n_prompt >= max_context) {
+      throw CLI::RuntimeError(fail(fmt::format(
+          "the prompt ({} tokens{}) does not fit the context of {} tokens (-c)", n_prompt,
+          n_history > 0 ? fmt::format(" after {} in the session", n_history) : "", max_context)));
+    }
+    // A `full` cache holds the whole run from the start: no step pays for growing it.
+    const int64_t n_hold =
+        max_context > 0 ? max_context : n_history + n_prompt + std::max(f.n_predict, 0);
+    if (session) {
+      or_fail(session->reserve(n_hold));
+    } else {
+      SessionOptions fresh = so;
+      fresh.cache.reserve = std::max(fresh.cache.reserve, n_hold);
+      session = or_fail(e.new_session(fresh));
+    }
 
     // Echo the prompt, then stream the continuation.
-    int32_t prev = -1;
-    for (int32_t id : ids) {
-      const std::string piece = tk.token_to_piece(id, prev);
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      prev = id;
+    if (!f.no_display_prompt) {
+      const tok::Tokenizer& tk = e.tokenizer();
+      int32_t prev = session->history().empty() ? -1 : session->history().back();
+      std::string echo;
+      for (int32_t id : ids) {
+        echo += tk.token_to_piece(id, prev);
+        prev = id;
+      }
+      print_piece(echo);
     }
-    std::fflush(stdout);
-    runtime::GenerateOptions o{.n_predict = f.n_predict,
-                               .sampling = f.sampling.params(),
-                               .cache = *cache,
-                               .n_batch = f.n_batch,
-                               .stop_at_eog = !f.ignore_eos,
-                               .session = f.session};
-    auto st = runtime::generate(
-        *lm->model, pool, ids, o, [&](int32_t id) { return tk.is_eog(id); },
-        [&](int32_t id) {
-          const std::string piece = tk.token_to_piece(id, prev);
-          prev = id;
-          std::fwrite(piece.data(), 1, piece.size(), stdout);
-          std::fflush(stdout);
-          return true;
-        });
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-    if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
-    print_run_stats(lm->load_seconds, *st);
+    session->queue(ids);
+    TextStream stream(*session, {.max_tokens = f.n_predict,
+                                 .stop = f.stop,
+                                 .ignore_eos = f.ignore_eos,
+                                 .max_context = max_context});
+    Status failed = ok_status();
+    while (!stream.done()) {
+      auto piece = stream.next();
+      if (!piece.ok()) {
+        failed = make_error("{}", piece.message());
+        break;
+      }
+      print_piece(piece->text);
+    }
+    print_piece("\n");
+    or_fail(failed);
+    RunReport report{.load_seconds = e.load_seconds(),
+                     .stream = stream.stats(),
+                     .finish = std::string(finish_name(stream.finish())),
+                     .session_load_seconds = load_seconds,
+                     .session_loaded_bytes = loaded_bytes};
+    if (!f.session.empty()) {
+      Timer t;
+      report.session_saved_bytes = or_fail(session->save(f.session, {.unfed = stream.unfed()}));
+      report.session_save_seconds = t.seconds();
+    }
+    report.kv = session->stats();
+    print_run_report(report);
   });
 }
 
-void print_run_stats(double load_seconds, const runtime::GenerateStats& st) {
-  auto rate = [](int64_t n, double s) { return s > 0 ? n / s : 0.0; };
-  fmt::print(stderr, "\nload time    : {:8.2f} ms\n", load_seconds * 1e3);
-  fmt::print(stderr, "prompt       : {:8d} tokens in {:8.2f} ms ({:.2f} tok/s)\n", st.n_prompt,
+void print_run_report(const RunReport& r) {
+  auto rate = [](int64_t n, double s) {
+    return n > 0 && s > 0 ? fmt::format("{:.2f} tok/s", n / s) : std::string("-");
+  };
+  const StreamStats& st = r.stream;
+  fmt::print(stderr, "\nload time    : {:8.2f} ms\n", r.load_seconds * 1e3);
+  fmt::print(stderr, "prompt       : {:8d} tokens in {:8.2f} ms ({})\n", st.n_prompt,
              st.prompt_seconds * 1e3, rate(st.n_prompt, st.prompt_seconds));
-  fmt::print(stderr, "decode       : {:8d} tokens in {:8.2f} ms ({:.2f} tok/s)\n",
-             st.n_generated, st.decode_seconds * 1e3, rate(st.n_generated, st.decode_seconds));
-  if (st.session_loaded_bytes > 0) {
-    fmt::print(stderr, "session load : {} in {:8.2f} ms\n", format_bytes(st.session_loaded_bytes),
-               st.session_load_seconds * 1e3);
+  fmt::print(stderr, "decode       : {:8d} tokens in {:8.2f} ms ({}); {} generated, {}\n",
+             st.n_decoded, st.decode_seconds * 1e3, rate(st.n_decoded, st.decode_seconds),
+             st.n_generated, r.finish == "stop" ? "stopped" : "length");
+  if (r.session_loaded_bytes > 0) {
+    fmt::print(stderr, "session load : {} in {:8.2f} ms\n", format_bytes(r.session_loaded_bytes),
+               r.session_load_seconds * 1e3);
   }
-  if (st.session_saved_bytes > 0) {
-    fmt::print(stderr, "session save : {} in {:8.2f} ms\n", format_bytes(st.session_saved_bytes),
-               st.session_save_seconds * 1e3);
+  if (r.session_saved_bytes > 0) {
+    fmt::print(stderr, "session save : {} in {:8.2f} ms\n", format_bytes(r.session_saved_bytes),
+               r.session_save_seconds * 1e3);
   }
-  print_kv_stats(st.kv);
+  print_kv_stats(r.kv);
 }
 
-void print_kv_stats(const runtime::KvStats& kv) {
-  fmt::print(stderr, "multi-state  : policy {}, budget {}, {} of K/V held, {} tokens seen\n",
+void print_kv_stats(const SessionStats& kv) {
+  fmt::print(stderr,
+             "multi-state  : policy {}, budget {}, K/V held {} of {} allocated, {} tokens seen\n",
              kv.policy, kv.budget < 0 ? std::string("unbounded") : std::to_string(kv.budget),
-             format_bytes(kv.bytes), kv.n_seen);
+             format_bytes(kv.kv_held), format_bytes(kv.kv_capacity), kv.n_seen);
   for (size_t il = 0; il < kv.layers.size(); ++il) {
     fmt::print(stderr, "  layer {:3d}  : {:6d} states held, {:8d} evicted\n", il,
                kv.layers[il].n_held, kv.layers[il].n_evicted);

@@ -121,9 +121,7 @@ void add_serve_command(CLI::App& app) {
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
-    auto engine = Engine::load({.model_path = f.model.model_path(),
-                                .n_threads = f.model.n_threads(),
-                                .model = f.model.options()});
+    auto engine = f.model.load();
     if (!engine.ok()) throw CLI::RuntimeError(fail(engine.message()));
     if (!f.session_dir.empty()) {
       auto store = server::StateStore::open(**engine, f.session_dir, *dir_max);

@@ -94,13 +94,12 @@ void add_throughput_command(CLI::App& app) {
     o.full_batch = f.full_batch;
     o.ctx = f.ctx;
     o.policies = check(parse_policy_grid(f.policy, f.budget));
-    o.kv_type = check(runtime::parse_kv_type(f.kv_type));
+    o.kv_type = check(parse_kv_type(f.kv_type));
     o.n_steps = f.steps;
     o.repetitions = f.repetitions;
     o.warmup_steps = f.warmup;
     o.n_batch = f.n_batch;
     o.batch_cap = f.batch_cap;
-    o.n_threads = f.model.n_threads();
     o.seed = f.seed;
     if (f.progress) {
       o.on_progress = [](const eval::ThroughputProgress& p) {
@@ -111,13 +110,14 @@ void add_throughput_command(CLI::App& app) {
     std::unique_ptr<eval::OutputDir> dir;
     if (!f.out_dir.empty()) dir = check(eval::OutputDir::create(f.out_dir, f.force));
     const std::string path = f.model.model_path();
-    auto lm = check(load_model(path, /*need_tokenizer=*/false, f.model.options()));
-    const eval::ThroughputReport rep = check(eval::run_throughput(*lm.model, o));
-    const eval::BenchModelInfo info = eval::describe_model(*lm.model, path);
+    const auto engine = check(f.model.load(/*need_tokenizer=*/false));
+    const eval::ThroughputReport rep =
+        check(eval::run_throughput(engine->model(), engine->pool(), o));
+    const eval::BenchModelInfo info = eval::describe_model(engine->model(), path);
     nlohmann::ordered_json header;
     header["model_filename"] = path;
     header["model_type"] = info.model_type;
-    header["n_threads"] = o.n_threads;
+    header["n_threads"] = engine->n_threads();
     header["kv_type"] = f.kv_type;
     header["simd_target"] = kernels::simd_target_name();
     const nlohmann::ordered_json json = eval::throughput_json(rep, header);
@@ -126,7 +126,7 @@ void add_throughput_command(CLI::App& app) {
       fmt::print("{}\n", json.dump(2));
     } else {
       fmt::print("{}, {} threads, {} K/V, ctx {}, K/V memory {} ({} bytes)\n\n", info.model_type,
-                 o.n_threads, f.kv_type, rep.ctx, format_bytes(rep.kv_memory), rep.kv_memory);
+                 engine->n_threads(), f.kv_type, rep.ctx, format_bytes(rep.kv_memory), rep.kv_memory);
       std::vector<std::vector<std::string>> rows;
       for (const eval::ThroughputResult& r : rep.results) {
         rows.push_back({r.budget < 0 ? r.policy : fmt::format("{} k={}", r.policy, r.budget),

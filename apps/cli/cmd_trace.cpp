@@ -16,6 +16,8 @@
 #include "eval/progress.h"
 #include "eval/report.h"
 #include "eval/trace.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tova::cli {
 
@@ -95,10 +97,9 @@ void add_trace_command(CLI::App& app) {
     if (f.text_file.empty() && f.tokens_file.empty()) {
       throw CLI::RuntimeError(fail("nothing to feed: give a text (-f) or token ids (--tokens)"));
     }
-    auto lm = load_model(f.model.model_path(), true, f.model.options());
-    if (!lm.ok()) throw CLI::RuntimeError(fail(lm.message()));
-    const model::Model& m = *lm->model;
-    const tok::Tokenizer& tk = *lm->tokenizer;
+    const auto engine = or_fail(f.model.load());
+    const model::Model& m = engine->model();
+    const tok::Tokenizer& tk = engine->tokenizer();
     const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 0 ? m.config().n_ctx_train : 512);
     if (cache->policy.bounded() && cache->policy.budget > ctx) {
       throw CLI::RuntimeError(fail(
@@ -108,7 +109,7 @@ void add_trace_command(CLI::App& app) {
     if (!out.ok()) throw CLI::RuntimeError(fail(out.message()));
 
     const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-    auto in = read_input_ids(f.tokens_file, f.text_file, &tk);
+    auto in = read_input_ids(f.tokens_file, f.text_file, *engine);
     if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
     std::vector<int32_t> ids;
     if (in->from_text && tk.bos() >= 0) ids.push_back(tk.bos());
@@ -116,7 +117,7 @@ void add_trace_command(CLI::App& app) {
     if (ids.empty()) throw CLI::RuntimeError(fail("'" + input + "' gives no tokens"));
     if (static_cast<int>(ids.size()) > ctx) ids.resize(ctx);
 
-    ThreadPool pool(f.model.n_threads());
+    ThreadPool& pool = engine->pool();
     const int64_t far_age = f.far_age > 0 ? f.far_age : m.config().n_ctx_train;
     eval::TraceOptions to{.policy = cache->policy,
                           .kv_type = cache->kv_type,

@@ -3,7 +3,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "runtime/sequence.h"
+#include <cstdint>
+#include <string>
+
+#include "tova/session.h"
+#include "tova/text_stream.h"
 
 namespace tova::cli {
 
@@ -17,7 +21,18 @@ void add_throughput_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 
-void print_run_stats(double load_seconds, const runtime::GenerateStats& st);
-void print_kv_stats(const runtime::KvStats& kv);
+// What `tova run` reports on stderr after the text.
+struct RunReport {
+  double load_seconds = 0;
+  StreamStats stream;
+  std::string finish;  // "stop" | "length"
+  double session_load_seconds = 0;
+  uint64_t session_loaded_bytes = 0;
+  double session_save_seconds = 0;
+  uint64_t session_saved_bytes = 0;
+  SessionStats kv;
+};
+void print_run_report(const RunReport& r);
+void print_kv_stats(const SessionStats& kv);
 
 }  // namespace tova::cli

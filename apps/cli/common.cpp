@@ -6,6 +6,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -27,6 +28,50 @@ void ModelFlags::add(CLI::App& app) {
   app.add_flag("--mmap", mmap,
                "map the model file instead of reading it into memory (opens at once and shares "
                "the page cache, but streams weights ~25 % slower)");
+  gpu.add(app);
+}
+
+void GpuFlags::add(CLI::App& app) {
+  // -ngl and -fa reach these through main.cpp (CLI11 declares one-letter short flags only).
+  app.add_option("--gpu-layers,--n-gpu-layers", gpu_layers,
+                 "llama.cpp's GPU offload (also -ngl): accepted, no effect (tova runs on the CPU)")
+      ->check([](const std::string& v) {
+        return parse_int_list("--gpu-layers", v, -1, 1 << 20).ok() || v == "auto" || v == "all"
+                   ? std::string()
+                   : "--gpu-layers: '" + v + "' is not a number of layers";
+      });
+  app.add_option("--flash-attn", flash_attn,
+                 "llama.cpp's flash attention switch (also -fa): on | off | auto; accepted, no "
+                 "effect (tova's attention is its own)")
+      ->expected(0, 1)
+      ->default_str("on")
+      ->check([](const std::string& v) {
+        for (const std::string& x : split_list(v)) {
+          if (x != "on" && x != "off" && x != "auto" && x != "0" && x != "1" && x != "true" &&
+              x != "false" && x != "enabled" && x != "disabled") {
+            return "--flash-attn: '" + v + "' is not on, off or auto";
+          }
+        }
+        return std::string();
+      });
+}
+
+void GpuFlags::note() const {
+  if (gpu_layers.empty() && flash_attn.empty()) return;
+  cli::note("tova runs on the CPU: -ngl/--gpu-layers and -fa/--flash-attn have no effect");
+}
+
+EngineOptions ModelFlags::engine_options(bool need_tokenizer) const {
+  return {.model_path = model_path(),
+          .n_threads = n_threads(),
+          .f32_activations = f32_activations,
+          .mmap = mmap,
+          .need_tokenizer = need_tokenizer};
+}
+
+Result<std::unique_ptr<Engine>> ModelFlags::load(bool need_tokenizer) const {
+  gpu.note();
+  return Engine::load(engine_options(need_tokenizer));
 }
 
 std::string ModelFlags::model_path() const { return model.empty() ? bundled_model_path() : model; }
@@ -37,14 +82,26 @@ int ModelFlags::n_threads() const {
 }
 
 void CacheFlags::add(CLI::App& app) {
-  app.add_option("--kv-policy", policy,
-                 "KV compression policy NAME[:ARG] (" + kv::policy_choices() + ")")
-      ->capture_default_str();
-  app.add_option("--kv-budget", budget, "states kept per layer, k (bounded policies)");
-  app.add_option("--kv-prefill", prefill, "prompt processing: exact | chunk:C | chunk:inf")
-      ->capture_default_str();
-  app.add_option("--kv-type", kv_type, "K/V storage type: f32 | f16")->capture_default_str();
+  opts_.push_back(app.add_option("--kv-policy", policy,
+                                 "KV compression policy NAME[:ARG] (" + kv::policy_choices() + ")")
+                      ->capture_default_str());
+  opts_.push_back(
+      app.add_option("--kv-budget", budget, "states kept per layer, k (bounded policies)"));
+  opts_.push_back(
+      app.add_option("--kv-prefill", prefill, "prompt processing: exact | chunk:C | chunk:inf")
+          ->capture_default_str());
+  opts_.push_back(
+      app.add_option("--kv-type", kv_type, "K/V storage type: f32 | f16")->capture_default_str());
   add_positions_option(app, positions);
+  opts_.push_back(app.get_option("--kv-positions"));
+}
+
+std::string CacheFlags::given() const {
+  std::string s;
+  for (const CLI::Option* o : opts_) {
+    if (o->count() > 0) s += (s.empty() ? "" : ", ") + o->get_name();
+  }
+  return s;
 }
 
 void add_positions_option(CLI::App& app, std::string& positions) {
@@ -54,8 +111,14 @@ void add_positions_option(CLI::App& app, std::string& positions) {
       ->capture_default_str();
 }
 
-Result<runtime::CacheOptions> CacheFlags::options() const {
-  return runtime::parse_cache_options(policy, budget, prefill, kv_type, positions);
+Result<CacheOptions> CacheFlags::options() const {
+  TOVA_ASSIGN_OR_RETURN(CacheOptions o,
+                        parse_cache_options(policy, budget, prefill, kv_type, positions));
+  if (!o.policy.bounded() && opts_.size() > 1 && opts_[1]->count() > 0) {
+    warn(fmt::format("--kv-budget {} has no effect under --kv-policy {} (it keeps every state)",
+                     budget, o.policy.label()));
+  }
+  return o;
 }
 
 void SamplingFlags::add(CLI::App& app) {
@@ -70,22 +133,10 @@ void SamplingFlags::add(CLI::App& app) {
   app.add_option("-s,--seed", seed, "random seed (-1: random)")->capture_default_str();
 }
 
-runtime::SamplerParams SamplingFlags::params() const {
-  runtime::SamplerParams q = p;
+SamplerParams SamplingFlags::params() const {
+  SamplerParams q = p;
   q.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
   return q;
-}
-
-Result<LoadedModel> load_model(const std::string& path, bool need_tokenizer,
-                               const model::ModelOptions& options) {
-  // The engine loads model and tokenizer; commands that keep their own pools take them out.
-  TOVA_ASSIGN_OR_RETURN(auto engine, Engine::load({.model_path = path,
-                                                   .n_threads = 1,
-                                                   .model = options,
-                                                   .need_tokenizer = need_tokenizer}));
-  return LoadedModel{.model = engine->release_model(),
-                     .tokenizer = engine->release_tokenizer(),
-                     .load_seconds = engine->load_seconds()};
 }
 
 int fail(const std::string& message) {
@@ -97,7 +148,16 @@ int fail(const std::string& message) {
   return 1;
 }
 
+void warn(const std::string& message) { fmt::print(stderr, "tova: warning: {}\n", message); }
+void note(const std::string& message) { fmt::print(stderr, "tova: note: {}\n", message); }
+
 Result<std::string> read_text_file(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    if (std::cin.bad()) return make_error("cannot read the standard input");
+    return ss.str();
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("cannot open '{}'", path);
   std::ostringstream ss;
@@ -112,16 +172,16 @@ Result<std::vector<int32_t>> read_token_file(const std::string& path) {
 }
 
 Result<InputIds> read_input_ids(const std::string& tokens_file, const std::string& text_file,
-                                const tok::Tokenizer* tokenizer) {
+                                const Engine& engine) {
   InputIds in;
   if (!tokens_file.empty()) {
     TOVA_ASSIGN_OR_RETURN(in.ids, read_token_file(tokens_file));
     return in;
   }
-  if (tokenizer == nullptr) return make_error("no tokenizer to read '{}' with", text_file);
+  if (!engine.has_tokenizer()) return make_error("no tokenizer to read '{}' with", text_file);
   TOVA_ASSIGN_OR_RETURN(const std::string text, read_text_file(text_file));
   if (text.empty()) return make_error("'{}' is empty", text_file);
-  in.ids = tokenizer->encode(text, false);
+  in.ids = engine.tokenize(text, false);
   in.from_text = true;
   return in;
 }

@@ -9,25 +9,34 @@
 #include <vector>
 
 #include "core/result.h"
-#include "core/thread_pool.h"
 #include "kv/policy_registry.h"
-#include "model/model.h"
-#include "runtime/sampler.h"
-#include "runtime/sequence.h"
-#include "tokenizer/tokenizer.h"
 #include "tova/engine.h"
+#include "tova/options.h"
 
 namespace tova::cli {
+
+// llama.cpp's GPU flags (-ngl/--gpu-layers/--n-gpu-layers, -fa/--flash-attn), accepted so that
+// commands written for llama.cpp run; tova runs on the CPU, so they have no effect and say so.
+struct GpuFlags {
+  std::string gpu_layers;
+  std::string flash_attn;
+  void add(CLI::App& app);
+  // One note on stderr if any was given.
+  void note() const;
+};
 
 struct ModelFlags {
   std::string model;  // empty: the bundled assets/stories260K.gguf
   int threads = 0;    // 0: every core
   bool f32_activations = false;
   bool mmap = false;
+  GpuFlags gpu;
   void add(CLI::App& app);
-  model::ModelOptions options() const { return {.f32_activations = f32_activations, .mmap = mmap}; }
   std::string model_path() const;
   int n_threads() const;
+  EngineOptions engine_options(bool need_tokenizer = true) const;
+  // Notes the flags that have no effect, then loads the model (the error names the file).
+  Result<std::unique_ptr<Engine>> load(bool need_tokenizer = true) const;
 };
 
 struct CacheFlags {
@@ -37,31 +46,41 @@ struct CacheFlags {
   std::string kv_type = "f32";
   std::string positions = "absolute";
   void add(CLI::App& app);
-  Result<runtime::CacheOptions> options() const;
+  // The options; warns when --kv-budget is given to an unbounded policy (it has no effect).
+  Result<CacheOptions> options() const;
+  // The cache flags given on the command line ("--kv-policy, --kv-budget"), empty if none.
+  std::string given() const;
+
+ private:
+  std::vector<const CLI::Option*> opts_;
 };
 
 // --kv-positions, for commands that declare their --kv-* flags themselves.
 void add_positions_option(CLI::App& app, std::string& positions);
 
 struct SamplingFlags {
-  runtime::SamplerParams p;
+  SamplerParams p;
   int64_t seed = -1;  // -1: random
   void add(CLI::App& app);
-  runtime::SamplerParams params() const;
+  SamplerParams params() const;
 };
-
-struct LoadedModel {
-  std::unique_ptr<model::Model> model;
-  std::unique_ptr<tok::Tokenizer> tokenizer;
-  double load_seconds = 0;
-};
-Result<LoadedModel> load_model(const std::string& path, bool need_tokenizer = true,
-                               const model::ModelOptions& options = {});
 
 using tova::bundled_model_path;  // the library's (tova/engine.h)
 
 // Prints "tova: error: MESSAGE" on stderr and returns 1.
 int fail(const std::string& message);
+// "tova: warning: MESSAGE" (a flag that has no effect, ...) and "tova: note: MESSAGE" on stderr.
+void warn(const std::string& message);
+void note(const std::string& message);
+// Unwraps a result, or prints its error and ends the command with exit code 1.
+template <typename T>
+T or_fail(Result<T> r) {
+  if (!r.ok()) throw CLI::RuntimeError(fail(r.message()));
+  return std::move(r).value();
+}
+inline void or_fail(const Status& s) {
+  if (!s.ok()) throw CLI::RuntimeError(fail(s.message()));
+}
 
 // Reads a whole text file; the error names the file.
 Result<std::string> read_text_file(const std::string& path);
@@ -76,7 +95,7 @@ struct InputIds {
   bool from_text = false;
 };
 Result<InputIds> read_input_ids(const std::string& tokens_file, const std::string& text_file,
-                                const tok::Tokenizer* tokenizer);
+                                const Engine& engine);
 
 std::string format_bytes(uint64_t bytes);
 

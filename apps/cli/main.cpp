@@ -50,13 +50,26 @@ int main(int argc, char** argv) {
                              ")");
     }
   }
-  // llama-server's two-letter short flags, which CLI11 cannot declare (a single dash takes one
-  // letter): `tova serve -np N` is --parallel N and `-ub N` is --step-tokens N.
+  // llama.cpp's multi-letter short flags, which CLI11 cannot declare (a single dash takes one
+  // letter): -ngl and -fa on every command (GPU flags, accepted with a note), and llama-server's
+  // `tova serve -np N` (--parallel N) and `-ub N` (--step-tokens N).
+  struct Alias {
+    const char* command;  // nullptr: every command
+    const char* flag;
+    const char* long_flag;
+  };
+  static constexpr Alias kAliases[] = {
+      {nullptr, "-ngl", "--gpu-layers"},
+      {nullptr, "-fa", "--flash-attn"},
+      {"serve", "-np", "--parallel"},
+      {"serve", "-ub", "--step-tokens"},
+  };
   std::vector<std::string> args(argv, argv + argc);
-  if (argc > 1 && args[1] == "serve") {
-    for (size_t i = 2; i < args.size(); ++i) {
-      if (args[i] == "-np") args[i] = "--parallel";
-      if (args[i] == "-ub") args[i] = "--step-tokens";
+  for (size_t i = 2; i < args.size(); ++i) {
+    for (const Alias& a : kAliases) {
+      if (args[i] == a.flag && (a.command == nullptr || args[1] == a.command)) {
+        args[i] = a.long_flag;
+      }
     }
   }
   std::vector<char*> argp;

@@ -3,6 +3,9 @@
 #include <random>
 #include <set>
 
+#include "runtime/cache_options.h"
+#include "tokenizer/tokenizer.h"
+
 namespace tova::server {
 
 using nlohmann::json;
@@ -162,7 +165,7 @@ json state_view_json(const StateView& v, const std::vector<std::string>& pieces)
 std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string& body, bool chat,
                                                                const Engine& engine,
                                                                const ApiDefaults& d,
-                                                               const ChatRenderer* renderer,
+                                                               const tok::ChatTemplate* renderer,
                                                                const std::string& chat_error) {
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return bad("", "the request body is not valid JSON");
@@ -238,7 +241,7 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
     }
   }
   // Sampling: OpenAI's defaults (temperature 1, nucleus off).
-  runtime::SamplerParams& s = p.gen.sampling;
+  SamplerParams& s = p.gen.sampling;
   s = {.temp = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = 1.0f};
   if (auto e = number(j, "temperature", 0, 2, s.temp)) return *e;
   if (auto e = number(j, "top_p", 0, 1, s.top_p)) return *e;
@@ -313,12 +316,12 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
   }
 
   // The prompt.
-  const tok::Tokenizer& tk = *engine.tokenizer();
+  const tok::Tokenizer& tk = engine.tokenizer();
   if (chat) {
     if (!j.contains("messages")) return bad("messages", "'messages' is required");
     const json& ms = j["messages"];
     if (!ms.is_array() || ms.empty()) return bad("messages", "'messages' must be a non-empty list");
-    std::vector<ChatMessage> msgs;
+    std::vector<tok::ChatMessage> msgs;
     for (const auto& m : ms) {
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
           !m.contains("content") || !m["content"].is_string()) {
@@ -327,9 +330,9 @@ std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string
       msgs.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
     }
     if (renderer == nullptr) return bad("messages", chat_error);
-    auto text = renderer->render(msgs);
+    auto text = renderer->render_prompt(msgs);
     if (!text.ok()) return bad("messages", text.message());
-    p.gen.prompt = encode_chat_prompt(tk, *text);
+    p.gen.prompt = tok::encode_chat_prompt(tk, *text);
   } else {
     if (!j.contains("prompt")) return bad("prompt", "'prompt' is required");
     const json& pr = j["prompt"];

@@ -9,8 +9,8 @@
 #include <variant>
 #include <vector>
 
-#include "chat_template.h"
 #include "job.h"
+#include "tokenizer/chat_template.h"
 #include "state_view.h"
 #include "tova/engine.h"
 
@@ -18,7 +18,7 @@ namespace tova::server {
 
 struct ApiDefaults {
   std::string model_id;  // what /v1/models lists and requests may name
-  runtime::CacheOptions cache;
+  CacheOptions cache;
   int64_t ctx = 4096;
   int max_tokens_cap = 4096;
   int64_t max_prompt_tokens = 32768;
@@ -39,7 +39,7 @@ struct ParsedRequest {
 std::variant<ParsedRequest, ApiError> parse_generation_request(const std::string& body, bool chat,
                                                                const Engine& engine,
                                                                const ApiDefaults& d,
-                                                               const ChatRenderer* renderer,
+                                                               const tok::ChatTemplate* renderer,
                                                                const std::string& chat_error);
 
 // POST /tokenize {"content": STRING, "add_special": BOOL?} and POST /detokenize

@@ -12,6 +12,7 @@
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
 #include "runtime/cache_options.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tova::server {
 
@@ -148,7 +149,7 @@ bool public_path(const std::string& path) {
 Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
                                                        const ServerOptions& o) {
   if (!o.chat_template.empty()) {
-    auto r = make_chat_renderer(o.chat_template, "");
+    auto r = tok::ChatTemplate::resolve(o.chat_template, "");
     if (!r.ok()) return make_error("--chat-template: {}", r.message());
   }
   // The smallest request: one prompt token under the default multi-state.
@@ -166,10 +167,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
 
 HttpServer::HttpServer(const Engine& engine, const ServerOptions& o)
     : engine_(engine), o_(o), http_(std::make_unique<Listener>()), created_(unix_now()) {
-  std::string model_template;
-  if (auto t = engine_.model().file().get_string("tokenizer.chat_template"); t.ok()) {
-    model_template = *t;
-  }
+  const std::string model_template = engine_.chat_template_text();
   std::string name = o_.chat_template;
   if (name.empty() && model_template.empty()) {
     // As llama-server does: a model without a template chats in ChatML.
@@ -177,9 +175,9 @@ HttpServer::HttpServer(const Engine& engine, const ServerOptions& o)
     notes_.push_back("the model has no chat template: chat requests use chatml "
                      "(--chat-template NAME to choose another)");
   }
-  auto r = make_chat_renderer(name, model_template);
+  auto r = tok::ChatTemplate::resolve(name, model_template);
   if (r.ok()) {
-    renderer_ = std::move(*r);
+    renderer_ = *r;
   } else {
     chat_error_ = r.message();
     notes_.push_back("chat disabled: " + chat_error_);
@@ -241,7 +239,7 @@ void HttpServer::generate(bool chat, const Request& req, Response& res) {
   ++in_handlers_;
   auto in_handler = std::shared_ptr<void>(nullptr, [this](void*) { --in_handlers_; });
   auto parsed =
-      parse_generation_request(req.body, chat, engine_, o_.api, renderer_.get(), chat_error_);
+      parse_generation_request(req.body, chat, engine_, o_.api, renderer_ ? &*renderer_ : nullptr, chat_error_);
   t_ex.rec.n = 1;
   if (auto* e = std::get_if<ApiError>(&parsed)) {
     send_error(res, *e);
@@ -564,7 +562,7 @@ void HttpServer::routes() {
                         {"bounded", p->bounded},
                         {"help", p->help}});
   }
-  const runtime::CacheOptions& c = o_.api.cache;
+  const CacheOptions& c = o_.api.cache;
   const model::ModelConfig& cfg = engine_.model().config();
   const json tova_info = {{"policies", policies},
                           {"policy", c.policy.label()},
@@ -598,15 +596,13 @@ void HttpServer::routes() {
                          auto r = parse_tokenize_request(req.body);
                          if (auto* e = std::get_if<ApiError>(&r)) return send_error(res, *e);
                          const auto& t = std::get<TokenizeRequest>(r);
-                         send_json(res, {{"tokens", engine_.tokenizer()->encode(t.content,
-                                                                                t.add_special)}});
+                         send_json(res, {{"tokens", engine_.tokenize(t.content, t.add_special)}});
                        }}});
   route("/detokenize", {{"POST", [this](const Request& req, Response& res) {
-                           auto r = parse_detokenize_request(req.body,
-                                                             engine_.tokenizer()->n_vocab());
+                           auto r = parse_detokenize_request(req.body, engine_.n_vocab());
                            if (auto* e = std::get_if<ApiError>(&r)) return send_error(res, *e);
                            const auto& ids = std::get<std::vector<int32_t>>(r);
-                           send_json(res, {{"content", engine_.tokenizer()->decode(ids)}});
+                           send_json(res, {{"content", engine_.detokenize(ids)}});
                          }}});
   // What a conversation's state holds: GET /v1/sessions/ID, ID the X-Request-Id of the request
   // that last extended it (while it generates, and afterwards while the state is held).
@@ -620,7 +616,7 @@ void HttpServer::routes() {
                              .code = "not_found"});
             return;
           }
-          const tok::Tokenizer& tk = *engine_.tokenizer();
+          const tok::Tokenizer& tk = engine_.tokenizer();
           std::vector<std::string> pieces;
           pieces.reserve(v->tokens.size());
           for (size_t i = 0; i < v->tokens.size(); ++i) {

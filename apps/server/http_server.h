@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "core/result.h"
 #include "metrics.h"
 #include "serving_loop.h"
+#include "tokenizer/chat_template.h"
 #include "tova/engine.h"
 
 namespace httplib {
@@ -70,7 +72,7 @@ class HttpServer {
   ServerOptions o_;
   Metrics metrics_;
   std::unique_ptr<ServingLoop> loop_;
-  std::unique_ptr<ChatRenderer> renderer_;
+  std::optional<tok::ChatTemplate> renderer_;
   std::string chat_error_;
   std::vector<std::string> notes_;
   std::unique_ptr<Listener> http_;

@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cache_options.h"
-#include "runtime/sampler.h"
+#include "tova/options.h"
 
 namespace tova::server {
 
@@ -29,9 +28,9 @@ struct GenerationRequest {
   std::string id;  // the request id (X-Request-Id): names the state it leaves (state_view.h)
   std::vector<int32_t> prompt;
   int max_tokens = 16;
-  runtime::SamplerParams sampling;
+  SamplerParams sampling;
   std::vector<std::string> stop;
-  runtime::CacheOptions cache;
+  CacheOptions cache;
   uint64_t reserve_bytes = 0;  // K/V memory admission sets aside for it
   bool allow_reuse = true;
   bool ignore_eos = false;  // keep generating past end-of-generation tokens (benchmarks)

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "runtime/batch_scheduler.h"
-#include "runtime/sequence.h"
+#include "tokenizer/tokenizer.h"
 #include "runtime/utf8_stream.h"
 
 namespace tova::server {
@@ -45,11 +45,11 @@ size_t stop_overlap(const std::string& text, const std::vector<std::string>& sto
 }
 
 KvReport report(const Session& s, int64_t reused) {
-  const auto k = runtime::kv_stats(s.state());
+  const SessionStats k = s.stats();
   KvReport r{.policy = k.policy,
              .budget = k.budget,
              .prefill = s.cache().prefill.label(),
-             .kv_bytes = k.bytes,
+             .kv_bytes = k.kv_capacity,
              .tokens_seen = k.n_seen,
              .reused_prompt_tokens = reused};
   for (const auto& l : k.layers) {
@@ -131,7 +131,7 @@ void ServingLoop::spill(Held& h, bool sync) {
 void ServingLoop::hold(std::unique_ptr<Session> s, const std::string& id) {
   if (!o_.prefix_reuse || !s->cache().prefill.exact()) return;
   Held h{.id = id, .tokens = s->history(), .session = std::move(s)};
-  h.bytes = h.session->state().bytes();
+  h.bytes = h.session->stats().kv_capacity;
   if (h.bytes > o_.kv_memory || o_.max_cached_states <= 0) {
     spill(h, false);
     return;
@@ -200,7 +200,10 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
     a->reused = static_cast<int64_t>(best->tokens.size());
     reserved_ -= best->bytes;
     held_.erase(best);
-    a->session->set_sampling(r.sampling);
+    if (auto st = a->session->set_sampling(r.sampling); !st.ok()) {
+      job->push({.final = true, .error = ApiError{.message = st.message()}});
+      return true;
+    }
   } else if (stored > 0) {
     auto s = o_.store->take(r.prompt, label, {.cache = r.cache, .sampling = r.sampling});
     if (s.ok()) {
@@ -223,13 +226,13 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   // as the API checked, and never past --ctx: what admission counted): a new one once, a
   // reused one copied once here, never a doubling copy inside a decode step. Bounded caches
   // never grow (no-op).
-  if (auto st = a->session->state().reserve(a->n_prompt + r.max_tokens, o_.ctx); !st.ok()) {
+  if (auto st = a->session->reserve(a->n_prompt + r.max_tokens, o_.ctx); !st.ok()) {
     job->push({.final = true, .error = ApiError{.message = st.message()}});
     return true;
   }
   a->prev = r.prompt.back();  // the first piece renders after the prompt
   // What the pool holds now counts if a reused state's growth (doubling) went past the estimate.
-  a->reserved = std::max<uint64_t>(r.reserve_bytes, a->session->state().bytes());
+  a->reserved = std::max<uint64_t>(r.reserve_bytes, a->session->stats().kv_capacity);
   reserved_ += a->reserved;
   metrics_.tokens(a->n_prompt, 0, a->reused);
   active_.push_back(std::move(a));
@@ -331,8 +334,8 @@ void ServingLoop::publish_metrics() {
     std::lock_guard<std::mutex> l(mu_);
     s.queued = static_cast<int64_t>(waiting_.size());
   }
-  for (const auto& a : active_) s.kv_bytes_held += a->session->state().bytes();
-  for (const auto& h : held_) s.kv_bytes_held += h.session->state().bytes();
+  for (const auto& a : active_) s.kv_bytes_held += a->session->stats().kv_capacity;
+  for (const auto& h : held_) s.kv_bytes_held += h.bytes;
   s.kv_bytes_reserved = reserved_;
   s.cached_states = static_cast<int64_t>(held_.size());
   if (o_.store) {
@@ -343,8 +346,8 @@ void ServingLoop::publish_metrics() {
 }
 
 void ServingLoop::run() {
-  runtime::BatchScheduler sched(engine_.model(), engine_.pool(), {.step_tokens = o_.step_tokens});
-  const tok::Tokenizer& tk = *engine_.tokenizer();
+  runtime::BatchScheduler sched(engine_, {.step_tokens = o_.step_tokens});
+  const tok::Tokenizer& tk = engine_.tokenizer();
   std::vector<Session*> sessions;
   for (;;) {
     {
@@ -422,7 +425,7 @@ void ServingLoop::run() {
         a.sent = ready;
       }
       const bool ctx_full =
-          !a.session->cache().policy.bounded() && a.session->state().n_seen() + 1 >= o_.ctx;
+          !a.session->cache().policy.bounded() && a.session->n_seen() + 1 >= o_.ctx;
       if (a.n_generated >= r.max_tokens || ctx_full) {
         finish(a, "length");
         continue;

@@ -16,6 +16,7 @@
 
 #include "core/hash.h"
 #include "runtime/session_file.h"
+#include "runtime/session_impl.h"
 
 namespace tova::server {
 namespace {
@@ -230,7 +231,7 @@ void StateStore::enforce_cap(const std::string& keep) {
 Status StateStore::put(const std::vector<int32_t>& tokens, const Session& s, bool sync) {
   if (tokens.empty() || s.n_pending() != 0) return make_error("no state to store");
   const std::string label = s.cache().label();
-  runtime::SessionData d = s.save_data(-1);
+  runtime::SessionData d = runtime::session_data(s, -1);
   d.note = encode_note(tokens, label);
   const std::string name = name_for(prefix_hashes(tokens, label).back());
   // Written under a name of this process, then renamed over the final name: another replica
@@ -303,7 +304,7 @@ Result<std::unique_ptr<Session>> StateStore::take(std::span<const int32_t> promp
   // continued state is keyed by every token again when it is held.
   d->history = std::move(note->first);
   d->pending = -1;
-  auto s = Session::resume(engine_.model(), o, std::move(*d));
+  auto s = runtime::resume_session(engine_, o, std::move(*d));
   if (!s.ok()) return make_error("{}", s.message());
   if ((*s)->cache().label() != label) return make_error("stored state has another cache");
   return s;

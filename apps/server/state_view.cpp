@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "kv/positions.h"
+#include "runtime/session_impl.h"
 
 namespace tova::server {
 
 StateView view_state(const Session& s) {
-  const kv::MultiState& m = s.state();
+  const kv::MultiState& m = runtime::state_of(s);
   StateView v;
   v.positions = std::string(kv::position_mode_name(m.positions()));
   v.kv_type = m.kv_type() == kv::KvType::kF16 ? "f16" : "f32";

@@ -1,57 +1,108 @@
 // The Engine: a loaded model, its tokenizer and the thread pool that runs it. Immutable after
-// load and shared by every session; the pool accepts one caller at a time (see
-// core/thread_pool.h), so exactly one thread (a command's, or a server's scheduler thread)
-// drives forward passes, batching every session it serves into them.
+// load and shared by every session (const); sessions keep a pointer to it, so it outlives them.
+// The pool takes one caller at a time: whoever runs forward passes on it holds exclusive()
+// (a session feeding on its own, the batch scheduler, an evaluation), so sessions of one
+// engine may be driven from several threads (Python's, with the GIL released) one pass at a
+// time. A server drives them all from one scheduler thread, batched into shared passes.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/result.h"
-#include "core/thread_pool.h"
-#include "model/model.h"
-#include "tokenizer/tokenizer.h"
+#include "tova/options.h"
 #include "tova/session.h"
 
 namespace tova {
 
+class ThreadPool;
+namespace model {
+class Model;
+}
+namespace tok {
+class Tokenizer;
+class ChatTemplate;
+}  // namespace tok
+
 struct EngineOptions {
   std::string model_path;  // empty: the bundled stories260K (see bundled_model_path)
   int n_threads = 0;       // 0: every core
-  model::ModelOptions model;
+  // Keep activations in float32 for quantized weights (exact dequantized rows; slower) instead
+  // of rounding them to Q8 blocks as llama.cpp does.
+  bool f32_activations = false;
+  bool mmap = false;  // map the file instead of reading it into memory
   bool need_tokenizer = true;
+};
+
+// A session file read back (Engine::load_session).
+struct LoadedSession {
+  std::unique_ptr<Session> session;
+  std::string note;         // what the front-end that saved it kept with it (SaveOptions::note)
+  uint64_t file_bytes = 0;  // the file's size
 };
 
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> load(const EngineOptions& o);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
 
-  const model::Model& model() const { return *model_; }
-  // Null when loaded with need_tokenizer = false.
-  const tok::Tokenizer* tokenizer() const { return tokenizer_.get(); }
-  ThreadPool& pool() const { return *pool_; }
-  double load_seconds() const { return load_seconds_; }
   const std::string& path() const { return path_; }
+  double load_seconds() const { return load_seconds_; }
+  int n_threads() const;
+  int n_vocab() const;
+  int64_t n_ctx_train() const;  // the training context from the model's metadata (0: unknown)
+  const std::string& architecture() const;  // general.architecture: "llama"
 
-  // For tools that run the model on pools of their own (sweeps, benchmarks): take the parts.
-  std::unique_ptr<model::Model> release_model() { return std::move(model_); }
-  std::unique_ptr<tok::Tokenizer> release_tokenizer() { return std::move(tokenizer_); }
+  // Text. These need the tokenizer (loaded unless EngineOptions::need_tokenizer is false).
+  bool has_tokenizer() const { return tokenizer_ != nullptr; }
+  // add_bos: add BOS (and EOS) as the vocabulary says; parse_special: read the text of control
+  // tokens ("<|im_end|>") as those tokens.
+  std::vector<int32_t> tokenize(std::string_view text, bool add_bos = true,
+                                bool parse_special = false) const;
+  std::string detokenize(std::span<const int32_t> ids) const;
+  bool is_eog(int32_t id) const;  // end of generation (EOS, EOT, ...)
 
-  Result<std::unique_ptr<Session>> new_session(const SessionOptions& o) const {
-    return Session::create(*model_, o);
-  }
+  // The model's tokenizer.chat_template (Jinja text), empty if it has none.
+  std::string chat_template_text() const;
+  // The chat template to render conversations with: `name` (one of tok::ChatTemplate::names())
+  // if given, else the one recognised from the model's tokenizer.chat_template. The error says
+  // what to do when there is none.
+  Result<tok::ChatTemplate> chat_template(std::string_view name = {}) const;
+
+  // A fresh session of this model.
+  Result<std::unique_ptr<Session>> new_session(const SessionOptions& o) const;
+  // A session saved by Session::save, continuing exactly where it stopped: its multi-state,
+  // history, random state and logits (a sampled token not yet fed is queued). The cache options
+  // (policy, budget, K/V type, positions, chunk size) are the saved state's; of o.cache only
+  // the reserve is used. Errors name the file (truncated, corrupted, another model's, ...).
+  Result<LoadedSession> load_session(const std::string& path, const SessionOptions& o) const;
+
+  // The parts, for the library's own layers (the batch scheduler, evaluations, the server).
+  const model::Model& model() const { return *model_; }
+  const tok::Tokenizer& tokenizer() const;  // requires has_tokenizer()
+  ThreadPool& pool() const { return *pool_; }
+  // Held by whoever runs forward passes on pool() (see above).
+  std::unique_lock<std::mutex> exclusive() const { return std::unique_lock<std::mutex>(run_mu_); }
 
  private:
-  Engine() = default;
+  Engine();
   std::string path_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
+  mutable std::mutex run_mu_;
   double load_seconds_ = 0;
 };
 
-// The bundled default model (assets/stories260K.gguf), found next to the executable or in the
-// working folder.
+// The bundled default model (assets/stories260K.gguf), found next to the executable, in the
+// install's share/tova, or in the working folder.
 std::string bundled_model_path();
 
 }  // namespace tova

@@ -57,9 +57,9 @@ uint64_t kv_read_bytes(const kv::MultiState& s) {
 // cache that doubled and copied itself inside the measured steps would time the copy, not the
 // decode.
 Result<std::unique_ptr<kv::MultiState>> bench_state(const model::Model& m,
-                                                    const runtime::CacheOptions& c,
+                                                    const CacheOptions& c,
                                                     int64_t n_prompt, int64_t n_total) {
-  runtime::CacheOptions sized = c;
+  CacheOptions sized = c;
   sized.reserve = n_total;
   return runtime::make_state(m, sized, n_prompt);
 }
@@ -122,7 +122,7 @@ std::string BenchCase::cache_label() const {
 
 std::vector<BenchCase> bench_cases(const BenchOptions& o) {
   std::vector<BenchCase> cases;
-  for (const runtime::CacheOptions& cache : o.caches) {
+  for (const CacheOptions& cache : o.caches) {
     for (int nt : o.n_threads) {
       for (int nd : o.n_depth) {
         for (int np : o.n_prompt) {
@@ -184,7 +184,7 @@ Result<std::vector<BenchResult>> run_bench(const model::Model& m, const std::str
   if (o.repetitions < 1) return make_error("repetitions must be at least 1, got {}", o.repetitions);
   if (o.n_batch < 1) return make_error("batch size must be at least 1, got {}", o.n_batch);
   BenchOptions opts = o;
-  for (runtime::CacheOptions& c : opts.caches) {
+  for (CacheOptions& c : opts.caches) {
     if (c.policy.name.empty()) {
       TOVA_ASSIGN_OR_RETURN(c.policy, kv::parse_policy("full", 0));
     }

@@ -21,7 +21,7 @@ struct BenchCase {
   int n_gen = 0;
   int n_depth = 0;  // tokens fed (untimed) before the test, in a fresh state each repetition
   int n_threads = 1;
-  runtime::CacheOptions cache;
+  CacheOptions cache;
 
   std::string name() const;        // "pp512", "tg128 @ d4096"
   std::string cache_label() const;  // "full", "tova k=512", "window k=512 chunk:64"
@@ -41,7 +41,7 @@ struct BenchOptions {
   std::vector<int> n_gen = {128};
   std::vector<int> n_depth = {0};
   std::vector<int> n_threads = {2};
-  std::vector<runtime::CacheOptions> caches = {runtime::CacheOptions{}};  // no policy name: full
+  std::vector<CacheOptions> caches = {CacheOptions{}};  // no policy name: full
   int n_batch = 512;    // prompt tokens per forward pass (exact prefill)
   int repetitions = 5;
   bool warmup = true;   // one untimed run first (a whole pp, or one tg token), as llama-bench

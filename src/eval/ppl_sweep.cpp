@@ -221,7 +221,7 @@ class Sweep {
 
  private:
   Result<std::unique_ptr<kv::MultiState>> new_state(int c) {
-    const runtime::CacheOptions co{
+    const CacheOptions co{
         .policy = o_.configs[c], .kv_type = o_.kv_type, .positions = o_.positions};
     return runtime::make_state(m_, co, ctx_);
   }

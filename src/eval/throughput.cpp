@@ -70,14 +70,14 @@ Result<uint64_t> bytes_per_sequence(const model::Model& m, const kv::PolicySpec&
   return state->bytes();
 }
 
-Result<ThroughputReport> run_throughput(const model::Model& m, const ThroughputOptions& o) {
+Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
+                                        const ThroughputOptions& o) {
   if (o.ctx < 1) return make_error("--ctx must be at least 1, got {}", o.ctx);
   if (o.n_steps < 1 || o.repetitions < 1 || o.warmup_steps < 0) {
     return make_error("steps ({}) and repetitions ({}) must be at least 1", o.n_steps,
                       o.repetitions);
   }
   if (o.n_batch < 1) return make_error("batch size must be at least 1, got {}", o.n_batch);
-  if (o.n_threads < 1) return make_error("thread count must be at least 1, got {}", o.n_threads);
   if (o.policies.empty()) return make_error("no KV policy to measure");
   if (o.kv_memory == 0 && o.full_batch < 1) {
     return make_error("give the K/V memory budget in bytes, or how many `full` sequences it holds");
@@ -104,7 +104,6 @@ Result<ThroughputReport> run_throughput(const model::Model& m, const ThroughputO
     }
   }
 
-  ThreadPool pool(o.n_threads);
   model::ForwardScratch scratch;
   TokenSource tokens(m, o.seed);
   const int n_vocab = m.config().n_vocab;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/thread_pool.h"
 #include "model/model.h"
 #include "runtime/sequence.h"
 
@@ -43,7 +44,6 @@ struct ThroughputOptions {
   int warmup_steps = 2;  // untimed steps first
   int n_batch = 512;     // prefill micro-batch (exact semantics whatever its size)
   int batch_cap = 0;     // >0: run at most this many sequences (the max batch is still reported)
-  int n_threads = 2;
   kv::KvType kv_type = kv::KvType::kF16;
   std::vector<kv::PolicySpec> policies;  // `full` first is customary; any order works
   uint64_t seed = 1234;
@@ -83,6 +83,7 @@ Result<uint64_t> bytes_per_sequence(const model::Model& m, const kv::PolicySpec&
 
 // Runs every configuration of `o` on `m`; the first error stops the run. A configuration whose
 // single sequence does not fit kv_memory is an error that names it and both sizes.
-Result<ThroughputReport> run_throughput(const model::Model& m, const ThroughputOptions& o);
+Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
+                                        const ThroughputOptions& o);
 
 }  // namespace tova::eval

@@ -21,7 +21,7 @@ Result<TraceResult> run_trace(const model::Model& m, ThreadPool& pool,
     }
   }
   const int64_t T = static_cast<int64_t>(tokens.size());
-  const runtime::CacheOptions co{
+  const CacheOptions co{
       .policy = o.policy, .kv_type = o.kv_type, .positions = o.positions};
   TOVA_ASSIGN_OR_RETURN(auto state, runtime::make_state(m, co, T));
   kv::MultiState& ms = *state;

@@ -17,12 +17,11 @@
 
 #include "core/result.h"
 #include "kv/kv_policy.h"
+#include "kv/kv_type.h"
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
 
 namespace tova::kv {
-
-enum class KvType { kF32, kF16 };
 
 // Most states an unbounded cache may reserve up front (16M: far past any trained context; a
 // hostile count must not allocate terabytes).

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/thread_pool.h"
 #include "core/timer.h"
+#include "runtime/session_impl.h"
 
 namespace tova::runtime {
 
-BatchScheduler::BatchScheduler(const model::Model& m, ThreadPool& pool, const SchedulerOptions& o)
-    : m_(m), pool_(pool), o_(o) {
+BatchScheduler::BatchScheduler(const Engine& engine, const SchedulerOptions& o)
+    : engine_(engine), o_(o) {
   o_.step_tokens = std::max(1, o_.step_tokens);
 }
 
@@ -27,7 +29,7 @@ Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions) {
   for (Session* s : sessions) {
     const int64_t n = s->n_pending();
     if (n <= 1) continue;
-    const int chunk = s->state().max_new();
+    const int chunk = state_of(*s).max_new();
     if (chunk > 1) {
       // A chunked session takes whole chunks (chunk boundaries decide its evictions); one that
       // does not fit waits, unless the step is empty.
@@ -51,22 +53,26 @@ Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions) {
     const bool last = t.n == t.session->n_pending();
     for (int i = 0; i < t.n; ++i) {
       const bool want_logits = last && i + 1 == t.n;
-      batch_.push_back({.token = toks[i], .state = &t.session->state(), .logits = want_logits});
+      batch_.push_back({.token = toks[i], .state = &state_of(*t.session), .logits = want_logits});
       n_logits += want_logits;
     }
   }
-  const int n_vocab = m_.config().n_vocab;
+  const int n_vocab = engine_.n_vocab();
   logits_.resize(static_cast<size_t>(n_logits) * n_vocab);
-  Timer timer;
-  TOVA_RETURN_IF_ERROR(m_.forward(batch_, pool_, scratch_, logits_.data()));
-  st.seconds = timer.seconds();
+  {
+    const auto lock = engine_.exclusive();
+    Timer timer;
+    TOVA_RETURN_IF_ERROR(engine_.model().forward(batch_, engine_.pool(), scratch_, logits_.data()));
+    st.seconds = timer.seconds();
+  }
   int il = 0;
   for (const Take& t : takes_) {
+    Session::Impl& s = SessionAccess::impl(*t.session);
     const bool last = t.n == t.session->n_pending();
-    t.session->mark_fed(t.n);
-    t.session->set_has_logits(last);
+    s.n_fed += t.n;
+    s.has_logits = last;
     if (last) {
-      std::memcpy(t.session->logits_buffer(), logits_.data() + static_cast<size_t>(il) * n_vocab,
+      std::memcpy(s.logits.data(), logits_.data() + static_cast<size_t>(il) * n_vocab,
                   sizeof(float) * n_vocab);
       ++il;
     }

@@ -5,8 +5,8 @@
 // step, so a long prompt never stalls the streams that are generating. A session whose last
 // pending token was in the step receives its logits.
 //
-// The scheduler runs the model on the engine's thread pool, which accepts one caller at a time:
-// call step() from one thread only (a server's scheduler thread).
+// The scheduler runs the model on the engine's thread pool, holding Engine::exclusive() for each
+// pass; a scheduler itself is used from one thread (a server's scheduler thread).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/result.h"
-#include "core/thread_pool.h"
 #include "model/model.h"
+#include "tova/engine.h"
 #include "tova/session.h"
 
 namespace tova::runtime {
@@ -34,7 +34,7 @@ struct StepStats {
 
 class BatchScheduler {
  public:
-  BatchScheduler(const model::Model& m, ThreadPool& pool, const SchedulerOptions& o = {});
+  explicit BatchScheduler(const Engine& engine, const SchedulerOptions& o = {});
 
   // One forward pass over the pending tokens of `sessions` (at most step_tokens of them);
   // sessions with nothing pending are skipped. A session whose queue was emptied has
@@ -47,8 +47,7 @@ class BatchScheduler {
   const SchedulerOptions& options() const { return o_; }
 
  private:
-  const model::Model& m_;
-  ThreadPool& pool_;
+  const Engine& engine_;
   SchedulerOptions o_;
   model::ForwardScratch scratch_;
   std::vector<model::BatchToken> batch_;

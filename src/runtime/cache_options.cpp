@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-namespace tova::runtime {
+namespace tova {
 
 std::string PrefillMode::label() const {
   if (inf) return "chunk:inf";
@@ -36,10 +36,14 @@ Result<kv::KvType> parse_kv_type(std::string_view text) {
   return make_error("invalid KV type '{}' (valid: f32, f16)", text);
 }
 
+std::string_view kv_type_name(kv::KvType type) {
+  return type == kv::KvType::kF16 ? "f16" : "f32";
+}
+
 std::string CacheOptions::label() const {
   const std::string k = policy.bounded() ? " k=" + std::to_string(policy.budget) : "";
   return policy.label() + k + " " + prefill.label() +
-         (kv_type == kv::KvType::kF16 ? " f16" : " f32") +
+         " " + std::string(kv_type_name(kv_type)) +
          (positions == kv::PositionMode::kAbsolute
               ? ""
               : " " + std::string(kv::position_mode_name(positions)));
@@ -55,6 +59,10 @@ Result<CacheOptions> parse_cache_options(std::string_view policy, int budget,
   TOVA_ASSIGN_OR_RETURN(o.positions, kv::parse_position_mode(positions));
   return o;
 }
+
+}  // namespace tova
+
+namespace tova::runtime {
 
 int max_new_for(const PrefillMode& p, int64_t n_prompt) {
   if (p.inf) return static_cast<int>(std::max<int64_t>(1, n_prompt));

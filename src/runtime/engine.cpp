@@ -4,15 +4,28 @@
 #include <thread>
 #include <vector>
 
+#include "core/check.h"
+#include "core/thread_pool.h"
 #include "core/timer.h"
+#include "model/model.h"
+#include "runtime/batch_scheduler.h"
+#include "runtime/sequence.h"
+#include "runtime/session_impl.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tova {
+
+Engine::Engine() = default;
+Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& o) {
   auto e = std::unique_ptr<Engine>(new Engine());
   e->path_ = o.model_path.empty() ? bundled_model_path() : o.model_path;
   Timer t;
-  TOVA_ASSIGN_OR_RETURN(e->model_, model::Model::load(e->path_, o.model));
+  TOVA_ASSIGN_OR_RETURN(
+      e->model_,
+      model::Model::load(e->path_, {.f32_activations = o.f32_activations, .mmap = o.mmap}));
   if (o.need_tokenizer) {
     TOVA_ASSIGN_OR_RETURN(e->tokenizer_, tok::Tokenizer::from_gguf(e->model_->file()));
   }
@@ -22,6 +35,58 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& o) {
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e->pool_ = std::make_unique<ThreadPool>(n);
   return e;
+}
+
+int Engine::n_threads() const { return pool_->size(); }
+int Engine::n_vocab() const { return model_->config().n_vocab; }
+int64_t Engine::n_ctx_train() const { return model_->config().n_ctx_train; }
+const std::string& Engine::architecture() const { return model_->config().arch_name; }
+
+const tok::Tokenizer& Engine::tokenizer() const {
+  TOVA_CHECK(tokenizer_ != nullptr);
+  return *tokenizer_;
+}
+
+std::vector<int32_t> Engine::tokenize(std::string_view text, bool add_bos,
+                                      bool parse_special) const {
+  return tokenizer().encode(text, add_bos, parse_special);
+}
+
+std::string Engine::detokenize(std::span<const int32_t> ids) const {
+  return tokenizer().decode(ids);
+}
+
+bool Engine::is_eog(int32_t id) const { return tokenizer().is_eog(id); }
+
+std::string Engine::chat_template_text() const {
+  auto t = model_->file().get_string("tokenizer.chat_template");
+  return t.ok() ? *t : std::string();
+}
+
+Result<tok::ChatTemplate> Engine::chat_template(std::string_view name) const {
+  return tok::ChatTemplate::resolve(name, chat_template_text());
+}
+
+Result<std::unique_ptr<Session>> Engine::new_session(const SessionOptions& o) const {
+  TOVA_RETURN_IF_ERROR(validate(o.sampling));
+  auto s = std::make_unique<Session::Impl>();
+  s->engine = this;
+  s->cache = o.cache;
+  s->sampling = o.sampling;
+  s->n_batch = std::max(1, o.n_batch);
+  TOVA_ASSIGN_OR_RETURN(s->state, runtime::make_state(*model_, o.cache, o.n_prompt_hint));
+  s->sampler = std::make_unique<runtime::Sampler>(o.sampling);
+  s->logits.assign(n_vocab(), 0.0f);
+  return runtime::SessionAccess::make(std::move(s));
+}
+
+Result<LoadedSession> Engine::load_session(const std::string& path, const SessionOptions& o) const {
+  LoadedSession out;
+  TOVA_ASSIGN_OR_RETURN(runtime::SessionData d,
+                        runtime::load_session(path, *model_, &out.file_bytes));
+  out.note = std::move(d.note);
+  TOVA_ASSIGN_OR_RETURN(out.session, runtime::resume_session(*this, o, std::move(d)));
+  return out;
 }
 
 std::string bundled_model_path() {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <unordered_set>
 
-namespace tova::runtime {
+namespace tova {
 
 Status validate(const SamplerParams& p) {
   if (!std::isfinite(p.temp)) return make_error("--temp must be a finite number");
@@ -18,6 +18,10 @@ Status validate(const SamplerParams& p) {
   if (p.repeat_last_n < 0) return make_error("--repeat-last-n must be >= 0");
   return ok_status();
 }
+
+}  // namespace tova
+
+namespace tova::runtime {
 
 int32_t argmax(const float* logits, int n) {
   int32_t best = 0;

@@ -1,5 +1,4 @@
-// The sampler chain: repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw,
-// in llama.cpp's order, so its users get the behaviour they expect from the same flags.
+// The sampler chain of tova/options.h's SamplerParams.
 #pragma once
 
 #include <cstdint>
@@ -9,20 +8,9 @@
 #include <vector>
 
 #include "core/result.h"
+#include "tova/options.h"
 
 namespace tova::runtime {
-
-struct SamplerParams {
-  float temp = 0.8f;            // <= 0: greedy (argmax, ties to the smallest id)
-  int top_k = 40;               // <= 0: off
-  float top_p = 0.95f;          // >= 1: off
-  float min_p = 0.05f;          // <= 0: off
-  float repeat_penalty = 1.0f;  // 1: off
-  int repeat_last_n = 64;       // how many recent tokens the penalty looks at
-  uint64_t seed = 0;
-};
-
-Status validate(const SamplerParams& p);
 
 class Sampler {
  public:

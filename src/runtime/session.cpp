@@ -2,107 +2,181 @@
 
 #include <algorithm>
 
+#include "core/timer.h"
+#include "runtime/batch_scheduler.h"
 #include "runtime/sequence.h"
+#include "runtime/session_impl.h"
 
 namespace tova {
 
-Result<std::unique_ptr<Session>> Session::create(const model::Model& m, const SessionOptions& o) {
-  TOVA_RETURN_IF_ERROR(runtime::validate(o.sampling));
-  auto s = std::unique_ptr<Session>(new Session());
-  s->model_ = &m;
-  s->cache_ = o.cache;
-  s->sampling_ = o.sampling;
-  TOVA_ASSIGN_OR_RETURN(s->state_, runtime::make_state(m, o.cache, o.n_prompt_hint));
-  s->sampler_ = std::make_unique<runtime::Sampler>(o.sampling);
-  s->logits_.assign(m.config().n_vocab, 0.0f);
-  return s;
-}
+Session::Impl::~Impl() = default;
 
-std::unique_ptr<Session> Session::clone() const {
-  auto s = std::unique_ptr<Session>(new Session());
-  s->model_ = model_;
-  s->cache_ = cache_;
-  s->sampling_ = sampling_;
-  s->state_ = state_->clone();
-  s->sampler_ = std::make_unique<runtime::Sampler>(*sampler_);
-  s->history_ = history_;
-  s->n_fed_ = n_fed_;
-  s->logits_ = logits_;
-  s->has_logits_ = has_logits_;
-  return s;
-}
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
 
-Result<std::unique_ptr<Session>> Session::resume(const model::Model& m, const SessionOptions& o,
-                                                 runtime::SessionData d) {
-  TOVA_RETURN_IF_ERROR(runtime::validate(o.sampling));
-  if (d.state == nullptr) return make_error("session data without a multi-state");
-  auto s = std::unique_ptr<Session>(new Session());
-  s->model_ = &m;
-  // The cache options are the restored state's (a reset starts the same kind of cache again);
-  // only the reserve comes from the caller.
-  s->cache_ = o.cache;
-  s->cache_.policy = d.state->policy();
-  s->cache_.kv_type = d.state->kv_type();
-  s->cache_.positions = d.state->positions();
-  if (d.state->max_new() > 1) s->cache_.prefill = {.chunk = d.state->max_new()};
-  s->sampling_ = o.sampling;
-  s->state_ = std::move(d.state);
-  s->sampler_ = std::make_unique<runtime::Sampler>(o.sampling);
-  if (!d.rng_state.empty()) TOVA_RETURN_IF_ERROR(s->sampler_->set_rng_state(d.rng_state));
-  s->history_ = std::move(d.history);
-  // A sampled token not fed yet is the history's last token, queued again.
-  const bool pending = d.pending >= 0;
-  if (pending && (s->history_.empty() || s->history_.back() != d.pending)) {
-    s->history_.push_back(d.pending);
-  }
-  s->n_fed_ = static_cast<int64_t>(s->history_.size()) - (pending ? 1 : 0);
-  s->logits_.assign(m.config().n_vocab, 0.0f);
-  if (!d.logits.empty()) {
-    if (d.logits.size() != s->logits_.size()) {
-      return make_error("session logits have {} entries, the model's vocabulary {}",
-                        d.logits.size(), s->logits_.size());
-    }
-    s->logits_ = std::move(d.logits);
-    s->has_logits_ = !pending;
-  }
-  return s;
-}
+const Engine& Session::engine() const { return *impl_->engine; }
+const CacheOptions& Session::cache() const { return impl_->cache; }
+const SamplerParams& Session::sampling() const { return impl_->sampling; }
 
-runtime::SessionData Session::save_data(int32_t unfed) const {
-  runtime::SessionData d;
-  d.state = state_->clone();
-  d.history.assign(history_.begin(), history_.begin() + n_fed_);
-  if (unfed >= 0) d.history.push_back(unfed);
-  if (d.history.size() > static_cast<size_t>(runtime::kSessionHistory)) {
-    d.history.erase(d.history.begin(), d.history.end() - runtime::kSessionHistory);
-  }
-  d.pending = unfed;
-  if (has_logits_ || unfed >= 0) d.logits = logits_;
-  d.rng_state = sampler_->rng_state();
-  return d;
-}
-
-void Session::queue(std::span<const int32_t> tokens) {
-  history_.insert(history_.end(), tokens.begin(), tokens.end());
-  if (!tokens.empty()) has_logits_ = false;
-}
-
-int32_t Session::sample() {
-  return sampler_->sample(logits_.data(), static_cast<int>(logits_.size()),
-                          std::span<const int32_t>(history_).first(n_fed_));
-}
-
-void Session::set_sampling(const runtime::SamplerParams& p) {
-  sampling_ = p;
-  sampler_ = std::make_unique<runtime::Sampler>(p);
-}
-
-Status Session::reset() {
-  TOVA_ASSIGN_OR_RETURN(state_, runtime::make_state(*model_, cache_, 0));
-  history_.clear();
-  n_fed_ = 0;
-  has_logits_ = false;
+Status Session::set_sampling(const SamplerParams& p) {
+  TOVA_RETURN_IF_ERROR(validate(p));
+  impl_->sampling = p;
+  impl_->sampler = std::make_unique<runtime::Sampler>(p);
   return ok_status();
 }
 
+Status Session::feed(std::span<const int32_t> tokens) {
+  queue(tokens);
+  if (n_pending() == 0) return ok_status();
+  Impl& s = *impl_;
+  if (!s.driver) {
+    s.driver = std::make_unique<runtime::BatchScheduler>(
+        *s.engine, runtime::SchedulerOptions{.step_tokens = s.n_batch});
+  }
+  Session* const one[] = {this};
+  return s.driver->drain(one);
+}
+
+Result<int32_t> Session::decode() {
+  if (!has_logits()) return make_error("the session has no logits to sample from (feed it first)");
+  const int32_t id = sample();
+  TOVA_RETURN_IF_ERROR(feed(std::span<const int32_t>(&id, 1)));
+  return id;
+}
+
+void Session::queue(std::span<const int32_t> tokens) {
+  impl_->history.insert(impl_->history.end(), tokens.begin(), tokens.end());
+  if (!tokens.empty()) impl_->has_logits = false;
+}
+
+std::span<const int32_t> Session::pending() const {
+  return std::span<const int32_t>(impl_->history).subspan(impl_->n_fed);
+}
+int64_t Session::n_pending() const {
+  return static_cast<int64_t>(impl_->history.size()) - impl_->n_fed;
+}
+const std::vector<int32_t>& Session::history() const { return impl_->history; }
+int64_t Session::n_fed() const { return impl_->n_fed; }
+int64_t Session::n_seen() const { return impl_->state->n_seen(); }
+bool Session::has_logits() const { return impl_->has_logits; }
+std::span<const float> Session::logits() const { return impl_->logits; }
+int Session::n_vocab() const { return static_cast<int>(impl_->logits.size()); }
+
+int32_t Session::sample() {
+  Impl& s = *impl_;
+  return s.sampler->sample(s.logits.data(), static_cast<int>(s.logits.size()),
+                           std::span<const int32_t>(s.history).first(s.n_fed));
+}
+
+Status Session::reserve(int64_t n_tokens, int64_t at_most) {
+  return impl_->state->reserve(n_tokens, at_most);
+}
+
+SessionStats Session::stats() const {
+  const kv::MultiState& st = *impl_->state;
+  SessionStats k;
+  k.policy = st.policy().label();
+  k.budget = st.budget();
+  k.cache = impl_->cache.label();
+  k.kv_capacity = st.bytes();
+  k.n_seen = st.n_seen();
+  for (int il = 0; il < st.n_layer(); ++il) {
+    const kv::LayerState& l = st.layer(il);
+    k.layers.push_back({l.n_held(), l.n_evicted()});
+    // A layer's memory is its slots': the held ones' share of it.
+    if (l.n_slot() > 0) k.kv_held += l.bytes() / l.n_slot() * l.n_held();
+  }
+  return k;
+}
+
+std::unique_ptr<Session> Session::clone() const {
+  const Impl& o = *impl_;
+  auto s = std::make_unique<Impl>();
+  s->engine = o.engine;
+  s->cache = o.cache;
+  s->sampling = o.sampling;
+  s->n_batch = o.n_batch;
+  s->state = o.state->clone();
+  s->sampler = std::make_unique<runtime::Sampler>(*o.sampler);
+  s->history = o.history;
+  s->n_fed = o.n_fed;
+  s->logits = o.logits;
+  s->has_logits = o.has_logits;
+  return runtime::SessionAccess::make(std::move(s));
+}
+
+Status Session::reset() {
+  Impl& s = *impl_;
+  TOVA_ASSIGN_OR_RETURN(s.state, runtime::make_state(s.engine->model(), s.cache, 0));
+  s.history.clear();
+  s.n_fed = 0;
+  s.has_logits = false;
+  return ok_status();
+}
+
+Result<uint64_t> Session::save(const std::string& path, const SaveOptions& o) const {
+  if (n_pending() != 0) {
+    return make_error("cannot save '{}': {} tokens are queued and not fed", path, n_pending());
+  }
+  runtime::SessionData d = runtime::session_data(*this, o.unfed);
+  d.note = o.note;
+  return runtime::save_session(path, impl_->engine->model(), d, o.sync);
+}
+
+namespace runtime {
+
+Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOptions& o,
+                                                SessionData d) {
+  TOVA_RETURN_IF_ERROR(validate(o.sampling));
+  if (d.state == nullptr) return make_error("session data without a multi-state");
+  auto s = std::make_unique<Session::Impl>();
+  s->engine = &e;
+  // The cache options are the restored state's (a reset starts the same kind of cache again);
+  // only the reserve comes from the caller.
+  s->cache = o.cache;
+  s->cache.policy = d.state->policy();
+  s->cache.kv_type = d.state->kv_type();
+  s->cache.positions = d.state->positions();
+  s->cache.prefill =
+      d.state->max_new() > 1 ? PrefillMode{.chunk = d.state->max_new()} : PrefillMode{};
+  s->sampling = o.sampling;
+  s->n_batch = std::max(1, o.n_batch);
+  s->state = std::move(d.state);
+  s->sampler = std::make_unique<Sampler>(o.sampling);
+  if (!d.rng_state.empty()) TOVA_RETURN_IF_ERROR(s->sampler->set_rng_state(d.rng_state));
+  s->history = std::move(d.history);
+  // A sampled token not fed yet is the history's last token, queued again.
+  const bool pending = d.pending >= 0;
+  if (pending && (s->history.empty() || s->history.back() != d.pending)) {
+    s->history.push_back(d.pending);
+  }
+  s->n_fed = static_cast<int64_t>(s->history.size()) - (pending ? 1 : 0);
+  s->logits.assign(e.n_vocab(), 0.0f);
+  if (!d.logits.empty()) {
+    if (d.logits.size() != s->logits.size()) {
+      return make_error("session logits have {} entries, the model's vocabulary {}",
+                        d.logits.size(), s->logits.size());
+    }
+    s->logits = std::move(d.logits);
+    s->has_logits = !pending;
+  }
+  return SessionAccess::make(std::move(s));
+}
+
+SessionData session_data(const Session& session, int32_t unfed) {
+  const Session::Impl& s = SessionAccess::impl(session);
+  SessionData d;
+  d.state = s.state->clone();
+  d.history.assign(s.history.begin(), s.history.begin() + s.n_fed);
+  if (unfed >= 0) d.history.push_back(unfed);
+  if (d.history.size() > static_cast<size_t>(kSessionHistory)) {
+    d.history.erase(d.history.begin(), d.history.end() - kSessionHistory);
+  }
+  d.pending = unfed;
+  if (s.has_logits || unfed >= 0) d.logits = s.logits;
+  d.rng_state = s.sampler->rng_state();
+  return d;
+}
+
+}  // namespace runtime
 }  // namespace tova

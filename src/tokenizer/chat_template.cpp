@@ -3,7 +3,9 @@
 #include <array>
 #include <utility>
 
-namespace tova::tokenizer {
+#include "tokenizer/tokenizer.h"
+
+namespace tova::tok {
 namespace {
 
 using Family = ChatTemplate::Family;
@@ -262,6 +264,29 @@ Result<ChatTemplate> ChatTemplate::by_name(std::string_view name) {
   return make_error("unknown chat template '{}' (known: {})", name, names());
 }
 
+Result<ChatTemplate> ChatTemplate::resolve(std::string_view name,
+                                           std::string_view model_template) {
+  if (!name.empty()) {
+    auto t = by_name(name);
+    if (!t.ok()) return make_error("unknown chat template '{}' (valid: {})", name, names());
+    return t;
+  }
+  if (model_template.empty()) {
+    return make_error(
+        "the model has no chat template (tokenizer.chat_template); give --chat-template NAME "
+        "to chat with it (valid: {})",
+        names());
+  }
+  auto t = detect(model_template);
+  if (!t.ok()) {
+    return make_error(
+        "the model's chat template is not one tova recognises ({}); give --chat-template NAME "
+        "(valid: {})",
+        t.message(), names());
+  }
+  return t;
+}
+
 std::string ChatTemplate::names() {
   std::string s;
   for (const auto& [f, n] : kNames) {
@@ -297,6 +322,18 @@ Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& message
     }
   }
   return out;
+}
+
+Result<std::string> ChatTemplate::render_prompt(const std::vector<ChatMessage>& messages) const {
+  if (messages.empty()) return make_error("messages is empty");
+  return render(messages, /*add_generation_prompt=*/true);
+}
+
+std::vector<int32_t> encode_chat_prompt(const Tokenizer& tk, std::string_view text) {
+  const int32_t bos = tk.bos();
+  const bool has_bos = bos >= 0 && !tk.token_text(bos).empty() &&
+                       text.substr(0, tk.token_text(bos).size()) == tk.token_text(bos);
+  return tk.encode(text, /*add_special=*/!has_bos, /*parse_special=*/true);
 }
 
 Result<std::string> ChatTemplate::render_family(const std::vector<ChatMessage>& messages,
@@ -337,4 +374,4 @@ Result<std::string> ChatTemplate::render_family(const std::vector<ChatMessage>& 
   return make_error("chat template: unknown family");
 }
 
-}  // namespace tova::tokenizer
+}  // namespace tova::tok

@@ -4,13 +4,16 @@
 // the published template gives. An unrecognised template is an error, never a guess.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/result.h"
 
-namespace tova::tokenizer {
+namespace tova::tok {
+
+class Tokenizer;
 
 struct ChatMessage {
   std::string role;  // "system" | "user" | "assistant"
@@ -37,6 +40,10 @@ class ChatTemplate {
   static Result<ChatTemplate> detect(std::string_view template_text);
   // By name (--chat-template): one of names().
   static Result<ChatTemplate> by_name(std::string_view name);
+  // What a front-end uses: the template named by `name` (an override such as --chat-template)
+  // if it is not empty, else the one recognised from the model's tokenizer.chat_template text
+  // (`model_template`, empty when the model has none). Each error says what to do about it.
+  static Result<ChatTemplate> resolve(std::string_view name, std::string_view model_template);
   // "chatml, qwen2.5, qwen3, llama2, llama3, llama3.1, mistral, gemma, gemma3, phi3, zephyr"
   static std::string names();
 
@@ -49,6 +56,8 @@ class ChatTemplate {
   // system role, user/assistant not alternating where it requires so).
   Result<std::string> render(const std::vector<ChatMessage>& messages,
                              bool add_generation_prompt) const;
+  // A conversation to answer: render(messages, true), and an error for no messages.
+  Result<std::string> render_prompt(const std::vector<ChatMessage>& messages) const;
 
  private:
   explicit ChatTemplate(Family f) : family_(f) {}
@@ -57,4 +66,8 @@ class ChatTemplate {
   Family family_;
 };
 
-}  // namespace tova::tokenizer
+// The token ids of a rendered chat, special tokens parsed; BOS is added unless the template
+// already wrote it (Llama-2, Mistral, Gemma write it themselves: a second one changes the answer).
+std::vector<int32_t> encode_chat_prompt(const Tokenizer& tk, std::string_view text);
+
+}  // namespace tova::tok

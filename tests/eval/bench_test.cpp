@@ -21,7 +21,7 @@ TEST(Bench, FullCacheIsReservedForDepthPlusTest) {
   o.n_depth = {300};  // crosses the 256 slots an unreserved cache starts with
   o.n_threads = {1};
   o.repetitions = 1;
-  o.caches = {runtime::CacheOptions{.policy = *full}};
+  o.caches = {CacheOptions{.policy = *full}};
   auto r = eval::run_bench(**m, "stories260K", o);
   ASSERT_TRUE(r.ok()) << r.message();
   ASSERT_EQ(r->size(), 1u);

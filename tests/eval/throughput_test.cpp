@@ -22,6 +22,11 @@ kv::PolicySpec spec(const std::string& name, int budget) {
   return *s;
 }
 
+ThreadPool& two_threads() {
+  static ThreadPool pool(2);
+  return pool;
+}
+
 eval::ThroughputOptions small_options() {
   eval::ThroughputOptions o;
   o.ctx = 96;
@@ -29,7 +34,6 @@ eval::ThroughputOptions small_options() {
   o.repetitions = 2;
   o.warmup_steps = 1;
   o.n_batch = 32;
-  o.n_threads = 2;
   o.kv_type = kv::KvType::kF16;
   return o;
 }
@@ -60,7 +64,7 @@ TEST(Throughput, MaxBatchIsTheBudgetOverBytesPerSequenceAndRuns) {
   auto full_bytes = eval::bytes_per_sequence(*m, o.policies[0], o.kv_type, o.ctx, extra);
   ASSERT_TRUE(full_bytes.ok());
   o.kv_memory = 3 * *full_bytes + 1234;  // not a multiple of any sequence's size
-  auto rep = eval::run_throughput(*m, o);
+  auto rep = eval::run_throughput(*m, two_threads(), o);
   ASSERT_TRUE(rep.ok()) << rep.message();
   ASSERT_EQ(rep->results.size(), 4u);
   for (const eval::ThroughputResult& r : rep->results) {
@@ -90,7 +94,7 @@ TEST(Throughput, FullBatchSetsTheBudgetAndCapLimitsTheRun) {
   o.full_batch = 2;
   o.batch_cap = 5;
   o.policies = {spec("full", 0), spec("tova", 8)};
-  auto rep = eval::run_throughput(*m, o);
+  auto rep = eval::run_throughput(*m, two_threads(), o);
   ASSERT_TRUE(rep.ok()) << rep.message();
   EXPECT_EQ(rep->kv_memory, 2 * rep->results[0].bytes_per_seq);
   EXPECT_EQ(rep->results[0].batch, 2);
@@ -104,13 +108,13 @@ TEST(Throughput, ABudgetBelowOneSequenceIsAClearError) {
   eval::ThroughputOptions o = small_options();
   o.policies = {spec("tova", 64), spec("full", 0)};
   o.kv_memory = 60000;  // tova k=64 fits (65 slots of 800 bytes), full at ctx 96 + 5 does not
-  auto rep = eval::run_throughput(*m, o);
+  auto rep = eval::run_throughput(*m, two_threads(), o);
   ASSERT_FALSE(rep.ok());
   EXPECT_NE(rep.message().find("full at ctx 96 needs"), std::string::npos) << rep.message();
   EXPECT_NE(rep.message().find("more than the budget of 60000"), std::string::npos);
   o.kv_memory = 0;
   o.full_batch = 0;
-  EXPECT_FALSE(eval::run_throughput(*m, o).ok());
+  EXPECT_FALSE(eval::run_throughput(*m, two_threads(), o).ok());
 }
 
 TEST(Throughput, JsonHasOneObjectPerConfigurationWithTheTableFields) {

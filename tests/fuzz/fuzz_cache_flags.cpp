@@ -37,15 +37,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view kv_text = next_field(rest);
 
   auto policy = kv::parse_policy(policy_text, budget);
-  auto prefill = runtime::parse_prefill(prefill_text);
-  auto kv_type = runtime::parse_kv_type(kv_text);
+  auto prefill = tova::parse_prefill(prefill_text);
+  auto kv_type = tova::parse_kv_type(kv_text);
   if (prefill.ok()) {
-    auto again = runtime::parse_prefill(prefill->label());
+    auto again = tova::parse_prefill(prefill->label());
     if (!again.ok() || again->chunk != prefill->chunk || again->inf != prefill->inf) {
       __builtin_trap();
     }
   }
-  if (kv_type.ok() && !runtime::parse_kv_type(kv_text).ok()) __builtin_trap();
+  if (kv_type.ok() && !tova::parse_kv_type(kv_text).ok()) __builtin_trap();
   if (!policy.ok()) return 0;
   auto again = kv::parse_policy(policy->label(), policy->budget);
   if (!again.ok() || again->name != policy->name || again->arg != policy->arg ||

@@ -14,8 +14,8 @@
 
 namespace {
 
-using tova::tokenizer::ChatMessage;
-using tova::tokenizer::ChatTemplate;
+using tova::tok::ChatMessage;
+using tova::tok::ChatTemplate;
 
 constexpr const char* kFamilies[] = {"chatml",  "qwen2.5", "qwen3",  "llama2", "llama3", "llama3.1",
                                      "mistral", "gemma",   "gemma3", "phi3",   "zephyr"};

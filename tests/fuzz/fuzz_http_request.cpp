@@ -15,7 +15,7 @@
 
 #include "api.h"
 #include "fuzz_shared_dir.h"
-#include "chat_template.h"
+#include "tokenizer/chat_template.h"
 #include "tova/engine.h"
 
 namespace {
@@ -24,7 +24,7 @@ using namespace tova;
 using server::ApiError;
 
 std::unique_ptr<Engine> g_engine;
-std::vector<std::unique_ptr<server::ChatRenderer>> g_renderers;
+std::vector<tova::tok::ChatTemplate> g_renderers;
 server::ApiDefaults g_defaults;
 
 std::string model_path() { return tova::fuzz::shared_dir() + "/models/stories260K.gguf"; }
@@ -35,7 +35,7 @@ void check_error(const ApiError& e) {
   (void)server::to_json_text(server::error_json(e));  // must not throw
 }
 
-void check_generation(const std::string& body, bool chat, const server::ChatRenderer* r) {
+void check_generation(const std::string& body, bool chat, const tova::tok::ChatTemplate* r) {
   auto parsed =
       server::parse_generation_request(body, chat, *g_engine, g_defaults, r, "no chat template");
   if (const auto* e = std::get_if<ApiError>(&parsed)) {
@@ -43,7 +43,7 @@ void check_generation(const std::string& body, bool chat, const server::ChatRend
     return;
   }
   const server::ParsedRequest& p = std::get<server::ParsedRequest>(parsed);
-  const int32_t n_vocab = g_engine->tokenizer()->n_vocab();
+  const int32_t n_vocab = g_engine->n_vocab();
   if (p.gen.prompt.empty()) __builtin_trap();
   if (static_cast<int64_t>(p.gen.prompt.size()) > g_defaults.max_prompt_tokens) __builtin_trap();
   for (int32_t id : p.gen.prompt) {
@@ -73,12 +73,12 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   g_engine = std::move(*e);
   for (const char* name : {"chatml", "qwen2.5", "qwen3", "llama2", "llama3", "llama3.1", "mistral",
                            "gemma", "gemma3", "phi3", "zephyr"}) {
-    auto r = server::make_chat_renderer(name, "");
+    auto r = tova::tok::ChatTemplate::by_name(name);
     if (!r.ok()) {
       std::fprintf(stderr, "fuzz_http_request: %s\n", r.message().c_str());
       std::exit(1);
     }
-    g_renderers.push_back(std::move(*r));
+    g_renderers.push_back(*r);
   }
   // `tova serve`'s defaults, with limits small enough that a hostile request reaches them.
   g_defaults.model_id = "stories260K";
@@ -99,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 1: {
       // A model without a usable template (null renderer) or one of the families.
       const size_t i = data[1] % (g_renderers.size() + 1);
-      check_generation(rest, true, i == g_renderers.size() ? nullptr : g_renderers[i].get());
+      check_generation(rest, true, i == g_renderers.size() ? nullptr : &g_renderers[i]);
       break;
     }
     case 2: {
@@ -109,19 +109,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       const auto& t = std::get<server::TokenizeRequest>(r);
-      const auto ids = g_engine->tokenizer()->encode(t.content, t.add_special);
+      const auto ids = g_engine->tokenize(t.content, t.add_special);
       (void)server::to_json_text(nlohmann::json{{"tokens", ids}});
       break;
     }
     case 3: {
-      auto r = server::parse_detokenize_request(rest, g_engine->tokenizer()->n_vocab());
+      auto r = server::parse_detokenize_request(rest, g_engine->n_vocab());
       if (const auto* e = std::get_if<ApiError>(&r)) {
         check_error(*e);
         break;
       }
       const auto& ids = std::get<std::vector<int32_t>>(r);
       (void)server::to_json_text(
-          nlohmann::json{{"content", g_engine->tokenizer()->decode(ids)}});
+          nlohmann::json{{"content", g_engine->detokenize(ids)}});
       break;
     }
     default:

@@ -101,7 +101,7 @@ TEST(Follower, InexactFollowersAreRefused) {
   model::ForwardScratch scratch;
   auto make = [&](const std::string& p, int k, int64_t max_new = 1) {
     auto o = cache_options(p, k);
-    if (max_new > 1) o.prefill = runtime::PrefillMode{.chunk = static_cast<int>(max_new)};
+    if (max_new > 1) o.prefill = PrefillMode{.chunk = static_cast<int>(max_new)};
     return std::move(runtime::make_state(**m, o, 64)).value();
   };
   auto full = make("full", 0);

@@ -6,42 +6,45 @@
 
 #include "model_test_util.h"
 #include "tokenizer/tokenizer.h"
+#include "tova/engine.h"
+#include "tova/text_stream.h"
+#include "runtime/sampler.h"
 
 namespace tova::testing {
 namespace {
 
-runtime::GenerateOptions greedy(int n, const std::string& policy, int budget) {
-  runtime::GenerateOptions o;
-  o.n_predict = n;
-  o.sampling.temp = 0.f;
-  o.cache = cache_options(policy, budget);
-  return o;
-}
-
+// The library's generation loop (TextStream over a Session), as `tova run --temp 0 -n 200`
+// drives it, gives llama.cpp's greedy continuation token for token.
 TEST(Generation, GreedyStories260KMatchesGolden) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(shared_path("models/stories260K.gguf"));
-  ASSERT_TRUE(m.ok()) << m.message();
-  auto tk = tok::Tokenizer::from_gguf((*m)->file());
-  ASSERT_TRUE(tk.ok()) << tk.message();
+  auto e = Engine::load({.model_path = shared_path("models/stories260K.gguf"), .n_threads = 2});
+  ASSERT_TRUE(e.ok()) << e.message();
+  const tok::Tokenizer& tk = (*e)->tokenizer();
   std::ifstream in(shared_path("golden/greedy-stories260K-200.txt"));
   std::stringstream ss;
   ss << in.rdbuf();
   std::string golden = ss.str();
 
-  const auto prompt = (*tk)->encode("Once upon a time", true);
-  ASSERT_EQ(prompt.front(), (*tk)->bos());
-  ThreadPool pool(2);
-  std::vector<int32_t> all = prompt;
-  auto st = runtime::generate(**m, pool, prompt, greedy(200, "full", 0), nullptr,
-                              [&](int32_t id) {
-                                all.push_back(id);
-                                return true;
-                              });
-  ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(st->n_generated, 200);
+  const auto prompt = tk.encode("Once upon a time", true);
+  ASSERT_EQ(prompt.front(), tk.bos());
+  auto s = (*e)->new_session({.cache = cache_options("full", 0), .sampling = {.temp = 0.f}});
+  ASSERT_TRUE(s.ok()) << s.message();
+  (*s)->queue(prompt);
+  TextStream stream(**s, {.max_tokens = 200, .ignore_eos = true});
+  std::string streamed;
+  while (!stream.done()) {
+    auto p = stream.next();
+    ASSERT_TRUE(p.ok()) << p.message();
+    streamed += p->text;
+  }
+  EXPECT_EQ(stream.stats().n_generated, 200);
+  EXPECT_EQ(stream.stats().n_decoded, 199);  // the last token is sampled, not fed
+  EXPECT_EQ(stream.finish(), Finish::kLength);
+  std::vector<int32_t> all = (*s)->history();
+  all.push_back(stream.unfed());
+  EXPECT_EQ(tk.decode(prompt) + streamed, tk.decode(all));
   // llama.cpp renders BOS as "<s>" and keeps SentencePiece's leading space after it.
-  std::string text = (*tk)->decode(all, {.render_special = true, .strip_space_after_bos = false});
+  std::string text = tk.decode(all, {.render_special = true, .strip_space_after_bos = false});
   while (!golden.empty() && golden.back() == '\n') golden.pop_back();
   while (!text.empty() && text.back() == '\n') text.pop_back();
   EXPECT_EQ(text, golden);
@@ -122,7 +125,7 @@ TEST(Generation, ReservedFullCacheNeverGrowsAndMatchesAGrowingOne) {
   auto m = model::Model::load(shared_path("models/stories260K.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   ThreadPool pool(1);
-  runtime::CacheOptions reserved = cache_options("full", 0);
+  CacheOptions reserved = cache_options("full", 0);
   reserved.reserve = 700;
   auto big = runtime::make_state(**m, reserved, 1);
   auto small = runtime::make_state(**m, cache_options("full", 0), 1);

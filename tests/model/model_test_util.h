@@ -31,8 +31,8 @@ inline std::vector<float> read_f32(const std::string& path) {
   return v;
 }
 
-inline runtime::CacheOptions cache_options(const std::string& policy, int budget) {
-  runtime::CacheOptions o;
+inline CacheOptions cache_options(const std::string& policy, int budget) {
+  CacheOptions o;
   auto spec = kv::parse_policy(policy, budget);
   EXPECT_TRUE(spec.ok()) << spec.message();
   o.policy = *spec;
@@ -41,7 +41,7 @@ inline runtime::CacheOptions cache_options(const std::string& policy, int budget
 
 // Logits of every position ([n][n_vocab]) of one sequence fed in micro-batches of n_batch.
 inline std::vector<float> all_logits(const model::Model& m, const std::vector<int32_t>& ids,
-                                     const runtime::CacheOptions& o, int n_batch,
+                                     const CacheOptions& o, int n_batch,
                                      ThreadPool& pool,
                                      std::unique_ptr<kv::MultiState>* state_out = nullptr) {
   const int n_vocab = m.config().n_vocab;

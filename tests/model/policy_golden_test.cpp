@@ -24,7 +24,7 @@ struct Golden {
 // Feeds all configurations together, micro-batches of `chunk` positions x configurations.
 std::vector<PolicyRun> run_all(const model::Model& m, const std::vector<int32_t>& ids,
                                const std::vector<Golden>& gold) {
-  std::vector<runtime::CacheOptions> configs;
+  std::vector<CacheOptions> configs;
   for (const Golden& g : gold) configs.push_back(cache_options(g.policy, g.budget));
   return run_policies(m, ids, configs);
 }

@@ -22,11 +22,11 @@ struct PolicyRun {
 
 // Micro-batches of 16 positions x every configuration.
 inline std::vector<PolicyRun> run_policies(const model::Model& m, const std::vector<int32_t>& ids,
-                                           const std::vector<runtime::CacheOptions>& configs) {
+                                           const std::vector<CacheOptions>& configs) {
   const int n_vocab = m.config().n_vocab;
   ThreadPool pool(2);
   std::vector<std::unique_ptr<kv::MultiState>> states;
-  for (const runtime::CacheOptions& o : configs) {
+  for (const CacheOptions& o : configs) {
     auto st = runtime::make_state(m, o, static_cast<int64_t>(ids.size()));
     EXPECT_TRUE(st.ok()) << st.message();
     states.push_back(std::move(st).value());

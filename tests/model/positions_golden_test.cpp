@@ -24,16 +24,16 @@ struct Golden {
   std::vector<std::vector<std::vector<int64_t>>> kept;  // [layer][head_kv] sorted positions
 };
 
-runtime::CacheOptions cache_options(const std::string& policy, int budget,
+CacheOptions cache_options(const std::string& policy, int budget,
                                     kv::PositionMode positions = kv::PositionMode::kAbsolute) {
-  runtime::CacheOptions o = testing::cache_options(policy, budget);
+  CacheOptions o = testing::cache_options(policy, budget);
   o.positions = positions;
   return o;
 }
 
 std::vector<PolicyRun> run_all(const model::Model& m, const std::vector<int32_t>& ids,
                                const std::vector<Golden>& gold) {
-  std::vector<runtime::CacheOptions> configs;
+  std::vector<CacheOptions> configs;
   for (const Golden& g : gold) configs.push_back(cache_options(g.policy, g.budget, g.positions));
   return run_policies(m, ids, configs);
 }

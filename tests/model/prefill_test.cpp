@@ -10,18 +10,18 @@
 namespace tova::testing {
 namespace {
 
-runtime::CacheOptions with_prefill(const std::string& policy, int k, const std::string& mode) {
-  runtime::CacheOptions o = cache_options(policy, k);
-  o.prefill = *runtime::parse_prefill(mode);
+CacheOptions with_prefill(const std::string& policy, int k, const std::string& mode) {
+  CacheOptions o = cache_options(policy, k);
+  o.prefill = *parse_prefill(mode);
   return o;
 }
 
 TEST(Prefill, ParseModes) {
-  EXPECT_EQ(runtime::parse_prefill("exact")->chunk, 0);
-  EXPECT_EQ(runtime::parse_prefill("chunk:16")->chunk, 16);
-  EXPECT_TRUE(runtime::parse_prefill("chunk:inf")->inf);
+  EXPECT_EQ(parse_prefill("exact")->chunk, 0);
+  EXPECT_EQ(parse_prefill("chunk:16")->chunk, 16);
+  EXPECT_TRUE(parse_prefill("chunk:inf")->inf);
   for (const char* bad : {"chunk:0", "chunk:-1", "chunk:", "chunky", "", "chunk:1x"}) {
-    EXPECT_FALSE(runtime::parse_prefill(bad).ok()) << bad;
+    EXPECT_FALSE(parse_prefill(bad).ok()) << bad;
   }
 }
 

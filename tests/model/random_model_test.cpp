@@ -232,7 +232,7 @@ TEST_F(RandomModelTest, RunsAForwardPassWithFiniteLogits) {
   auto m = Model::load(path);
   ASSERT_TRUE(m.ok()) << m.message();
   ThreadPool pool(2);
-  runtime::CacheOptions o;
+  CacheOptions o;
   o.policy = *kv::parse_policy("full", 0);
   auto state = runtime::make_state(**m, o, 8);
   ASSERT_TRUE(state.ok()) << state.message();

@@ -13,8 +13,8 @@ namespace {
 
 using runtime::SessionData;
 
-runtime::CacheOptions options(const std::string& policy, int budget, kv::PositionMode mode) {
-  runtime::CacheOptions o = cache_options(policy, budget);
+CacheOptions options(const std::string& policy, int budget, kv::PositionMode mode) {
+  CacheOptions o = cache_options(policy, budget);
   o.positions = mode;
   return o;
 }

@@ -24,7 +24,7 @@ std::unique_ptr<Engine> stories() {
 
 SessionOptions greedy(const std::string& policy, int budget) {
   SessionOptions o;
-  auto c = runtime::parse_cache_options(policy, budget, "exact", "f32");
+  auto c = parse_cache_options(policy, budget, "exact", "f32");
   EXPECT_TRUE(c.ok()) << c.message();
   o.cache = *c;
   o.sampling.temp = 0;
@@ -35,7 +35,7 @@ SessionOptions greedy(const std::string& policy, int budget) {
 std::vector<std::vector<int32_t>> run_greedy(const Engine& e,
                                              std::vector<std::unique_ptr<Session>>& ss, int n_gen,
                                              int step_tokens) {
-  runtime::BatchScheduler sched(e.model(), e.pool(), {.step_tokens = step_tokens});
+  runtime::BatchScheduler sched(e, {.step_tokens = step_tokens});
   std::vector<std::vector<int32_t>> out(ss.size());
   std::vector<Session*> live;
   for (auto& s : ss) live.push_back(s.get());
@@ -58,13 +58,13 @@ std::vector<std::vector<int32_t>> run_greedy(const Engine& e,
 TEST(BatchScheduler, BatchedSessionsGetTheTokensTheyGetAlone) {
   auto e = stories();
   const char* policies[] = {"full", "window", "tova", "h2o", "sink:2", "tova-head", "h2o-head"};
-  const auto& tk = *e->tokenizer();
+  
   std::vector<std::unique_ptr<Session>> together;
   std::vector<std::vector<int32_t>> alone;
   for (int i = 0; i < 12; ++i) {
     const std::string text = "Once upon a time there was a little " +
                              std::string(i % 2 ? "girl" : "dog") + std::string(i, '!');
-    const auto prompt = tk.encode(text, true);
+    const auto prompt = e->tokenize(text);
     std::vector<std::unique_ptr<Session>> one;
     for (auto* set : {&together, &one}) {
       auto s = e->new_session(greedy(policies[i % 7], 8 + i));
@@ -81,7 +81,7 @@ TEST(BatchScheduler, BatchedSessionsGetTheTokensTheyGetAlone) {
 
 TEST(BatchScheduler, StepRespectsTheTokenBudgetAndDecodersGoFirst) {
   auto e = stories();
-  runtime::BatchScheduler sched(e->model(), e->pool(), {.step_tokens = 5});
+  runtime::BatchScheduler sched(*e, {.step_tokens = 5});
   auto a = e->new_session(greedy("tova", 16));
   auto b = e->new_session(greedy("full", 0));
   ASSERT_TRUE(a.ok() && b.ok());
@@ -99,17 +99,17 @@ TEST(BatchScheduler, StepRespectsTheTokenBudgetAndDecodersGoFirst) {
   ASSERT_TRUE(sched.drain(both).ok());
   EXPECT_EQ((*a)->n_fed(), 9);
   EXPECT_TRUE((*a)->has_logits());
-  EXPECT_EQ((*a)->state().n_seen(), 9);
+  EXPECT_EQ((*a)->n_seen(), 9);
 }
 
 TEST(Session, CloneContinuesExactlyAsTheOriginal) {
   auto e = stories();
   auto s = e->new_session(greedy("tova", 6));
   ASSERT_TRUE(s.ok());
-  (*s)->queue(e->tokenizer()->encode("One day a cat saw a big red ball", true));
+  (*s)->queue(e->tokenize("One day a cat saw a big red ball"));
   std::vector<std::unique_ptr<Session>> a;
   a.push_back(std::move(*s));
-  runtime::BatchScheduler sched(e->model(), e->pool());
+  runtime::BatchScheduler sched(*e);
   Session* first[] = {a[0].get()};
   ASSERT_TRUE(sched.drain(first).ok());
   std::vector<std::unique_ptr<Session>> b;

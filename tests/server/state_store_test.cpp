@@ -34,7 +34,7 @@ const Engine& stories() {
 
 SessionOptions tova8() {
   SessionOptions o;
-  auto c = runtime::parse_cache_options("tova", 8, "exact", "f32");
+  auto c = parse_cache_options("tova", 8, "exact", "f32");
   EXPECT_TRUE(c.ok()) << c.message();
   o.cache = *c;
   o.sampling.temp = 0;
@@ -46,7 +46,7 @@ std::unique_ptr<Session> fed(const std::vector<int32_t>& tokens) {
   auto s = stories().new_session(tova8());
   EXPECT_TRUE(s.ok()) << s.message();
   (*s)->queue(tokens);
-  runtime::BatchScheduler sched(stories().model(), stories().pool());
+  runtime::BatchScheduler sched(stories());
   std::vector<Session*> one = {s->get()};
   while ((*s)->n_pending() > 0) EXPECT_TRUE(sched.step(one).ok());
   return std::move(*s);
@@ -82,7 +82,7 @@ TEST(StateStore, AStateOneServerWritesTheOtherContinuesAndRemoves) {
   auto t = (*b)->take(prompt, label, tova8());
   ASSERT_TRUE(t.ok()) << t.message();
   EXPECT_EQ((*t)->history(), kConversation);
-  EXPECT_EQ((*t)->state().n_seen(), s->state().n_seen());
+  EXPECT_EQ((*t)->n_seen(), s->n_seen());
   // Taken: gone for both, and no file is left behind.
   EXPECT_EQ((*a)->longest_prefix(prompt, label), 0u);
   EXPECT_FALSE((*a)->take(prompt, label, tova8()).ok());

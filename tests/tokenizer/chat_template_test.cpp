@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tova::tokenizer {
+namespace tova::tok {
 namespace {
 
 const std::vector<ChatMessage> kSysUserAsst = {
@@ -175,9 +175,9 @@ TEST(ChatTemplate, UnknownTemplatesAndNamesAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace tova::tokenizer
+}  // namespace tova::tok
 
-namespace tova::tokenizer {
+namespace tova::tok {
 namespace {
 
 // Found by the chat_template fuzz harness: Gemma 3's template puts the system message into the
@@ -197,4 +197,4 @@ TEST(ChatTemplate, Gemma3LoneSystemMessageIsAnErrorNotDropped) {
 }
 
 }  // namespace
-}  // namespace tova::tokenizer
+}  // namespace tova::tok

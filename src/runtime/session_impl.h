@@ -1,0 +1,62 @@
+// Behind tova/session.h: what a Session holds, and the library's access to it (the batch
+// scheduler writes logits and marks tokens fed; session files and the server's state store
+// read and restore the multi-state). Not part of the public face.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kv/multi_state.h"
+#include "runtime/sampler.h"
+#include "runtime/session_file.h"
+#include "tova/engine.h"
+#include "tova/session.h"
+
+namespace tova::runtime {
+
+class BatchScheduler;
+
+}  // namespace tova::runtime
+
+namespace tova {
+
+struct Session::Impl {
+  const Engine* engine = nullptr;
+  CacheOptions cache;
+  SamplerParams sampling;
+  int n_batch = 512;
+  std::unique_ptr<kv::MultiState> state;
+  std::unique_ptr<runtime::Sampler> sampler;
+  std::vector<int32_t> history;  // fed, then pending
+  int64_t n_fed = 0;
+  std::vector<float> logits;  // [n_vocab], after the last fed token
+  bool has_logits = false;
+  // Feeds this session on its own (feed); made on first use.
+  std::unique_ptr<runtime::BatchScheduler> driver;
+  ~Impl();
+};
+
+namespace runtime {
+
+struct SessionAccess {
+  static Session::Impl& impl(Session& s) { return *s.impl_; }
+  static const Session::Impl& impl(const Session& s) { return *s.impl_; }
+  static std::unique_ptr<Session> make(std::unique_ptr<Session::Impl> impl) {
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+  }
+};
+
+inline kv::MultiState& state_of(Session& s) { return *SessionAccess::impl(s).state; }
+inline const kv::MultiState& state_of(const Session& s) { return *SessionAccess::impl(s).state; }
+
+// A session continuing from saved data (Engine::load_session reads it from a file; the server's
+// state store adjusts the history first).
+Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOptions& o,
+                                                SessionData d);
+// What a session file needs to continue exactly from here; `unfed`: see SaveOptions. Requires
+// nothing pending.
+SessionData session_data(const Session& s, int32_t unfed);
+
+}  // namespace runtime
+}  // namespace tova
