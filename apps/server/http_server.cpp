@@ -557,10 +557,14 @@ void HttpServer::routes() {
   // and the tests read it.
   json policies = json::array();
   for (const kv::PolicyInfo* p : kv::all_policies()) {
+    if (!p->listed) continue;
     policies.push_back({{"name", p->name},
                         {"arg", p->arg_name.empty() ? json(nullptr) : json(p->arg_name)},
                         {"bounded", p->bounded},
-                        {"help", p->help}});
+                        {"help", p->help},
+                        // How to spell it, every form worth running ("sink:4", "adakv:tova").
+                        {"examples", p->examples.empty() ? json::array({p->name})
+                                                         : json(p->examples)}});
   }
   const CacheOptions& c = o_.api.cache;
   const model::ModelConfig& cfg = engine_.model().config();

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "runtime/batch_scheduler.h"
+#include "runtime/cache_options.h"
 #include "tokenizer/tokenizer.h"
 #include "runtime/utf8_stream.h"
 
@@ -129,7 +130,7 @@ void ServingLoop::spill(Held& h, bool sync) {
 }
 
 void ServingLoop::hold(std::unique_ptr<Session> s, const std::string& id) {
-  if (!o_.prefix_reuse || !s->cache().prefill.exact()) return;
+  if (!o_.prefix_reuse || !runtime::continues_exactly(s->cache())) return;
   Held h{.id = id, .tokens = s->history(), .session = std::move(s)};
   h.bytes = h.session->stats().kv_capacity;
   if (h.bytes > o_.kv_memory || o_.max_cached_states <= 0) {
@@ -164,7 +165,7 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   // The longest held state of the same configuration whose tokens the prompt extends, unless
   // the store (on disk) has a longer one.
   const std::string label = r.cache.label();
-  const bool can_reuse = o_.prefix_reuse && r.allow_reuse && r.cache.prefill.exact();
+  const bool can_reuse = o_.prefix_reuse && r.allow_reuse && runtime::continues_exactly(r.cache);
   auto best = held_.end();
   if (can_reuse) {
     for (auto it = held_.begin(); it != held_.end(); ++it) {

@@ -216,14 +216,27 @@ class Sweep {
       cr.token_nll = std::move(a.token_nll);
       r.configs.push_back(std::move(cr));
     }
+    if (full_ >= 0) {
+      const std::vector<double>& base = r.configs[full_].nll_by_chunk;
+      for (ConfigResult& cr : r.configs) {
+        std::vector<double> d(base.size());
+        for (size_t g = 0; g < base.size(); ++g) d[g] = cr.nll_by_chunk[g] - base[g];
+        const MeanSe m = mean_and_se(d);
+        cr.dnll_mean = m.mean;
+        cr.dnll_se = m.se;
+      }
+    }
     return r;
   }
 
  private:
   Result<std::unique_ptr<kv::MultiState>> new_state(int c) {
-    const CacheOptions co{
-        .policy = o_.configs[c], .kv_type = o_.kv_type, .positions = o_.positions};
-    return runtime::make_state(m_, co, ctx_);
+    // A chunk is not a prompt: no policy cuts it at its end (n_prompt 0); `full` reserves it.
+    const CacheOptions co{.policy = o_.configs[c],
+                                   .kv_type = o_.kv_type,
+                                   .reserve = ctx_,
+                                   .positions = o_.positions};
+    return runtime::make_state(m_, co, 0);
   }
 
   // Feeds whole chunks for a set of sequences (ordered by chunk) through shared forward calls,

@@ -68,6 +68,10 @@ struct ConfigResult {
   // Against `full` (only when it is in the sweep): mean and 99th percentile over predictions
   // of KL(p_full || p_config), and the share of predictions with the same argmax.
   std::optional<double> kl_mean, kl_p99, top1_agree;
+  // Paired against `full` on the same chunks: the mean over chunks of (this configuration's
+  // mean NLL - full's) and its standard error (sd of the differences / sqrt(chunks); NaN with
+  // one chunk). The chunks' difficulty, which both share, cancels out.
+  std::optional<double> dnll_mean, dnll_se;
   std::vector<double> nll_by_position;  // [ctx - 1], mean over chunks
   std::vector<double> nll_by_chunk;     // [n_chunks], mean over the chunk's predictions
   std::vector<double> token_nll;        // [n_chunks][ctx - 1], if keep_token_nll

@@ -38,6 +38,8 @@ nlohmann::ordered_json sweep_json(const SweepResult& r, const nlohmann::ordered_
         {"kl_mean", number(c.kl_mean)},
         {"kl_p99", number(c.kl_p99)},
         {"top1_agree", number(c.top1_agree)},
+        {"dnll_vs_full", number(c.dnll_mean)},
+        {"dnll_vs_full_stderr", number(c.dnll_se)},
         {"nll_by_position", floats(c.nll_by_position)},
         {"nll_by_chunk", floats(c.nll_by_chunk)},
     });
@@ -46,12 +48,15 @@ nlohmann::ordered_json sweep_json(const SweepResult& r, const nlohmann::ordered_
 }
 
 std::string sweep_csv(const SweepResult& r) {
-  std::string s = "policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree\n";
+  std::string s =
+      "policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree,dnll_vs_full,"
+      "dnll_vs_full_stderr\n";
   for (const ConfigResult& c : r.configs) {
-    s += fmt::format("{},{},{},{},{},{},{},{}\n", c.policy.label(),
+    s += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", c.policy.label(),
                      c.policy.bounded() ? std::to_string(c.policy.budget) : "", csv_number(c.ppl),
                      csv_number(c.ppl_se), csv_number(c.mean_nll), csv_number(c.kl_mean),
-                     csv_number(c.kl_p99), csv_number(c.top1_agree));
+                     csv_number(c.kl_p99), csv_number(c.top1_agree), csv_number(c.dnll_mean),
+                     csv_number(c.dnll_se));
   }
   return s;
 }

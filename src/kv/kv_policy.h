@@ -27,12 +27,28 @@ struct SlotView {
   int n_head = 0;     // query heads
   int n_head_kv = 0;  // KV heads; query head h reads KV head h / (n_head / n_head_kv)
   int n_slot = 0;     // slots per KV head
-  int n_held = 0;     // states held per KV head (every KV head holds the same number)
+  // States held per KV head: every KV head holds the same number, except under a policy that
+  // shares the layer's budget between its heads (LayerPlan::shared_heads), where this is the
+  // largest count and n_held_head gives each head's.
+  int n_held = 0;
+  const int* n_held_head = nullptr;  // [n_head_kv]
   const int64_t* pos = nullptr;  // [n_head_kv][n_slot] original positions; -1 marks a free slot
   // Every held state lies in a slot below this (-1: n_slot): a policy's per-step work covers
   // slots [0, end()), what is held, not the k + C slots a chunked pool allocates.
   int slot_end = -1;
+  // The position of the last token that joins in this step: the token itself for exact steps,
+  // the chunk's last token under chunk:C (observe() sees it for every row of the chunk, before
+  // the chunk's eviction). -1 when unknown.
+  int64_t step_last_pos = -1;
+  // observe(): the position of the query row being observed. -1 when unknown.
+  int64_t query_pos = -1;
+  // Only for policies with needs_key_similarity(), in choose_evictions():
+  // [n_head_kv][n_slot] the cosine similarity of each held key to the mean of the held keys of
+  // its KV head, each key normalised to length 1 first (kv::key_similarity). Keys as the pool
+  // stores them: after RoPE in `absolute` position mode, before it in `gap` and `rank`.
+  const double* key_similarity = nullptr;
   int end() const { return slot_end < 0 ? n_slot : slot_end; }
+  int held_in(int head_kv) const { return n_held_head ? n_held_head[head_kv] : n_held; }
 };
 
 class KvPolicy {
@@ -86,15 +102,65 @@ class KvPolicy {
   // More than the budget is held: choose `n` distinct held slots to evict in every KV head,
   // out[head_kv * n + j]. Layer-wise policies choose the same slots in every KV head.
   virtual void choose_evictions(const SlotView& view, int n, int32_t* out) = 0;
+
+  // Policies that share the layer's budget between its KV heads (LayerPlan::shared_heads):
+  // more than budget x n_head_kv states are held in all; choose n_total distinct held (KV head,
+  // slot) pairs to evict, out[j] = head_kv * view.n_slot + slot, leaving every head at least
+  // its floor. Only called on such policies.
+  virtual void choose_shared_evictions(const SlotView& view, int n_total, int32_t* out) {
+    (void)view;
+    (void)n_total;
+    (void)out;
+  }
+
+  // Head-wise policies: the score under which each KV head evicts its lowest held state first
+  // (ties to the smallest position), out[head_kv * view.n_slot + slot] for the held slots below
+  // view.end(); +infinity for a state the policy must keep. Another policy may rank states
+  // across heads with it (adakv:BASE). Returns false if the policy has no such scores.
+  virtual bool head_scores(const SlotView& view, double* out) {
+    (void)view;
+    (void)out;
+    return false;
+  }
+
+  // True if choose_evictions() reads SlotView::key_similarity (the cache computes it then).
+  virtual bool needs_key_similarity() const { return false; }
+
+  // The pool shrank to n_slot slots, every held state staying in its slot (all below n_slot):
+  // per-slot state is cut to match (scoring::SlotTable::shrink). Only a pool that held a whole
+  // prompt before cutting it (LayerPlan::holds_prompt) shrinks, once, after the cut.
+  virtual void on_shrink(int n_slot) { (void)n_slot; }
 };
 
 // Everything a policy factory may use.
 struct PolicyArgs {
   int budget = 0;              // k, states kept per layer (and per KV head)
   std::optional<int> arg;      // the N of "sink:N"
+  std::string base;            // the BASE of "adakv:BASE" (a policy with its own argument)
   int n_head = 0;
   int n_head_kv = 0;
   int n_slot = 0;              // slots per KV head the cache allocated (see on_grow)
+  int layer = 0;               // which layer, of n_layer
+  int n_layer = 1;
+  // Tokens of the prompt the sequence starts with (0: unknown or none). Policies that choose
+  // once the whole prompt is in (snapkv) cut at its end; later tokens are decoding steps.
+  int64_t prompt_end = 0;
+  int max_new = 1;             // most tokens joining before an eviction: 1 exact, C chunk:C
+  // Made for another policy that ranks states across KV heads (adakv:BASE): a policy with a
+  // layer-wise and a head-wise form takes the head-wise one.
+  bool head_wise = false;
+};
+
+// How a policy bounds one layer; MultiState::create sizes the layer's pool from it.
+struct LayerPlan {
+  int budget = 0;  // states kept per KV head between steps (shared_heads: on average)
+  // The layer keeps budget x n_head_kv states in all, shared unevenly by its KV heads, each
+  // keeping at least head_floor (adakv).
+  bool shared_heads = false;
+  int head_floor = 0;
+  // Exact prefill holds every prompt state and the policy evicts only once the prompt's last
+  // token has attended (snapkv); under chunk:C it evicts at each chunk's end as usual.
+  bool holds_prompt = false;
 };
 
 }  // namespace tova::kv

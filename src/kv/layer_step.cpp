@@ -43,7 +43,7 @@ class Followers {
 
   // The leader's probabilities [n_head][its n_slot] as each follower's policy expects them,
   // [n_head][the follower's n_slot]: every held slot is below both pool sizes.
-  void observe(const LayerState& L, const float* probs) {
+  void observe(const LayerState& L, const float* probs, int64_t query_pos, int64_t last_pos) {
     for (MultiState* f : followers_) {
       if (f->score_need() == ScoreNeed::kNone) continue;
       LayerState& F = f->layer(il_);
@@ -54,7 +54,10 @@ class Followers {
         std::copy_n(probs + static_cast<size_t>(h) * L.n_slot(), n_copy,
                     &scratch_.follower_probs[static_cast<size_t>(h) * F.n_slot()]);
       }
-      F.policy().observe(F.view(), scratch_.follower_probs.data());
+      SlotView v = F.view();
+      v.query_pos = query_pos;
+      v.step_last_pos = last_pos;
+      F.policy().observe(v, scratch_.follower_probs.data());
     }
   }
 
@@ -87,7 +90,8 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
     insert_row(L, rows, i, scratch.slots.data());
     fw.insert(rows, i, scratch.slots);
   };
-  auto attend = [&](int t) {
+  // last_pos: the step's last position as SlotView::step_last_pos gives it to the policy.
+  auto attend = [&](int t, int64_t last_pos) {
     float* probs = nullptr;
     if (scores) {
       // StepAttention::attend writes every entry: no clearing (it would cost the slots
@@ -97,8 +101,14 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
       probs = scratch.probs.data();
     }
     attention.attend(L, t, probs);
-    if (own_scores) L.policy().observe(L.view(), probs);
-    if (fw.scores()) fw.observe(L, probs);
+    const int64_t query_pos = rows.pos[rows.idx[t]];
+    if (own_scores) {
+      SlotView v = L.view();
+      v.query_pos = query_pos;
+      v.step_last_pos = last_pos;
+      L.policy().observe(v, probs);
+    }
+    if (fw.scores()) fw.observe(L, probs, query_pos, last_pos);
   };
 
   const int n_tok = static_cast<int>(rows.idx.size());
@@ -106,15 +116,16 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
     // chunk:C. Mapped positions are a function of the held positions up to each state, so one
     // rotation of the held keys serves every query of the chunk (the causal mask hides later
     // chunk tokens).
+    const int64_t last_pos = rows.pos[rows.idx[n_tok - 1]];
     for (int t = 0; t < n_tok; ++t) join(t);
     attention.joined(L);
-    for (int t = 0; t < n_tok; ++t) attend(t);
-    L.evict(rows.pos[rows.idx[n_tok - 1]]);
+    for (int t = 0; t < n_tok; ++t) attend(t, last_pos);
+    L.evict(last_pos);
   } else {
     for (int t = 0; t < n_tok; ++t) {
       join(t);
       attention.joined(L);
-      attend(t);
+      attend(t, rows.pos[rows.idx[t]]);
       L.evict(rows.pos[rows.idx[t]]);
       fw.check_held();
     }

@@ -7,25 +7,25 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "core/memory.h"
+#include "kv/key_similarity.h"
 
 namespace tova::kv {
 
 LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy,
-                       int budget, int window, int max_slots)
+                       const LayerLimits& limits)
     : n_head_kv_(o.n_head_kv),
       head_dim_(o.head_dim),
       kv_type_(o.kv_type),
       elem_bytes_(o.kv_type == KvType::kF16 ? 2 : 4),
       n_slot_(n_slot),
+      held_(o.n_head_kv, 0),
       keys_(static_cast<size_t>(o.n_head_kv) * n_slot * o.head_dim * elem_bytes_),
       values_(keys_.size()),
       pos_(static_cast<size_t>(o.n_head_kv) * n_slot, -1),
       free_(o.n_head_kv),
       policy_(std::move(policy)),
       n_head_(o.n_head),
-      budget_(budget),
-      window_(window),
-      max_slots_(max_slots) {
+      limits_(limits) {
   for (auto& f : free_) {
     f.reserve(n_slot);
     for (int s = n_slot - 1; s >= 0; --s) f.push_back(s);
@@ -39,6 +39,7 @@ LayerState::LayerState(const LayerState& o)
       elem_bytes_(o.elem_bytes_),
       n_slot_(o.n_slot_),
       n_held_(o.n_held_),
+      held_(o.held_),
       slot_end_(o.slot_end_),
       keys_(o.keys_),
       values_(o.values_),
@@ -46,38 +47,59 @@ LayerState::LayerState(const LayerState& o)
       free_(o.free_),
       policy_(o.policy_->clone()),
       n_head_(o.n_head_),
-      budget_(o.budget_),
-      window_(o.window_),
-      max_slots_(o.max_slots_),
+      limits_(o.limits_),
       n_evicted_(o.n_evicted_) {}
+
+int64_t LayerState::n_held_total() const {
+  int64_t n = 0;
+  for (int h : held_) n += h;
+  return n;
+}
+
+bool LayerState::over_budget() const {
+  if (limits_.budget < 0) return false;
+  if (limits_.shared_heads) return n_held_total() > int64_t{limits_.budget} * n_head_kv_;
+  return n_held_ > limits_.budget;
+}
+
+void LayerState::update_n_held() { n_held_ = *std::max_element(held_.begin(), held_.end()); }
+
+int LayerState::min_free() const {
+  size_t n = free_[0].size();
+  for (const auto& f : free_) n = std::min(n, f.size());
+  return static_cast<int>(n);
+}
 
 SlotView LayerState::view() const {
   return SlotView{.n_head = n_head_,
                   .n_head_kv = n_head_kv_,
                   .n_slot = n_slot_,
                   .n_held = n_held_,
+                  .n_held_head = held_.data(),
                   .pos = pos_.data(),
                   .slot_end = slot_end_};
 }
 
 Status LayerState::reserve(int64_t n_states, int64_t at_most) {
-  if (n_states <= n_slot_ || n_slot_ >= max_slots_) return ok_status();
+  const int max_slots = limits_.max_slots;
+  if (n_states <= n_slot_ || n_slot_ >= max_slots) return ok_status();
   // At least double, as growing by one token would, so that a conversation reserving a little
   // more before every turn copies its cache O(log n) times, not once per turn.
   const int64_t doubled = std::min<int64_t>(int64_t{n_slot_} * 2, at_most);
-  return grow_to(static_cast<int>(std::min<int64_t>(std::max(n_states, doubled), max_slots_)));
+  return grow_to(static_cast<int>(std::min<int64_t>(std::max(n_states, doubled), max_slots)));
 }
 
 Status LayerState::make_room(int n_new) {
-  const int64_t n_free = static_cast<int64_t>(free_[0].size());
-  if (n_new <= n_free || n_slot_ >= max_slots_) return ok_status();
+  // Heads sharing a budget fill unevenly: the fullest decides.
+  const int64_t n_free = min_free();
+  if (n_new <= n_free || n_slot_ >= limits_.max_slots) return ok_status();
   const int64_t want = int64_t{n_slot_} + (n_new - n_free);
   return grow_to(static_cast<int>(
-      std::min<int64_t>(std::max(want, int64_t{n_slot_} * 2), max_slots_)));
+      std::min<int64_t>(std::max(want, int64_t{n_slot_} * 2), limits_.max_slots)));
 }
 
 Status LayerState::grow_to(int new_slot) {
-  TOVA_CHECK(new_slot > n_slot_ && new_slot <= max_slots_);
+  TOVA_CHECK(new_slot > n_slot_ && new_slot <= limits_.max_slots);
   const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
   std::vector<uint8_t> k, v;
   std::vector<int64_t> p;
@@ -110,6 +132,28 @@ Status LayerState::grow_to(int new_slot) {
   return ok_status();
 }
 
+void LayerState::shrink_to(int new_slot) {
+  TOVA_CHECK(new_slot < n_slot_ && new_slot >= 1);
+  const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
+  std::vector<uint8_t> k(static_cast<size_t>(n_head_kv_) * new_slot * row);
+  std::vector<uint8_t> v(k.size());
+  std::vector<int64_t> p(static_cast<size_t>(n_head_kv_) * new_slot, -1);
+  for (int g = 0; g < n_head_kv_; ++g) {
+    const int64_t* old_pos = &pos_[static_cast<size_t>(g) * n_slot_];
+    for (int s = new_slot; s < n_slot_; ++s) TOVA_CHECK(old_pos[s] < 0);  // nothing held is lost
+    std::memcpy(&k[g * new_slot * row], &keys_[g * n_slot_ * row], new_slot * row);
+    std::memcpy(&v[g * new_slot * row], &values_[g * n_slot_ * row], new_slot * row);
+    std::copy_n(old_pos, new_slot, &p[static_cast<size_t>(g) * new_slot]);
+    std::erase_if(free_[g], [&](int32_t s) { return s >= new_slot; });
+  }
+  keys_.swap(k);
+  values_.swap(v);
+  pos_.swap(p);
+  n_slot_ = new_slot;
+  key_similarity_.clear();
+  policy_->on_shrink(new_slot);
+}
+
 void LayerState::insert(int64_t pos, const float* k, const float* v, int32_t* slots_out) {
   if (kv_type_ == KvType::kF32) return insert_stored(pos, k, v, slots_out);
   const size_t n = static_cast<size_t>(n_head_kv_) * head_dim_;
@@ -122,7 +166,7 @@ void LayerState::insert(int64_t pos, const float* k, const float* v, int32_t* sl
 }
 
 void LayerState::insert_stored(int64_t pos, const void* k, const void* v, int32_t* slots_out) {
-  if (free_[0].empty()) {
+  if (min_free() == 0) {
     const Status st = make_room(1);
     TOVA_CHECK(st.ok());
   }
@@ -138,21 +182,65 @@ void LayerState::insert_stored(int64_t pos, const void* k, const void* v, int32_
     policy_->on_insert(g, s);
     slots_out[g] = s;
     slot_end_ = std::max(slot_end_, s + 1);
+    ++held_[g];
   }
-  ++n_held_;
+  update_n_held();
 }
 
-int LayerState::evict_to(int budget) {
-  const int n = drop_to(budget);
+int LayerState::evict_to(int budget, int64_t last_pos) {
+  if (last_pos < 0) last_pos = *std::max_element(pos_.begin(), pos_.end());
+  const int n = drop_to(budget, last_pos);
   if (n > 0) settle();
   return n;
 }
 
-int LayerState::drop_to(int budget) {
-  if (budget < 0 || n_held_ <= budget) return 0;
+SlotView LayerState::eviction_view(int64_t last_pos) {
+  SlotView v = view();
+  v.step_last_pos = last_pos;
+  if (policy_->needs_key_similarity()) {
+    key_similarity_.resize(static_cast<size_t>(n_head_kv_) * n_slot_);
+    key_similarity(KeyRows{.keys = keys_.data(),
+                           .f16 = kv_type_ == KvType::kF16,
+                           .pos = pos_.data(),
+                           .n_head_kv = n_head_kv_,
+                           .n_slot = n_slot_,
+                           .slot_end = v.end(),
+                           .head_dim = head_dim_},
+                   key_similarity_.data());
+    v.key_similarity = key_similarity_.data();
+  }
+  return v;
+}
+
+int LayerState::drop_shared(int budget, int64_t last_pos) {
+  const int64_t n_total = n_held_total() - int64_t{budget} * n_head_kv_;
+  if (n_total <= 0) return 0;
+  evict_scratch_.assign(static_cast<size_t>(n_total), -1);
+  policy_->choose_shared_evictions(eviction_view(last_pos), static_cast<int>(n_total),
+                                   evict_scratch_.data());
+  for (int32_t e : evict_scratch_) {
+    TOVA_CHECK(e >= 0 && e < n_head_kv_ * n_slot_);
+    const int g = e / n_slot_;
+    int64_t& p = pos_[e];
+    TOVA_CHECK(p >= 0);  // a policy must choose held, distinct slots
+    p = -1;
+    free_[g].push_back(e % n_slot_);
+    --held_[g];
+    TOVA_CHECK(held_[g] >= std::max(1, limits_.head_floor));
+  }
+  for (auto& f : free_) std::sort(f.begin(), f.end(), std::greater<>());
+  update_n_held();
+  n_evicted_ += n_total;
+  return static_cast<int>(n_total);
+}
+
+int LayerState::drop_to(int budget, int64_t last_pos) {
+  if (budget < 0) return 0;
+  if (limits_.shared_heads) return drop_shared(budget, last_pos);
+  if (n_held_ <= budget) return 0;
   const int n = n_held_ - budget;
   evict_scratch_.assign(static_cast<size_t>(n) * n_head_kv_, -1);
-  policy_->choose_evictions(view(), n, evict_scratch_.data());
+  policy_->choose_evictions(eviction_view(last_pos), n, evict_scratch_.data());
   for (int g = 0; g < n_head_kv_; ++g) {
     for (int j = 0; j < n; ++j) {
       const int32_t s = evict_scratch_[static_cast<size_t>(g) * n + j];
@@ -165,15 +253,16 @@ int LayerState::drop_to(int budget) {
     // Keep the lowest free slot on top, so layer-wise policies keep identical layouts in every
     // KV head and the choice of slot never depends on eviction order.
     std::sort(free_[g].begin(), free_[g].end(), std::greater<>());
+    held_[g] -= n;
   }
-  n_held_ -= n;
+  update_n_held();
   n_evicted_ += n;
   return n;
 }
 
 int LayerState::drop_outside_window(int64_t last_pos) {
-  if (window_ <= 0) return 0;
-  const int64_t cutoff = last_pos - window_ + 1;  // the next query does not see these
+  if (limits_.window <= 0) return 0;
+  const int64_t cutoff = last_pos - limits_.window + 1;  // the next query does not see these
   if (cutoff < 0) return 0;
   auto outside = [&](int g, std::vector<int32_t>& out) {
     out.clear();
@@ -197,15 +286,27 @@ int LayerState::drop_outside_window(int64_t last_pos) {
       free_[g].push_back(window_scratch_[j]);
     }
     std::sort(free_[g].begin(), free_[g].end(), std::greater<>());
+    held_[g] -= n;
   }
-  n_held_ -= n;
-  n_evicted_ += n;
+  update_n_held();
+  n_evicted_ += static_cast<int64_t>(n) * (limits_.shared_heads ? n_head_kv_ : 1);
   return n;
 }
 
 int LayerState::evict(int64_t last_pos) {
-  const int n = drop_outside_window(last_pos) + drop_to(budget_);
+  // A prompt-holding policy under exact prefill chooses once the prompt's last token attended.
+  const bool in_prompt = limits_.holds_prompt && last_pos + 1 < limits_.prompt_end;
+  int n = drop_outside_window(last_pos);
+  if (!in_prompt) n += drop_to(limits_.budget, last_pos);
   if (n > 0) settle();
+  // The cut is made: the pool that held the prompt shrinks to its bounded size (settle() packed
+  // every held state below n_held + 1).
+  if (limits_.settled_slots > 0 && !in_prompt) {
+    if (n_slot_ > limits_.settled_slots) shrink_to(limits_.settled_slots);
+    limits_.max_slots = limits_.settled_slots;
+    limits_.settled_slots = 0;
+    slot_end_ = std::min(slot_end_, n_slot_);
+  }
   return n;
 }
 
@@ -222,16 +323,17 @@ void LayerState::settle() {
   }
   slot_end_ = end;
   if (end <= n_held_ + 1) return;
-  // Every KV head holds n_held_ states, so as many are held at or above n_held_ as are free
+  // KV head g holds held_[g] states, so as many are held at or above held_[g] as are free
   // below it; pair them in slot order (layer-wise policies' identical layouts stay identical).
   const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
   for (int g = 0; g < n_head_kv_; ++g) {
     int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
+    const int n_g = held_[g];
     int to = 0;
-    for (int from = n_held_; from < n_slot_; ++from) {
+    for (int from = n_g; from < n_slot_; ++from) {
       if (p[from] < 0) continue;
       while (p[to] >= 0) ++to;
-      TOVA_CHECK(to < n_held_);
+      TOVA_CHECK(to < n_g);
       const size_t dst = (static_cast<size_t>(g) * n_slot_ + to) * row;
       const size_t src = (static_cast<size_t>(g) * n_slot_ + from) * row;
       std::memcpy(keys_.data() + dst, keys_.data() + src, row);
@@ -241,7 +343,7 @@ void LayerState::settle() {
       policy_->on_move(g, from, to);
     }
     free_[g].clear();
-    for (int s = n_slot_ - 1; s >= n_held_; --s) free_[g].push_back(s);
+    for (int s = n_slot_ - 1; s >= n_g; --s) free_[g].push_back(s);
   }
   slot_end_ = n_held_;
 }
@@ -249,9 +351,9 @@ void LayerState::settle() {
 Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
                            std::span<const uint8_t> values, int64_t n_evicted,
                            std::span<const double> policy_state) {
-  if (n_slot < n_slot_ || n_slot > max_slots_) {
+  if (n_slot < n_slot_ || n_slot > limits_.max_slots) {
     return make_error("saved layer has {} slots, this cache {} to {}", n_slot, n_slot_,
-                      max_slots_);
+                      limits_.max_slots);
   }
   const size_t n_pos = static_cast<size_t>(n_head_kv_) * n_slot;
   const size_t n_bytes = n_pos * head_dim_ * elem_bytes_;
@@ -259,16 +361,16 @@ Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<c
     return make_error("saved layer sizes do not match the cache shape");
   }
   if (n_evicted < 0) return make_error("saved layer has a negative eviction count");
-  int held = -1;
+  std::vector<int> held(n_head_kv_, 0);
   for (int g = 0; g < n_head_kv_; ++g) {
-    int h = 0;
     for (int s = 0; s < n_slot; ++s) {
       const int64_t p = pos[static_cast<size_t>(g) * n_slot + s];
       if (p < -1) return make_error("saved layer has an invalid position {}", p);
-      h += p >= 0;
+      held[g] += p >= 0;
     }
-    if (held >= 0 && h != held) return make_error("saved KV heads hold different counts");
-    held = h;
+    if (!limits_.shared_heads && held[g] != held[0]) {
+      return make_error("saved KV heads hold different counts");
+    }
   }
   std::unique_ptr<KvPolicy> policy = policy_->clone();
   policy->on_grow(n_slot);
@@ -284,8 +386,9 @@ Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<c
       if (pos_[static_cast<size_t>(g) * n_slot + s] < 0) free_[g].push_back(s);
     }
   }
-  n_held_ = held;
-  n_evicted_ = n_evicted;
+  held_ = held;
+  update_n_held();
+  n_evicted_ = n_evicted * (limits_.shared_heads ? n_head_kv_ : 1);
   slot_end_ = 0;
   for (size_t i = 0; i < pos_.size(); ++i) {
     if (pos_[i] >= 0) slot_end_ = std::max(slot_end_, static_cast<int>(i % n_slot) + 1);
@@ -297,6 +400,64 @@ uint64_t LayerState::bytes() const {
   return keys_.size() + values_.size() + pos_.size() * sizeof(int64_t);
 }
 
+PolicyArgs policy_args(const MultiStateOptions& o, int il) {
+  PolicyArgs a = o.policy.args();
+  a.n_head = o.n_head;
+  a.n_head_kv = o.n_head_kv;
+  a.layer = il;
+  a.n_layer = o.n_layer;
+  a.prompt_end = o.prompt_end;
+  a.max_new = o.max_new;
+  return a;
+}
+
+Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
+  const int window = o.windows.empty() ? 0 : o.windows[il];
+  if (window < 0 || window == 1) return make_error("invalid sliding window {}", window);
+  LayerSizing z;
+  LayerLimits& l = z.limits;
+  l.window = window;
+  int64_t budget = -1;
+  if (o.policy.bounded()) {
+    const LayerPlan plan = layer_plan(o.policy, policy_args(o, il));
+    if (plan.budget < 1) {
+      return make_error("KV policy '{}' leaves layer {} a budget of {} states (k = {})",
+                        o.policy.label(), il, plan.budget, o.policy.budget);
+    }
+    budget = plan.budget;
+    l.shared_heads = plan.shared_heads;
+    l.head_floor = plan.head_floor;
+    l.holds_prompt = plan.holds_prompt && o.max_new == 1;
+    l.prompt_end = o.prompt_end;
+  }
+  if (window > 0) budget = budget < 0 ? window - 1 : std::min<int64_t>(budget, window - 1);
+  l.budget = static_cast<int>(budget);
+  // The most states one KV head holds between steps: its budget, or, when heads share the
+  // layer's budget, all of it but the other heads' floors.
+  const int64_t per_head =
+      budget < 0 ? int64_t{INT_MAX}
+                 : (l.shared_heads ? budget * o.n_head_kv -
+                                         int64_t{o.n_head_kv - 1} * std::max(1, l.head_floor)
+                                   : budget);
+  int64_t max_slots = budget >= 0 ? per_head + o.max_new : INT_MAX;
+  z.holds_all_until = budget >= 0 ? static_cast<int>(budget) : INT_MAX;
+  // A prompt-holding layer holds the whole prompt until its cut, then shrinks; it first evicts
+  // when the prompt's last token joins (if it holds more than its budget then).
+  if (l.holds_prompt && o.prompt_end + 1 > max_slots) {
+    l.settled_slots = static_cast<int>(max_slots);
+    max_slots = o.prompt_end + 1;
+  }
+  if (l.holds_prompt && o.prompt_end > budget) {
+    z.holds_all_until = static_cast<int>(std::min<int64_t>(o.prompt_end - 1, INT_MAX));
+  }
+  if (max_slots > INT_MAX) return make_error("budget {} is too large", budget);
+  l.max_slots = static_cast<int>(max_slots);
+  // Every pool starts at what the sequence can reach (initial_slots) and doubles up to its
+  // most: k + extra when bounded, its window on a window layer, without limit otherwise.
+  z.n_slot = static_cast<int>(std::min<int64_t>(std::max(1, o.initial_slots), max_slots));
+  return z;
+}
+
 Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& o) {
   if (o.policy.info == nullptr) return make_error("no KV policy given");
   if (o.n_layer < 1 || o.n_head_kv < 1 || o.head_dim < 1 || o.n_head % o.n_head_kv != 0) {
@@ -304,6 +465,7 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
                       o.n_layer, o.n_head, o.n_head_kv, o.head_dim);
   }
   if (o.max_new < 1) return make_error("invalid chunk size {}", o.max_new);
+  if (o.prompt_end < 0) return make_error("invalid prompt length {}", o.prompt_end);
   auto ms = std::unique_ptr<MultiState>(new MultiState());
   ms->spec_ = o.policy;
   ms->kv_type_ = o.kv_type;
@@ -317,16 +479,12 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   const uint64_t per_slot = uint64_t(o.n_head_kv) *
                             (2 * uint64_t(o.head_dim) * (o.kv_type == KvType::kF16 ? 2 : 4) +
                              sizeof(int64_t));
-  std::vector<int64_t> max_slots(o.n_layer), budgets(o.n_layer);
+  std::vector<LayerSizing> sizing;
   for (int il = 0; il < o.n_layer; ++il) {
-    const int window = o.windows.empty() ? 0 : o.windows[il];
-    if (window < 0 || window == 1) return make_error("invalid sliding window {}", window);
-    int64_t budget = o.policy.bounded() ? o.policy.budget : -1;
-    if (window > 0) budget = budget < 0 ? window - 1 : std::min<int64_t>(budget, window - 1);
-    budgets[il] = budget;
-    max_slots[il] = budget >= 0 ? budget + o.max_new : INT_MAX;
-    if (max_slots[il] > INT_MAX) return make_error("budget {} is too large", budget);
-    if (o.policy.bounded()) ms->max_bytes_ += per_slot * static_cast<uint64_t>(max_slots[il]);
+    TOVA_ASSIGN_OR_RETURN(LayerSizing z, size_layer(o, il));
+    if (o.policy.bounded()) ms->max_bytes_ += per_slot * static_cast<uint64_t>(z.limits.max_slots);
+    ms->holds_all_until_ = std::min(ms->holds_all_until_, z.holds_all_until);
+    sizing.push_back(z);
   }
   // A budget is refused when the bytes it allows do not fit, however few it would hold at
   // first: the pool grows to k + extra as the sequence goes on.
@@ -336,27 +494,19 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
         "K/V budget {} needs {} per sequence ({} layers x {} KV heads x {} slots, {}), more than "
         "{} ({})",
         o.policy.budget, human_bytes(ms->max_bytes_), o.n_layer, o.n_head_kv,
-        int64_t{o.policy.budget} + o.max_new, o.kv_type == KvType::kF16 ? "f16" : "f32",
+        sizing.front().limits.max_slots, o.kv_type == KvType::kF16 ? "f16" : "f32",
         o.memory_limit > 0 ? "the K/V memory limit" : "this machine's memory", human_bytes(limit));
   }
   try {
     for (int il = 0; il < o.n_layer; ++il) {
-      const int window = o.windows.empty() ? 0 : o.windows[il];
-      // Every pool starts at what the sequence can reach (initial_slots) and doubles up to its
-      // most: k + extra when bounded, its window on a window layer, without limit otherwise.
-      const int n_slot =
-          static_cast<int>(std::min<int64_t>(std::max(1, o.initial_slots), max_slots[il]));
-      const int budget = static_cast<int>(budgets[il]);
-      if (budget >= 0) ms->holds_all_until_ = std::min(ms->holds_all_until_, budget);
-      const PolicyArgs args{.budget = budget >= 0 ? budget : o.policy.budget,
-                            .arg = o.policy.arg,
-                            .n_head = o.n_head,
-                            .n_head_kv = o.n_head_kv,
-                            .n_slot = n_slot};
+      const LayerSizing& z = sizing[il];
+      PolicyArgs args = policy_args(o, il);
+      if (z.limits.budget >= 0) args.budget = z.limits.budget;
+      args.n_slot = z.n_slot;
       auto policy = o.policy.info->make(args);
       ms->score_need_ = policy->score_need();
-      ms->layers_.push_back(std::make_unique<LayerState>(o, n_slot, std::move(policy), budget,
-                                                         window, static_cast<int>(max_slots[il])));
+      ms->layers_.push_back(
+          std::make_unique<LayerState>(o, z.n_slot, std::move(policy), z.limits));
     }
   } catch (const std::bad_alloc&) {
     return make_error("out of memory allocating a K/V cache of {} slots per layer",

@@ -54,30 +54,54 @@ struct MultiStateOptions {
   // `full`), its attention never sees a state older than the window, and states that fall out
   // of the window are dropped before the policy is asked (LayerState::evict).
   std::vector<int> windows;
+  // Tokens of the prompt the sequence starts with (0: unknown or none): policies that hold a
+  // whole prompt before choosing (LayerPlan::holds_prompt) allocate for it under exact prefill,
+  // cut it at its end and then shrink to their bounded size.
+  int64_t prompt_end = 0;
+};
+
+// How one layer's pool is bounded (MultiState::create fills it from the policy's LayerPlan).
+struct LayerLimits {
+  int budget = -1;  // states kept per KV head between steps (-1: unbounded; shared: on average)
+  int window = 0;   // see MultiStateOptions::windows (0: none)
+  int max_slots = 0;  // the most slots per KV head the pool may grow to
+  bool shared_heads = false;  // LayerPlan::shared_heads
+  int head_floor = 0;
+  // Exact prefill under LayerPlan::holds_prompt: the policy does not evict before the token at
+  // prompt_end - 1 has attended; the pool (up to prompt_end + 1 slots) then shrinks to
+  // settled_slots.
+  bool holds_prompt = false;
+  int64_t prompt_end = 0;
+  int settled_slots = 0;  // 0: the pool never shrinks
 };
 
 // One layer of one sequence.
 class LayerState {
  public:
-  // budget: states kept between steps (-1: unbounded); window: see MultiStateOptions::windows
-  // (0: none); max_slots: the most slots the pool may grow to (n_slot: it never grows). A
-  // bounded layer, or a window layer under an unbounded policy, grows up to max_slots. The
+  // n_slot: slots per KV head allocated now; a pool grows up to limits.max_slots. The
   // allocation may throw std::bad_alloc (MultiState::create turns it into an error).
-  LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy, int budget,
-             int window, int max_slots);
+  LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<KvPolicy> policy,
+             const LayerLimits& limits);
   // A deep copy: the same slots, keys, values, positions, free slots and policy state.
   LayerState(const LayerState& other);
   LayerState& operator=(const LayerState&) = delete;
 
   int n_slot() const { return n_slot_; }
+  // States held per KV head: every KV head holds as many, except under a policy that shares the
+  // layer's budget between its heads (shared_heads()), where this is the largest count.
   int n_held() const { return n_held_; }
+  int n_held(int head_kv) const { return held_[head_kv]; }
+  int64_t n_held_total() const;  // over the KV heads
+  bool shared_heads() const { return limits_.shared_heads; }
+  // More states held than the budget allows between steps (a restored state must not be).
+  bool over_budget() const;
   int head_dim() const { return head_dim_; }
   int n_head_kv() const { return n_head_kv_; }
   KvType kv_type() const { return kv_type_; }
-  int budget() const { return budget_; }  // -1: unbounded
-  int window() const { return window_; }  // 0: no window
+  int budget() const { return limits_.budget; }  // -1: unbounded
+  int window() const { return limits_.window; }  // 0: no window
   // The oldest position a query at position p sees in this layer.
-  int64_t min_visible(int64_t p) const { return window_ > 0 ? p - window_ + 1 : 0; }
+  int64_t min_visible(int64_t p) const { return limits_.window > 0 ? p - limits_.window + 1 : 0; }
   const int64_t* pos() const { return pos_.data(); }  // [n_head_kv][n_slot], -1 = free
   // Every held state lies in a slot below this (in every KV head), so attention reads slots
   // [0, slot_end) only. Drops keep it at most n_held + 1 (see evict), so what a step reads
@@ -105,7 +129,9 @@ class LayerState {
   // n_held move down into the free slots below it, lowest first, with their policy state
   // (KvPolicy::on_move); the next token takes the lowest free slot, so decode reads n_held + 1
   // slots. Exact (one-token) steps never leave such a hole: nothing moves there.
-  int evict_to(int budget);
+  // last_pos: the step's last position (SlotView::step_last_pos; -1: the newest held). Under
+  // shared heads the budget is per KV head on average and the count returned is in all.
+  int evict_to(int budget, int64_t last_pos = -1);
   // The end of a step whose last token had position last_pos: a window layer first drops the
   // states the next query will not see (position <= last_pos - window + 1; when head-wise
   // policies left KV heads with different numbers of such states, every head drops as many as
@@ -114,7 +140,8 @@ class LayerState {
   // each KV head dropped.
   int evict(int64_t last_pos);
 
-  int64_t n_evicted() const { return n_evicted_; }
+  // States each KV head dropped so far (shared heads: the mean over heads, rounded down).
+  int64_t n_evicted() const { return n_evicted_ / (limits_.shared_heads ? n_head_kv_ : 1); }
   uint64_t bytes() const;
 
   // A pool that holds fewer than n_states slots grows now, to n_states or to twice its size if
@@ -126,12 +153,13 @@ class LayerState {
   // next evicts; the forward pass calls it before a step. An allocation failure changes
   // nothing and is an error.
   Status make_room(int n_new);
-  int max_slots() const { return max_slots_; }
+  int max_slots() const { return limits_.max_slots; }
 
   // Replaces the contents with saved ones (session files): positions [n_head_kv][n_slot] (-1 =
   // free), keys and values as keys()/values() lay them out, the policy's state. n_slot may be
-  // any size from this layer's up to max_slots (the pool grows to it first). Every
-  // KV head must hold the same number of states. An error changes nothing.
+  // any size from this layer's up to max_slots (the pool grows to it first). Every KV head must
+  // hold the same number of states, unless the policy shares the budget between its heads. An
+  // error changes nothing.
   Status restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
                  std::span<const uint8_t> values, int64_t n_evicted,
                  std::span<const double> policy_state);
@@ -140,16 +168,24 @@ class LayerState {
   // Copies every state into a pool of n_slot slots (more than now) and tells the policy; an
   // allocation failure changes nothing and is an error.
   Status grow_to(int n_slot);
+  // Copies every state into a pool of n_slot slots, fewer than now, every held state lying
+  // below n_slot (a prompt-holding pool after its cut).
+  void shrink_to(int n_slot);
   int drop_outside_window(int64_t last_pos);
-  int drop_to(int budget);  // evict_to without settle()
+  int drop_to(int budget, int64_t last_pos);  // evict_to without settle()
+  int drop_shared(int budget, int64_t last_pos);
   void settle();            // packs held states low after a drop; sets slot_end_
+  SlotView eviction_view(int64_t last_pos);  // view() plus what choose_evictions reads
+  void update_n_held();
+  int min_free() const;  // free slots of the KV head with fewest
 
   int n_head_kv_;
   int head_dim_;
   KvType kv_type_;
   size_t elem_bytes_;
   int n_slot_;
-  int n_held_ = 0;
+  int n_held_ = 0;         // the largest of held_
+  std::vector<int> held_;  // [n_head_kv] states held
   int slot_end_ = 0;  // 1 + the highest slot that may hold a state, over the KV heads
   std::vector<uint8_t> keys_;               // [n_head_kv][n_slot][head_dim]
   std::vector<uint8_t> values_;             // [n_head_kv][n_slot][head_dim]
@@ -159,12 +195,22 @@ class LayerState {
   std::vector<int32_t> evict_scratch_;
   std::vector<uint16_t> f16_scratch_;  // insert(): one token's k and v as f16
   int n_head_;
-  int budget_;     // -1: unbounded
-  int window_;     // 0: none
-  int max_slots_;  // the pool grows (doubling) up to this many slots
-  int64_t n_evicted_ = 0;
+  LayerLimits limits_;
+  int64_t n_evicted_ = 0;  // over the KV heads under shared heads, else per KV head
   std::vector<int32_t> window_scratch_;
+  std::vector<double> key_similarity_;  // [n_head_kv][n_slot], for policies that read it
 };
+
+// How layer il of a multi-state made with o is bounded, and the slots its pool allocates at
+// creation (MultiState::create's arithmetic, for callers that size memory ahead).
+struct LayerSizing {
+  LayerLimits limits;
+  int n_slot = 0;
+  int holds_all_until = 0;  // tokens it holds before it first evicts
+};
+Result<LayerSizing> size_layer(const MultiStateOptions& o, int il);
+// The arguments the policy of layer il receives (n_slot left 0).
+PolicyArgs policy_args(const MultiStateOptions& o, int il);
 
 // All layers of one sequence, plus how many tokens it has seen (a new token's position).
 class MultiState {

@@ -12,6 +12,17 @@ std::map<std::string, PolicyInfo, std::less<>>& registry() {
   return r;
 }
 
+// The policies an arg_is_policy policy may take.
+std::string base_choices() {
+  std::string s;
+  for (const auto& [name, info] : registry()) {
+    if (!info.bounded || !info.head_scores || info.arg_is_policy) continue;
+    if (!s.empty()) s += ", ";
+    s += name;
+  }
+  return s;
+}
+
 }  // namespace
 
 bool register_policy(PolicyInfo info) {
@@ -36,13 +47,40 @@ std::string policy_choices() {
   for (const PolicyInfo* p : all_policies()) {
     if (!s.empty()) s += ", ";
     s += p->name;
-    if (!p->arg_name.empty()) s += ":" + p->arg_name;
+    if (!p->arg_name.empty()) s += p->arg_optional ? "[:" + p->arg_name + "]" : ":" + p->arg_name;
   }
   return s;
 }
 
+std::vector<std::string> all_policy_examples() {
+  std::vector<std::string> out;
+  for (const PolicyInfo* p : all_policies()) {
+    if (!p->listed) continue;
+    if (p->examples.empty()) {
+      out.push_back(p->name);
+    } else {
+      out.insert(out.end(), p->examples.begin(), p->examples.end());
+    }
+  }
+  return out;
+}
+
 std::string PolicySpec::label() const {
+  if (!base.empty()) return name + ":" + base;
   return arg ? name + ":" + std::to_string(*arg) : name;
+}
+
+PolicyArgs PolicySpec::args() const {
+  return PolicyArgs{.budget = budget, .arg = arg, .base = base};
+}
+
+bool holds_prompt(const PolicySpec& spec) {
+  return spec.bounded() && layer_plan(spec, spec.args()).holds_prompt;
+}
+
+LayerPlan layer_plan(const PolicySpec& spec, const PolicyArgs& args) {
+  if (spec.info != nullptr && spec.info->plan) return spec.info->plan(args);
+  return LayerPlan{.budget = args.budget};
 }
 
 Result<PolicySpec> parse_policy(std::string_view text, int budget) {
@@ -53,7 +91,22 @@ Result<PolicySpec> parse_policy(std::string_view text, int budget) {
   if (spec.info == nullptr) {
     return make_error("unknown KV policy '{}' (valid: {})", text, policy_choices());
   }
-  if (colon != std::string_view::npos) {
+  if (spec.info->arg_is_policy) {
+    const std::string_view b =
+        colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
+    if (b.empty()) {
+      return make_error("KV policy '{}' needs a base policy: {}:{} (valid bases: {})", spec.name,
+                        spec.name, spec.info->arg_name, base_choices());
+    }
+    auto base = parse_policy(b, budget < 1 ? 1 : budget);
+    if (!base.ok()) return make_error("KV policy '{}': {}", text, base.message());
+    if (!base->bounded() || !base->info->head_scores || base->info->arg_is_policy) {
+      return make_error("KV policy '{}': '{}' has no head-wise scores to share a budget by "
+                        "(valid bases: {})",
+                        text, b, base_choices());
+    }
+    spec.base = std::string(b);
+  } else if (colon != std::string_view::npos) {
     if (spec.info->arg_name.empty()) {
       return make_error("KV policy '{}' takes no argument (valid: {})", spec.name,
                         policy_choices());
@@ -66,7 +119,7 @@ Result<PolicySpec> parse_policy(std::string_view text, int budget) {
                         spec.info->arg_name);
     }
     spec.arg = v;
-  } else if (!spec.info->arg_name.empty()) {
+  } else if (!spec.info->arg_name.empty() && !spec.info->arg_optional) {
     return make_error("KV policy '{}' needs an argument: {}:{} (valid: {})", spec.name,
                       spec.name, spec.info->arg_name, policy_choices());
   }

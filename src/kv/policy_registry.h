@@ -21,8 +21,21 @@ struct PolicyInfo {
   std::string arg_name;  // "N" if the policy takes ":N", else empty
   std::string help;      // one line
   bool bounded = true;   // false only for the unbounded topline
+  bool arg_optional = false;   // "snapkv" and "snapkv:W" (the factory picks the default)
+  // The argument names another policy, with its own argument if it takes one ("adakv:snapkv:16"):
+  // a bounded policy with head_scores, which does not itself take a policy.
+  bool arg_is_policy = false;
+  // Made with PolicyArgs::head_wise, its objects give KvPolicy::head_scores (a valid BASE).
+  bool head_scores = false;
   // Checks budget and argument; an error says what is wrong.
   std::function<Status(int budget, std::optional<int> arg)> validate;
+  // The layer's budget and pool (null: PolicyArgs::budget states per KV head, nothing else).
+  std::function<LayerPlan(const PolicyArgs&)> plan;
+  // How tests and docs spell it: every form worth running (default: the bare name). Tests that
+  // must hold for every policy iterate over all_policy_examples(), never over a list of names.
+  std::vector<std::string> examples;
+  // false: a policy a test registers for itself (a spy), left out of all_policy_examples().
+  bool listed = true;
   PolicyFactory make;
 };
 
@@ -32,17 +45,29 @@ const PolicyInfo* find_policy(std::string_view name);
 std::vector<const PolicyInfo*> all_policies();
 // "full, h2o, h2o-head, sink:N, tova, tova-head, window"
 std::string policy_choices();
+// Every registered policy in the forms it is worth running ("sink:4", "adakv:tova", ...),
+// sorted by name: what every-policy tests iterate over.
+std::vector<std::string> all_policy_examples();
 
 // A validated "NAME[:ARG]" with its budget, as given on the command line.
 struct PolicySpec {
   std::string name;
   std::optional<int> arg;
+  std::string base;  // PolicyInfo::arg_is_policy: the BASE as given ("snapkv:16"), validated
   int budget = 0;  // ignored (0) for unbounded policies
   const PolicyInfo* info = nullptr;
 
-  std::string label() const;  // "sink:4" (no budget)
+  std::string label() const;  // "sink:4", "adakv:tova" (no budget)
   bool bounded() const { return info != nullptr && info->bounded; }
+  // The arguments a factory receives (layer and shape fields left at their defaults).
+  PolicyArgs args() const;
 };
+
+// The layer plan of spec for these arguments (its PolicyInfo::plan, or the plain budget).
+LayerPlan layer_plan(const PolicySpec& spec, const PolicyArgs& args);
+// The policy holds a whole prompt and chooses at its end (LayerPlan::holds_prompt): a state
+// continued with more tokens then differs from one that took them all as its prompt.
+bool holds_prompt(const PolicySpec& spec);
 
 // Parses and validates; errors list the valid choices.
 Result<PolicySpec> parse_policy(std::string_view text, int budget);

@@ -71,13 +71,26 @@ int max_new_for(const PrefillMode& p, int64_t n_prompt) {
 
 uint64_t reserve_bytes(const model::Model& m, const CacheOptions& o, int64_t n_prompt,
                        int64_t n_ctx) {
-  const auto so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));
+  auto so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));
+  so.prompt_end = std::max<int64_t>(0, n_prompt);
   const uint64_t elem = o.kv_type == kv::KvType::kF16 ? 2 : 4;
-  // Keys and values, plus one position per slot and KV head.
+  // Keys and values, plus one position per slot and KV head, in every layer: the most a layer
+  // allocates (a prompt-holding policy's whole prompt until its cut).
   const uint64_t per_slot =
-      uint64_t(so.n_layer) * so.n_head_kv * (2 * uint64_t(so.head_dim) * elem + sizeof(int64_t));
-  const int64_t n_slot = o.policy.bounded() ? o.policy.budget + so.max_new : n_ctx;
-  return per_slot * static_cast<uint64_t>(std::max<int64_t>(1, n_slot));
+      uint64_t(so.n_head_kv) * (2 * uint64_t(so.head_dim) * elem + sizeof(int64_t));
+  uint64_t total = 0;
+  for (int il = 0; il < so.n_layer; ++il) {
+    auto z = kv::size_layer(so, il);
+    const int64_t n_slot = !o.policy.bounded() ? n_ctx
+                           : z.ok()           ? z->limits.max_slots
+                                              : int64_t{o.policy.budget} + so.max_new;
+    total += per_slot * static_cast<uint64_t>(std::max<int64_t>(1, n_slot));
+  }
+  return total;
+}
+
+bool continues_exactly(const CacheOptions& o) {
+  return o.prefill.exact() && !kv::holds_prompt(o.policy);
 }
 
 }  // namespace tova::runtime

@@ -17,4 +17,10 @@ int max_new_for(const PrefillMode& p, int64_t n_prompt);
 uint64_t reserve_bytes(const model::Model& m, const CacheOptions& o, int64_t n_prompt,
                        int64_t n_ctx);
 
+// Feeding more tokens to a state made with o gives what feeding them all from the start as one
+// prompt gives (prefix reuse relies on it): exact prefill, and a policy that does not choose at
+// a prompt's end (snapkv holds its first prompt whole and cuts it then; later tokens are
+// decoding steps).
+bool continues_exactly(const CacheOptions& o);
+
 }  // namespace tova::runtime

@@ -23,6 +23,7 @@ Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const 
   }
   so.positions = o.positions;
   so.memory_limit = o.memory_limit;
+  so.prompt_end = std::max<int64_t>(0, n_prompt);
   return kv::MultiState::create(so);
 }
 

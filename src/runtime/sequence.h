@@ -16,7 +16,9 @@
 
 namespace tova::runtime {
 
-// A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it).
+// A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it, and
+// so do policies that hold a whole prompt before choosing, LayerPlan::holds_prompt: they cut
+// it at its end). 0: no prompt known; every token is then a decoding step.
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
                                                    int64_t n_prompt);
 

@@ -98,7 +98,8 @@ std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d)
   std::vector<uint8_t> payload;
   Writer w(payload);
   w.put<uint64_t>(model_fingerprint(m));
-  w.str(s.policy().name);
+  // A policy that takes a policy ("adakv:snapkv:16") is written whole in the name field.
+  w.str(s.policy().base.empty() ? s.policy().name : s.policy().label());
   w.put<int32_t>(s.policy().arg.value_or(-1));
   w.put<int32_t>(s.policy().budget);
   w.put<uint8_t>(static_cast<uint8_t>(s.positions()));
@@ -230,7 +231,7 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
     const Status st = L.restore(n_slot, pos_v, keys, values, n_evicted, ps_v);
     if (!st.ok()) return make_error("session layer {}: {}", il, st.message());
     // The layer's own budget: a sliding-window layer's is at most window - 1, even under full.
-    if (L.budget() >= 0 && L.n_held() > L.budget()) {
+    if (L.over_budget()) {
       return make_error("session layer {} holds {} states, above the budget {}", il, L.n_held(),
                         L.budget());
     }

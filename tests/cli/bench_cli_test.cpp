@@ -78,7 +78,7 @@ TEST(BenchCli, BadFlagsAreOneLineErrors) {
   EXPECT_ONE_LINE_ERROR(run_tova("bench" + m + " -n -3"), "-n");
   EXPECT_ONE_LINE_ERROR(run_tova("bench" + m + " -o xml"), "xml");
   EXPECT_ONE_LINE_ERROR(run_tova("bench" + m + " -r 0"), "-r");
-  EXPECT_ONE_LINE_ERROR(run_tova("bench" + m + " --kv-policy lru --kv-budget 8"), "valid: full");
+  EXPECT_ONE_LINE_ERROR(run_tova("bench" + m + " --kv-policy lru --kv-budget 8"), "valid: adakv:BASE, full");
   EXPECT_ONE_LINE_ERROR(run_tova("bench" + m + " --kv-policy tova"), "at least 1");
   EXPECT_ONE_LINE_ERROR(run_tova("bench" + m + " --kv-type f8"), "invalid KV type");
   EXPECT_ONE_LINE_ERROR(run_tova("bench -m /nonexistent/model.gguf"), "model.gguf");

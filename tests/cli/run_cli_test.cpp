@@ -104,7 +104,7 @@ TEST(Cli, BadInputIsOneClearError) {
   EXPECT_ONE_LINE_ERROR(run_tova("run -m " + dir + "/missing.gguf"), "missing.gguf");
   EXPECT_ONE_LINE_ERROR(run_tova("run -m " + dir + "/trunc.gguf"), "trunc.gguf");
   EXPECT_ONE_LINE_ERROR(run_tova("run -m " + dir + "/mamba.gguf"), "unsupported architecture 'mamba'");
-  EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy lru --kv-budget 8"), "valid: full, h2o");
+  EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy lru --kv-budget 8"), "full, h2o, h2o-head");
   EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy tova --kv-budget 0"), "at least 1");
   EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy sink:8 --kv-budget 8"), "N < the budget");
   EXPECT_ONE_LINE_ERROR(run_tova("run --kv-prefill chunk:0 --kv-policy tova --kv-budget 8"), "invalid prefill mode");

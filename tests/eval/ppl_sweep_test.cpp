@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/ppl_sweep.h"
+#include "runtime/sequence.h"
 #include "test_data.h"
 
 namespace tova::eval {
@@ -201,10 +202,13 @@ TEST(PplSweep, PrefixSharingIsBitIdentical) {
   o.n_batch = 20;
   // Each rides along up to the last multiple of 20 at or below its budget and ctx; tova-head
   // (19) not at all.
-  const std::vector<std::pair<const char*, int>> cfgs = {
-      {"full", 0}, {"window", 40}, {"tova", 64},     {"h2o", 39},
-      {"h2o-head", 100 < ctx ? 100 : 70}, {"tova-head", 19}, {"sink:4", 45}};
-  for (auto [p, b] : cfgs) o.configs.push_back(*kv::parse_policy(p, b));
+  // Every registered policy (the registry's examples) at budgets of 19 to 64.
+  std::vector<std::pair<std::string, int>> cfgs = {{"full", 0}};
+  const int budgets[] = {40, 64, 39, 70, 19, 45, 21, 60};
+  for (const std::string& p : kv::all_policy_examples()) {
+    if (p != "full") cfgs.emplace_back(p, budgets[cfgs.size() % 8]);
+  }
+  for (const auto& [p, b] : cfgs) o.configs.push_back(*kv::parse_policy(p, b));
   ThreadPool pool(2);
   auto a = run_sweep(**m, pool, *chunks, o);
   ASSERT_TRUE(a.ok()) << a.message();
@@ -215,7 +219,10 @@ TEST(PplSweep, PrefixSharingIsBitIdentical) {
   EXPECT_EQ(b->n_shared_steps, 0);
   int64_t expected = 0;
   for (size_t c = 1; c < cfgs.size(); ++c) {
-    expected += std::min(ctx / 20, cfgs[c].second / 20) * 20;
+    // What a configuration holds before it first evicts: its budget, or its smallest layer's.
+    auto st = runtime::make_state(**m, {.policy = o.configs[c]}, 0);
+    ASSERT_TRUE(st.ok());
+    expected += std::min(ctx / 20, (*st)->holds_all_until() / 20) * 20;
   }
   EXPECT_EQ(a->n_shared_steps, 3 * expected);
   EXPECT_EQ(a->n_forward_calls, b->n_forward_calls);

@@ -156,6 +156,7 @@ class SpyPolicy final : public kv::KvPolicy {
 TOVA_REGISTER_POLICY(kv::PolicyInfo{
     .name = "test-spy",
     .help = "test only: records layer 0's attention, never evicts",
+    .listed = false,
     .make = [](const kv::PolicyArgs&) -> std::unique_ptr<kv::KvPolicy> {
       return std::make_unique<SpyPolicy>(spy_log().n_made++ == 0);
     },

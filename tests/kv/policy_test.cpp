@@ -98,9 +98,26 @@ ProbFn grouped(std::vector<float> g0, std::vector<float> g1) {
 TEST(PolicyRegistry, ListsEveryPolicyOfTheSpec) {
   std::set<std::string> names;
   for (const PolicyInfo* p : all_policies()) names.insert(p->name);
-  EXPECT_EQ(names, (std::set<std::string>{"full", "window", "sink", "h2o", "h2o-head", "tova",
-                                          "tova-head"}));
-  EXPECT_EQ(policy_choices(), "full, h2o, h2o-head, sink:N, tova, tova-head, window");
+  // spec/POLICIES.md's seven, and those of docs/POLICIES-EXTRA.md.
+  for (const char* n : {"full", "window", "sink", "h2o", "h2o-head", "tova", "tova-head",
+                        "snapkv", "snapkv+tova", "pyramidkv", "adakv", "keydiff"}) {
+    EXPECT_TRUE(names.count(n)) << n;
+  }
+  const std::string choices = policy_choices();
+  for (const char* n : {"adakv:BASE", "full", "h2o", "sink:N", "snapkv[:W]", "tova-head"}) {
+    EXPECT_NE(choices.find(n), std::string::npos) << n << " in " << choices;
+  }
+}
+
+// Every registered policy's examples parse, and those are what every-policy tests run.
+TEST(PolicyRegistry, EveryPolicyHasRunnableExamples) {
+  std::set<std::string> covered;
+  for (const std::string& e : all_policy_examples()) {
+    auto spec = parse_policy(e, 24);
+    ASSERT_TRUE(spec.ok()) << e << ": " << spec.message();
+    covered.insert(spec->name);
+  }
+  for (const PolicyInfo* p : all_policies()) EXPECT_TRUE(covered.count(p->name)) << p->name;
 }
 
 TEST(PolicyRegistry, InvalidCombinationsAreOneClearError) {
@@ -110,7 +127,13 @@ TEST(PolicyRegistry, InvalidCombinationsAreOneClearError) {
     EXPECT_NE(r.message().find(needle), std::string::npos) << r.message();
     EXPECT_EQ(r.message().find('\n'), std::string::npos);
   };
-  expect_error("lru", 8, "unknown KV policy 'lru' (valid: full, h2o");
+  expect_error("lru", 8, "unknown KV policy 'lru' (valid: ");
+  expect_error("lru", 8, "full, h2o, h2o-head");
+  expect_error("adakv", 8, "needs a base policy");
+  expect_error("adakv:window", 8, "no head-wise scores");
+  expect_error("adakv:adakv:tova", 8, "no head-wise scores");
+  expect_error("adakv:lru", 8, "unknown KV policy 'lru'");
+  expect_error("snapkv:0", 8, "observation window");
   expect_error("tova", 0, "at least 1");
   expect_error("window", -3, "at least 1");
   expect_error("sink:4", 4, "N < the budget");
@@ -119,6 +142,9 @@ TEST(PolicyRegistry, InvalidCombinationsAreOneClearError) {
   expect_error("sink:x", 8, "not an integer");
   expect_error("tova:3", 8, "takes no argument");
   EXPECT_TRUE(parse_policy("sink:3", 4).ok());
+  EXPECT_EQ(parse_policy("snapkv", 8)->label(), "snapkv");
+  EXPECT_EQ(parse_policy("snapkv:16", 8)->label(), "snapkv:16");
+  EXPECT_EQ(parse_policy("adakv:snapkv:16", 8)->label(), "adakv:snapkv:16");
   EXPECT_TRUE(parse_policy("full", 0).ok());  // unbounded: the budget is ignored
 }
 

@@ -9,8 +9,6 @@
 namespace tova {
 namespace {
 
-const char* const kPolicies[] = {"full",     "window", "sink:4",   "h2o",
-                                 "h2o-head", "tova",   "tova-head"};
 
 std::unique_ptr<model::Model> stories() {
   auto m = model::Model::load(testing::shared_path("models/stories260K.gguf"));
@@ -35,7 +33,7 @@ TEST(MultiStateClone, ContinuesExactlyAsTheOriginal) {
   ThreadPool pool(2);
   model::ForwardScratch scratch;
   const int n_vocab = m->config().n_vocab;
-  for (const char* policy : kPolicies) {
+  for (const std::string& policy : testing::every_policy()) {
     SCOPED_TRACE(policy);
     auto state = runtime::make_state(*m, testing::cache_options(policy, 24), 128);
     ASSERT_TRUE(state.ok()) << state.message();
@@ -95,16 +93,18 @@ TEST(BatchedDecode, EachSequenceGetsTheTokensItGetsAlone) {
   const int budgets[] = {16, 24, 40, 64};
   ThreadPool pool(2);
   const int n_vocab = m->config().n_vocab;
-  // Mixed policies, budgets and prompt lengths (past and short of their budgets), in two
-  // identical sets: one decodes alone, one together. Batch sizes on both sides of the matmul's
-  // batch-invariance threshold: 7 and 28 sequences.
-  for (int n_seq : {7, 28}) {
+  // Mixed policies (every registered one), budgets and prompt lengths (past and short of their
+  // budgets; prompt-holding policies cut theirs), in two identical sets: one decodes alone, one
+  // together. Batch sizes on both sides of the matmul's batch-invariance threshold.
+  const std::vector<std::string> policies = testing::every_policy();
+  const int n_pol = static_cast<int>(policies.size());
+  for (int n_seq : {7, 2 * n_pol}) {
     SCOPED_TRACE(n_seq);
     std::vector<std::unique_ptr<kv::MultiState>> alone, together;
     std::vector<std::vector<float>> logits;
     for (int s = 0; s < n_seq; ++s) {
-      const std::string policy = kPolicies[s % 7];
-      const int budget = budgets[(s / 7) % 4];
+      const std::string policy = policies[s % n_pol];
+      const int budget = budgets[(s / n_pol + s) % 4];
       const size_t n_prompt = 10 + 13 * s % 90;
       const std::span<const int32_t> prompt(ids.data() + 3 * s, n_prompt);
       model::ForwardScratch scratch;
@@ -120,7 +120,7 @@ TEST(BatchedDecode, EachSequenceGetsTheTokensItGetsAlone) {
     const auto a = greedy(*m, pool, alone, logits, 48, false);
     const auto b = greedy(*m, pool, together, logits, 48, true);
     for (int s = 0; s < n_seq; ++s) {
-      EXPECT_EQ(a[s], b[s]) << "sequence " << s << " (" << kPolicies[s % 7] << ")";
+      EXPECT_EQ(a[s], b[s]) << "sequence " << s << " (" << policies[s % n_pol] << ")";
       EXPECT_EQ(held_positions(*alone[s]), held_positions(*together[s])) << "sequence " << s;
     }
   }

@@ -159,12 +159,17 @@ TEST(Generation, MixedPoliciesInOneBatchMatchSeparateRuns) {
   auto ids = read_ids(shared_path("golden/tokens-1024.json"));
   ids.resize(160);
   ThreadPool pool(2);
-  const std::vector<std::pair<std::string, int>> cfgs = {
-      {"full", 0}, {"tova", 16}, {"h2o-head", 32}, {"sink:4", 24}, {"tova-head", 50}};
+  std::vector<std::pair<std::string, int>> cfgs;
+  for (const std::string& p : every_policy()) {
+    cfgs.emplace_back(p, 16 + 7 * static_cast<int>(cfgs.size() % 6));
+  }
   std::vector<std::vector<float>> alone;
   for (const auto& [p, k] : cfgs) alone.push_back(all_logits(**m, ids, cache_options(p, k), 1, pool));
   std::vector<std::unique_ptr<kv::MultiState>> states;
-  for (const auto& [p, k] : cfgs) states.push_back(std::move(runtime::make_state(**m, cache_options(p, k), 1)).value());
+  for (const auto& [p, k] : cfgs) {
+    // The prompt length all_logits gives: prompt-holding policies hold it alike.
+    states.push_back(std::move(runtime::make_state(**m, cache_options(p, k), ids.size())).value());
+  }
   const int n_vocab = (*m)->config().n_vocab;
   model::ForwardScratch scratch;
   std::vector<float> logits(cfgs.size() * n_vocab);

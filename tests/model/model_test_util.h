@@ -31,6 +31,17 @@ inline std::vector<float> read_f32(const std::string& path) {
   return v;
 }
 
+// Every registered policy in the forms worth running (kv::all_policy_examples: the registry,
+// not a list kept here), `full` included.
+inline std::vector<std::string> every_policy() { return kv::all_policy_examples(); }
+inline std::vector<std::string> every_bounded_policy() {
+  std::vector<std::string> out;
+  for (const std::string& p : every_policy()) {
+    if (p != "full") out.push_back(p);
+  }
+  return out;
+}
+
 inline CacheOptions cache_options(const std::string& policy, int budget) {
   CacheOptions o;
   auto spec = kv::parse_policy(policy, budget);

@@ -94,7 +94,7 @@ TEST(PolicyGolden, BudgetAtLeastLengthIsBitIdenticalToFull) {
   ids.resize(300);
   ThreadPool pool(2);
   const auto full = all_logits(**m, ids, cache_options("full", 0), 32, pool);
-  for (const char* p : {"window", "sink:4", "h2o", "h2o-head", "tova", "tova-head"}) {
+  for (const std::string& p : every_bounded_policy()) {
     for (int k : {300, 512}) {
       const auto got = all_logits(**m, ids, cache_options(p, k), 32, pool);
       EXPECT_EQ(0, std::memcmp(got.data(), full.data(), full.size() * sizeof(float)))

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kv/policy_registry.h"
 #include "runtime/batch_scheduler.h"
 #include "test_data.h"
 #include "tova/engine.h"
@@ -57,17 +58,21 @@ std::vector<std::vector<int32_t>> run_greedy(const Engine& e,
 
 TEST(BatchScheduler, BatchedSessionsGetTheTokensTheyGetAlone) {
   auto e = stories();
-  const char* policies[] = {"full", "window", "tova", "h2o", "sink:2", "tova-head", "h2o-head"};
-  
+  // Every registered policy (the registry's examples), sessions told their prompt's length:
+  // prompt-holding policies hold it whole however the scheduler cuts it.
+  const std::vector<std::string> policies = kv::all_policy_examples();
+  const int n_pol = static_cast<int>(policies.size());
   std::vector<std::unique_ptr<Session>> together;
   std::vector<std::vector<int32_t>> alone;
-  for (int i = 0; i < 12; ++i) {
+  for (int i = 0; i < std::max(12, n_pol); ++i) {
     const std::string text = "Once upon a time there was a little " +
                              std::string(i % 2 ? "girl" : "dog") + std::string(i, '!');
     const auto prompt = e->tokenize(text);
     std::vector<std::unique_ptr<Session>> one;
     for (auto* set : {&together, &one}) {
-      auto s = e->new_session(greedy(policies[i % 7], 8 + i));
+      SessionOptions so = greedy(policies[i % n_pol], 8 + i);
+      so.n_prompt_hint = static_cast<int64_t>(prompt.size());
+      auto s = e->new_session(so);
       ASSERT_TRUE(s.ok()) << s.message();
       (*s)->queue(prompt);
       set->push_back(std::move(*s));

@@ -55,6 +55,18 @@ class H2oPolicy final : public KvPolicy {
     if (!head_wise_) scoring::replicate_group0(v, n, out);
   }
 
+  bool head_scores(const SlotView& v, double* out) override {
+    if (!head_wise_) return false;
+    for (int g = 0; g < v.n_head_kv; ++g) {
+      const int64_t* pos = v.pos + static_cast<int64_t>(g) * v.n_slot;
+      const int64_t recent = scoring::recent_threshold(pos, v.end(), n_recent_);
+      const double* acc = acc_.row(g);
+      double* o = out + static_cast<size_t>(g) * v.n_slot;
+      for (int s = 0; s < v.end(); ++s) o[s] = pos[s] >= recent ? scoring::kKeep : acc[s];
+    }
+    return true;
+  }
+
  private:
   bool head_wise_;
   int n_recent_;
@@ -65,12 +77,14 @@ class H2oPolicy final : public KvPolicy {
 TOVA_REGISTER_POLICY(PolicyInfo{
     .name = "h2o",
     .help = "keep the k/2 most recent; evict the lowest accumulated attention (per layer)",
-    .make = [](const PolicyArgs& a) { return std::make_unique<H2oPolicy>(a, false); },
+    .head_scores = true,
+    .make = [](const PolicyArgs& a) { return std::make_unique<H2oPolicy>(a, a.head_wise); },
 });
 
 TOVA_REGISTER_POLICY(PolicyInfo{
     .name = "h2o-head",
     .help = "h2o with scores accumulated and decisions taken per KV head",
+    .head_scores = true,
     .make = [](const PolicyArgs& a) { return std::make_unique<H2oPolicy>(a, true); },
 });
 

@@ -15,6 +15,14 @@ void SlotTable::grow(int n_slot) {
   n_slot_ = n_slot;
 }
 
+void SlotTable::shrink(int n_slot) {
+  if (n_slot >= n_slot_) return;
+  std::vector<double> v(static_cast<size_t>(groups_) * n_slot, 0.0);
+  for (int g = 0; g < groups_; ++g) std::copy_n(row(g), n_slot, &v[static_cast<size_t>(g) * n_slot]);
+  v_.swap(v);
+  n_slot_ = n_slot;
+}
+
 Status SlotTable::set_values(std::span<const double> s) {
   if (s.size() != v_.size()) {
     return make_error("policy state has {} values, expected {}", s.size(), v_.size());
@@ -68,6 +76,13 @@ int64_t recent_threshold(const int64_t* pos_row, int n_slot, int count) {
   if (static_cast<int>(held.size()) <= count) return 0;
   std::nth_element(held.begin(), held.begin() + (count - 1), held.end(), std::greater<>());
   return held[count - 1];
+}
+
+void lowest_per_head(const SlotView& v, const double* scores, int n, int32_t* out) {
+  for (int g = 0; g < v.n_head_kv; ++g) {
+    const size_t off = static_cast<size_t>(g) * v.n_slot;
+    lowest_slots(v.pos + off, v.end(), scores + off, {}, n, out + g * n);
+  }
 }
 
 void replicate_group0(const SlotView& v, int n, int32_t* out) {

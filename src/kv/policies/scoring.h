@@ -22,6 +22,8 @@ class SlotTable {
   int n_slot() const { return n_slot_; }
   // Rows keep their entries; the new slots start at 0.
   void grow(int n_slot);
+  // Rows keep their first n_slot entries (the pool shrank: nothing is held beyond).
+  void shrink(int n_slot);
   void move(int g, int from, int to) {
     row(g)[to] = row(g)[from];
     row(g)[from] = 0.0;
@@ -44,6 +46,13 @@ inline int n_groups(const SlotView& v, bool head_wise) { return head_wise ? v.n_
 // out[slot] = mean over the group's query heads of probs[h][slot], in double, for the slots
 // below v.end() (the rest of out is left as it was: nothing is held there).
 void group_mean(const SlotView& v, const float* probs, bool head_wise, int group, double* out);
+
+// A head score (KvPolicy::head_scores) for a state the policy must keep.
+inline constexpr double kKeep = std::numeric_limits<double>::infinity();
+
+// The n held slots of every KV head with the lowest (score, position), from head-wise scores
+// [n_head_kv][n_slot] (KvPolicy::head_scores; kKeep never chosen while others remain).
+void lowest_per_head(const SlotView& v, const double* scores, int n, int32_t* out);
 
 // Which positions a choice may not touch: pos < keep_below (sinks) or pos >= keep_from (the
 // recent window).

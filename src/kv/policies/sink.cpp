@@ -31,6 +31,7 @@ TOVA_REGISTER_POLICY(PolicyInfo{
       }
       return ok_status();
     },
+    .examples = {"sink:4"},
     .make = [](const PolicyArgs& a) { return std::make_unique<SinkPolicy>(a.arg.value_or(4)); },
 });
 

@@ -41,6 +41,14 @@ class TovaPolicy final : public KvPolicy {
     if (!head_wise_) scoring::replicate_group0(v, n, out);
   }
 
+  bool head_scores(const SlotView& v, double* out) override {
+    if (!head_wise_) return false;
+    for (int g = 0; g < v.n_head_kv; ++g) {
+      std::copy_n(score_.row(g), v.end(), out + static_cast<size_t>(g) * v.n_slot);
+    }
+    return true;
+  }
+
  private:
   bool head_wise_;
   scoring::SlotTable score_;  // [group][n_slot], the latest query's mean probabilities
@@ -49,12 +57,14 @@ class TovaPolicy final : public KvPolicy {
 TOVA_REGISTER_POLICY(PolicyInfo{
     .name = "tova",
     .help = "evict the state the current query attends to least (mean over the layer's heads)",
-    .make = [](const PolicyArgs& a) { return std::make_unique<TovaPolicy>(a, false); },
+    .head_scores = true,
+    .make = [](const PolicyArgs& a) { return std::make_unique<TovaPolicy>(a, a.head_wise); },
 });
 
 TOVA_REGISTER_POLICY(PolicyInfo{
     .name = "tova-head",
     .help = "tova decided per KV head from its own query heads (heads keep different tokens)",
+    .head_scores = true,
     .make = [](const PolicyArgs& a) { return std::make_unique<TovaPolicy>(a, true); },
 });
 

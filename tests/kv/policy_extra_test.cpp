@@ -1,0 +1,273 @@
+// Hand-computed cases for the policies of docs/POLICIES-EXTRA.md (snapkv, snapkv+tova,
+// pyramidkv, adakv, keydiff), and a float64 reference of each rule run against the cache on
+// random inputs. The harness plays the model's part in the step order of kv/layer_step: a
+// token joins, its query row attends (the probabilities are given), the layer evicts (with the
+// prompt held whole by the prompt-holding policies); rows carry their positions.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "kv/key_similarity.h"
+#include "kv/multi_state.h"
+#include "kv/policy_registry.h"
+
+namespace tova::kv {
+namespace {
+
+constexpr int kHead = 4;  // query heads 0,1 read KV head 0; heads 2,3 read KV head 1
+constexpr int kHeadKv = 2;
+constexpr int kDim = 2;
+
+using Held = std::vector<int64_t>;
+using ProbFn = std::function<double(int head, int64_t query, int64_t pos)>;
+using KeyFn = std::function<std::array<float, kDim>(int head_kv, int64_t pos)>;
+
+class Steps {
+ public:
+  Steps(const std::string& policy, int budget, int64_t prompt_end, int max_new = 1,
+        int n_layer = 1) {
+    auto spec = parse_policy(policy, budget);
+    EXPECT_TRUE(spec.ok()) << spec.message();
+    auto ms = MultiState::create({.n_layer = n_layer,
+                                  .n_head = kHead,
+                                  .n_head_kv = kHeadKv,
+                                  .head_dim = kDim,
+                                  .policy = *spec,
+                                  .max_new = max_new,
+                                  .prompt_end = prompt_end});
+    EXPECT_TRUE(ms.ok()) << ms.message();
+    ms_ = std::move(ms).value();
+  }
+  LayerState& layer(int il = 0) { return ms_->layer(il); }
+  MultiState& state() { return *ms_; }
+
+  // Tokens [n_seen, n_seen + n) join as one step (n > 1: a chunk), their rows attend with
+  // prob(head, query position, key position) (only held, causal keys), then the layer evicts.
+  void step(int n, const ProbFn& prob = {}, const KeyFn& key = {}) {
+    LayerState& L = layer();
+    const int64_t first = ms_->n_seen();
+    const int64_t last = first + n - 1;
+    for (int64_t p = first; p <= last; ++p) {
+      float k[kHeadKv * kDim] = {}, v[kHeadKv * kDim] = {};
+      for (int g = 0; g < kHeadKv && key; ++g) {
+        const auto kk = key(g, p);
+        for (int d = 0; d < kDim; ++d) k[g * kDim + d] = kk[d];
+      }
+      int32_t slots[kHeadKv];
+      L.insert(p, k, v, slots);
+      if (n == 1) observe(p, last, prob);
+    }
+    if (n > 1) {
+      for (int64_t q = first; q <= last; ++q) observe(q, last, prob);
+    }
+    ms_->advance(n);
+    L.evict(last);
+  }
+
+  Held held(int g, int il = 0) {
+    LayerState& L = layer(il);
+    Held out;
+    for (int s = 0; s < L.n_slot(); ++s) {
+      const int64_t p = L.pos()[g * L.n_slot() + s];
+      if (p >= 0) out.push_back(p);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  void observe(int64_t q, int64_t last, const ProbFn& prob) {
+    LayerState& L = layer();
+    if (ms_->score_need() == ScoreNeed::kNone) return;
+    std::vector<float> probs(static_cast<size_t>(kHead) * L.n_slot(), 0.f);
+    for (int h = 0; h < kHead; ++h) {
+      const int g = h / (kHead / kHeadKv);
+      for (int s = 0; s < L.n_slot(); ++s) {
+        const int64_t p = L.pos()[g * L.n_slot() + s];
+        if (p >= 0 && p <= q && prob) probs[h * L.n_slot() + s] = static_cast<float>(prob(h, q, p));
+      }
+    }
+    SlotView v = L.view();
+    v.query_pos = q;
+    v.step_last_pos = last;
+    L.policy().observe(v, probs.data());
+  }
+
+  std::unique_ptr<MultiState> ms_;
+};
+
+// Probabilities in sixteenths given per KV group (both query heads of a group alike) and per
+// query row: rows[query] = {pos: sixteenths}; rows not listed put nothing anywhere.
+ProbFn rows16(std::map<int64_t, std::map<int64_t, double>> g0,
+              std::map<int64_t, std::map<int64_t, double>> g1) {
+  return [g0 = std::move(g0), g1 = std::move(g1)](int h, int64_t q, int64_t p) {
+    const auto& g = h < 2 ? g0 : g1;
+    auto r = g.find(q);
+    if (r == g.end()) return 0.0;
+    auto c = r->second.find(p);
+    return c == r->second.end() ? 0.0 : c->second / 16.0;
+  };
+}
+
+// snapkv:2, k = 5, a prompt of 12 tokens. The rows of positions 10 and 11 vote (W = 2); 10 and
+// 11 stay (the W newest); 3 of positions 0..9 stay by their votes max-pooled over 7.
+//   KV head 0: votes (two rows, two heads, sixteenths) p2 = 2x(4+2) = 12, p5 = 2x1 = 2,
+//     p8 = 2x2 = 4; pooled p0..p5 = 12, p6..p9 = 4: keep the three largest positions of the
+//     12s: {3, 4, 5} (ties evict the smallest position). Without pooling it would keep 2, 8, 5.
+//   KV head 1: votes p0 = 16, p9 = 16; pooled p0..p3 = 16, p4 = p5 = 0, p6..p9 = 16: keep
+//     {7, 8, 9}.
+ProbFn snap_prompt() {
+  return rows16({{10, {{2, 4}, {8, 2}, {10, 10}}}, {11, {{2, 2}, {5, 1}, {11, 13}}}},
+                {{10, {{0, 8}, {10, 8}}}, {11, {{9, 8}, {11, 8}}}});
+}
+
+TEST(SnapKv, HoldsThePromptThenKeepsThePooledVotesAndTheWindow) {
+  Steps s("snapkv:2", 5, /*prompt_end=*/12);
+  EXPECT_EQ(s.layer().n_slot(), 13);  // the whole prompt, plus the joining token
+  for (int i = 0; i < 11; ++i) s.step(1, snap_prompt());
+  EXPECT_EQ(s.held(0).size(), 11u);  // nothing evicted before the prompt's last token
+  s.step(1, snap_prompt());
+  EXPECT_EQ(s.held(0), (Held{3, 4, 5, 10, 11}));
+  EXPECT_EQ(s.held(1), (Held{7, 8, 9, 10, 11}));
+  // After the cut the pool shrinks to k + 1 and the chosen states stay; the W newest slide.
+  EXPECT_EQ(s.layer().n_slot(), 6);
+  s.step(1);
+  EXPECT_EQ(s.held(0), (Held{3, 4, 5, 11, 12}));
+  s.step(1);
+  EXPECT_EQ(s.held(0), (Held{3, 4, 5, 12, 13}));
+  EXPECT_EQ(s.held(1), (Held{7, 8, 9, 12, 13}));
+}
+
+TEST(SnapKv, PlusTovaDecodesByTheCurrentQueryPerKvHead) {
+  Steps s("snapkv+tova:2", 5, 12);
+  for (int i = 0; i < 12; ++i) s.step(1, snap_prompt());
+  ASSERT_EQ(s.held(0), (Held{3, 4, 5, 10, 11}));
+  // Token 12: head 0's row gives pos4 the least, head 1's row pos11.
+  s.step(1, rows16({{12, {{3, 3}, {4, 1}, {5, 4}, {10, 4}, {11, 2}, {12, 2}}}},
+                   {{12, {{7, 4}, {8, 4}, {9, 4}, {10, 2}, {11, 1}, {12, 1}}}}));
+  EXPECT_EQ(s.held(0), (Held{3, 5, 10, 11, 12}));
+  EXPECT_EQ(s.held(1), (Held{7, 8, 9, 10, 12}));
+}
+
+TEST(SnapKv, ChunkedPrefillCutsAtEachChunksEnd) {
+  // chunk:4, W = 2, k = 3, prompt of 8: after chunk 0..3 the rows of 2 and 3 vote; 2 and 3
+  // stay, and one of {0, 1}: head 0 votes p1 (8), head 1 p0 (8), but pooled over 7 neighbours
+  // both candidates score 8 in each head, and the tie evicts the smaller position.
+  Steps s("snapkv:2", 3, 8, /*max_new=*/4);
+  EXPECT_EQ(s.layer().n_slot(), 7);  // k + C
+  s.step(4, rows16({{2, {{1, 2}}}, {3, {{1, 2}}}}, {{2, {{0, 2}}}, {3, {{0, 2}}}}));
+  EXPECT_EQ(s.held(0), (Held{1, 2, 3}));
+  EXPECT_EQ(s.held(1), (Held{1, 2, 3}));
+  // Chunk 4..7: only its rows 6 and 7 vote, over {1, 2, 3, 4, 5} (head 0): p3 gets 6, pooled
+  // over 7 neighbours every candidate scores 6: the largest position among them stays (5).
+  s.step(4, rows16({{6, {{3, 3}}}, {7, {{3, 3}}}}, {{6, {{0, 1}}}, {7, {{4, 1}}}}));
+  EXPECT_EQ(s.held(0), (Held{5, 6, 7}));
+  EXPECT_EQ(s.held(1), (Held{5, 6, 7}));
+}
+
+TEST(SnapKv, BudgetAtLeastThePromptKeepsEverything) {
+  Steps s("snapkv:2", 12, 12);
+  for (int i = 0; i < 12; ++i) s.step(1, snap_prompt());
+  EXPECT_EQ(s.held(0).size(), 12u);
+  EXPECT_EQ(s.layer().n_evicted(), 0);
+}
+
+TEST(PyramidKv, BudgetsFallLinearlyWithTheSameTotal) {
+  // k = 40, W = 8, 4 layers: chosen shares 62.4, 42.13, 21.87, 1.6 (mean 32, the last 32/20)
+  // -> 62, 42, 21, 1 rounded down, the two largest remainders (layers 2 and 3) get one more:
+  // 62, 42, 22, 2, plus W.
+  Steps s("pyramidkv:8", 40, 100, 1, /*n_layer=*/4);
+  std::vector<int> b;
+  for (int il = 0; il < 4; ++il) b.push_back(s.layer(il).budget());
+  EXPECT_EQ(b, (std::vector<int>{70, 50, 30, 10}));
+  EXPECT_EQ(std::accumulate(b.begin(), b.end(), 0), 4 * 40);
+  // Until the prompt's cut every layer holds everything; a follower-sized state says so.
+  EXPECT_EQ(s.state().holds_all_until(), 99);
+  // A budget at most W: every layer k.
+  Steps t("pyramidkv:8", 8, 100, 1, 4);
+  for (int il = 0; il < 4; ++il) EXPECT_EQ(t.layer(il).budget(), 8);
+}
+
+TEST(AdaKv, TheLowestScoreOfAnyHeadGoes) {
+  // adakv:tova, k = 3: 6 states per layer shared by the two KV heads (floor 1).
+  Steps s("adakv:tova", 3, 0);
+  for (int i = 0; i < 3; ++i) s.step(1);
+  // Token 3: head 0 scores p0 1, p1 6, p2 6, p3 3; head 1 scores 4 each. The two lowest of
+  // the layer are both head 0's: p0 and p3.
+  s.step(1, rows16({{3, {{0, 1}, {1, 6}, {2, 6}, {3, 3}}}}, {{3, {{0, 4}, {1, 4}, {2, 4}, {3, 4}}}}));
+  EXPECT_EQ(s.held(0), (Held{1, 2}));
+  EXPECT_EQ(s.held(1), (Held{0, 1, 2, 3}));
+  EXPECT_EQ(s.layer().n_held(0), 2);
+  EXPECT_EQ(s.layer().n_held(1), 4);
+  // Token 4: head 0 {1: 5, 2: 5, 4: 6}, head 1 {0: 1, 1: 1, 2: 5, 3: 4, 4: 5}: head 1's p0
+  // and p1 go.
+  s.step(1, rows16({{4, {{1, 5}, {2, 5}, {4, 6}}}}, {{4, {{0, 1}, {1, 1}, {2, 5}, {3, 4}, {4, 5}}}}));
+  EXPECT_EQ(s.held(0), (Held{1, 2, 4}));
+  EXPECT_EQ(s.held(1), (Held{2, 3, 4}));
+  // Memory: a head may hold 6 - 1 (the other's floor) + 1 joining.
+  EXPECT_EQ(s.layer().n_slot(), 6);
+}
+
+TEST(AdaKv, NoHeadFallsBelowItsFloor) {
+  // k = 2: 4 states shared, floor 1.
+  Steps s("adakv:tova", 2, 0);
+  s.step(1);
+  s.step(1);
+  s.step(1, rows16({{2, {{0, 0.5}, {1, 0.5}, {2, 15}}}}, {{2, {{0, 5}, {1, 5}, {2, 6}}}}));
+  EXPECT_EQ(s.held(0), (Held{2}));
+  EXPECT_EQ(s.held(1), (Held{0, 1, 2}));
+  // Head 0's two states score lowest, but it may lose only one: then head 1's lowest (p0).
+  s.step(1, rows16({{3, {{2, 1}, {3, 1}}}}, {{3, {{0, 2}, {1, 5}, {2, 2}, {3, 7}}}}));
+  EXPECT_EQ(s.held(0), (Held{3}));
+  EXPECT_EQ(s.held(1), (Held{1, 2, 3}));
+}
+
+TEST(AdaKv, OverSnapKvCutsThePromptAcrossHeads) {
+  // adakv:snapkv:2, k = 5 on snapkv's prompt: the layer keeps 10 states; each head keeps its
+  // 2 newest (scored +inf), and the 6 best pooled votes of the layer: head 1's votes (16) beat
+  // head 0's (12), so head 1 keeps all 8 of its 16s... but only 6 go: the 6 largest positions
+  // among head 1's eight 16s: {2, 3, 6, 7, 8, 9}.
+  Steps s("adakv:snapkv:2", 5, 12);
+  for (int i = 0; i < 12; ++i) s.step(1, snap_prompt());
+  EXPECT_EQ(s.held(0), (Held{10, 11}));
+  EXPECT_EQ(s.held(1), (Held{2, 3, 6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(s.layer().n_held_total(), 10);
+}
+
+TEST(KeyDiff, EvictsTheKeyClosestToTheMeanDirection) {
+  // Head 0 keys (1,0) (0,1) (1,0.1): unit mean (0.665, 0.366); cosines 0.876 0.483 0.919 ->
+  // evict pos2. Head 1 keys (0,1) (0,2) (1,0): cosines 0.894 0.894 0.447 -> a tie: pos0.
+  const std::map<int64_t, std::array<float, 2>> k0 = {{0, {1, 0}}, {1, {0, 1}}, {2, {1, 0.1f}}};
+  const std::map<int64_t, std::array<float, 2>> k1 = {{0, {0, 1}}, {1, {0, 2}}, {2, {1, 0}}};
+  Steps s("keydiff", 2, 0);
+  const KeyFn key = [&](int g, int64_t p) { return (g == 0 ? k0 : k1).at(p); };
+  for (int i = 0; i < 3; ++i) s.step(1, {}, key);
+  EXPECT_EQ(s.held(0), (Held{0, 1}));
+  EXPECT_EQ(s.held(1), (Held{1, 2}));
+}
+
+TEST(KeyDiff, SimilarityByHand) {
+  const float keys[2][3][2] = {{{1, 0}, {0, 1}, {1, 0.1f}}, {{0, 1}, {0, 2}, {1, 0}}};
+  const int64_t pos[2][3] = {{0, 1, 2}, {0, 1, -1}};  // head 1's last slot is free
+  double out[6] = {9, 9, 9, 9, 9, 9};
+  key_similarity({.keys = keys, .pos = &pos[0][0], .n_head_kv = 2, .n_slot = 3, .slot_end = 3,
+                  .head_dim = 2},
+                 out);
+  const double u2x = 1 / std::sqrt(1.01), u2y = 0.1 / std::sqrt(1.01);
+  const double ax = (1 + u2x) / 3, ay = (1 + u2y) / 3, an = std::hypot(ax, ay);
+  EXPECT_NEAR(out[0], ax / an, 1e-7);  // the third key is float (0.1f)
+  EXPECT_NEAR(out[1], ay / an, 1e-7);
+  EXPECT_NEAR(out[2], (u2x * ax + u2y * ay) / an, 1e-7);
+  EXPECT_DOUBLE_EQ(out[3], 1.0);  // both held keys point the same way
+  EXPECT_DOUBLE_EQ(out[4], 1.0);
+  EXPECT_EQ(out[5], 9);  // a free slot is left alone
+}
+
+}  // namespace
+}  // namespace tova::kv
