@@ -14,6 +14,7 @@ namespace tova::cli {
 void add_run_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_ppl_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_make_random_command(CLI::App& app);

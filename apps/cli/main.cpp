@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   tova::cli::add_run_command(app);
   tova::cli::add_logits_command(app);
   tova::cli::add_ppl_command(app);
+  tova::cli::add_eval_command(app);
   tova::cli::add_trace_command(app);
   tova::cli::add_bench_command(app);
   tova::cli::add_make_random_command(app);

@@ -1,0 +1,272 @@
+// tova eval: RULER's synthetic tasks (and llama.cpp's passkey) under many (policy, budget)
+// configurations, all configurations of a prompt in shared forward passes. Markdown tables on
+// stdout; every sample's record as JSON and CSV, and plots, in --out.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.h"
+#include "common.h"
+#include "core/timer.h"
+#include "eval/output_dir.h"
+#include "eval/ppl_sweep.h"
+#include "eval/progress.h"
+#include "eval/task_eval.h"
+#include "eval/task_report.h"
+#include "eval/task_samples.h"
+#include "tokenizer/chat_template.h"
+
+namespace tova::cli {
+namespace {
+
+struct Flags {
+  ModelFlags model;
+  std::vector<std::string> tasks;
+  std::string template_file;
+  std::string haystack_file;
+  std::vector<int> lengths;  // empty: the model's trained context
+  std::vector<int> depths = {0, 25, 50, 75, 100};
+  int samples = 10;
+  uint64_t seed = 42;
+  std::vector<std::string> policies = {"full"};
+  std::vector<int> budgets;
+  std::string prefill = "exact";
+  std::string positions = "absolute";
+  std::string kv_type = "f32";
+  bool chat = false;
+  std::string chat_template;
+  int max_new = 0;
+  std::string out;
+  bool force = false;
+  bool no_plot = false;
+  int n_batch = 32;
+  bool no_batch = false;
+  bool no_share = false;
+};
+
+void check(const Status& st) {
+  if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
+}
+template <typename T>
+T take(Result<T> r) {
+  if (!r.ok()) throw CLI::RuntimeError(fail(r.message()));
+  return std::move(r).value();
+}
+
+void run(const Flags& f) {
+  Timer wall;
+  if (f.tasks.empty()) check(make_error("no tasks given (valid: {})", eval::task_choices()));
+  for (const std::string& t : f.tasks) {
+    if (eval::find_task(t) == nullptr) {
+      check(make_error("unknown task '{}' (valid: {})", t, eval::task_choices()));
+    }
+  }
+  const runtime::PrefillMode prefill = take(runtime::parse_prefill(f.prefill));
+  const kv::PositionMode positions = take(kv::parse_position_mode(f.positions));
+  const kv::KvType kv_type = take(runtime::parse_kv_type(f.kv_type));
+  // Budgets are not capped by the length: a budget at least the prompt and its answer equals
+  // full (said below).
+  const std::vector<kv::PolicySpec> configs =
+      take(eval::sweep_configs(f.policies, f.budgets, 1 << 30));
+
+  eval::SampleOptions so{.tasks = f.tasks,
+                         .depths = f.depths,
+                         .samples = f.samples,
+                         .seed = f.seed,
+                         .max_new = f.max_new};
+  if (!f.template_file.empty()) {
+    const std::string text = take(read_text_file(f.template_file));
+    so.custom = take(eval::parse_needle_template(text, f.template_file));
+  }
+  if (!f.haystack_file.empty()) {
+    const std::string text = take(read_text_file(f.haystack_file));
+    so.haystack = take(eval::file_haystack(text, f.haystack_file));
+  }
+  std::unique_ptr<eval::OutputDir> out;
+  if (!f.out.empty()) out = take(eval::OutputDir::create(f.out, f.force));
+
+  LoadedModel lm = take(load_model(f.model.model_path(), true, f.model.options()));
+  const model::Model& m = *lm.model;
+  const int64_t trained = m.config().n_ctx_train;
+  so.lengths = f.lengths;
+  if (so.lengths.empty()) so.lengths = {trained > 16 ? static_cast<int>(std::min<int64_t>(trained, 1 << 24)) : 4096};
+  if (f.chat || !f.chat_template.empty()) {
+    if (!f.chat_template.empty()) {
+      so.chat = take(tokenizer::ChatTemplate::by_name(f.chat_template));
+    } else {
+      const std::string t = take(m.file().get_string("tokenizer.chat_template"));
+      so.chat = take(tokenizer::ChatTemplate::detect(t));
+    }
+  }
+
+  std::vector<std::string> warnings;
+  for (int len : so.lengths) {
+    if (trained > 0 && len > trained) {
+      warnings.push_back(fmt::format(
+          "length {} is past the model's trained context of {} tokens: positions beyond it were "
+          "never trained (--kv-positions is {}; gap or rank keep a bounded policy's positions "
+          "within the trained range, absolute does not)",
+          len, trained, f.positions));
+    }
+  }
+  const int max_len = *std::max_element(so.lengths.begin(), so.lengths.end());
+  for (const kv::PolicySpec& c : configs) {
+    if (c.bounded() && c.budget >= max_len) {
+      warnings.push_back(fmt::format(
+          "budget {} is at least every sample's length (prompt and answer, {} at most): {} k={} "
+          "never evicts and equals full",
+          c.budget, max_len, c.label(), c.budget));
+    }
+  }
+  const eval::SampleSet samples = take(eval::make_samples(*lm.tokenizer, so));
+  warnings.insert(warnings.end(), samples.warnings.begin(), samples.warnings.end());
+  for (const std::string& w : warnings) fmt::print(stderr, "tova: warning: {}\n", w);
+
+  ThreadPool pool(f.model.n_threads());
+  eval::EvalOptions eo{.configs = configs,
+                       .prefill = prefill,
+                       .kv_type = kv_type,
+                       .positions = positions,
+                       .n_batch = f.n_batch,
+                       .batched = !f.no_batch,
+                       .share_prefix = !f.no_share};
+  const bool tty = ::isatty(2) != 0;
+  if (tty) {
+    eo.on_progress = [last = -1.0](const eval::EvalProgress& p) mutable {
+      if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;
+      last = p.seconds;
+      fmt::print(stderr, "\r{}", eval::progress_line(p.steps_done, p.steps_total, p.seconds));
+      std::fflush(stderr);
+    };
+  }
+  auto res = eval::run_eval(m, *lm.tokenizer, pool, samples.samples, eo);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  const eval::EvalResult& r = take(std::move(res));
+
+  const std::string title =
+      fmt::format("{}: {} samples per cell, seed {}",
+                  std::filesystem::path(f.model.model_path()).filename().string(), f.samples,
+                  f.seed);
+  fmt::print("## Tasks: {}\n\n{}", title, eval::accuracy_markdown(r.records));
+  fmt::print(stderr,
+             "ran {} samples x {} configurations in {:.2f} s ({} forward calls, {} token steps "
+             "computed, {} ridden along)\n",
+             samples.samples.size(), configs.size(), r.seconds, r.n_forward_calls, r.token_steps,
+             r.shared_steps);
+  if (!out) return;
+  nlohmann::ordered_json header = {
+      {"model", f.model.model_path()},
+      {"tasks", f.tasks},
+      {"lengths", so.lengths},
+      {"depths", f.depths},
+      {"samples", f.samples},
+      {"seed", f.seed},
+      {"template", f.template_file.empty() ? nlohmann::ordered_json("ruler")
+                                           : nlohmann::ordered_json(f.template_file)},
+      {"haystack", so.haystack.source},
+      {"chat_template", so.chat ? nlohmann::ordered_json(std::string(so.chat->name()))
+                                : nlohmann::ordered_json()},
+      {"prefill", prefill.label()},
+      {"kv_positions", f.positions},
+      {"kv_type", f.kv_type},
+      {"scoring", "RULER string_match_all: the share of expected strings found in the answer "
+                  "(case-insensitive); correct = all found"},
+      {"batched", !f.no_batch},
+      {"share_prefix", !f.no_batch && !f.no_share},
+      {"n_batch", f.n_batch},
+      {"threads", pool.size()},
+      {"forward_calls", r.n_forward_calls},
+      {"token_steps", r.token_steps},
+      {"shared_steps", r.shared_steps},
+      {"eval_seconds", r.seconds},
+      {"wall_seconds", wall.seconds()},
+      {"warnings", warnings},
+  };
+  check(eval::write_file(out->file("results.json"), eval::eval_json(r, header).dump(1) + "\n"));
+  check(eval::write_file(out->file("results.csv"), eval::eval_csv(r)));
+  std::string plots;
+  if (!f.no_plot) {
+    auto stems = eval::plot_eval(r.records, title, out->tmp_path());
+    if (!stems.ok()) check(make_error("{} (--no-plot skips the plots)", stems.message()));
+    for (const std::string& s : *stems) plots += ", " + s + ".png/.svg";
+  }
+  check(out->commit());
+  fmt::print(stderr, "wrote results.json, results.csv{} to {}\n", plots, out->path());
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "long-context tasks (RULER's synthetic tasks, passkey) x policies x budgets");
+  flags->model.add(*cmd);
+  cmd->add_option("tasks", flags->tasks, "comma-separated tasks: " + eval::task_choices())
+      ->delimiter(',')
+      ->required();
+  cmd->add_option("--template", flags->template_file,
+                  "JSON with needle, question, answer_prefix ({key}/{value}; optional prefix, "
+                  "separator, key, value kinds) replacing RULER's phrasing of the niah tasks");
+  cmd->add_option("--haystack", flags->haystack_file,
+                  "text file whose sentences surround the needles (default: RULER's repeated "
+                  "noise sentences); a file too short is repeated, with a warning");
+  cmd->add_option("--lengths", flags->lengths,
+                  "comma-separated sample lengths in tokens of the model's tokenizer (prompt + "
+                  "generated, as RULER counts; default: the model's trained context)")
+      ->delimiter(',')
+      ->check(CLI::Range(16, 1 << 24));
+  cmd->add_option("--depths", flags->depths,
+                  "comma-separated needle depths in percent of the haystack (niah tasks, passkey)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--samples", flags->samples,
+                  "samples per (task, length); their needles at --depths in turn")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--seed", flags->seed, "seed of the samples")->capture_default_str();
+  cmd->add_option("--policies", flags->policies,
+                  "comma-separated policies NAME[:ARG] (" + kv::policy_choices() +
+                      "); full runs once, the others once per budget")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--budgets", flags->budgets, "comma-separated budgets k (states per layer)")
+      ->delimiter(',');
+  cmd->add_option("--kv-prefill", flags->prefill, "exact | chunk:C | chunk:inf")
+      ->capture_default_str();
+  add_positions_option(*cmd, flags->positions);
+  cmd->add_option("--kv-type", flags->kv_type, "K/V storage type: f32 | f16")
+      ->capture_default_str();
+  cmd->add_flag("--chat", flags->chat,
+                "wrap each prompt in the model's chat template (the task as the user turn, the "
+                "answer prefix after the assistant's header); default: the raw prompt after BOS");
+  cmd->add_option("--chat-template", flags->chat_template,
+                  "--chat with this template: " + tokenizer::ChatTemplate::names());
+  cmd->add_option("--max-new", flags->max_new,
+                  "tokens to generate per answer (default: the task's, as RULER: niah 128, vt "
+                  "30, cwe 120, fwe 50, passkey 16); generation stops early at EOS or once every "
+                  "expected string is in the answer (its score cannot change after that)")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--out", flags->out,
+                  "write results.json, results.csv and the plots (acc-TASK, heat-TASK) here");
+  cmd->add_flag("--force", flags->force, "replace a non-empty --out folder");
+  cmd->add_flag("--no-plot", flags->no_plot, "do not draw plots (no gnuplot needed)");
+  cmd->add_option("-b,--batch", flags->n_batch, "prompt positions per sequence and forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_flag("--no-batch", flags->no_batch,
+                "run each (sample, configuration) in forward passes of its own (for comparison)");
+  cmd->add_flag("--no-share", flags->no_share,
+                "compute every configuration from the first token instead of letting it ride "
+                "along with the prompt's largest until its first eviction (same records)");
+  cmd->footer(
+      "Samples are generated from the seed: RULER's needle tasks (niah_single, niah_multikey, "
+      "niah_multivalue, niah_multiquery), variable tracking (vt), common and frequent words "
+      "(cwe, fwe) and llama.cpp's passkey. Each is scored with RULER's string match (the share "
+      "of expected strings in the greedy answer); accuracy is its mean.");
+  cmd->callback([flags] { run(*flags); });
+}
+
+}  // namespace tova::cli

@@ -1,0 +1,140 @@
+#include "eval/task_samples.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/hash.h"
+
+namespace tova::eval {
+namespace {
+
+// The text to tokenize and where the user text starts in it.
+struct Rendered {
+  std::string text;
+  size_t user_at = 0;
+};
+
+Result<Rendered> render(const TaskText& t, const SampleOptions& o) {
+  if (!o.chat) return Rendered{t.user + " " + t.answer_prefix, 0};
+  TOVA_ASSIGN_OR_RETURN(std::string head,
+                        o.chat->render({{.role = "user", .content = t.user}}, true));
+  const size_t at = head.find(t.user);
+  return Rendered{head + t.answer_prefix, at == std::string::npos ? 0 : at};
+}
+
+std::vector<int32_t> tokenize(const tok::Tokenizer& tk, const std::string& text, bool chat) {
+  // A chat template writes its own BOS and markup; raw prompts get the vocabulary's BOS.
+  return chat ? tk.encode(text, false, true) : tk.encode(text, true, false);
+}
+
+}  // namespace
+
+Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o) {
+  if (o.tasks.empty()) return make_error("no tasks given (valid: {})", task_choices());
+  if (o.lengths.empty()) return make_error("no lengths given");
+  if (o.samples < 1) return make_error("--samples must be at least 1, got {}", o.samples);
+  std::set<std::string> seen;
+  std::vector<const TaskInfo*> tasks;
+  for (const std::string& name : o.tasks) {
+    const TaskInfo* t = find_task(name);
+    if (t == nullptr) return make_error("unknown task '{}' (valid: {})", name, task_choices());
+    if (!seen.insert(name).second) return make_error("task '{}' is listed twice", name);
+    if (o.custom && !t->uses_template) {
+      return make_error("--template replaces the needle phrasing of the niah tasks; task '{}' "
+                        "has its own",
+                        name);
+    }
+    tasks.push_back(t);
+  }
+  for (int d : o.depths) {
+    if (d < 0 || d > 100) return make_error("depth {} is not a percentage (0..100)", d);
+  }
+  SampleSet out;
+  bool repeated_warned = false;
+  for (const TaskInfo* t : tasks) {
+    const int max_new = o.max_new > 0 ? o.max_new : t->max_new;
+    const std::vector<int> depths = t->uses_depth ? o.depths : std::vector<int>{-1};
+    if (depths.empty()) return make_error("no depths given for task '{}'", t->name);
+    for (int length : o.lengths) {
+      const int budget = length - max_new;  // prompt tokens allowed
+      bool capped_warned = false;
+      {
+        for (int index = 0; index < o.samples; ++index) {
+          const int depth = depths[index % depths.size()];
+          const uint64_t seed = sample_seed(o.seed, t->name, length, depth, index);
+          const TaskContext ctx{.custom = o.custom ? &*o.custom : nullptr,
+                                .haystack = &o.haystack,
+                                .length = length};
+          // The text for `size` from the sample's own random source: the same size always
+          // gives the same text.
+          auto build = [&](int size) -> Result<std::pair<TaskText, std::vector<int32_t>>> {
+            TaskRng rng(seed);
+            TaskText text = t->build(ctx, size, std::max(depth, 0), rng);
+            TOVA_ASSIGN_OR_RETURN(Rendered r, render(text, o));
+            std::vector<int32_t> ids = tokenize(tk, r.text, o.chat.has_value());
+            return std::make_pair(std::move(text), std::move(ids));
+          };
+          // The largest size whose prompt fits: doubling, then bisection.
+          TOVA_ASSIGN_OR_RETURN(auto smallest, build(t->min_size));
+          if (static_cast<int>(smallest.second.size()) > budget) {
+            return make_error(
+                "length {} is too short for task '{}': its smallest prompt has {} tokens, and {} "
+                "more are generated",
+                length, t->name, smallest.second.size(), max_new);
+          }
+          int lo = t->min_size, hi = t->min_size;
+          while (hi < t->max_size) {
+            const int next = std::min(t->max_size, hi * 2);
+            TOVA_ASSIGN_OR_RETURN(auto b, build(next));
+            if (static_cast<int>(b.second.size()) > budget) {
+              hi = next;
+              break;
+            }
+            lo = hi = next;
+          }
+          while (hi - lo > 1) {
+            const int mid = lo + (hi - lo) / 2;
+            TOVA_ASSIGN_OR_RETURN(auto b, build(mid));
+            (static_cast<int>(b.second.size()) <= budget ? lo : hi) = mid;
+          }
+          TOVA_ASSIGN_OR_RETURN(auto best, build(lo));
+          if (lo == t->max_size && !capped_warned) {
+            out.warnings.push_back(fmt::format(
+                "task '{}' at length {}: its largest prompt has {} tokens (it has no more words "
+                "to add)",
+                t->name, length, best.second.size()));
+            capped_warned = true;
+          }
+          if (o.haystack.from_file && best.first.units_used > o.haystack.units.size() &&
+              !repeated_warned) {
+            out.warnings.push_back(fmt::format(
+                "haystack '{}' has {} sentences; a {}-token prompt needs {}: it is repeated",
+                o.haystack.source, o.haystack.units.size(), length, best.first.units_used));
+            repeated_warned = true;
+          }
+          TaskSample s;
+          s.task = t->name;
+          s.length = length;
+          s.depth = depth;
+          s.index = index;
+          TOVA_ASSIGN_OR_RETURN(Rendered r, render(best.first, o));
+          s.prompt_text = r.text;
+          s.prompt = std::move(best.second);
+          s.expected = best.first.expected;
+          s.max_new = max_new;
+          if (best.first.needle_offset != std::string::npos) {
+            const std::string before = r.text.substr(0, r.user_at + best.first.needle_offset);
+            s.needle_token = static_cast<int64_t>(tokenize(tk, before, o.chat.has_value()).size());
+          }
+          s.prompt_hash = fnv1a(s.prompt.data(), s.prompt.size() * sizeof(int32_t));
+          out.samples.push_back(std::move(s));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace tova::eval

@@ -1,0 +1,232 @@
+// tova eval's library: RULER's tasks built from a seed and fitted to a length in tokens, the
+// string-match score, and the runner: the same records with 1 or 2 threads, batched or each
+// configuration alone, riding along or not; a budget past the length equals full. (The
+// retrieval model's accuracy: CliEval.EvalNiah13mAsWritten.)
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "eval/task_eval.h"
+#include "eval/task_report.h"
+#include "eval/task_samples.h"
+#include "eval/tasks.h"
+#include "eval/ppl_sweep.h"
+#include "test_data.h"
+
+namespace tova::eval {
+namespace {
+
+using testing::shared_path;
+
+struct Loaded {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tok::Tokenizer> tk;
+};
+
+Loaded load(const std::string& rel) {
+  Loaded l;
+  auto m = model::Model::load(shared_path(rel));
+  EXPECT_TRUE(m.ok()) << m.message();
+  l.model = std::move(m).value();
+  auto t = tok::Tokenizer::from_gguf(l.model->file());
+  EXPECT_TRUE(t.ok()) << t.message();
+  l.tk = std::move(t).value();
+  return l;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Tasks, StringMatchAllIsRulers) {
+  EXPECT_EQ(string_match_all(" 1234567.", {"1234567"}), 1.0);
+  EXPECT_EQ(string_match_all("the ANSWER is Foo", {"foo", "bar"}), 0.5);
+  EXPECT_EQ(string_match_all("", {"x"}), 0.0);
+  EXPECT_EQ(clean_answer("  a\nb\tc  "), "abc");
+}
+
+TEST(Tasks, TemplatesAreDataAndBadOnesAreOneClearError) {
+  auto t = parse_needle_template(read(shared_path("models/niah-13m.templates.json")), "t.json");
+  ASSERT_TRUE(t.ok()) << t.message();
+  EXPECT_EQ(t->needle, "The special magic number for {key} is {value}.");
+  EXPECT_EQ(t->value.min_digits, 5);
+  EXPECT_EQ(t->value.max_digits, 7);
+  EXPECT_EQ(t->separator, " ");
+  auto err = [](const std::string& json) {
+    auto r = parse_needle_template(json, "bad.json");
+    EXPECT_FALSE(r.ok()) << json;
+    EXPECT_EQ(r.message().find('\n'), std::string::npos);
+    return r.ok() ? std::string() : r.message();
+  };
+  EXPECT_NE(err("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(err(R"({"needle": "{key} {value}", "question": "{key}?"})").find("answer_prefix"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"needle": "x", "question": "{key}?", "answer_prefix": "a"})").find("needle"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"needle": "{key}{value}", "question": "q", "answer_prefix": "a",
+                    "colour": "red"})")
+                .find("unknown field 'colour'"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"needle": "{key}{value}", "question": "{key}", "answer_prefix": "a",
+                    "value": "many digits"})")
+                .find("not a key or value kind"),
+            std::string::npos);
+}
+
+TEST(Tasks, EveryTaskFitsItsLengthAndIsReproducible) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load("models/stories260K.gguf");
+  std::vector<std::string> names;
+  for (const TaskInfo& t : all_tasks()) names.push_back(t.name);
+  SampleOptions o{.tasks = names, .lengths = {1400, 2000}, .depths = {0, 100}, .samples = 2};
+  auto a = make_samples(*l.tk, o);
+  ASSERT_TRUE(a.ok()) << a.message();
+  auto b = make_samples(*l.tk, o);
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(a->samples.size(), b->samples.size());
+  std::set<std::string> seen;
+  for (size_t i = 0; i < a->samples.size(); ++i) {
+    const TaskSample& s = a->samples[i];
+    SCOPED_TRACE(s.task + " " + std::to_string(s.length));
+    seen.insert(s.task);
+    EXPECT_EQ(s.prompt_hash, b->samples[i].prompt_hash);  // the seed decides everything
+    const int n = static_cast<int>(s.prompt.size());
+    EXPECT_LE(n + s.max_new, s.length);
+    // RULER's sizing: as large as fits (a unit of haystack or a few words more would not).
+    EXPECT_GT(n + s.max_new, s.length * 0.8) << s.prompt_text.substr(0, 200);
+    EXPECT_FALSE(s.expected.empty());
+    EXPECT_EQ(s.prompt.front(), l.tk->bos());
+    if (s.depth >= 0) {
+      ASSERT_GE(s.needle_token, 0);
+      EXPECT_LT(s.needle_token, n);
+    }
+    // Every answer is in the text (the needle, the chain's names, the words).
+    for (const std::string& e : s.expected) EXPECT_NE(s.prompt_text.find(e), std::string::npos) << e;
+  }
+  EXPECT_EQ(seen.size(), all_tasks().size());
+  // The asked needle sits at its depth: near the start at 0 %, near the end at 100 %.
+  for (const TaskSample& s : a->samples) {
+    if (s.task != "niah_single" || s.length != 2000) continue;
+    if (s.depth == 0) {
+      EXPECT_LT(s.needle_token, 150);  // after RULER's preamble
+    } else {
+      EXPECT_GT(s.needle_token, 2000 - 128 - 250);  // before the question
+    }
+  }
+  // Another seed, other samples.
+  o.seed = 7;
+  auto c = make_samples(*l.tk, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(c->samples[0].prompt_hash, a->samples[0].prompt_hash);
+}
+
+TEST(Tasks, BadInputIsOneClearError) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load("models/stories260K.gguf");
+  auto err = [&](const SampleOptions& o) {
+    auto r = make_samples(*l.tk, o);
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.message().find('\n'), std::string::npos);
+    return r.ok() ? std::string() : r.message();
+  };
+  EXPECT_NE(err({.tasks = {"niah_sngle"}, .lengths = {512}}).find("unknown task 'niah_sngle' (valid: cwe"),
+            std::string::npos);
+  EXPECT_NE(err({.tasks = {"niah_single"}, .lengths = {100}}).find("too short for task"),
+            std::string::npos);
+  EXPECT_NE(err({.tasks = {"vt"}, .lengths = {512}, .custom = ruler_needle_template(true)})
+                .find("--template"),
+            std::string::npos);
+  EXPECT_NE(err({.tasks = {"passkey"}, .lengths = {512}, .depths = {120}}).find("depth 120"),
+            std::string::npos);
+}
+
+TEST(Tasks, AShortHaystackFileIsRepeatedWithAWarning) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load("models/stories260K.gguf");
+  auto h = file_haystack("Tom has a red ball. It is round!  Lily smiles?", "tiny.txt");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->units, (std::vector<std::string>{"Tom has a red ball.", "It is round!", "Lily smiles?"}));
+  auto r = make_samples(*l.tk, {.tasks = {"niah_single"}, .lengths = {600}, .samples = 1,
+                                .haystack = *h});
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("haystack 'tiny.txt' has 3 sentences"), std::string::npos);
+  EXPECT_NE(r->warnings[0].find("repeated"), std::string::npos);
+  EXPECT_FALSE(file_haystack(" \n\t ", "empty.txt").ok());
+}
+
+// A grid on stories260K (fast): every record, with any thread count, batched or alone, riding
+// along or not, is the same; a budget past the length gives full's records.
+std::vector<EvalRecord> run(const Loaded& l, const std::vector<TaskSample>& samples,
+                            const std::vector<kv::PolicySpec>& cfgs, int threads, bool batched,
+                            bool share) {
+  ThreadPool pool(threads);
+  EvalOptions o{.configs = cfgs, .batched = batched, .share_prefix = share};
+  auto r = run_eval(*l.model, *l.tk, pool, samples, o);
+  EXPECT_TRUE(r.ok()) << r.message();
+  return r.ok() ? r->records : std::vector<EvalRecord>{};
+}
+
+void expect_same(const std::vector<EvalRecord>& a, const std::vector<EvalRecord>& b,
+                 const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(what + ": " + a[i].policy + " k=" + std::to_string(a[i].budget) + " " +
+                 a[i].task + " sample " + std::to_string(a[i].sample));
+    EXPECT_EQ(a[i].policy, b[i].policy);
+    EXPECT_EQ(a[i].prompt_hash, b[i].prompt_hash);
+    EXPECT_EQ(a[i].answer, b[i].answer);
+    EXPECT_EQ(a[i].score, b[i].score);
+    EXPECT_EQ(a[i].n_generated, b[i].n_generated);
+  }
+}
+
+TEST(TaskEval, RecordsDoNotDependOnThreadsBatchingOrSharing) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load("models/stories260K.gguf");
+  auto samples = make_samples(*l.tk, {.tasks = {"niah_single", "vt"},
+                                      .lengths = {800},
+                                      .depths = {50},
+                                      .samples = 1,
+                                      .max_new = 12});
+  ASSERT_TRUE(samples.ok()) << samples.message();
+  auto cfgs = sweep_configs(std::vector<std::string>{"full", "tova", "snapkv:8", "adakv:tova",
+                                                     "keydiff"},
+                            std::vector<int>{24}, 1 << 30);
+  ASSERT_TRUE(cfgs.ok()) << cfgs.message();
+  const auto base = run(l, samples->samples, *cfgs, 2, true, true);
+  EXPECT_EQ(base.size(), samples->samples.size() * cfgs->size());  // every cell has a record
+  expect_same(base, run(l, samples->samples, *cfgs, 1, true, true), "1 thread");
+  expect_same(base, run(l, samples->samples, *cfgs, 2, false, true), "each alone");
+  expect_same(base, run(l, samples->samples, *cfgs, 2, true, false), "no sharing");
+}
+
+TEST(TaskEval, ABudgetPastTheLengthEqualsFull) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load("models/stories260K.gguf");
+  auto samples = make_samples(*l.tk, {.tasks = {"niah_single"}, .lengths = {300}, .depths = {25},
+                                      .samples = 2, .max_new = 8});
+  ASSERT_TRUE(samples.ok());
+  std::vector<std::string> pol = {"full"};
+  for (const std::string& p : kv::all_policy_examples()) {
+    if (p != "full") pol.push_back(p);
+  }
+  auto cfgs = sweep_configs(pol, std::vector<int>{1000}, 1 << 30);
+  ASSERT_TRUE(cfgs.ok()) << cfgs.message();
+  const auto r = run(l, samples->samples, *cfgs, 2, true, true);
+  const size_t n_cfg = cfgs->size();
+  for (size_t i = 0; i < r.size(); ++i) {
+    const EvalRecord& full = r[i - i % n_cfg];
+    EXPECT_EQ(r[i].answer, full.answer) << r[i].policy;
+    EXPECT_EQ(r[i].n_generated, full.n_generated) << r[i].policy;
+  }
+}
+
+}  // namespace
+}  // namespace tova::eval
