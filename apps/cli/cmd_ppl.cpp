@@ -126,6 +126,7 @@ struct Flags {
   bool stream = false;
   int window = 1024;
   int max_full_ctx = 0;
+  int trained_ctx = 0;  // 0: the GGUF's context_length
 };
 
 // --stream: each configuration reads the whole text as one sequence. Bounded configurations run
@@ -144,7 +145,7 @@ void run_stream(const Flags& f, const Engine& e, const std::vector<kv::PositionM
   if (f.ctx > 0 && static_cast<int64_t>(seq.size()) > f.ctx) seq.resize(f.ctx);
   if (seq.size() < 2) throw CLI::RuntimeError(fail("'" + input + "' gives fewer than 2 tokens"));
   const int n = static_cast<int>(std::min<size_t>(seq.size(), INT32_MAX));
-  const int64_t trained = m.config().n_ctx_train;
+  const int64_t trained = f.trained_ctx > 0 ? f.trained_ctx : m.config().n_ctx_train;
   const int max_full = f.max_full_ctx > 0 ? f.max_full_ctx
                                            : static_cast<int>(std::min<int64_t>(
                                                  4 * std::max<int64_t>(trained, 512), INT32_MAX));
@@ -293,6 +294,11 @@ void add_ppl_command(CLI::App& app) {
                   "--stream: run `full` only over the first N tokens (its cache grows with every "
                   "token; default: 4x the model's training context)")
       ->check(CLI::Range(2, 1 << 30));
+  cmd->add_option("--trained-ctx", flags->trained_ctx,
+                  "--stream: the context the model was really trained on, for the plot's line and "
+                  "--max-full-ctx's default (default: the GGUF's context_length; stories260K's "
+                  "says 2048, it was trained on 512)")
+      ->check(CLI::Range(1, 1 << 30));
   cmd->footer(
       "Each chunk is BOS followed by the next ctx-1 tokens of the text, positions from 0, and "
       "EVERY prediction in it is scored (ctx-1 per chunk), unlike llama-perplexity, which scores "

@@ -129,7 +129,9 @@ void add_throughput_command(CLI::App& app) {
                  engine->n_threads(), f.kv_type, rep.ctx, format_bytes(rep.kv_memory), rep.kv_memory);
       std::vector<std::vector<std::string>> rows;
       for (const eval::ThroughputResult& r : rep.results) {
-        rows.push_back({r.budget < 0 ? r.policy : fmt::format("{} k={}", r.policy, r.budget),
+        // A bounded state larger than full's saves nothing: flagged (and left out of the plot).
+        const std::string flag = eval::larger_than_full(rep, r) ? " (larger than full)" : "";
+        rows.push_back({r.budget < 0 ? r.policy : fmt::format("{} k={}{}", r.policy, r.budget, flag),
                         format_bytes(r.bytes_per_seq), std::to_string(r.max_batch),
                         std::to_string(r.batch), fmt::format("{:.2f}", r.step_ms),
                         fmt::format("{:.2f} ± {:.2f}", r.avg_ts, r.stddev_ts),

@@ -30,6 +30,21 @@ std::string gp_quote(const std::string& s) {
 
 std::string gnuplot_string(const std::string& s) { return gp_quote(s); }
 
+std::string series_style(size_t i) {
+  // Twelve colours that stay apart on white and for common colour blindness (Paul Tol's
+  // "muted" and "bright" sets), and twelve dash patterns.
+  static constexpr const char* kColours[] = {"#332288", "#cc6677", "#117733", "#ddcc77",
+                                             "#88ccee", "#882255", "#44aa99", "#999933",
+                                             "#aa4499", "#ee6677", "#4477aa", "#ccbb44"};
+  static constexpr const char* kDashes[] = {"1",           "(10,5)",     "(3,4)",
+                                            "(12,4,3,4)",  "(18,6)",     "(6,6)",
+                                            "(14,4,3,4,3,4)", "(8,3)",   "(2,8)",
+                                            "(12,3,2,3)",  "(20,4,6,4)", "(4,4,12,4)"};
+  constexpr size_t n = std::size(kColours);
+  // Past 12 the dash shifts, so (colour, dash) pairs stay unique up to 144 series.
+  return fmt::format(" lc rgb \"{}\" dt {}", kColours[i % n], kDashes[(i + i / n) % n]);
+}
+
 Status run_gnuplot(const std::string& dir, const std::string& script) {
   const std::string log = dir + "/gnuplot.log";
   const pid_t pid = ::fork();
@@ -96,24 +111,28 @@ std::string sweep_plot_script(const SweepResult& r, const std::string& title) {
     }
   }
   std::sort(budgets.begin(), budgets.end());
+  // The paired panel needs full and more than one chunk (a standard error).
+  const bool paired = full.has_value() && r.n_chunks > 1;
 
   std::string s;
-  s += "# tova ppl: perplexity vs budget. Re-draw with: gnuplot ppl.gp\n";
+  s += "# tova ppl: perplexity vs budget (left, unpaired standard errors) and the paired\n"
+       "# difference in mean NLL against full per chunk (right). Re-draw with: gnuplot ppl.gp\n";
   for (size_t i = 0; i < names.size(); ++i) {
-    s += fmt::format("$d{} << EOD\n# budget ppl ppl_stderr\n", i);
+    s += fmt::format("$d{} << EOD\n# budget ppl ppl_stderr dnll_vs_full dnll_stderr\n", i);
     std::vector<const ConfigResult*> pts = series[names[i]];
     std::sort(pts.begin(), pts.end(),
               [](auto* a, auto* b) { return a->policy.budget < b->policy.budget; });
     for (const ConfigResult* c : pts) {
-      s += fmt::format("{} {:.6f} {:.6f}\n", c->policy.budget, c->ppl,
-                       std::isnan(c->ppl_se) ? 0.0 : c->ppl_se);
+      auto finite = [](const std::optional<double>& v) {
+        return v && std::isfinite(*v) ? *v : 0.0;
+      };
+      s += fmt::format("{} {:.6f} {:.6f} {:.6f} {:.6f}\n", c->policy.budget, c->ppl,
+                       std::isnan(c->ppl_se) ? 0.0 : c->ppl_se, finite(c->dnll_mean),
+                       finite(c->dnll_se));
     }
     s += "EOD\n";
   }
   s += "set encoding utf8\n";
-  s += fmt::format("set title {} noenhanced\n", gp_quote(title));
-  s += "set xlabel \"budget k (states kept per layer)\"\n";
-  s += "set ylabel \"perplexity\"\n";
   s += "set key outside right top noenhanced\n";
   s += "set grid\n";
   if (!budgets.empty()) {
@@ -125,28 +144,55 @@ std::string sweep_plot_script(const SweepResult& r, const std::string& title) {
   } else {
     s += fmt::format("set xrange [1:{}]\n", r.ctx);
   }
+  s += "set xlabel \"budget k (states kept per layer)\"\n";
+  // Nudge each series sideways (on the log axis) so error bars of equal budgets stay apart.
+  auto nudge = [&](size_t i) {
+    return std::exp2(0.025 * (static_cast<double>(i) - (names.size() - 1) / 2.0));
+  };
+  std::string left = "set ylabel \"perplexity (± standard error over chunks)\"\n";
   // A policy that collapses (window beyond the trained context) would flatten the others.
-  if (hi > 0 && lo > 0 && hi / lo > 20) s += "set logscale y\n";
-
+  if (hi > 0 && lo > 0 && hi / lo > 20) left += "set logscale y\n";
+  left += paired ? "set title \"perplexity\"\n" : fmt::format("set title {} noenhanced\n", gp_quote(title));
   std::string plot = "plot ";
   const char* sep = "";
   for (size_t i = 0; i < names.size(); ++i) {
-    // Nudge each series sideways (on the log axis) so error bars of equal budgets stay apart.
-    const double nudge = std::exp2(0.025 * (static_cast<double>(i) - (names.size() - 1) / 2.0));
-    plot += fmt::format("{}$d{} using ($1*{:.4f}):2:3 with yerrorlines lw 2 pt 7 ps 0.8 title {}",
-                        sep, i, nudge, gp_quote(names[i]));
+    plot += fmt::format("{}$d{} using ($1*{:.4f}):2:3 with yerrorlines lw 2 pt 7 ps 0.8{} title {}",
+                        sep, i, nudge(i), series_style(i), gp_quote(names[i]));
     sep = ", \\\n     ";
   }
   if (full) {
     plot +=
         fmt::format("{}{:.6f} with lines dt 2 lw 2 lc rgb \"black\" title \"full\"", sep, *full);
   }
-  s += "set terminal pngcairo size 1000,640 font \",11\"\n";
+  if (names.empty() && !full) plot += "NaN notitle";
+  left += plot + "\n";
+  std::string right;
+  if (paired) {
+    right += "unset logscale y\n";
+    right += "set title \"paired against full: mean over chunks of its NLL minus full's\"\n";
+    right += "set ylabel \"Δ mean NLL vs full (nats, ± paired standard error)\"\n";
+    std::string p2 = "plot ";
+    const char* sep2 = "";
+    for (size_t i = 0; i < names.size(); ++i) {
+      p2 += fmt::format("{}$d{} using ($1*{:.4f}):4:5 with yerrorlines lw 2 pt 7 ps 0.8{} title {}",
+                        sep2, i, nudge(i), series_style(i), gp_quote(names[i]));
+      sep2 = ", \\\n     ";
+    }
+    p2 += fmt::format("{}0 with lines dt 2 lw 2 lc rgb \"black\" title \"full\"", sep2);
+    right += p2 + "\n";
+  }
+  const int width = paired ? 1700 : 1000;
+  auto page = [&] {
+    if (!paired) return left;
+    return fmt::format("set multiplot layout 1,2 title {} noenhanced\n{}{}unset multiplot\n",
+                       gp_quote(title), left, right);
+  };
+  s += fmt::format("set terminal pngcairo size {},640 font \",11\"\n", width);
   s += "set output \"ppl.png\"\n";
-  s += plot + "\n";
-  s += "set terminal svg size 1000,640 dynamic font \",11\"\n";
+  s += page();
+  s += fmt::format("set terminal svg size {},640 dynamic font \",11\"\n", width);
   s += "set output \"ppl.svg\"\n";
-  s += "replot\n";
+  s += paired ? page() : "replot\n";
   s += "unset output\n";
   return s;
 }
@@ -187,9 +233,11 @@ std::string trace_plot_script(const TraceResult& r, const std::string& title) {
   s += "set xlabel \"position\"\nset ylabel \"layer\"\n";
   s += fmt::format("set ytics 0,1,{}\n", r.n_layer - 1);
   s += "set palette rgbformulae 21,22,23 negative\n";
-  s += "set logscale cb\nset cbrange [1:*]\n";
+  // One colour scale for every trace of this length, whatever the policy: 1 .. T (a token's
+  // survival is at most T - 1), so two maps can be compared.
+  s += fmt::format("set logscale cb\nset cbrange [1:{}]\n", std::max<int64_t>(2, T));
   s += "set title \"1 + survival (later tokens that attended to it; mean over KV heads; log "
-       "colour scale)\"\n";
+       "colour scale 1..T, the same for every policy)\"\n";
   s += "plot $surv matrix using 1:2:($3+1) with image notitle\n";
   s += "unset logscale cb\nset cbrange [0:1]\n";
   s += "set palette positive defined (0 \"white\", 1 \"dark-blue\")\n";

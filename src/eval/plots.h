@@ -16,6 +16,9 @@ namespace tova::eval {
 Status run_gnuplot(const std::string& dir, const std::string& script);
 // s as a gnuplot double-quoted string literal.
 std::string gnuplot_string(const std::string& s);
+// The line style of series i of a plot: ` lc rgb "#..." dt ...`. Series 0..11 each get their
+// own colour and their own dash pattern, and no two series of a plot get both alike.
+std::string series_style(size_t i);
 
 // The gnuplot script for perplexity vs budget (log2 x axis, one line per policy with error
 // bars, full as a dashed horizontal topline), writing ppl.png and ppl.svg.

@@ -35,9 +35,12 @@ nlohmann::ordered_json stream_json(const std::vector<StreamCurve>& curves,
 // cumulative_ppl.
 std::string stream_csv(const std::vector<StreamCurve>& curves);
 
-// The gnuplot script of windowed perplexity against position (log y, one line per curve, a
-// dashed vertical line at the model's training context when > 0); writes stream.png and
-// stream.svg.
+// The top of the stream plot's linear y axis: 3x full's perplexity in its first window (inside
+// its trained context), or 3x the lowest median window of the curves when full is absent.
+double stream_plot_ymax(const std::vector<StreamCurve>& curves);
+// The gnuplot script of windowed perplexity against position (linear y from 0 to
+// stream_plot_ymax, each curve its own colour and dash, full black and dashed, a dotted
+// vertical line at the model's trained context when > 0); writes stream.png and stream.svg.
 std::string stream_plot_script(const std::vector<StreamCurve>& curves, const std::string& title,
                                int64_t trained_ctx);
 // Writes dir/stream.gp and runs it.

@@ -11,6 +11,15 @@
 
 namespace tova::eval {
 
+bool larger_than_full(const ThroughputReport& r, const ThroughputResult& c) {
+  if (c.budget < 0) return false;
+  for (const ThroughputResult& f : r.results) {
+    if (f.budget < 0 && f.ctx == c.ctx) return c.bytes_per_seq > f.bytes_per_seq;
+  }
+  // No full in the report: k + 1 slots or more hold more than the ctx a full cache would.
+  return c.budget >= c.ctx;
+}
+
 nlohmann::ordered_json throughput_json(const ThroughputReport& r,
                                        const nlohmann::ordered_json& header) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -32,6 +41,7 @@ nlohmann::ordered_json throughput_json(const ThroughputReport& r,
     j["relative"] = c.relative;
     j["read_bytes_per_step"] = c.read_bytes_per_step;
     j["read_gbps"] = c.read_gbps;
+    j["larger_than_full"] = larger_than_full(r, c);
     out.push_back(std::move(j));
   }
   return out;
@@ -42,7 +52,13 @@ std::string throughput_plot_script(const ThroughputReport& r, const std::string&
   std::vector<std::string> names;
   std::map<std::string, std::vector<const ThroughputResult*>> series;
   std::vector<int> ks;
+  std::string skipped;
   for (const ThroughputResult& c : r.results) {
+    // A bounded state larger than the full cache at the same ctx saves nothing: not drawn.
+    if (larger_than_full(r, c)) {
+      skipped += fmt::format("{}{} k={}", skipped.empty() ? "" : ", ", c.policy, c.budget);
+      continue;
+    }
     if (!series.count(c.policy)) names.push_back(c.policy);
     series[c.policy].push_back(&c);
     const int k = c.budget < 0 ? c.ctx : c.budget;
@@ -78,16 +94,24 @@ std::string throughput_plot_script(const ThroughputReport& r, const std::string&
     for (int k : ks) tics += (tics.empty() ? "" : ", ") + std::to_string(k);
     s += "set xtics (" + tics + ")\n";
   }
+  if (!skipped.empty()) {
+    s += fmt::format(
+        "set label {} at graph 0.01,graph 0.03 front tc rgb \"gray30\" noenhanced\n",
+        gnuplot_string("not drawn, their state is larger than full's at ctx " +
+                       std::to_string(r.results.front().ctx) + ": " + skipped));
+  }
   std::string plot = "plot ";
   const char* sep = "";
   for (size_t i = 0; i < names.size(); ++i) {
+    const std::string style = series_style(i);
     plot += fmt::format(
-        "{}$d{} using 1:2 axes x1y1 with linespoints lw 2 pt 7 title {}, "
-        "$d{} using 1:3 axes x1y2 with linespoints dt 2 lw 1 pt 4 title {}",
-        sep, i, gnuplot_string(names[i] + " throughput"), i,
+        "{}$d{} using 1:2 axes x1y1 with linespoints lw 2 pt 7{} title {}, "
+        "$d{} using 1:3 axes x1y2 with linespoints lw 1 pt 4{} title {}",
+        sep, i, style, gnuplot_string(names[i] + " throughput"), i, style,
         gnuplot_string(names[i] + " max batch"));
     sep = ", \\\n     ";
   }
+  if (names.empty()) plot += "NaN notitle";
   s += "set terminal pngcairo size 1000,640 font \",11\"\n";
   s += "set output \"throughput.png\"\n";
   s += plot + "\n";

@@ -17,6 +17,11 @@ namespace tova::eval {
 nlohmann::ordered_json throughput_json(const ThroughputReport& r,
                                        const nlohmann::ordered_json& header);
 
+// A bounded configuration whose state (bytes_per_seq) is larger than the full cache's at the
+// same ctx (k >= ctx when the report has no full): it saves nothing, and is flagged in the JSON
+// and left out of the plot (named under it).
+bool larger_than_full(const ThroughputReport& r, const ThroughputResult& c);
+
 // gnuplot script: relative decode throughput (left axis) and max batch (right axis) against
 // the multi-state size k on a log2 axis, `full` at k = ctx; writes throughput.png and .svg.
 std::string throughput_plot_script(const ThroughputReport& r, const std::string& title);

@@ -168,7 +168,17 @@ TEST_F(CliEval, PplWritesTablesJsonCsvAndPlots) {
   }
   const std::string csv = slurp(out + "/results.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
-  EXPECT_EQ(csv.rfind("policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree\n", 0), 0u);
+  EXPECT_EQ(csv.rfind("policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree,"
+                      "dnll_vs_full,dnll_vs_full_stderr\n",
+                      0),
+            0u);
+  // Paired against full, chunk by chunk: full's own difference is 0, the others' have a paired
+  // standard error (the plot's right panel).
+  EXPECT_EQ(j["results"][0]["dnll_vs_full"], 0.0);
+  EXPECT_GT(j["results"][1]["dnll_vs_full_stderr"].get<double>(), 0.0);
+  const std::string gp = slurp(out + "/ppl.gp");
+  EXPECT_NE(gp.find("set multiplot layout 1,2"), std::string::npos);
+  EXPECT_NE(gp.find("paired against full"), std::string::npos);
   EXPECT_GT(fs::file_size(out + "/ppl.png"), 1000u);
   EXPECT_NE(slurp(out + "/ppl.svg").find("<svg"), std::string::npos);
   // Nothing else left next to the result (no temporary folder).
@@ -237,6 +247,8 @@ TEST_F(CliEval, TraceWritesJsonAndHeatMap) {
   EXPECT_EQ(j["token_text"].size(), 8u);
   EXPECT_GT(fs::file_size(out + "/trace.png"), 1000u);
   EXPECT_NE(r.out.find("Token strings kept longest"), std::string::npos) << r.out;
+  // One colour scale for every policy's map of 8 tokens: 1 + survival in 1..8, not auto.
+  EXPECT_NE(slurp(out + "/trace.gp").find("set cbrange [1:8]"), std::string::npos);
 }
 
 TEST_F(CliEval, TraceRejectsBadInput) {
@@ -254,6 +266,70 @@ TEST_F(CliEval, TraceRejectsBadInput) {
   expect_clean_failure(run("trace -m " + model_ + " -f " + empty +
                            " --kv-policy tova --kv-budget 4 --out " + dir_ + "/tr"),
                        "empty", {"empty.txt"});
+}
+
+// tova eval: the command as written, on the retrieval model niah-13m: one record per
+// sample with policy, budget and correct; the full cache finds single needles of 2,048-token
+// samples, a 256-state window loses most; tables, CSV and plots written.
+TEST_F(CliEval, EvalNiah13mAsWritten) {
+  if (std::getenv("TOVA_SANITIZE_RUN") != nullptr) {
+    GTEST_SKIP() << "20 prompts of 2,048 tokens on a 13M model take minutes under the "
+                    "sanitizers; TaskEval.* run the same code on stories260K there";
+  }
+  const std::string out = dir_ + "/niah";
+  const RunResult r = run("eval niah_single -m " + shared_path("models/niah-13m-f16.gguf") +
+                          " --template " + shared_path("models/niah-13m.templates.json") +
+                          " --lengths 2048 --samples 10 --policies full,window --budgets 256 --out " +
+                          out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("### niah_single"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| window | 256 |"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out + "/results.json"));
+  ASSERT_EQ(j["records"].size(), 20u);
+  double full = 0, window = 0;
+  for (const auto& e : j["records"]) {
+    ASSERT_TRUE(e.contains("policy") && e.contains("budget") && e.contains("correct"));
+    ASSERT_TRUE(e.contains("prompt_hash") && e.contains("answer") && e.contains("expected"));
+    (e["policy"] == "full" ? full : window) += e["correct"].get<bool>() ? 0.1 : 0.0;
+    if (e["policy"] == "window") EXPECT_EQ(e["budget"], 256);
+  }
+  EXPECT_GE(full, 0.9 - 1e-9);
+  EXPECT_LE(window, 0.5 + 1e-9);
+  const std::string csv = slurp(out + "/results.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 21);
+  for (const char* f : {"/acc-niah_single.png", "/acc-niah_single.svg", "/heat-niah_single.png",
+                        "/heat-niah_single.svg"}) {
+    EXPECT_TRUE(fs::exists(out + f)) << f;
+  }
+}
+
+TEST_F(CliEval, EvalRejectsAnUnknownTask) {
+  const RunResult r = run("eval niah_sngle,vt -m " + model_ + " --lengths 512 --out " + dir_ +
+                          "/res");
+  expect_clean_failure(r, "unknown task 'niah_sngle' (valid: cwe, fwe, niah_multikey", {});
+}
+
+// Bad input that still runs: a length past the trained context (a warning naming it and the
+// position modes), a budget past the length (a warning; its records equal full's), a haystack
+// file too short (a warning; repeated).
+TEST_F(CliEval, EvalWarnsAndRuns) {
+  const std::string hay = write("hay.txt", "Tom has a red ball. It is round. Lily smiles.");
+  const std::string out = dir_ + "/res";
+  const RunResult r =
+      run("eval passkey -m " + model_ + " --haystack " + hay +
+          " --lengths 2100 --samples 1 --depths 50 --policies full,window --budgets 4000 "
+          "--max-new 4 --no-plot --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("length 2100 is past the model's trained context of 2048 tokens"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--kv-positions"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("budget 4000 is at least every sample's length"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("haystack '" + hay + "' has 3 sentences"), std::string::npos) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out + "/results.json"));
+  ASSERT_EQ(j["records"].size(), 2u);
+  EXPECT_EQ(j["records"][0]["answer"], j["records"][1]["answer"]);
+  EXPECT_EQ(j["warnings"].size(), 3u);
 }
 
 }  // namespace
