@@ -18,6 +18,7 @@
 #include "eval/task_report.h"
 #include "eval/task_samples.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tova::cli {
 namespace {
@@ -64,9 +65,9 @@ void run(const Flags& f) {
       check(make_error("unknown task '{}' (valid: {})", t, eval::task_choices()));
     }
   }
-  const runtime::PrefillMode prefill = take(runtime::parse_prefill(f.prefill));
+  const PrefillMode prefill = take(parse_prefill(f.prefill));
   const kv::PositionMode positions = take(kv::parse_position_mode(f.positions));
-  const kv::KvType kv_type = take(runtime::parse_kv_type(f.kv_type));
+  const kv::KvType kv_type = take(parse_kv_type(f.kv_type));
   // Budgets are not capped by the length: a budget at least the prompt and its answer equals
   // full (said below).
   const std::vector<kv::PolicySpec> configs =
@@ -88,19 +89,13 @@ void run(const Flags& f) {
   std::unique_ptr<eval::OutputDir> out;
   if (!f.out.empty()) out = take(eval::OutputDir::create(f.out, f.force));
 
-  LoadedModel lm = take(load_model(f.model.model_path(), true, f.model.options()));
-  const model::Model& m = *lm.model;
+  const std::unique_ptr<Engine> engine = take(f.model.load());
+  const model::Model& m = engine->model();
+  const tok::Tokenizer& tk = engine->tokenizer();
   const int64_t trained = m.config().n_ctx_train;
   so.lengths = f.lengths;
   if (so.lengths.empty()) so.lengths = {trained > 16 ? static_cast<int>(std::min<int64_t>(trained, 1 << 24)) : 4096};
-  if (f.chat || !f.chat_template.empty()) {
-    if (!f.chat_template.empty()) {
-      so.chat = take(tokenizer::ChatTemplate::by_name(f.chat_template));
-    } else {
-      const std::string t = take(m.file().get_string("tokenizer.chat_template"));
-      so.chat = take(tokenizer::ChatTemplate::detect(t));
-    }
-  }
+  if (f.chat || !f.chat_template.empty()) so.chat = take(engine->chat_template(f.chat_template));
 
   std::vector<std::string> warnings;
   for (int len : so.lengths) {
@@ -121,11 +116,12 @@ void run(const Flags& f) {
           c.budget, max_len, c.label(), c.budget));
     }
   }
-  const eval::SampleSet samples = take(eval::make_samples(*lm.tokenizer, so));
+  const eval::SampleSet samples = take(eval::make_samples(tk, so));
   warnings.insert(warnings.end(), samples.warnings.begin(), samples.warnings.end());
   for (const std::string& w : warnings) fmt::print(stderr, "tova: warning: {}\n", w);
 
-  ThreadPool pool(f.model.n_threads());
+  ThreadPool& pool = engine->pool();
+  const auto running = engine->exclusive();
   eval::EvalOptions eo{.configs = configs,
                        .prefill = prefill,
                        .kv_type = kv_type,
@@ -142,7 +138,7 @@ void run(const Flags& f) {
       std::fflush(stderr);
     };
   }
-  auto res = eval::run_eval(m, *lm.tokenizer, pool, samples.samples, eo);
+  auto res = eval::run_eval(m, tk, pool, samples.samples, eo);
   if (tty) fmt::print(stderr, "\r\033[K");
   const eval::EvalResult& r = take(std::move(res));
 
@@ -243,7 +239,7 @@ void add_eval_command(CLI::App& app) {
                 "wrap each prompt in the model's chat template (the task as the user turn, the "
                 "answer prefix after the assistant's header); default: the raw prompt after BOS");
   cmd->add_option("--chat-template", flags->chat_template,
-                  "--chat with this template: " + tokenizer::ChatTemplate::names());
+                  "--chat with this template: " + tok::ChatTemplate::names());
   cmd->add_option("--max-new", flags->max_new,
                   "tokens to generate per answer (default: the task's, as RULER: niah 128, vt "
                   "30, cwe 120, fwe 50, passkey 16); generation stops early at EOS or once every "

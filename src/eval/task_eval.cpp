@@ -51,7 +51,7 @@ class Runner {
     for (const TaskSample& s : group) {
       const int first = static_cast<int>(seqs_.size());
       for (int c : cfgs) {
-        const runtime::CacheOptions co{
+        const CacheOptions co{
             .policy = o_.configs[c],
             .kv_type = o_.kv_type,
             .prefill = o_.prefill,

@@ -17,6 +17,7 @@
 #include "kv/policy_registry.h"
 #include "model/model.h"
 #include "runtime/cache_options.h"
+#include "tova/options.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tova::eval {
@@ -29,7 +30,7 @@ struct EvalProgress {
 
 struct EvalOptions {
   std::vector<kv::PolicySpec> configs;  // `full` at most once
-  runtime::PrefillMode prefill;
+  PrefillMode prefill;
   kv::KvType kv_type = kv::KvType::kF32;
   kv::PositionMode positions = kv::PositionMode::kAbsolute;
   int n_batch = 32;  // prompt positions per sequence and forward call (exact prefill)

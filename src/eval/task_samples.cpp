@@ -25,8 +25,9 @@ Result<Rendered> render(const TaskText& t, const SampleOptions& o) {
 }
 
 std::vector<int32_t> tokenize(const tok::Tokenizer& tk, const std::string& text, bool chat) {
-  // A chat template writes its own BOS and markup; raw prompts get the vocabulary's BOS.
-  return chat ? tk.encode(text, false, true) : tk.encode(text, true, false);
+  // A chat template writes its markup (BOS where it writes one); raw prompts get the
+  // vocabulary's BOS.
+  return chat ? tok::encode_chat_prompt(tk, text) : tk.encode(text, true, false);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ struct SampleOptions {
   int max_new = 0;  // tokens to generate; 0: each task's own (RULER's tokens_to_generate)
   // Wrap each prompt in this chat template (the task's text as the user turn, the answer prefix
   // after the assistant's header); none: raw text after BOS.
-  std::optional<tokenizer::ChatTemplate> chat;
+  std::optional<tok::ChatTemplate> chat;
 };
 
 struct TaskSample {

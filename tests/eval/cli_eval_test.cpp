@@ -291,7 +291,9 @@ TEST_F(CliEval, EvalNiah13mAsWritten) {
     ASSERT_TRUE(e.contains("policy") && e.contains("budget") && e.contains("correct"));
     ASSERT_TRUE(e.contains("prompt_hash") && e.contains("answer") && e.contains("expected"));
     (e["policy"] == "full" ? full : window) += e["correct"].get<bool>() ? 0.1 : 0.0;
-    if (e["policy"] == "window") EXPECT_EQ(e["budget"], 256);
+    if (e["policy"] == "window") {
+      EXPECT_EQ(e["budget"], 256);
+    }
   }
   EXPECT_GE(full, 0.9 - 1e-9);
   EXPECT_LE(window, 0.5 + 1e-9);
