@@ -358,7 +358,8 @@ void GemvQ6_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_
         q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
         // The 8 scales of this half in both lanes.
-        const __m256i sch = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xEE);
+        const __m256i sch = h == 0 ? _mm256_permute4x64_epi64(sc16, 0x44)
+                                   : _mm256_permute4x64_epi64(sc16, 0xEE);
         for (int c = 0; c < 4; ++c) {
           const __m256i s = _mm256_shuffle_epi8(sch, WordBcast(2 * c, 2 * c + 1));
           for (int t = 0; t < T; ++t) {
