@@ -269,5 +269,202 @@ TEST(KeyDiff, SimilarityByHand) {
   EXPECT_EQ(out[5], 9);  // a free slot is left alone
 }
 
+// ---------------------------------------------------------------------------------------------
+// Float64 references: each rule re-implemented on positions (not slots), straight from
+// docs/POLICIES-EXTRA.md, run against the cache on random inputs: the states kept must be the
+// same, step after step. Probabilities and keys are multiples of 1/64 (sums exact in float and
+// double), so ties happen and the tie rule is checked too.
+
+uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+// A pseudo-random probability in sixty-fourths for (head, query, key), a function of the seed.
+double rnd64(uint64_t seed, int h, int64_t q, int64_t p) {
+  return static_cast<double>(mix(seed * 1000003 + h * 7919 + q * 104729 + p) % 17) / 64.0;
+}
+
+using HeldSets = std::vector<std::set<int64_t>>;  // [head_kv]
+
+HeldSets held_sets(Steps& s) {
+  HeldSets out(kHeadKv);
+  for (int g = 0; g < kHeadKv; ++g) {
+    for (int64_t p : s.held(g)) out[g].insert(p);
+  }
+  return out;
+}
+
+// SnapKV's cut for one KV head (exact prefill): votes of rows > P - 1 - W summed over the
+// group's heads, pooled over 7 in position order among the candidates, the W' newest kept.
+std::set<int64_t> snap_cut(uint64_t seed, int g, int64_t P, int k, int W, std::set<int64_t>* chosen) {
+  const int Wp = std::min(W, k);
+  std::vector<double> vote(P, 0.0);
+  for (int64_t q = std::max<int64_t>(0, P - W); q < P; ++q) {
+    for (int h = 2 * g; h < 2 * g + 2; ++h) {
+      for (int64_t p = 0; p <= q; ++p) vote[p] += rnd64(seed, h, q, p);
+    }
+  }
+  const int64_t n_cand = std::max<int64_t>(0, P - Wp);
+  std::vector<std::pair<double, int64_t>> cand;  // (pooled, position)
+  for (int64_t i = 0; i < n_cand; ++i) {
+    double best = 0;
+    for (int64_t j = std::max<int64_t>(0, i - 3); j <= std::min(n_cand - 1, i + 3); ++j) {
+      best = std::max(best, vote[j]);
+    }
+    cand.push_back({best, i});
+  }
+  std::sort(cand.begin(), cand.end());  // lowest first, ties: smallest position first
+  std::set<int64_t> kept;
+  for (int64_t p = n_cand; p < P; ++p) kept.insert(p);
+  const int64_t n_evict = std::max<int64_t>(0, P - k);
+  for (size_t i = n_evict; i < cand.size(); ++i) {
+    kept.insert(cand[i].second);
+    chosen->insert(cand[i].second);
+  }
+  return kept;
+}
+
+TEST(SnapKvReference, RandomPromptsCutAndWindowAsTheRuleSays) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const int64_t P = 20 + static_cast<int64_t>(mix(seed) % 25);
+    const int k = 4 + static_cast<int>(mix(seed + 1) % 12);
+    const int W = 1 + static_cast<int>(mix(seed + 2) % 6);
+    SCOPED_TRACE("seed " + std::to_string(seed) + " P " + std::to_string(P) + " k " +
+                 std::to_string(k) + " W " + std::to_string(W));
+    Steps s("snapkv:" + std::to_string(W), k, P);
+    const ProbFn prob = [&](int h, int64_t q, int64_t p) { return rnd64(seed, h, q, p); };
+    for (int64_t i = 0; i < P; ++i) s.step(1, prob);
+    HeldSets want(kHeadKv);
+    std::vector<std::set<int64_t>> chosen(kHeadKv);
+    for (int g = 0; g < kHeadKv; ++g) want[g] = snap_cut(seed, g, P, k, W, &chosen[g]);
+    ASSERT_EQ(held_sets(s), want) << "after the cut";
+    // Decoding: each new token joins; the oldest state not chosen at the cut goes.
+    for (int t = 0; t < 15; ++t) {
+      s.step(1, prob);
+      for (int g = 0; g < kHeadKv; ++g) {
+        want[g].insert(P + t);
+        if (static_cast<int>(want[g].size()) > k) {
+          for (int64_t p : want[g]) {
+            if (!chosen[g].count(p)) {
+              want[g].erase(p);
+              break;
+            }
+          }
+        }
+      }
+      ASSERT_EQ(held_sets(s), want) << "decode step " << t;
+    }
+  }
+}
+
+TEST(AdaKvReference, RandomStepsShareTheLayersBudgetAsTheRuleSays) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const int k = 2 + static_cast<int>(mix(seed) % 9);
+    const int floor = std::max(1, k / 5);
+    SCOPED_TRACE("seed " + std::to_string(seed) + " k " + std::to_string(k));
+    Steps s("adakv:tova", k, 0);
+    const ProbFn prob = [&](int h, int64_t q, int64_t p) { return rnd64(seed, h, q, p); };
+    HeldSets want(kHeadKv);
+    for (int64_t t = 0; t < 40; ++t) {
+      s.step(1, prob);
+      for (auto& w : want) w.insert(t);
+      // tova-head's score of every held state: the mean of the group's two rows at query t.
+      struct C {
+        double score;
+        int64_t pos;
+        int head;
+      };
+      std::vector<C> all;
+      for (int g = 0; g < kHeadKv; ++g) {
+        for (int64_t p : want[g]) {
+          all.push_back({(rnd64(seed, 2 * g, t, p) + rnd64(seed, 2 * g + 1, t, p)) / 2, p, g});
+        }
+      }
+      std::sort(all.begin(), all.end(), [](const C& a, const C& b) {
+        if (a.score != b.score) return a.score < b.score;
+        return a.pos != b.pos ? a.pos < b.pos : a.head < b.head;
+      });
+      int64_t excess = static_cast<int64_t>(want[0].size() + want[1].size()) - 2 * k;
+      for (const C& c : all) {
+        if (excess <= 0) break;
+        if (static_cast<int>(want[c.head].size()) <= floor) continue;
+        want[c.head].erase(c.pos);
+        --excess;
+      }
+      ASSERT_EQ(held_sets(s), want) << "step " << t;
+    }
+  }
+}
+
+TEST(KeyDiffReference, RandomKeysEvictTheClosestToTheMeanDirection) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const int k = 2 + static_cast<int>(mix(seed) % 8);
+    SCOPED_TRACE("seed " + std::to_string(seed) + " k " + std::to_string(k));
+    auto key = [&](int g, int64_t p) {
+      const float x = static_cast<float>(static_cast<int>(mix(seed * 31 + g * 7 + p) % 33) - 16) / 8.f;
+      const float y = static_cast<float>(static_cast<int>(mix(seed * 37 + g * 5 + p) % 33) - 16) / 8.f;
+      return std::array<float, kDim>{x, y};
+    };
+    Steps s("keydiff", k, 0);
+    HeldSets want(kHeadKv);
+    for (int64_t t = 0; t < 30; ++t) {
+      s.step(1, {}, key);
+      for (int g = 0; g < kHeadKv; ++g) {
+        want[g].insert(t);
+        if (static_cast<int>(want[g].size()) <= k) continue;
+        double ax = 0, ay = 0;
+        for (int64_t p : want[g]) {
+          const auto kk = key(g, p);
+          const double n = std::hypot(double{kk[0]}, double{kk[1]});
+          if (n > 0) {
+            ax += kk[0] / n;
+            ay += kk[1] / n;
+          }
+        }
+        ax /= want[g].size();
+        ay /= want[g].size();
+        const double an = std::hypot(ax, ay);
+        int64_t worst = -1;
+        double worst_cos = -2;
+        for (int64_t p : want[g]) {  // increasing positions: a tie keeps the first (smallest)
+          const auto kk = key(g, p);
+          const double n = std::hypot(double{kk[0]}, double{kk[1]});
+          const double c = n == 0 || an == 0 ? 0.0 : (kk[0] * ax + kk[1] * ay) / (n * an);
+          if (c > worst_cos) {
+            worst_cos = c;
+            worst = p;
+          }
+        }
+        want[g].erase(worst);
+      }
+      ASSERT_EQ(held_sets(s), want) << "step " << t;
+    }
+  }
+}
+
+TEST(PyramidKvReference, BudgetsSumToKPerLayerAndFallFromFirstToLast) {
+  for (int L : {2, 5, 8, 32}) {
+    for (int k : {9, 40, 128, 513}) {
+      for (int W : {1, 8, 32}) {
+        Steps s("pyramidkv:" + std::to_string(W), k, 0, 1, L);
+        int64_t sum = 0;
+        for (int il = 0; il < L; ++il) {
+          sum += s.layer(il).budget();
+          if (il > 0) EXPECT_LE(s.layer(il).budget(), s.layer(il - 1).budget());
+          if (k > W) {
+            // The linear share in float64, within the one state rounding moves it.
+            const double m = k - W, lo = m / 20, hi = 2 * m - lo;
+            EXPECT_NEAR(s.layer(il).budget(), W + hi - il * (hi - lo) / (L - 1), 1.0);
+          }
+        }
+        EXPECT_EQ(sum, int64_t{L} * k) << "L " << L << " k " << k << " W " << W;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tova::kv
