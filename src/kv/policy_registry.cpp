@@ -98,6 +98,13 @@ Result<PolicySpec> parse_policy(std::string_view text, int budget) {
       return make_error("KV policy '{}' needs a base policy: {}:{} (valid bases: {})", spec.name,
                         spec.name, spec.info->arg_name, base_choices());
     }
+    // A base that takes a policy itself is refused before it is parsed: no recursion.
+    const PolicyInfo* base_info = find_policy(b.substr(0, b.find(':')));
+    if (base_info != nullptr && base_info->arg_is_policy) {
+      return make_error("KV policy '{}': '{}' has no head-wise scores to share a budget by "
+                        "(valid bases: {})",
+                        text, b.substr(0, b.find(':')), base_choices());
+    }
     auto base = parse_policy(b, budget < 1 ? 1 : budget);
     if (!base.ok()) return make_error("KV policy '{}': {}", text, base.message());
     if (!base->bounded() || !base->info->head_scores || base->info->arg_is_policy) {

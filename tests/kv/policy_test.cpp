@@ -132,6 +132,11 @@ TEST(PolicyRegistry, InvalidCombinationsAreOneClearError) {
   expect_error("adakv", 8, "needs a base policy");
   expect_error("adakv:window", 8, "no head-wise scores");
   expect_error("adakv:adakv:tova", 8, "no head-wise scores");
+  // A base that takes a policy is refused before it is parsed: a deep chain is one error,
+  // not a recursion as deep as the text (a stack overflow under ASan).
+  std::string chain;
+  for (int i = 0; i < 200000; ++i) chain += "adakv:";
+  expect_error(chain + "tova", 8, "'adakv' has no head-wise scores");
   expect_error("adakv:lru", 8, "unknown KV policy 'lru'");
   expect_error("snapkv:0", 8, "observation window");
   expect_error("tova", 0, "at least 1");

@@ -28,13 +28,8 @@ class KeyDiffPolicy final : public KvPolicy {
   }
 
   void choose_evictions(const SlotView& v, int n, int32_t* out) override {
-    scores_.resize(static_cast<size_t>(v.n_head_kv) * v.n_slot);
-    head_scores(v, scores_.data());
-    scoring::lowest_per_head(v, scores_.data(), n, out);
+    scoring::choose_by_head_scores(*this, v, n, out);
   }
-
- private:
-  std::vector<double> scores_;
 };
 
 TOVA_REGISTER_POLICY(PolicyInfo{

@@ -85,6 +85,13 @@ void lowest_per_head(const SlotView& v, const double* scores, int n, int32_t* ou
   }
 }
 
+void choose_by_head_scores(KvPolicy& policy, const SlotView& v, int n, int32_t* out) {
+  thread_local std::vector<double> scores;  // kept: eviction runs at every step
+  scores.resize(static_cast<size_t>(v.n_head_kv) * v.n_slot);
+  TOVA_CHECK(policy.head_scores(v, scores.data()));
+  lowest_per_head(v, scores.data(), n, out);
+}
+
 void replicate_group0(const SlotView& v, int n, int32_t* out) {
   for (int g = 1; g < v.n_head_kv; ++g) std::copy(out, out + n, out + g * n);
 }

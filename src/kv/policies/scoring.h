@@ -53,6 +53,8 @@ inline constexpr double kKeep = std::numeric_limits<double>::infinity();
 // The n held slots of every KV head with the lowest (score, position), from head-wise scores
 // [n_head_kv][n_slot] (KvPolicy::head_scores; kKeep never chosen while others remain).
 void lowest_per_head(const SlotView& v, const double* scores, int n, int32_t* out);
+// choose_evictions of a head-wise policy: lowest_per_head of its own head_scores.
+void choose_by_head_scores(KvPolicy& policy, const SlotView& v, int n, int32_t* out);
 
 // Which positions a choice may not touch: pos < keep_below (sinks) or pos >= keep_from (the
 // recent window).

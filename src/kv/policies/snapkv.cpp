@@ -118,9 +118,7 @@ class SnapKvPolicy final : public KvPolicy {
   }
 
   void choose_evictions(const SlotView& v, int n, int32_t* out) override {
-    scores_.resize(static_cast<size_t>(v.n_head_kv) * v.n_slot);
-    head_scores(v, scores_.data());
-    scoring::lowest_per_head(v, scores_.data(), n, out);
+    scoring::choose_by_head_scores(*this, v, n, out);
   }
 
  private:
@@ -167,7 +165,6 @@ class SnapKvPolicy final : public KvPolicy {
   scoring::SlotTable cur_;     // [n_head_kv][n_slot] the latest query's group mean (+tova)
   scoring::SlotTable pinned_;  // [n_head_kv][n_slot] 1: chosen at the last cut
   int64_t acc_step_ = -1;      // chunk:C: the chunk acc_ belongs to (its last position)
-  std::vector<double> scores_;
   std::vector<int> order_;
 };
 
