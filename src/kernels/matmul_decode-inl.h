@@ -362,14 +362,14 @@ void GemvQ6_K(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
 using GemvDecodeFn = void (*)(const uint8_t* const*, const uint8_t* const*, int64_t, int64_t,
                               float*);
 
-constexpr int kDecodeMaxRows = 4;  // rows per tile with several tokens
+constexpr int kDecodeMaxRowsVnni = 4;  // rows per tile with several tokens
 
-inline bool HasGemvDecode(GgmlType type) {
+inline bool HasGemvDecodeVnni(GgmlType type) {
   return type == GgmlType::kQ4_0 || type == GgmlType::kQ8_0 || type == GgmlType::kQ6_K;
 }
 
 // Bytes of one token's prepared activations for a row of n elements.
-inline int64_t DecodeActBytes(GgmlType type, int64_t n) {
+inline int64_t DecodeActBytesVnni(GgmlType type, int64_t n) {
   switch (type) {
     case GgmlType::kQ4_0:
       return Q4_0ActBytes(n);
@@ -381,7 +381,7 @@ inline int64_t DecodeActBytes(GgmlType type, int64_t n) {
 }
 
 // R weight rows x T tokens, 1 <= R, T <= 4.
-inline GemvDecodeFn PickGemvDecode(GgmlType type, int r, int t) {
+inline GemvDecodeFn PickGemvDecodeVnni(GgmlType type, int r, int t) {
 #define TOVA_ROW(F, R) {&F<R, 1>, &F<R, 2>, &F<R, 3>, &F<R, 4>}
 #define TOVA_TABLE(F) {TOVA_ROW(F, 1), TOVA_ROW(F, 2), TOVA_ROW(F, 3), TOVA_ROW(F, 4)}
   static constexpr GemvDecodeFn kQ4_0[4][4] = TOVA_TABLE(GemvQ4_0);
@@ -398,14 +398,6 @@ inline GemvDecodeFn PickGemvDecode(GgmlType type, int r, int t) {
       return kQ6_K[r - 1][t - 1];
   }
 }
-
-#elif HWY_TARGET != HWY_AVX2 && HWY_TARGET != HWY_AVX3  // (matmul_decode_avx2-inl.h)
-
-// No direct decode kernels on the other targets: rows are unpacked first (Int8Rows). They are
-// SSE4 / SSSE3 machines (a decade old and more) and the portable fallbacks, which this project
-// does not tune for.
-inline bool HasGemvDecode(GgmlType) { return false; }
-inline int64_t DecodeActBytes(GgmlType, int64_t) { return 0; }
 
 #endif  // HWY_TARGET == HWY_AVX3_DL
 

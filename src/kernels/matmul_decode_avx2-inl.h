@@ -15,7 +15,9 @@
 //   block sums (Q8_K bsums), one vpmaddwd per super-block.
 //
 // AVX3 shares these 256-bit kernels: decode is bound by memory there too, and AVX-512 without
-// VNNI has no wider int8 dot product to gain from.
+// VNNI has no wider int8 dot product to gain from. AVX3_DL takes them for the types its VNNI
+// kernels (matmul_decode-inl.h) do not cover: Q4_K, Q5_K, Q5_0 (bench_matmul q4_k
+// 5632x2048 ntok:1, one thread, in cache: 45.9 GFLOP/s unpacking rows, 62.9 with this kernel).
 //
 // Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
 
@@ -32,21 +34,30 @@
 #include "hwy/highway.h"
 #include "kernels/quant_blocks.h"
 
+#if HWY_TARGET == HWY_AVX3_DL && defined(__clang__)
+// The same target attributes as quant_kernels-inl.h (whose helpers these kernels inline): a
+// function cannot inline one compiled for more features.
+#pragma clang attribute push(__attribute__((target(HWY_TARGET_STR ",avx512vnni"))), \
+                             apply_to = function)
+#else
 HWY_BEFORE_NAMESPACE();
+#if HWY_TARGET == HWY_AVX3_DL
+#pragma GCC target("avx512vnni")
+#endif
+#endif
 namespace tova::kernels::HWY_NAMESPACE {
 
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 
 // ---- activation rows (one token) ----
 //
 // Q8_0 activations (Q4_0, Q5_0, Q8_0 weights), nb blocks of 32:
 //   qs[nb][32] int8 | d[nb] float | corr[nb] int32
-// where corr = -offset * sum(a) / 8: added to each of a block's 8 int32 lanes, it adds
-// -offset * sum(a) to the block's sum (offset 8 Q4_0, 16 Q5_0, 0 Q8_0).
+// where corr = -offset * sum(a) (offset 8 Q4_0, 16 Q5_0, 0 Q8_0) completes a block's sum.
 // Q8_K activations (Q4_K, Q5_K, Q6_K), nb super-blocks of 256:
 //   qs[nb][256] int8 | d[nb] float | bsums[nb][16] int16
 
-inline int64_t Avx2DecodeActBytes(GgmlType type, int64_t n) {
+inline int64_t DecodeActBytesAvx2(GgmlType type, int64_t n) {
   if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K) {
     const int64_t nb = n / 256;
     return (nb * (256 + 4 + 32) + 63) / 64 * 64;
@@ -91,7 +102,7 @@ inline void PrepareAvx2Decode(GgmlType type, const uint8_t* blocks, int64_t n, u
     d[b] = detail::load_f16(blk);
     int sum = 0;
     for (int l = 0; l < 32; ++l) sum += qs[l];
-    corr[b] = -(offset / 8) * sum;
+    corr[b] = -offset * sum;
   }
 }
 
@@ -146,14 +157,24 @@ HWY_INLINE __m256i FifthBits32(const uint8_t* p) {
 // ---- Q4_0, Q5_0, Q8_0: blocks of 32, one float multiply-add per block ----
 
 template <GgmlType kType>
+constexpr int BlockBytes() {
+  return kType == GgmlType::kQ4_0   ? detail::Q4_0::kBytes
+         : kType == GgmlType::kQ5_0 ? detail::Q5_0::kBytes
+                                    : detail::Q8_0::kBytes;
+}
+
+template <GgmlType kType>
 HWY_INLINE __m256i LoadBlockWeights(const uint8_t* blk) {
   if constexpr (kType == GgmlType::kQ8_0) {
     return Load256(blk + detail::Q8_0::kQs);
   } else {
     constexpr int kQs = kType == GgmlType::kQ4_0 ? detail::Q4_0::kQs : detail::Q5_0::kQs;
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs));
-    // [low nibbles | high nibbles] = elements 0..15 | 16..31.
-    __m256i w = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    // The 16 quant bytes in both lanes, the upper lane shifted by 4: [low nibbles | high
+    // nibbles] = elements 0..15 | 16..31 (a broadcast load and one shift, no lane insert).
+    const __m256i q =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs)));
+    __m256i w = _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
+                                 _mm256_set1_epi8(0x0F));
     if constexpr (kType == GgmlType::kQ5_0) {
       w = _mm256_or_si256(w, FifthBits32(blk + detail::Q5_0::kQh));
     }
@@ -161,37 +182,91 @@ HWY_INLINE __m256i LoadBlockWeights(const uint8_t* blk) {
   }
 }
 
+// The block's int32 dot products in 8 lanes (their sum is <u, a>, or <w, a> for Q8_0).
+template <GgmlType kType>
+HWY_INLINE __m256i BlockDot(__m256i w, const uint8_t* a) {
+  __m256i av = _mm256_load_si256(reinterpret_cast<const __m256i*>(a));
+  __m256i wu = w;
+  if constexpr (kType == GgmlType::kQ8_0) {  // |w| times a with w's sign
+    av = _mm256_sign_epi8(av, w);
+    wu = _mm256_sign_epi8(w, w);
+  }
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(wu, av), _mm256_set1_epi16(1));
+}
+
+// Lane b of the result = the sum of the 8 lanes of s[b].
+HWY_INLINE __m256i SumLanes8(const __m256i (&s)[8]) {
+  const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+  const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
+  // h0 = [s0..s3 over lanes 0-3 | s0..s3 over lanes 4-7], h1 likewise for s4..s7.
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
+                          _mm256_permute2x128_si256(h0, h1, 0x31));
+}
+
+// The f16 scales of 8 consecutive blocks as floats (one gather of the 32-bit words at each
+// block's start; the scale is the low half).
+template <GgmlType kType>
+HWY_INLINE __m256 Scales8(const uint8_t* blk) {
+  constexpr int B = BlockBytes<kType>();
+  const __m256i g = _mm256_i32gather_epi32(reinterpret_cast<const int*>(blk),
+                                           _mm256_setr_epi32(0, B, 2 * B, 3 * B, 4 * B, 5 * B,
+                                                             6 * B, 7 * B),
+                                           1);
+  const __m256i lo16 = _mm256_shuffle_epi8(
+      g, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5,
+                          8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
+  return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(lo16, 0x08)));
+}
+
 template <GgmlType kType, int R, int T>
 void GemvBlocksAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
                     int64_t prefetch, float* out) {
-  constexpr int kBytes = kType == GgmlType::kQ4_0   ? detail::Q4_0::kBytes
-                         : kType == GgmlType::kQ5_0 ? detail::Q5_0::kBytes
-                                                    : detail::Q8_0::kBytes;
+  constexpr int kBytes = BlockBytes<kType>();
   const int64_t nb = n / 32;
   Q8_0Row a[T];
   for (int t = 0; t < T; ++t) a[t] = Q8_0RowOf(acts[t], nb);
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   }
-  for (int64_t b = 0; b < nb; ++b) {
+  int64_t b = 0;
+  if constexpr (R == 1 && T == 1) {
+    // One token (decode): per block only the integer work; then per 8 blocks one gather of
+    // the scales, one reduction of the 8 blocks' lanes into one vector (a lane per block),
+    // one conversion and one multiply-add. The per-block scale broadcast, conversion and FMA
+    // were most of the instructions.
+    for (; b + 8 <= nb; b += 8) {
+      const uint8_t* blk = rows[0] + b * kBytes;
+      if (prefetch != 0) {
+        for (int line = 0; line < 8 * kBytes; line += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + line), _MM_HINT_T0);
+        }
+      }
+      __m256i s[8];
+      for (int i = 0; i < 8; ++i) {
+        s[i] = BlockDot<kType>(LoadBlockWeights<kType>(blk + i * kBytes), a[0].qs + 32 * (b + i));
+      }
+      __m256i sum = SumLanes8(s);
+      if constexpr (kType != GgmlType::kQ8_0) {
+        sum = _mm256_add_epi32(sum, _mm256_loadu_si256(
+                                        reinterpret_cast<const __m256i*>(a[0].corr + b)));
+      }
+      const __m256 scale = _mm256_mul_ps(Scales8<kType>(blk), _mm256_loadu_ps(a[0].d + b));
+      acc[0][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[0][0]);
+    }
+  }
+  for (; b < nb; ++b) {
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = rows[r] + b * kBytes;
       if (prefetch != 0 && b % (64 / kBytes) == 0) {  // about one per cache line
         _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch), _MM_HINT_T0);
       }
-      __m256i w = LoadBlockWeights<kType>(blk);
-      __m256i wabs = w;
-      if constexpr (kType == GgmlType::kQ8_0) wabs = _mm256_sign_epi8(w, w);
+      const __m256i w = LoadBlockWeights<kType>(blk);
       const __m256 dw = F16Bcast(blk);
       for (int t = 0; t < T; ++t) {
-        __m256i av = _mm256_load_si256(reinterpret_cast<const __m256i*>(a[t].qs + 32 * b));
-        if constexpr (kType == GgmlType::kQ8_0) av = _mm256_sign_epi8(av, w);
-        __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, av), ones);
-        if constexpr (kType != GgmlType::kQ8_0) {
-          s = _mm256_add_epi32(s, _mm256_set1_epi32(a[t].corr[b]));
-        }
+        // The block's correction joins lane 0 (the lanes are summed at the end).
+        const __m256i s = _mm256_add_epi32(BlockDot<kType>(w, a[t].qs + 32 * b),
+                                           _mm256_setr_epi32(a[t].corr[b], 0, 0, 0, 0, 0, 0, 0));
         acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
                                     _mm256_mul_ps(dw, _mm256_broadcast_ss(a[t].d + b)), acc[r][t]);
       }
@@ -385,9 +460,9 @@ void GemvQ6_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_
 using GemvDecodeFn = void (*)(const uint8_t* const*, const uint8_t* const*, int64_t, int64_t,
                               float*);
 
-constexpr int kDecodeMaxRows = 2;  // rows per tile with several tokens
+constexpr int kDecodeMaxRowsAvx2 = 2;  // rows per tile with several tokens
 
-inline bool HasGemvDecode(GgmlType type) {
+inline bool HasGemvDecodeAvx2(GgmlType type) {
   switch (type) {
     case GgmlType::kQ4_0:
     case GgmlType::kQ5_0:
@@ -401,10 +476,9 @@ inline bool HasGemvDecode(GgmlType type) {
   }
 }
 
-inline int64_t DecodeActBytes(GgmlType type, int64_t n) { return Avx2DecodeActBytes(type, n); }
 
 // R weight rows x T tokens, 1 <= R <= 2 (16 vector registers), 1 <= T <= 4.
-inline GemvDecodeFn PickGemvDecode(GgmlType type, int r, int t) {
+inline GemvDecodeFn PickGemvDecodeAvx2(GgmlType type, int r, int t) {
 #define TOVA_ROW(F, R) {&F<R, 1>, &F<R, 2>, &F<R, 3>, &F<R, 4>}
 #define TOVA_TABLE(F) {TOVA_ROW(F, 1), TOVA_ROW(F, 2)}
   static constexpr GemvDecodeFn kQ4_0[2][4] = TOVA_TABLE(GemvQ4_0Avx2);
@@ -431,7 +505,7 @@ inline GemvDecodeFn PickGemvDecode(GgmlType type, int r, int t) {
   }
 }
 
-#endif  // HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+#endif  // HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 
 }  // namespace tova::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -13,7 +13,8 @@
 //   vpmaddwd widens them, as many as cannot overflow int16 for the type's weight range
 //   (kSteps: 8 for 4-bit weights, 4 for 5-bit, 2 for 6-bit): 2.25 instructions per vector of
 //   4-byte dot products for Q4 instead of 3. Q8_0 weights (0..255 with the offset) would
-//   saturate the pair sums, so they go signed: |w| times a with w's sign, each step widened.
+//   saturate the pair sums, so they go signed: |w| times a with w's sign, each step widened
+//   (|w| and w are made once per chunk of rows, so a step costs one sign op per vector).
 //   Acc stays in buf (a load and a store per group) so that the int16 and int32 sums fit the
 //   16 (AVX2) or 32 (AVX3) vector registers. AVX2 tiles are 4 x 2 (16 tokens), AVX3 4 x 3.
 // - Other targets have no token-lane layout (matmul_simd.cpp plans row tiles there): SSE4 and
@@ -53,9 +54,11 @@ namespace tova::kernels::HWY_NAMESPACE {
 
 #if TOVA_INT8_LANES_TARGET
 
-using GemmInt8Fn = void (*)(const uint8_t* const*, const float* const*, const float* const*,
-                            const int8_t*, const float*, const float*, int64_t, int64_t, int64_t,
-                            float*, int64_t, bool);
+// (u, w, mul, bias, activations, d, sa, strides, kn, buf, ldb, first): u the unsigned bytes of
+// R rows, w their signed weights (the signed tiles only; see GemmSigned).
+using GemmInt8Fn = void (*)(const uint8_t* const*, const int8_t* const*, const float* const*,
+                            const float* const*, const int8_t*, const float*, const float*,
+                            int64_t, int64_t, int64_t, float*, int64_t, bool);
 
 HWY_INLINE int32_t Load4(const uint8_t* p) {
   int32_t w;
@@ -69,9 +72,10 @@ constexpr int kGemmLanes = 16;  // tokens per vector
 constexpr int kGemmMaxNT = 3;   // vectors of tokens per tile
 
 template <int G, int R, int NT>
-void GemmInt8Tile(const uint8_t* const* u, const float* const* mul, const float* const* bias,
-                  const int8_t* qsp, const float* dp, const float* sap, int64_t qs_stride,
-                  int64_t sc_stride, int64_t kn, float* buf, int64_t ldb, bool first) {
+void GemmInt8Tile(const uint8_t* const* u, const int8_t* const*, const float* const* mul,
+                  const float* const* bias, const int8_t* qsp, const float* dp, const float* sap,
+                  int64_t qs_stride, int64_t sc_stride, int64_t kn, float* buf, int64_t ldb,
+                  bool first) {
   __m512 acc[R][NT];
   for (int r = 0; r < R; ++r) {
     for (int j = 0; j < NT; ++j) {
@@ -145,8 +149,6 @@ struct MaddubsVec {
   static I Add16(I a, I b) { return _mm512_add_epi16(a, b); }
   static I Add32(I a, I b) { return _mm512_add_epi32(a, b); }
   static I Widen(I a) { return _mm512_madd_epi16(a, _mm512_set1_epi16(1)); }
-  static I FlipSign(I a) { return _mm512_xor_si512(a, _mm512_set1_epi8(static_cast<char>(0x80))); }
-  static I Abs(I w) { return _mm512_abs_epi8(w); }
   static Sign SignOf(I w) { return _mm512_movepi8_mask(w); }
   // a with w's sign where w < 0 (where w == 0 the product with |w| is 0 either way).
   static I ApplySign(I a, Sign s) { return _mm512_mask_sub_epi8(a, s, _mm512_setzero_si512(), a); }
@@ -172,8 +174,6 @@ struct MaddubsVec {
   static I Add16(I a, I b) { return _mm256_add_epi16(a, b); }
   static I Add32(I a, I b) { return _mm256_add_epi32(a, b); }
   static I Widen(I a) { return _mm256_madd_epi16(a, _mm256_set1_epi16(1)); }
-  static I FlipSign(I a) { return _mm256_xor_si256(a, _mm256_set1_epi8(static_cast<char>(0x80))); }
-  static I Abs(I w) { return _mm256_abs_epi8(w); }
   static Sign SignOf(I w) { return w; }
   static I ApplySign(I a, Sign w) { return _mm256_sign_epi8(a, w); }
   static F LoadF(const float* p) { return _mm256_load_ps(p); }
@@ -189,12 +189,13 @@ constexpr int kGemmMaxNT = 2;
 
 constexpr int kGemmLanes = MaddubsVec::kLanes;
 
-// kSteps 4-element steps are summed in int16 before widening; kSigned: the bytes in u are the
-// weights plus 128 (Q8_0 / Q8_1), multiplied as |w| times a with w's sign, kSteps == 1.
+// kSteps 4-element steps are summed in int16 before widening; kSigned (Q8_0 / Q8_1): u holds
+// |w| and w the signed weights, multiplied as |w| times a with w's sign, kSteps == 1.
 template <int G, int R, int NT, int kSteps, bool kSigned>
-void GemmInt8Tile(const uint8_t* const* u, const float* const* mul, const float* const* bias,
-                  const int8_t* qsp, const float* dp, const float* sap, int64_t qs_stride,
-                  int64_t sc_stride, int64_t kn, float* buf, int64_t ldb, bool first) {
+void GemmInt8Tile(const uint8_t* const* u, const int8_t* const* w, const float* const* mul,
+                  const float* const* bias, const int8_t* qsp, const float* dp, const float* sap,
+                  int64_t qs_stride, int64_t sc_stride, int64_t kn, float* buf, int64_t ldb,
+                  bool first) {
   using V = MaddubsVec;
   constexpr int L = V::kLanes;
   static_assert((G / 4) % kSteps == 0 && (!kSigned || kSteps == 1));
@@ -207,12 +208,10 @@ void GemmInt8Tile(const uint8_t* const* u, const float* const* mul, const float*
         typename V::I av[NT];
         for (int j = 0; j < NT; ++j) av[j] = V::Load(qsp + j * qs_stride + k * L);
         for (int r = 0; r < R; ++r) {
-          typename V::I wb = V::Bcast(Load4(u[r] + k));
+          const typename V::I wb = V::Bcast(Load4(u[r] + k));
           typename V::Sign sign{};
           if constexpr (kSigned) {
-            const typename V::I w = V::FlipSign(wb);
-            sign = V::SignOf(w);
-            wb = V::Abs(w);
+            sign = V::SignOf(V::Bcast(Load4(reinterpret_cast<const uint8_t*>(w[r]) + k)));
           }
           for (int j = 0; j < NT; ++j) {
             const typename V::I p = V::Maddubs(wb, kSigned ? V::ApplySign(av[j], sign) : av[j]);

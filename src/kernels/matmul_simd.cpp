@@ -50,6 +50,31 @@ using detail::ActBuffer;
 using detail::ActLayout;
 using detail::AlignedBuffer;
 
+// Which direct decode kernels (reading GGUF blocks in place) a target has, the bytes of one
+// token's activations for them and the most rows per tile: the VNNI kernels on AVX3_DL where
+// they exist, the 256-bit ones (matmul_decode_avx2-inl.h) for the other types and on AVX2 and
+// AVX3; other targets unpack rows (Int8Rows).
+#if HWY_TARGET == HWY_AVX3_DL
+bool UsesAvx2Decode(GgmlType t) { return !HasGemvDecodeVnni(t) && HasGemvDecodeAvx2(t); }
+bool HasGemvDecode(GgmlType t) { return HasGemvDecodeVnni(t) || HasGemvDecodeAvx2(t); }
+int64_t DecodeActBytes(GgmlType t, int64_t n) {
+  return HasGemvDecodeVnni(t) ? DecodeActBytesVnni(t, n) : DecodeActBytesAvx2(t, n);
+}
+int DecodeMaxRows(GgmlType t) { return HasGemvDecodeVnni(t) ? kDecodeMaxRowsVnni : kDecodeMaxRowsAvx2; }
+GemvDecodeFn PickGemvDecode(GgmlType t, int r, int n_tok) {
+  return HasGemvDecodeVnni(t) ? PickGemvDecodeVnni(t, r, n_tok) : PickGemvDecodeAvx2(t, r, n_tok);
+}
+#elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+bool UsesAvx2Decode(GgmlType t) { return HasGemvDecodeAvx2(t); }
+bool HasGemvDecode(GgmlType t) { return HasGemvDecodeAvx2(t); }
+int64_t DecodeActBytes(GgmlType t, int64_t n) { return DecodeActBytesAvx2(t, n); }
+int DecodeMaxRows(GgmlType) { return kDecodeMaxRowsAvx2; }
+GemvDecodeFn PickGemvDecode(GgmlType t, int r, int n_tok) { return PickGemvDecodeAvx2(t, r, n_tok); }
+#else
+bool HasGemvDecode(GgmlType) { return false; }
+int64_t DecodeActBytes(GgmlType, int64_t) { return 0; }
+#endif
+
 // Fewest tokens for which the token-lane kernels beat the row tiles (measured with
 // bench_matmul on AVX3_DL; Q4_0 / Q8_0 / Q6_K have the faster fused row kernel, so they switch
 // later).
@@ -149,8 +174,8 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
       blocks_buf.ensure<uint8_t>(static_cast<size_t>(n / at.block_size * at.type_size));
   for (int64_t t = t_begin; t < t_end; ++t) {
     QuantizeActs(act_type, x + t * n, n, blocks);
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
-    if (a->layout == ActLayout::kDecodeRows) {
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    if (a->layout == ActLayout::kDecodeRows && UsesAvx2Decode(a->weight_type)) {
       PrepareAvx2Decode(a->weight_type, blocks, n, a->qs.get<uint8_t>() + t * a->qs_stride);
       continue;
     }
@@ -511,15 +536,24 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
   const int64_t ldb = a.n_tok_group * L;
   const int group = a.group;
   // The signed tiles multiply the weights without their offset: it stays out of the bias.
-  const int offset = GemmSigned(w.type) ? 0 : detail::unpack_info(w.type).offset;
-  thread_local AlignedBuffer u_buf, s_buf, accbuf;
+  const bool is_signed = GemmSigned(w.type);
+  const int offset = is_signed ? 0 : detail::unpack_info(w.type).offset;
+  thread_local AlignedBuffer u_buf, w_buf, s_buf, accbuf;
   uint8_t* u = u_buf.ensure<uint8_t>(static_cast<size_t>(kRowChunk * n));
+  int8_t* ws = is_signed ? w_buf.ensure<int8_t>(static_cast<size_t>(kRowChunk * n)) : nullptr;
   float* mul = s_buf.ensure<float>(static_cast<size_t>(2 * kRowChunk * ngp));
   float* bias = mul + kRowChunk * ngp;
   float* buf = accbuf.ensure<float>(static_cast<size_t>(kRowChunk * ldb));
   for (int64_t o0 = o_begin; o0 < o_end; o0 += kRowChunk) {
     const int nc = static_cast<int>(std::min<int64_t>(kRowChunk, o_end - o0));
     UnpackRows(w, o0, nc, o_end, n, ngp, true, offset, u, mul, bias);
+    if (is_signed) {  // u = w + 128 -> w and |w|
+      for (int64_t i = 0; i < nc * n; ++i) {
+        const int8_t v = static_cast<int8_t>(u[i] ^ 0x80);
+        ws[i] = v;
+        u[i] = static_cast<uint8_t>(v < 0 ? -v : v);
+      }
+    }
     for (int64_t k0 = 0; k0 < n; k0 += kLanesK) {
       const int64_t kn = std::min(kLanesK, n - k0);
       const int64_t g0 = k0 / group;
@@ -531,16 +565,18 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
         for (int r0 = 0; r0 < nc; r0 += 4) {
           const int nr = std::min(4, nc - r0);
           const uint8_t* ur[4];
+          const int8_t* wr[4] = {};
           const float* mr[4];
           const float* br[4];
           for (int r = 0; r < nr; ++r) {
             ur[r] = u + (r0 + r) * n + k0;
+            if (is_signed) wr[r] = ws + (r0 + r) * n + k0;
             mr[r] = mul + (r0 + r) * ngp + g0;
             br[r] = bias + (r0 + r) * ngp + g0;
           }
           const GemmInt8Fn fn = PickGemmInt8(w.type, group, nr, nt);
-          fn(ur, mr, br, qsp, dp, sap, a.qs_stride, a.sc_stride, kn, buf + r0 * ldb + tg * L, ldb,
-             k0 == 0);
+          fn(ur, wr, mr, br, qsp, dp, sap, a.qs_stride, a.sc_stride, kn, buf + r0 * ldb + tg * L,
+             ldb, k0 == 0);
         }
       }
     }
@@ -561,7 +597,7 @@ void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) 
 void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
   float out[16];
-  const int tile_rows = std::min(RowsPerTile(a.n_tok), kDecodeMaxRows);
+  const int tile_rows = std::min(RowsPerTile(a.n_tok), DecodeMaxRows(w.type));
   for (int64_t o = o_begin; o < o_end; o += tile_rows) {
     const int nr = static_cast<int>(std::min<int64_t>(tile_rows, o_end - o));
     const uint8_t* rows[4];
