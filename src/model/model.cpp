@@ -74,6 +74,34 @@ void resize(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
+// Element counts below which the per-token work of a forward pass (norms, residual adds, RoPE,
+// SiLU) stays on the calling thread: waking the pool costs a few microseconds, a norm of one
+// 2048-wide row well under one. In a prompt of hundreds of tokens these parts, left serial,
+// were what kept two threads from 2x (docs/PERFORMANCE.md).
+constexpr int64_t kMinParallelElems = int64_t{1} << 15;
+
+// fn(i) for every token i < n, over the pool when n tokens of `elems` floats each are enough.
+template <typename Fn>
+void for_tokens(ThreadPool& pool, int64_t n, int64_t elems, Fn&& fn) {
+  if (pool.size() == 1 || n < 2 || n * elems < kMinParallelElems) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  pool.parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) fn(i);
+  });
+}
+
+// fn(begin, end) over [0, n) elements, split over the pool in ranges of multiples of 64.
+template <typename Fn>
+void for_elems(ThreadPool& pool, int64_t n, Fn&& fn) {
+  if (pool.size() == 1 || n < kMinParallelElems) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  pool.parallel_for(n, 64, [&](int64_t b, int64_t e) { fn(b, e); });
+}
+
 // Groups the batch by sequence, in order of first appearance.
 void group_by_sequence(std::span<const BatchToken> batch, std::vector<SequenceRun>& runs) {
   runs.clear();
@@ -264,15 +292,17 @@ void Model::prepare_moved_positions(const kernels::RopeParams& rope, ForwardScra
 // cos/sin table is computed once per forward call and reused by every layer that shares the
 // same rope parameters. Then, when a pool in the batch stores f16, the batch's new keys and
 // values converted once.
-void Model::prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s) const {
+void Model::prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s,
+                         ThreadPool& pool) const {
   const ModelConfig& c = config_;
   const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
   const int64_t n = static_cast<int64_t>(s.pos.size());
   if (!s.rope_cs_valid || !same_rope(s.rope_cs_params, rope)) {
     resize(s.rope_cs, n * rope.n_rot);
-    for (int64_t i = 0; i < n; ++i)
-      kernels::rope_cos_sin(s.pos[i], rope, &s.rope_cs[i * rope.n_rot]);
+    // n_rot / 2 sines and cosines in double per token: the costliest part of RoPE.
+    for_tokens(pool, n, 16 * rope.n_rot,
+               [&](int64_t i) { kernels::rope_cos_sin(s.pos[i], rope, &s.rope_cs[i * rope.n_rot]); });
     s.rope_cs_params = rope;
     s.rope_cs_valid = true;
   }
@@ -280,19 +310,22 @@ void Model::prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s) con
   // them by their mapped positions.
   for (const SequenceRun& run : s.runs) {
     if (kv::moves_positions(run.state->positions())) continue;
-    for (int i : run.idx) {
+    for_tokens(pool, static_cast<int64_t>(run.idx.size()), q_dim + kv_dim, [&](int64_t j) {
+      const int i = run.idx[j];
       const float* cs = &s.rope_cs[i * rope.n_rot];
       kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, rope);
       kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, rope);
-    }
+    });
   }
   if (s.any_f16) {
     if (s.k16.size() < static_cast<size_t>(n * kv_dim)) {
       s.k16.resize(n * kv_dim);
       s.v16.resize(n * kv_dim);
     }
-    kernels::fp32_to_fp16_row(s.k.data(), s.k16.data(), n * kv_dim);
-    kernels::fp32_to_fp16_row(s.v.data(), s.v16.data(), n * kv_dim);
+    for_elems(pool, n * kv_dim, [&](int64_t b, int64_t e) {
+      kernels::fp32_to_fp16_row(s.k.data() + b, s.k16.data() + b, e - b);
+      kernels::fp32_to_fp16_row(s.v.data() + b, s.v16.data() + b, e - b);
+    });
   }
 }
 
@@ -302,7 +335,7 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
                          ThreadPool& pool) const {
   const ModelConfig& c = config_;
   prepare_moved_positions(rope, s);
-  prepare_rows(rope, s);
+  prepare_rows(rope, s, pool);
   const SequenceAttention::Shape shape{
       .n_head = c.n_head,
       .n_head_kv = c.n_head_kv,
@@ -410,46 +443,48 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
   }
 
   // Embeddings.
-  for (int64_t i = 0; i < n; ++i) {
+  for_tokens(pool, n, c.n_embd, [&](int64_t i) {
     kernels::dequantize_row(w.token_embd.type,
                             w.token_embd.data + w.token_embd.row_bytes * batch[i].token,
                             &s.x[i * c.n_embd], c.n_embd);
     if (c.embd_scale != 1.f) kernels::scale(&s.x[i * c.n_embd], c.embd_scale, c.n_embd);
-  }
+  });
 
   kernels::RopeParams rope = c.rope;
   if (!w.rope_freqs.empty()) rope.freq_factors = w.rope_freqs.data();
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[il];
     const bool window_layer = !c.layer_window.empty() && c.layer_window[il] > 0;
-    for (int64_t i = 0; i < n; ++i) {
+    for_tokens(pool, n, c.n_embd, [&](int64_t i) {
       kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                         c.rms_eps);
-    }
+    });
     const kernels::WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
     float* qkv_out[] = {s.q.data(), s.k.data(), s.v.data()};
     matmul_multi(qkv, s.xb.data(), n, qkv_out, pool);
     if (!L.bq.empty()) {
-      for (int64_t i = 0; i < n; ++i) {
+      for_tokens(pool, n, q_dim + 2 * kv_dim, [&](int64_t i) {
         kernels::add(&s.q[i * q_dim], L.bq.data(), q_dim);
         kernels::add(&s.k[i * kv_dim], L.bk.data(), kv_dim);
         kernels::add(&s.v[i * kv_dim], L.bv.data(), kv_dim);
-      }
+      });
     }
     if (!L.q_norm.empty()) {
       // qwen3: every query and key head is RMS-normalised on its own before RoPE.
-      for (int64_t h = 0; h < n * c.n_head; ++h) {
-        float* q = &s.q[h * c.head_dim];
-        kernels::rms_norm(q, L.q_norm.data(), q, c.head_dim, c.rms_eps);
-      }
-      for (int64_t h = 0; h < n * c.n_head_kv; ++h) {
-        float* k = &s.k[h * c.head_dim];
-        kernels::rms_norm(k, L.k_norm.data(), k, c.head_dim, c.rms_eps);
-      }
+      for_tokens(pool, n, q_dim + kv_dim, [&](int64_t i) {
+        for (int64_t h = i * c.n_head; h < (i + 1) * c.n_head; ++h) {
+          float* q = &s.q[h * c.head_dim];
+          kernels::rms_norm(q, L.q_norm.data(), q, c.head_dim, c.rms_eps);
+        }
+        for (int64_t h = i * c.n_head_kv; h < (i + 1) * c.n_head_kv; ++h) {
+          float* k = &s.k[h * c.head_dim];
+          kernels::rms_norm(k, L.k_norm.data(), k, c.head_dim, c.rms_eps);
+        }
+      });
     }
     attend_layer(il, window_layer ? c.rope_window : rope, s, pool);
     matmul(L.wo, s.att.data(), n, s.xb.data(), pool);
-    for (int64_t i = 0; i < n; ++i) {
+    for_tokens(pool, n, c.n_embd, [&](int64_t i) {
       float* xb = &s.xb[i * c.n_embd];
       if (!L.attn_post_norm.empty()) {
         kernels::rms_norm(xb, L.attn_post_norm.data(), xb, c.n_embd, c.rms_eps);
@@ -457,23 +492,25 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
       kernels::add(&s.x[i * c.n_embd], xb, c.n_embd);
       kernels::rms_norm(&s.x[i * c.n_embd], L.ffn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                         c.rms_eps);
-    }
+    });
     const kernels::WeightMatrix* gate_up[] = {&L.w_gate, &L.w_up};
     float* gate_up_out[] = {s.hb.data(), s.hb2.data()};
     matmul_multi(gate_up, s.xb.data(), n, gate_up_out, pool);
-    if (c.ffn_act == FfnAct::kGeluTanh) {
-      kernels::gelu_mul(s.hb.data(), s.hb2.data(), n * c.n_ff);
-    } else {
-      kernels::silu_mul(s.hb.data(), s.hb2.data(), n * c.n_ff);
-    }
+    for_elems(pool, n * c.n_ff, [&](int64_t b, int64_t e) {
+      if (c.ffn_act == FfnAct::kGeluTanh) {
+        kernels::gelu_mul(s.hb.data() + b, s.hb2.data() + b, e - b);
+      } else {
+        kernels::silu_mul(s.hb.data() + b, s.hb2.data() + b, e - b);
+      }
+    });
     matmul(L.w_down, s.hb.data(), n, s.xb.data(), pool);
-    for (int64_t i = 0; i < n; ++i) {
+    for_tokens(pool, n, c.n_embd, [&](int64_t i) {
       float* xb = &s.xb[i * c.n_embd];
       if (!L.ffn_post_norm.empty()) {
         kernels::rms_norm(xb, L.ffn_post_norm.data(), xb, c.n_embd, c.rms_eps);
       }
       kernels::add(&s.x[i * c.n_embd], xb, c.n_embd);
-    }
+    });
   }
 
   // Advance every sequence by the tokens it contributed.

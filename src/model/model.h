@@ -124,7 +124,7 @@ class Model {
   void attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch& s,
                     ThreadPool& pool) const;
   void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) const;
-  void prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s) const;
+  void prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s, ThreadPool& pool) const;
 
   std::unique_ptr<io::GgufFile> file_;
   ModelConfig config_;
