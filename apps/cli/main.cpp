@@ -1,6 +1,7 @@
 // tova: bounded-memory LLM inference. Printing and exit codes live here and in the command
 // files; the library only returns results and errors.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ int main(int argc, char** argv) {
   tova::cli::add_chat_command(app);
   // --simd on every command (also TOVA_SIMD): applied while the flags are parsed, before the
   // command runs; the library names the targets this CPU supports when the choice is not one.
+  // TOVA_SIMD is applied first, so that a --simd flag overrides it (CLI11's envname applied the
+  // variable after the flag of the command that ran, so the variable won).
+  if (const char* env = std::getenv("TOVA_SIMD"); env != nullptr && *env != '\0') {
+    const tova::Status st = tova::kernels::set_simd_target(env);
+    if (!st.ok()) return tova::cli::fail("TOVA_SIMD: " + st.message());
+  }
   for (CLI::App* sub : app.get_subcommands({})) {
     sub->add_option_function<std::string>(
            "--simd",
@@ -35,8 +42,7 @@ int main(int argc, char** argv) {
              if (!st.ok()) throw CLI::ValidationError("--simd", st.message());
            },
            "SIMD target of the kernels: avx3_dl, avx3, avx2, sse4, scalar, ... (default: the "
-           "best this CPU runs)")
-        ->envname("TOVA_SIMD");
+           "best this CPU runs; also TOVA_SIMD)");
   }
   // A first word that is neither a flag nor a command: name it and the valid commands.
   if (argc > 1 && argv[1][0] != '-') {

@@ -74,7 +74,7 @@ Status set_simd_target(std::string_view name) {
       if (t != runnable.front()) dispatch_only(from(t, runnable));
       return ok_status();
     }
-    names += (names.empty() ? "" : ", ") + n;
+    if (n != "scalar") names += (names.empty() ? "" : ", ") + n;  // "scalar" is named below
   }
   // A refused choice leaves the dispatch as it was.
   if (chosen != runnable.front()) dispatch_only(from(chosen, runnable));

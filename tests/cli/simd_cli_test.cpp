@@ -43,6 +43,7 @@ TEST(SimdCli, TheEnvironmentVariableChoosesTooAndTheFlagWins) {
       << env.out;
   ASSERT_EQ(flag.code, 0) << flag.err;
   EXPECT_EQ(flag.out.find("simd: EMU128"), std::string::npos) << flag.out;
+  EXPECT_EQ(flag.out.find("simd: SCALAR"), std::string::npos) << flag.out;
 }
 
 TEST(SimdCli, AnUnavailableTargetIsOneErrorNamingTheSupportedOnes) {
