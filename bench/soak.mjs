@@ -13,11 +13,10 @@
 // ctest runs `--duration 30` (ServerSoak).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
-  startServer, stopServer, rawRequest, sleep, tova, model, sanitized,
+  startServer, stopServer, rawRequest, sleep, tova, model, sanitized, freePort,
 } from '../tests/server/client/lib.mjs';
 
 const opt = (name, fallback) => {
@@ -72,10 +71,7 @@ for (let i = 0; i < 8; i++) {
 log(`references: ${singles.length} single prompts, ${conversations.length} conversations x 3 turns`);
 
 // ---- the server ------------------------------------------------------------------------------
-const port = await new Promise((resolve) => {
-  const srv = net.createServer();
-  srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
-});
+const port = await freePort();
 const dir = mkdtempSync(join(os.tmpdir(), 'tova-soak-'));
 const serverArgs = ['--port', String(port), '--session-dir', `${dir}/sessions`,
   '--session-dir-max', '32M', '--cache-states', '16', '--kv-memory', '256M', '--parallel', '32',

@@ -49,6 +49,7 @@ std::string format_access_text(const AccessRecord& r) {
     line += fmt::format(" prompt={} cached={} generated={}", count(r.prompt_tokens),
                         count(r.cached_tokens), count(r.generated_tokens));
     line += r.ttft_seconds < 0 ? std::string(" ttft=-") : fmt::format(" ttft={:.3f}s", r.ttft_seconds);
+    if (!r.user.empty()) line += " user=" + printable(r.user, 64);
   }
   if (!r.remote.empty()) line += " from=" + printable(r.remote, 64);
   if (!r.error.empty()) line += fmt::format(" error=\"{}\"", printable(r.error));
@@ -70,6 +71,7 @@ std::string format_access_json(const AccessRecord& r) {
     j["cached_tokens"] = opt(r.cached_tokens);
     j["generated_tokens"] = opt(r.generated_tokens);
     j["ttft_seconds"] = r.ttft_seconds < 0 ? json(nullptr) : json(r.ttft_seconds);
+    if (!r.user.empty()) j["user"] = r.user;
   }
   if (!r.error.empty()) j["error"] = r.error;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

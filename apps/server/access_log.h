@@ -24,6 +24,7 @@ struct AccessRecord {
   int budget = -1;  // -1: unbounded or none
   bool stream = false;
   int n = 0;                    // choices asked for (0: not a generation request)
+  std::string user;             // the request's `user` field (OpenAI's end user), if any
   int64_t prompt_tokens = -1;   // after chat rendering
   int64_t cached_tokens = -1;   // continued from a held or stored state
   int64_t generated_tokens = -1;

@@ -21,6 +21,7 @@ AccessRecord generation() {
           .budget = 256,
           .stream = true,
           .n = 1,
+          .user = "alice",
           .prompt_tokens = 40,
           .cached_tokens = 32,
           .generated_tokens = 64,
@@ -31,7 +32,7 @@ TEST(AccessLog, TextHasEveryFieldOnOneLine) {
   EXPECT_EQ(format_access_text(generation()),
             "2025-11-26T10:00:00.123Z 6926f2a0000001 POST /v1/chat/completions 200 0.246s "
             "policy=tova budget=256 stream prompt=40 cached=32 generated=64 ttft=0.012s "
-            "from=127.0.0.1");
+            "user=alice from=127.0.0.1");
   AccessRecord r{.time = {}, .id = "x", .method = "GET", .path = "/a\n\"b", .status = 404};
   r.error = "no route GET /a";
   const std::string line = format_access_text(r);
@@ -54,6 +55,7 @@ TEST(AccessLog, JsonHasTheSameFields) {
   EXPECT_EQ(j["generated_tokens"], 64);
   EXPECT_DOUBLE_EQ(j["ttft_seconds"].get<double>(), 0.0123);
   EXPECT_EQ(j["stream"], true);
+  EXPECT_EQ(j["user"], "alice");
   AccessRecord failed = generation();
   failed.status = 400;
   failed.budget = -1;

@@ -4,28 +4,18 @@
 // (states held and evicted per layer, which earlier tokens are still held). Every request the
 // page makes goes to the server itself; no console error (a CSP violation is one).
 // Usage: node browser_test.mjs BUILD_DIR MODEL.gguf   (exit 0 passed, 77 skipped)
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { check, finish, startServer, stopServer, sanitized } from './lib.mjs';
+import {
+  check, finish, startServer, stopServer, skipUnlessAvailable, requireModule,
+} from './lib.mjs';
 
 const chromiumPath = process.env.TOVA_CHROMIUM || '/usr/bin/chromium';
-if (!existsSync(chromiumPath)) {
-  console.log(`${chromiumPath} not found: the browser test is skipped (scripts/setup.sh installs ` +
-    'Debian\'s chromium)');
-  process.exit(77);
-}
-if (sanitized) {
-  console.log('TOVA_SANITIZE_RUN=1: the browser test is skipped (it checks the page, not memory; ' +
-    'the server code it drives runs under the sanitizers in ServerOperations and ServerSoak)');
-  process.exit(77);
-}
-if (!existsSync(new URL('./node_modules/playwright-core', import.meta.url))) {
-  console.error('tests/server/client/node_modules is missing: run scripts/setup.sh (npm ci)');
-  process.exit(1);
-}
-const { chromium } = await import('playwright-core');
+skipUnlessAvailable(chromiumPath, 'browser test', 'it checks the page, not memory; the server ' +
+  'code it drives runs under the sanitizers in ServerOperations and ServerSoak');
+const { chromium } = await requireModule('playwright-core');
 
 const server = await startServer(['--max-tokens', '512'], { chatTemplate: null });
 const profile = mkdtempSync(join(tmpdir(), 'tova-chromium-'));

@@ -1,13 +1,47 @@
 // What the server tests share: starting and stopping `tova serve` on a free loopback port,
 // named checks that count failures, greedy references from `tova run`, /metrics, RSS.
 import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import assert from 'node:assert/strict';
 
 export const [buildDir, model] = process.argv.slice(2);
 export const tova = `${buildDir}/bin/tova`;
 export const sanitized = process.env.TOVA_SANITIZE_RUN === '1';
+
+// The npm package `name` (installed by scripts/setup.sh with `npm ci`), or exit 1 saying so.
+export async function requireModule(name) {
+  if (!existsSync(new URL(`./node_modules/${name}`, import.meta.url))) {
+    console.error('tests/server/client/node_modules is missing: run scripts/setup.sh (npm ci)');
+    process.exit(1);
+  }
+  return import(name);
+}
+
+// Exits 77 (ctest: skipped) with a line saying why: `program` is missing (scripts/setup.sh
+// installs it from Debian), or the run is under the sanitizers, where this test adds nothing
+// (`sanitizerReason` says why).
+export function skipUnlessAvailable(program, test, sanitizerReason) {
+  if (!existsSync(program)) {
+    console.log(`${program} not found: the ${test} is skipped (scripts/setup.sh installs it)`);
+    process.exit(77);
+  }
+  if (sanitized) {
+    console.log(`TOVA_SANITIZE_RUN=1: the ${test} is skipped (${sanitizerReason})`);
+    process.exit(77);
+  }
+}
+
+// A free loopback port (for a server that must keep one across a restart, or nginx).
+export function freePort() {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
 
 let failures = 0;
 const only = process.env.TOVA_SERVER_TESTS ? new RegExp(process.env.TOVA_SERVER_TESTS) : null;

@@ -4,7 +4,7 @@
 // while draining, hostile Content-Length, 405 with Allow, the bearer scheme's case, CORS, the
 // access log (text and JSON), the latency histograms, chat with the bundled model.
 // Usage: node ops_tests.mjs BUILD_DIR MODEL.gguf     (exit 0: all passed)
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { resolve } from 'node:path';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -12,13 +12,10 @@ import assert from 'node:assert/strict';
 import {
   check, finish, startServer, stopServer, expectRefusal, health, metrics, waitFor, rawRequest,
   sleep, tova,
+  requireModule, freePort,
 } from './lib.mjs';
 
-if (!existsSync(new URL('./node_modules/openai', import.meta.url))) {
-  console.error('tests/server/client/node_modules is missing: run scripts/setup.sh (npm ci)');
-  process.exit(1);
-}
-const { default: OpenAI } = await import('openai');
+const { default: OpenAI } = await requireModule('openai');
 
 const post = (url, path, body, headers = {}) => fetch(`${url}${path}`, { method: 'POST',
   headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -362,10 +359,7 @@ await check("the README's serve example, as written (only the port is a free one
   const block = /```sh\n([\s\S]*?)```/.exec(section)[1];
   const [serveLine, ...rest] = block.split('\n');
   assert.match(serveLine, /^tova serve /);
-  const port = await new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
-  });
+  const port = await freePort();
   const withPort = (t) => t.replaceAll('8080', String(port));
   const env = { ...process.env, PATH: `${resolve(tova, '..')}:${process.env.PATH}` };
   const server = spawn('bash', ['-c', `exec ${withPort(serveLine)}`], { env,

@@ -6,33 +6,17 @@
 // taking and deleting files in the shared folder at once leave only whole files.
 // Usage: node replicas_test.mjs BUILD_DIR MODEL.gguf   (exit 0 passed, 77 skipped)
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync, readFileSync }
-  from 'node:fs';
-import net from 'node:net';
+import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { check, finish, startServer, stopServer, sanitized, sleep, waitFor } from './lib.mjs';
+import {
+  check, finish, startServer, stopServer, waitFor, freePort, skipUnlessAvailable,
+} from './lib.mjs';
 
 const nginxPath = process.env.TOVA_NGINX || '/usr/sbin/nginx';
-if (!existsSync(nginxPath)) {
-  console.log(`${nginxPath} not found: the replicas test is skipped (scripts/setup.sh installs ` +
-    'Debian\'s nginx)');
-  process.exit(77);
-}
-if (sanitized) {
-  console.log('TOVA_SANITIZE_RUN=1: the replicas test is skipped (the shared --session-dir code ' +
-    'runs under the sanitizers in test_server StateStore* and ServerSoak)');
-  process.exit(77);
-}
-
-const freePort = () => new Promise((resolve) => {
-  const srv = net.createServer();
-  srv.listen(0, '127.0.0.1', () => {
-    const { port } = srv.address();
-    srv.close(() => resolve(port));
-  });
-});
+skipUnlessAvailable(nginxPath, 'replicas test', 'the shared --session-dir code runs under the ' +
+  'sanitizers in test_server StateStore.* and ServerSoak');
 
 // nginx in the foreground with everything (pid, logs, temp files) in `dir`.
 async function startNginx(dir, upstreams) {
