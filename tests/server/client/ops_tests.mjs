@@ -352,6 +352,46 @@ await check('the bundled model chats without --chat-template (chatml), any model
     }
   });
 
+await check('GET /v1/sessions/ID: the state live while it generates, and held after', async () => {
+  const s = await startServer(['--max-tokens', '200000']);
+  try {
+    const ctrl = new AbortController();
+    const r = await fetch(`${s.url}/v1/completions`, { method: 'POST', signal: ctrl.signal,
+      body: JSON.stringify(long({ stream: true, kv_budget: 16 })) });
+    const id = r.headers.get('x-request-id');
+    assert.ok(id);
+    const reader = r.body.getReader();
+    await reader.read();
+    const a = await (await fetch(`${s.url}/v1/sessions/${id}`)).json();
+    await sleep(100);
+    const b = await (await fetch(`${s.url}/v1/sessions/${id}`)).json();
+    assert.equal(a.generating, true);
+    assert.ok(b.tova.tokens_seen > a.tova.tokens_seen, 'tokens_seen grows');
+    assert.equal(a.tova.policy, 'tova');
+    assert.equal(a.held_by.length, a.tokens.length);
+    assert.equal(a.pieces.length, a.tokens.length);
+    // Every (layer, KV head) holds 16 states once past them.
+    const pairs = a.n_layer * a.n_head_kv;
+    assert.equal(b.held_by.reduce((x, y) => x + y, 0), 16 * pairs);
+    ctrl.abort();
+    assert.ok(await waitFor(async () =>
+      (await fetch(`${s.url}/v1/sessions/${id}`)).status === 404), 'dropped when its client left');
+    // A finished request's state is held for the next turn and says so.
+    const done = await post(s.url, '/v1/completions', { prompt: 'Once upon a time', max_tokens: 8,
+      kv_policy: 'window', kv_budget: 4 });
+    const held = await (await fetch(`${s.url}/v1/sessions/${done.headers.get('x-request-id')}`))
+      .json();
+    assert.equal(held.generating, false);
+    assert.deepEqual(held.held_by.slice(-4), Array(4).fill(pairs));
+    assert.ok(held.held_by.slice(0, -4).every((h) => h === 0));
+    const missing = await fetch(`${s.url}/v1/sessions/nope`);
+    assert.equal(missing.status, 404);
+    assert.equal((await missing.json()).error.code, 'not_found');
+  } finally {
+    await stopServer(s);
+  }
+});
+
 await check("the README's serve example, as written (only the port is a free one)", async () => {
   // The first sh block of README.md's `tova serve` section: the server line, then the request.
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
