@@ -159,6 +159,7 @@ async function readEvents(reader, leaveAfter) {
   let buf = '';
   let chunks = 0;
   let text = '';
+  const texts = [];  // per choice
   let done = false;
   let error = null;
   for (;;) {
@@ -172,7 +173,11 @@ async function readEvents(reader, leaveAfter) {
       if (ev === 'data: [DONE]') { done = true; continue; }
       const j = JSON.parse(ev.slice('data: '.length));
       if (j.error) error = j.error;
-      for (const c of j.choices ?? []) text += c.text ?? c.delta?.content ?? '';
+      for (const c of j.choices ?? []) {
+        const piece = c.text ?? c.delta?.content ?? '';
+        text += piece;
+        texts[c.index] = (texts[c.index] ?? '') + piece;
+      }
       chunks++;
     }
     if (chunks >= leaveAfter) {
@@ -180,7 +185,7 @@ async function readEvents(reader, leaveAfter) {
       return { left: true };
     }
   }
-  return { text, done, error };
+  return { text, texts, done, error };
 }
 
 
@@ -205,20 +210,23 @@ async function oneRequest(i) {
   if (r < 0.25) {  // a greedy single prompt, streamed or not, checked against tova run
     const s = pick(singles);
     const stream = random() < 0.5;
-    count(stream ? 'greedy-stream' : 'greedy');
-    const b = body(s.c, { prompt: s.prompt, max_tokens: 24, stream });
-    let text;
+    // Some ask for two choices (both greedy: both the reference) and their log-probabilities.
+    const n = random() < 0.2 ? 2 : 1;
+    count(`${stream ? 'greedy-stream' : 'greedy'}${n > 1 ? '-n2-logprobs' : ''}`);
+    const b = body(s.c, { prompt: s.prompt, max_tokens: 24, stream,
+      ...(n > 1 ? { n, logprobs: 2 } : {}) });
+    let texts;
     if (stream) {
       const res = await readStream(await post('/v1/completions', b, { stream: true }));
       if (!res.done || res.error) throw new Error(`stream did not finish: ${JSON.stringify(res)}`);
-      text = res.text;
+      texts = res.texts;
     } else {
       const { status, j } = await post('/v1/completions', b);
       if (status !== 200) throw new Error(`${status} ${JSON.stringify(j)}`);
-      text = j.choices[0].text;
+      texts = j.choices.map((c) => c.text);
     }
-    if (text !== s.want) {
-      stats.wrong.push({ prompt: s.prompt, config: s.c, want: s.want, got: text });
+    if (texts.length !== n || texts.some((t) => t !== s.want)) {
+      stats.wrong.push({ prompt: s.prompt, config: s.c, want: s.want, got: texts });
     }
   } else if (r < 0.45) {  // a conversation: three greedy turns continuing held/stored states
     const conv = pick(conversations);

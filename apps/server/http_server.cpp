@@ -1,5 +1,6 @@
 #include "http_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "listener.h"
+#include "plan.h"
 #include "web_assets.h"
 #include "worker_pool.h"
 #include "kv/policy_registry.h"
@@ -149,7 +151,7 @@ bool public_path(const std::string& path) {
 Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
                                                        const ServerOptions& o) {
   if (!o.chat_template.empty()) {
-    auto r = tok::ChatTemplate::resolve(o.chat_template, "");
+    auto r = tok::ChatTemplate::by_name(o.chat_template);
     if (!r.ok()) return make_error("--chat-template: {}", r.message());
   }
   // The smallest request: one prompt token under the default multi-state.
@@ -177,7 +179,7 @@ HttpServer::HttpServer(const Engine& engine, const ServerOptions& o)
   }
   auto r = tok::ChatTemplate::resolve(name, model_template);
   if (r.ok()) {
-    renderer_ = *r;
+    chat_template_ = *r;
   } else {
     chat_error_ = r.message();
     notes_.push_back("chat disabled: " + chat_error_);
@@ -188,7 +190,7 @@ HttpServer::HttpServer(const Engine& engine, const ServerOptions& o)
   o_.api.ctx = o_.loop.ctx;
   o_.api.kv_memory = o_.loop.kv_memory;
   loop_ = std::make_unique<ServingLoop>(engine_, o_.loop, metrics_);
-  routes();
+  install_hooks();
 }
 
 HttpServer::~HttpServer() {
@@ -234,163 +236,249 @@ int HttpServer::stop_now() {
   return cut;
 }
 
+namespace {
+
+// What the access log reports once an answer is complete.
+void note_final(const Event& ev) {
+  if (t_ex.rec.cached_tokens < 0) t_ex.rec.cached_tokens = ev.kv.reused_prompt_tokens;
+  t_ex.rec.generated_tokens = std::max<int64_t>(0, t_ex.rec.generated_tokens) + ev.completion_tokens;
+  if (ev.ttft_seconds >= 0 &&
+      (t_ex.rec.ttft_seconds < 0 || ev.ttft_seconds < t_ex.rec.ttft_seconds)) {
+    t_ex.rec.ttft_seconds = ev.ttft_seconds;
+  }
+}
+
+// A non-streamed answer: every choice's events gathered, then one response object. A client
+// that leaves in the meantime stops the generation.
+void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res) {
+  const int n = job.request.n;
+  std::vector<Choice> choices(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    choices[i].index = i;
+    choices[i].with_logprobs = job.request.logprobs >= 0;
+  }
+  int64_t completion = 0;
+  int64_t prompt = 0;
+  int64_t reused = 0;
+  std::optional<KvReport> kv;
+  for (int finals = 0; finals < n;) {
+    for (Event& ev : job.take(std::chrono::milliseconds(100))) {
+      if (ev.error) {
+        send_error(res, *ev.error);
+        return;
+      }
+      Choice& c = choices[static_cast<size_t>(ev.index)];
+      c.text += ev.text;
+      for (auto& lp : ev.logprobs) c.logprobs.push_back(std::move(lp));
+      if (!ev.final) continue;
+      ++finals;
+      note_final(ev);
+      c.finish_reason = ev.finish_reason;
+      completion += ev.completion_tokens;
+      prompt = ev.prompt_tokens;
+      reused = ev.kv.reused_prompt_tokens;
+      if (ev.index == 0) kv = std::move(ev.kv);
+    }
+    if (finals < n && peer_closed(fd)) {
+      job.cancel();
+      t_ex.client_left = true;
+      res.status = 499;
+      return;
+    }
+  }
+  send_json(res, completion_json(head, choices, usage_json(prompt, completion, reused), *kv));
+}
+
+using Handler = httplib::Server::Handler;
+
+// A route answers its methods (HEAD with GET), OPTIONS, and 405 with Allow for the others.
+void add_route(Listener& s, const std::string& pattern,
+               const std::vector<std::pair<std::string, Handler>>& methods) {
+  std::string allow;
+  for (const auto& [m, h] : methods) allow += (allow.empty() ? "" : ", ") + m;
+  for (const auto& [m, h] : methods) {
+    if (m == "GET") allow += ", HEAD";
+  }
+  allow += ", OPTIONS";
+  auto not_allowed = [allow](const Request& req, Response& res) {
+    res.set_header("Allow", allow);
+    send_error(res, {.status = 405,
+                     .message = fmt::format("{} is not allowed on {} (allowed: {})",
+                                            shown(req.method), shown(req.path), allow),
+                     .code = "method_not_allowed"});
+  };
+  auto handler_for = [&](const std::string& method) -> Handler {
+    for (const auto& [m, h] : methods) {
+      if (m == method) return h;
+    }
+    return not_allowed;
+  };
+  s.Get(pattern, handler_for("GET"));
+  s.Post(pattern, handler_for("POST"));
+  s.Put(pattern, handler_for("PUT"));
+  s.Patch(pattern, handler_for("PATCH"));
+  s.Delete(pattern, handler_for("DELETE"));
+  s.Options(pattern, [allow](const Request&, Response& res) {
+    res.status = 204;
+    res.set_header("Allow", allow);
+  });
+}
+
+// The web page's files: compiled into the binary; no request leaves this server.
+void serve_file(const WebAsset& a, Response& res) {
+  res.set_content(std::string(a.body), std::string(a.content_type));
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Content-Security-Policy",
+                 "default-src 'none'; script-src 'self'; style-src 'self'; "
+                 "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+                 "form-action 'none'; frame-ancestors 'none'");
+}
+
+void not_found(const Request& req, Response& res) {
+  send_error(res, {.status = 404,
+                   .message = fmt::format("no route {} {}", shown(req.method), shown(req.path)),
+                   .code = "not_found"});
+}
+
+// A streamed answer (httplib's content provider, called until it returns false or the sink is
+// done): server-sent events, one chunk per piece of a choice's text; each choice ends with a
+// chunk that has its finish reason (and the multi-state's report), then the usage if asked for,
+// then [DONE]. Copies share one state.
+class StreamedAnswer {
+ public:
+  StreamedAnswer(ResponseHead head, std::shared_ptr<Job> job, int fd, bool include_usage,
+                 std::shared_ptr<void> in_handler)
+      : s_(std::make_shared<State>(State{.head = std::move(head),
+                                         .job = std::move(job),
+                                         .fd = fd,
+                                         .include_usage = include_usage,
+                                         .in_handler = std::move(in_handler)})) {
+    s_->offset.assign(static_cast<size_t>(s_->job->request.n), 0);
+  }
+
+  bool operator()(size_t, httplib::DataSink& sink) {
+    State& st = *s_;
+    try {
+      if (st.head.chat && !st.started) {
+        st.started = true;
+        std::string out;
+        for (int i = 0; i < st.job->request.n; ++i) {
+          out += sse_event(chunk_json(st.head, i, "", nullptr, "", /*role_only=*/true));
+        }
+        if (!write(sink, out)) return false;
+      }
+      const auto events = st.job->take(std::chrono::milliseconds(50));
+      if (events.empty() && peer_closed(st.fd)) return leave();
+      for (const Event& ev : events) {
+        if (!write(sink, encode(ev))) return false;
+        if (ev.error || st.finals == st.job->request.n) {
+          sink.done();
+          return true;
+        }
+      }
+      return true;
+    } catch (const std::exception& e) {
+      // Nothing thrown leaves a connection's thread: the stream ends, the request stops.
+      t_ex.rec.error = e.what();
+      st.job->cancel();
+      return false;
+    }
+  }
+
+ private:
+  struct State {
+    ResponseHead head;
+    std::shared_ptr<Job> job;
+    int fd = -1;
+    bool include_usage = false;
+    std::shared_ptr<void> in_handler;  // until the last byte: what a stop waits for
+    bool started = false;
+    int finals = 0;
+    int64_t completion = 0;
+    std::vector<int64_t> offset;  // bytes of each choice's text sent (completions' logprobs)
+  };
+
+  // The client went away: the request stops.
+  bool leave() {
+    s_->job->cancel();
+    t_ex.client_left = true;
+    return false;
+  }
+
+  bool write(httplib::DataSink& sink, const std::string& out) {
+    return out.empty() || sink.write(out.data(), out.size()) || leave();
+  }
+
+  // The chunks of one event.
+  std::string encode(const Event& ev) {
+    State& st = *s_;
+    if (ev.error) {
+      t_ex.rec.error = ev.error->message;
+      return sse_event(error_json(*ev.error)) + "data: [DONE]\n\n";
+    }
+    std::string out;
+    const auto* lps = st.job->request.logprobs >= 0 ? &ev.logprobs : nullptr;
+    int64_t& offset = st.offset[static_cast<size_t>(ev.index)];
+    if (!ev.text.empty() || (lps != nullptr && !lps->empty())) {
+      out += sse_event(chunk_json(st.head, ev.index, ev.text, lps, "", false, offset));
+      offset += static_cast<int64_t>(ev.text.size());
+    }
+    if (!ev.final) return out;
+    note_final(ev);
+    json last = chunk_json(st.head, ev.index, "", nullptr, ev.finish_reason);
+    last["tova"] = kv_json(ev.kv);
+    out += sse_event(last);
+    st.completion += ev.completion_tokens;
+    if (++st.finals < st.job->request.n) return out;
+    if (st.include_usage) {
+      out += sse_event(usage_chunk_json(
+          st.head, usage_json(ev.prompt_tokens, st.completion, ev.kv.reused_prompt_tokens)));
+    }
+    return out + "data: [DONE]\n\n";
+  }
+
+  std::shared_ptr<State> s_;
+};
+
+}  // namespace
+
 void HttpServer::generate(bool chat, const Request& req, Response& res) {
   // Until the answer's last byte (a stream's provider holds a copy): what a stop waits for.
   ++in_handlers_;
   auto in_handler = std::shared_ptr<void>(nullptr, [this](void*) { --in_handlers_; });
-  auto parsed =
-      parse_generation_request(req.body, chat, engine_, o_.api, renderer_ ? &*renderer_ : nullptr, chat_error_);
   t_ex.rec.n = 1;
-  if (auto* e = std::get_if<ApiError>(&parsed)) {
-    send_error(res, *e);
-    return;
-  }
-  ParsedRequest p = std::move(std::get<ParsedRequest>(parsed));
-  t_ex.rec.policy = p.gen.cache.policy.label();
-  t_ex.rec.budget = p.gen.cache.policy.bounded() ? p.gen.cache.policy.budget : -1;
-  t_ex.rec.stream = p.stream;
-  t_ex.rec.prompt_tokens = static_cast<int64_t>(p.gen.prompt.size());
-  p.gen.id = t_ex.rec.id;
-  auto job = std::make_shared<Job>(std::move(p.gen));
-  if (auto e = loop_->submit(job)) {
-    send_error(res, *e);
-    return;
-  }
-  // What the access log reports once the answer is complete.
-  auto note_final = [](const Event& ev) {
-    t_ex.rec.cached_tokens = ev.kv.reused_prompt_tokens;
-    t_ex.rec.generated_tokens = ev.completion_tokens;
-    t_ex.rec.ttft_seconds = ev.ttft_seconds;
-  };
-  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + t_ex.rec.id;
-  const int64_t created = unix_now();
-  const std::string object = chat ? "chat.completion" : "text_completion";
+  auto decoded = decode_completion_request(req.body, chat, o_.api);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return send_error(res, *e);
+  const CompletionRequest& r = std::get<CompletionRequest>(decoded);
+  t_ex.rec.policy = r.cache.policy.label();
+  t_ex.rec.budget = r.cache.policy.bounded() ? r.cache.policy.budget : -1;
+  t_ex.rec.stream = r.stream;
+  t_ex.rec.n = r.n;
+  t_ex.rec.user = r.user;
+  auto planned = plan_generation(r, t_ex.rec.id, engine_,
+                                 chat_template_ ? &*chat_template_ : nullptr, chat_error_, o_.api);
+  if (auto* e = std::get_if<ApiError>(&planned)) return send_error(res, *e);
+  auto job = std::make_shared<Job>(std::move(std::get<GenerationRequest>(planned)));
+  t_ex.rec.prompt_tokens = static_cast<int64_t>(job->request.prompt.size());
+  if (auto e = loop_->submit(job)) return send_error(res, *e);
+  const ResponseHead head{.chat = chat,
+                          .id = (chat ? "chatcmpl-" : "cmpl-") + t_ex.rec.id,
+                          .created = unix_now(),
+                          .model = o_.api.model_id};
   // The client's connection: a request whose client has gone stops generating.
   const int fd = connection_socket(req);
-  if (!p.stream) {
-    std::string text;
-    for (;;) {
-      for (Event& ev : job->take(std::chrono::milliseconds(100))) {
-        text += ev.text;
-        if (!ev.final) continue;
-        note_final(ev);
-        if (ev.error) {
-          send_error(res, *ev.error);
-          return;
-        }
-        json choice = {{"index", 0}, {"finish_reason", ev.finish_reason}};
-        if (chat) {
-          choice["message"] = {{"role", "assistant"}, {"content", text}};
-        } else {
-          choice["text"] = text;
-          choice["logprobs"] = nullptr;
-        }
-        send_json(res, {{"id", id},
-                        {"object", object},
-                        {"created", created},
-                        {"model", p.model},
-                        {"choices", json::array({choice})},
-                        {"usage", usage_json(ev.prompt_tokens, ev.completion_tokens,
-                                             ev.kv.reused_prompt_tokens)},
-                        {"tova", kv_json(ev.kv)}});
-        return;
-      }
-      if (peer_closed(fd)) {
-        job->cancel();
-        t_ex.client_left = true;
-        res.status = 499;
-        return;
-      }
-    }
-  }
-  // Streaming: server-sent events, one chunk per piece of text.
-  const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
-  auto chunk = [=](const json& choice) {
-    json c = {{"id", id},
-              {"object", chunk_object},
-              {"created", created},
-              {"model", p.model},
-              {"choices", json::array({choice})}};
-    return c;
-  };
-  auto sse = [](const json& j) { return "data: " + to_json_text(j) + "\n\n"; };
-  auto started = std::make_shared<bool>(false);
+  if (!r.stream) return answer_whole(head, *job, fd, res);
+
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [=](size_t, httplib::DataSink& sink) {
-        (void)in_handler;
-        auto write = [&](const std::string& out) {
-          if (sink.write(out.data(), out.size())) return true;
-          job->cancel();
-          t_ex.client_left = true;
-          return false;
-        };
-        if (chat && !*started) {
-          *started = true;
-          json c = chunk({{"index", 0},
-                          {"delta", {{"role", "assistant"}, {"content", ""}}},
-                          {"finish_reason", nullptr}});
-          if (!write(sse(c))) return false;
-        }
-        const auto events = job->take(std::chrono::milliseconds(50));
-        if (events.empty() && peer_closed(fd)) {
-          job->cancel();
-          t_ex.client_left = true;
-          return false;
-        }
-        for (const Event& ev : events) {
-          std::string out;
-          if (ev.error) {
-            out = sse(error_json(*ev.error));
-            t_ex.rec.error = ev.error->message;
-          } else if (!ev.final) {
-            if (ev.text.empty()) continue;
-            json choice = {{"index", 0}, {"finish_reason", nullptr}};
-            if (chat) {
-              choice["delta"] = {{"content", ev.text}};
-            } else {
-              choice["text"] = ev.text;
-              choice["logprobs"] = nullptr;
-            }
-            out = sse(chunk(choice));
-          } else {
-            json choice = {{"index", 0}, {"finish_reason", ev.finish_reason}};
-            if (chat) {
-              choice["delta"] = json::object();
-            } else {
-              choice["text"] = "";
-              choice["logprobs"] = nullptr;
-            }
-            json c = chunk(choice);
-            c["tova"] = kv_json(ev.kv);
-            out = sse(c);
-            if (p.include_usage) {
-              json u = chunk(nullptr);
-              u["choices"] = json::array();
-              u["usage"] =
-                  usage_json(ev.prompt_tokens, ev.completion_tokens, ev.kv.reused_prompt_tokens);
-              out += sse(u);
-            }
-          }
-          if (ev.final) {
-            note_final(ev);
-            out += "data: [DONE]\n\n";
-          }
-          if (!write(out)) return false;
-          if (ev.final) {
-            sink.done();
-            return true;
-          }
-        }
-        return true;
-      },
+      "text/event-stream", StreamedAnswer(head, job, fd, r.include_usage, in_handler),
       [job](bool success) {
         if (!success) job->cancel();
       });
 }
 
-void HttpServer::routes() {
+void HttpServer::install_hooks() {
   Listener& s = *http_;
   const int n_http = o_.http_threads > 0 ? o_.http_threads : o_.loop.parallel + o_.loop.queue + 8;
   s.new_task_queue = [n_http] { return new WorkerPool(n_http); };
@@ -430,12 +518,14 @@ void HttpServer::routes() {
   s.set_post_routing_handler([this](const Request& req, Response& res) {
     if (o_.cors_origins.empty()) return;
     const std::string origin = req.get_header_value("Origin");
-    std::string allow;
-    for (const auto& o : o_.cors_origins) {
-      if (o == "*") allow = "*";
-      if (!origin.empty() && o == origin && allow.empty()) allow = origin;
-    }
-    if (allow.empty()) return;
+    const bool any = std::find(o_.cors_origins.begin(), o_.cors_origins.end(), "*") !=
+                     o_.cors_origins.end();
+    const bool listed = !origin.empty() && std::find(o_.cors_origins.begin(),
+                                                     o_.cors_origins.end(),
+                                                     origin) != o_.cors_origins.end();
+    if (!any && !listed) return;
+    static const std::string kAny = "*";
+    const std::string& allow = any ? kAny : origin;
     res.set_header("Access-Control-Allow-Origin", allow);
     if (allow != "*") res.set_header("Vary", "Origin");
     res.set_header("Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
@@ -494,67 +584,12 @@ void HttpServer::routes() {
     t_ex = Exchange{};
   });
 
-  // A route answers its methods (HEAD with GET), OPTIONS, and 405 with Allow for the others.
-  using Handler = httplib::Server::Handler;
-  auto route = [&s](const std::string& pattern,
-                    const std::vector<std::pair<std::string, Handler>>& methods) {
-    std::string allow;
-    for (const auto& [m, h] : methods) allow += (allow.empty() ? "" : ", ") + m;
-    for (const auto& [m, h] : methods) {
-      if (m == "GET") allow += ", HEAD";
-    }
-    allow += ", OPTIONS";
-    auto not_allowed = [allow](const Request& req, Response& res) {
-      res.set_header("Allow", allow);
-      send_error(res, {.status = 405,
-                       .message = fmt::format("{} is not allowed on {} (allowed: {})",
-                                              shown(req.method), shown(req.path), allow),
-                       .code = "method_not_allowed"});
-    };
-    auto handler_for = [&](const std::string& method) -> Handler {
-      for (const auto& [m, h] : methods) {
-        if (m == method) return h;
-      }
-      return not_allowed;
-    };
-    s.Get(pattern, handler_for("GET"));
-    s.Post(pattern, handler_for("POST"));
-    s.Put(pattern, handler_for("PUT"));
-    s.Patch(pattern, handler_for("PATCH"));
-    s.Delete(pattern, handler_for("DELETE"));
-    s.Options(pattern, [allow](const Request&, Response& res) {
-      res.status = 204;
-      res.set_header("Allow", allow);
-    });
-  };
+  routes();
+}
 
-  // The web page: files compiled into the binary; no request leaves this server.
-  for (const WebAsset& a : web_assets()) {
-    auto serve_file = [a](const Request&, Response& res) {
-      res.set_content(std::string(a.body), std::string(a.content_type));
-      res.set_header("Cache-Control", "no-cache");
-      res.set_header("X-Content-Type-Options", "nosniff");
-      res.set_header("Content-Security-Policy",
-                     "default-src 'none'; script-src 'self'; style-src 'self'; "
-                     "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
-                     "form-action 'none'; frame-ancestors 'none'");
-    };
-    route(std::string(a.path), {{"GET", serve_file}});
-    if (a.path == "/index.html") route("/", {{"GET", serve_file}});
-  }
-  route("/health", {{"GET", [this](const Request&, Response& res) {
-                       if (loop_->draining()) {
-                         res.set_header("Retry-After", "1");
-                         send_json(res, {{"status", "draining"}}, 503);
-                       } else {
-                         send_json(res, {{"status", "ok"}});
-                       }
-                     }}});
-  route("/metrics", {{"GET", [this](const Request&, Response& res) {
-                        res.set_content(metrics_.render(), "text/plain; version=0.0.4");
-                      }}});
-  // The model, and what a request may choose (the policy registry, the defaults): the page
-  // and the tests read it.
+json HttpServer::model_json() const {
+  // The model, and what a request may choose (the policy registry, the defaults): the page and
+  // the tests read it.
   json policies = json::array();
   for (const kv::PolicyInfo* p : kv::all_policies()) {
     if (!p->listed) continue;
@@ -568,76 +603,84 @@ void HttpServer::routes() {
   }
   const CacheOptions& c = o_.api.cache;
   const model::ModelConfig& cfg = engine_.model().config();
-  const json tova_info = {{"policies", policies},
-                          {"policy", c.policy.label()},
-                          {"budget", c.policy.bounded() ? json(c.policy.budget) : json(nullptr)},
-                          {"prefill", c.prefill.label()},
-                          {"positions", std::string(kv::position_mode_name(c.positions))},
-                          {"n_layer", cfg.n_layer},
-                          {"n_head_kv", cfg.n_head_kv},
-                          {"ctx", o_.loop.ctx},
-                          {"kv_memory", o_.loop.kv_memory},
-                          {"chat", chat_error_.empty()}};
-  auto model_json = [this, tova_info] {
-    return json{{"id", o_.api.model_id},
-                {"object", "model"},
-                {"created", created_},
-                {"owned_by", "tova"},
-                {"tova", tova_info}};
-  };
-  route("/v1/models", {{"GET", [=](const Request&, Response& res) {
-                          send_json(res, {{"object", "list"}, {"data", json::array({model_json()})}});
-                        }}});
-  route(R"(/v1/models/(.+))", {{"GET", [=, this](const Request& req, Response& res) {
-                                 if (req.matches[1] != o_.api.model_id) {
-                                   send_error(res, model_not_found(std::string(req.matches[1]),
-                                                                   o_.api.model_id));
-                                   return;
-                                 }
-                                 send_json(res, model_json());
+  return {{"id", o_.api.model_id},
+          {"object", "model"},
+          {"created", created_},
+          {"owned_by", "tova"},
+          {"tova",
+           {{"policies", policies},
+            {"policy", c.policy.label()},
+            {"budget", c.policy.bounded() ? json(c.policy.budget) : json(nullptr)},
+            {"prefill", c.prefill.label()},
+            {"positions", std::string(kv::position_mode_name(c.positions))},
+            {"n_layer", cfg.n_layer},
+            {"n_head_kv", cfg.n_head_kv},
+            {"ctx", o_.loop.ctx},
+            {"kv_memory", o_.loop.kv_memory},
+            {"chat", chat_error_.empty()}}}};
+}
+
+void HttpServer::show_session(const Request& req, Response& res) {
+  const std::string id = req.matches[1];
+  auto v = loop_->inspect(id);
+  if (!v) {
+    return send_error(res, {.status = 404,
+                            .message = fmt::format("no state of request '{}' is in memory",
+                                                   shown(id)),
+                            .code = "not_found"});
+  }
+  const tok::Tokenizer& tk = engine_.tokenizer();
+  std::vector<std::string> pieces;
+  pieces.reserve(v->tokens.size());
+  for (size_t i = 0; i < v->tokens.size(); ++i) {
+    pieces.push_back(tk.token_to_piece(v->tokens[i], i > 0 ? v->tokens[i - 1] : -1));
+  }
+  send_json(res, state_view_json(*v, pieces));
+}
+
+void HttpServer::routes() {
+  Listener& s = *http_;
+  for (const WebAsset& a : web_assets()) {
+    auto file = [a](const Request&, Response& res) { serve_file(a, res); };
+    add_route(s, std::string(a.path), {{"GET", file}});
+    if (a.path == "/index.html") add_route(s, "/", {{"GET", file}});
+  }
+  add_route(s, "/health", {{"GET", [this](const Request&, Response& res) {
+                              if (!loop_->draining()) return send_json(res, {{"status", "ok"}});
+                              res.set_header("Retry-After", "1");
+                              send_json(res, {{"status", "draining"}}, 503);
+                            }}});
+  add_route(s, "/metrics", {{"GET", [this](const Request&, Response& res) {
+                               res.set_content(metrics_.render(), "text/plain; version=0.0.4");
+                             }}});
+  add_route(s, "/v1/models", {{"GET", [this](const Request&, Response& res) {
+                                 send_json(res, {{"object", "list"},
+                                                 {"data", json::array({model_json()})}});
                                }}});
-  route("/tokenize", {{"POST", [this](const Request& req, Response& res) {
-                         auto r = parse_tokenize_request(req.body);
-                         if (auto* e = std::get_if<ApiError>(&r)) return send_error(res, *e);
-                         const auto& t = std::get<TokenizeRequest>(r);
-                         send_json(res, {{"tokens", engine_.tokenize(t.content, t.add_special)}});
-                       }}});
-  route("/detokenize", {{"POST", [this](const Request& req, Response& res) {
-                           auto r = parse_detokenize_request(req.body, engine_.n_vocab());
-                           if (auto* e = std::get_if<ApiError>(&r)) return send_error(res, *e);
-                           const auto& ids = std::get<std::vector<int32_t>>(r);
-                           send_json(res, {{"content", engine_.detokenize(ids)}});
-                         }}});
-  // What a conversation's state holds: GET /v1/sessions/ID, ID the X-Request-Id of the request
-  // that last extended it (while it generates, and afterwards while the state is held).
-  route(R"(/v1/sessions/([^/]+))", {{"GET", [this](const Request& req, Response& res) {
-          const std::string id = req.matches[1];
-          auto v = loop_->inspect(id);
-          if (!v) {
-            send_error(res, {.status = 404,
-                             .message = fmt::format("no state of request '{}' is in memory",
-                                                    shown(id)),
-                             .code = "not_found"});
-            return;
-          }
-          const tok::Tokenizer& tk = engine_.tokenizer();
-          std::vector<std::string> pieces;
-          pieces.reserve(v->tokens.size());
-          for (size_t i = 0; i < v->tokens.size(); ++i) {
-            pieces.push_back(tk.token_to_piece(v->tokens[i], i > 0 ? v->tokens[i - 1] : -1));
-          }
-          send_json(res, state_view_json(*v, pieces));
-        }}});
-  route("/v1/chat/completions",
-        {{"POST", [this](const Request& req, Response& res) { generate(true, req, res); }}});
-  route("/v1/completions",
-        {{"POST", [this](const Request& req, Response& res) { generate(false, req, res); }}});
+  add_route(s, R"(/v1/models/(.+))", {{"GET", [this](const Request& req, Response& res) {
+              if (req.matches[1] == o_.api.model_id) return send_json(res, model_json());
+              send_error(res, model_not_found(std::string(req.matches[1]), o_.api.model_id));
+            }}});
+  add_route(s, "/tokenize", {{"POST", [this](const Request& req, Response& res) {
+              auto r = decode_tokenize_request(req.body);
+              if (auto* e = std::get_if<ApiError>(&r)) return send_error(res, *e);
+              const auto& t = std::get<TokenizeRequest>(r);
+              send_json(res, {{"tokens", engine_.tokenize(t.content, t.add_special)}});
+            }}});
+  add_route(s, "/detokenize", {{"POST", [this](const Request& req, Response& res) {
+              auto r = decode_detokenize_request(req.body, engine_.n_vocab());
+              if (auto* e = std::get_if<ApiError>(&r)) return send_error(res, *e);
+              send_json(res, {{"content", engine_.detokenize(std::get<std::vector<int32_t>>(r))}});
+            }}});
+  // What a conversation's state holds: ID is the X-Request-Id of the request that last extended
+  // it (while it generates, and afterwards while the state is held).
+  add_route(s, R"(/v1/sessions/([^/]+))",
+            {{"GET", [this](const Request& req, Response& res) { show_session(req, res); }}});
+  add_route(s, "/v1/chat/completions",
+            {{"POST", [this](const Request& req, Response& res) { generate(true, req, res); }}});
+  add_route(s, "/v1/completions",
+            {{"POST", [this](const Request& req, Response& res) { generate(false, req, res); }}});
   // No route: a 404 error object for every method.
-  auto not_found = [](const Request& req, Response& res) {
-    send_error(res, {.status = 404,
-                     .message = fmt::format("no route {} {}", shown(req.method), shown(req.path)),
-                     .code = "not_found"});
-  };
   s.Get(".*", not_found);
   s.Post(".*", not_found);
   s.Put(".*", not_found);

@@ -5,14 +5,14 @@
 #pragma once
 
 #include <atomic>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "access_log.h"
-#include "api.h"
+#include "codec.h"
 #include "core/result.h"
 #include "metrics.h"
 #include "serving_loop.h"
@@ -64,15 +64,18 @@ class HttpServer {
 
  private:
   HttpServer(const Engine& engine, const ServerOptions& o);
+  void install_hooks();  // every request: its record, limits, auth, CORS, errors, its log line
   void routes();
   void stop_http();
+  nlohmann::json model_json() const;  // GET /v1/models: the model and what requests may choose
+  void show_session(const httplib::Request& req, httplib::Response& res);
   void generate(bool chat, const httplib::Request& req, httplib::Response& res);
 
   const Engine& engine_;
   ServerOptions o_;
   Metrics metrics_;
   std::unique_ptr<ServingLoop> loop_;
-  std::optional<tok::ChatTemplate> renderer_;
+  std::optional<tok::ChatTemplate> chat_template_;  // none: chat_error_ says why
   std::string chat_error_;
   std::vector<std::string> notes_;
   std::unique_ptr<Listener> http_;

@@ -1,5 +1,6 @@
-// One request's journey between an HTTP handler and the scheduler thread: what to generate,
-// and the events the scheduler sends back (text pieces, then one final event).
+// One request's journey between an HTTP handler and the scheduler thread: what to generate, and
+// the events the scheduler sends back for each of its n choices (text pieces, then one final
+// event per choice; an error ends the whole request).
 #pragma once
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tova/options.h"
@@ -31,7 +33,10 @@ struct GenerationRequest {
   SamplerParams sampling;
   std::vector<std::string> stop;
   CacheOptions cache;
-  uint64_t reserve_bytes = 0;  // K/V memory admission sets aside for it
+  int n = 1;            // choices, sharing the prompt's state (cloned once it is fed)
+  int logprobs = -1;    // -1: none; else the alternatives reported per token
+  // K/V memory admission sets aside for each choice: what its state can reach.
+  uint64_t reserve_bytes = 0;
   bool allow_reuse = true;
   bool ignore_eos = false;  // keep generating past end-of-generation tokens (benchmarks)
 };
@@ -48,15 +53,25 @@ struct KvReport {
   int64_t reused_prompt_tokens = 0;
 };
 
+// A generated token's log-probability under the model (before temperature and the sampler's
+// filters), and the most likely tokens at that step.
+struct TokenLogprob {
+  std::string token;  // its text (bytes as they are: a piece of a UTF-8 character stays one)
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // most likely first
+};
+
 struct Event {
+  int index = 0;     // the choice
   std::string text;  // a piece of whole UTF-8
-  bool final = false;
-  std::string finish_reason;  // final: stop | length
+  std::vector<TokenLogprob> logprobs;  // of the tokens generated since the last event
+  bool final = false;                  // the choice's last event
+  std::string finish_reason;           // final: stop | length
   int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;
+  int64_t completion_tokens = 0;  // final: this choice's
   KvReport kv;
   double ttft_seconds = -1;       // final: arrival to the first generated token (-1: none)
-  std::optional<ApiError> error;  // final: failed
+  std::optional<ApiError> error;  // ends the request
 };
 
 class Job {
@@ -68,7 +83,11 @@ class Job {
   void push(Event e) {
     {
       std::lock_guard<std::mutex> l(mu_);
-      if (e.final) done_ = true;
+      if (e.error) {
+        done_ = true;
+      } else if (e.final && ++n_final_ >= request.n) {
+        done_ = true;
+      }
       events_.push_back(std::move(e));
     }
     cv_.notify_all();
@@ -82,11 +101,12 @@ class Job {
     events_.clear();
     return out;
   }
+  // Every choice has ended, or the request failed.
   bool done() const {
     std::lock_guard<std::mutex> l(mu_);
     return done_;
   }
-  // The client went away: the scheduler drops the sequence at its next step.
+  // The client went away: the scheduler drops the request's sequences at its next step.
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
 
@@ -94,6 +114,7 @@ class Job {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Event> events_;
+  int n_final_ = 0;
   bool done_ = false;
   std::atomic<bool> cancelled_{false};
 };

@@ -3,47 +3,34 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "runtime/batch_scheduler.h"
 #include "runtime/cache_options.h"
+#include "runtime/session_impl.h"
 #include "tokenizer/tokenizer.h"
-#include "runtime/utf8_stream.h"
+#include "tova/text_stream.h"
 
 namespace tova::server {
 
+// One sequence being generated: choice `index` of a request, its session and the library's
+// generation loop over it (sampling, end of generation, UTF-8 and stop-string hold-back, limits).
 struct ServingLoop::Active {
   std::shared_ptr<Job> job;
+  int index = 0;
   std::unique_ptr<Session> session;
-  uint64_t reserved = 0;
+  std::unique_ptr<TextStream> stream;
+  uint64_t reserved = 0;  // choice 0 holds the reservation of every choice until they split
   int64_t reused = 0;
   int64_t n_prompt = 0;
-  int n_generated = 0;
-  int32_t prev = -1;
-  runtime::Utf8Stream utf8;
-  std::string text;  // generated text, whole UTF-8
-  size_t sent = 0;   // bytes of text streamed
-  bool first = true;
+  bool split = false;  // choice 0 of n > 1: the other choices were cloned from its state
   bool finished = false;
   double ttft = -1;
   std::chrono::steady_clock::time_point last_token;
+  std::vector<TokenLogprob> logprobs;  // generated since the last event
 };
 
 namespace {
-
-// Bytes at the end of `text` that could be the start of a stop string (held back while
-// streaming, so a stop string is never half sent).
-size_t stop_overlap(const std::string& text, const std::vector<std::string>& stops) {
-  size_t keep = 0;
-  for (const auto& s : stops) {
-    for (size_t n = std::min(s.size() - 1, text.size()); n > keep; --n) {
-      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
-        keep = n;
-        break;
-      }
-    }
-  }
-  return keep;
-}
 
 KvReport report(const Session& s, int64_t reused) {
   const SessionStats k = s.stats();
@@ -58,6 +45,42 @@ KvReport report(const Session& s, int64_t reused) {
     r.tokens_evicted.push_back(l.n_evicted);
   }
   return r;
+}
+
+uint64_t state_bytes(const Session& s) { return runtime::state_of(s).bytes(); }
+
+// The log-probability of `id` under `logits` and the `top` most likely tokens (log-softmax of
+// the model's scores: before temperature and the sampler's filters).
+TokenLogprob logprob_of(std::span<const float> logits, int32_t id, int top,
+                        const tok::Tokenizer& tk, int32_t prev) {
+  float max = -INFINITY;
+  for (float x : logits) max = std::max(max, x);
+  double sum = 0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x - max));
+  const float lse = max + static_cast<float>(std::log(sum));
+  TokenLogprob t{.token = tk.token_to_piece(id, prev), .logprob = logits[id] - lse};
+  if (top > 0) {
+    std::vector<int32_t> ids(logits.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    const size_t k = std::min(ids.size(), static_cast<size_t>(top));
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    for (size_t i = 0; i < k; ++i) {
+      t.top.emplace_back(tk.token_to_piece(ids[i], prev), logits[ids[i]] - lse);
+    }
+  }
+  return t;
+}
+
+ApiError server_error(std::string message) {
+  return ApiError{.status = 500, .message = std::move(message), .type = "server_error"};
+}
+
+// The request ends with `e`; its other choices stop at the next step.
+void fail(Job& job, ApiError e) {
+  job.push({.error = std::move(e)});
+  job.cancel();
 }
 
 }  // namespace
@@ -132,7 +155,7 @@ void ServingLoop::spill(Held& h, bool sync) {
 void ServingLoop::hold(std::unique_ptr<Session> s, const std::string& id) {
   if (!o_.prefix_reuse || !runtime::continues_exactly(s->cache())) return;
   Held h{.id = id, .tokens = s->history(), .session = std::move(s)};
-  h.bytes = h.session->stats().kv_capacity;
+  h.bytes = state_bytes(*h.session);
   if (h.bytes > o_.kv_memory || o_.max_cached_states <= 0) {
     spill(h, false);
     return;
@@ -160,6 +183,13 @@ void ServingLoop::hold(std::unique_ptr<Session> s, const std::string& id) {
   held_.push_front(std::move(h));
 }
 
+GenerateOptions ServingLoop::generate_options(const GenerationRequest& r) const {
+  return {.max_tokens = r.max_tokens,
+          .stop = r.stop,
+          .ignore_eos = r.ignore_eos,
+          .max_context = o_.ctx};
+}
+
 bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   const GenerationRequest& r = job->request;
   // The longest held state of the same configuration whose tokens the prompt extends, unless
@@ -180,10 +210,11 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   size_t stored = can_reuse && o_.store ? o_.store->longest_prefix(r.prompt, label) : 0;
   if (best != held_.end() && stored <= best->tokens.size()) stored = 0;
   if (stored > 0) best = held_.end();
-  // Memory: a taken held state gives its bytes to the request; least recently used states
-  // make room; what still does not fit waits.
+  // Memory: every choice's reservation; a taken held state gives its bytes to the request;
+  // least recently used states make room; what still does not fit waits.
+  const uint64_t need = r.reserve_bytes * static_cast<uint64_t>(r.n);
   uint64_t freed = best != held_.end() ? best->bytes : 0;
-  while (reserved_ - freed + r.reserve_bytes > o_.kv_memory) {
+  while (reserved_ - freed + need > o_.kv_memory) {
     auto victim = held_.end();
     for (auto it = held_.begin(); it != held_.end(); ++it) {
       if (it != best) victim = it;  // the last one that is not `best`: least recently used
@@ -202,7 +233,7 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
     reserved_ -= best->bytes;
     held_.erase(best);
     if (auto st = a->session->set_sampling(r.sampling); !st.ok()) {
-      job->push({.final = true, .error = ApiError{.message = st.message()}});
+      fail(*job, ApiError{.message = st.message()});
       return true;
     }
   } else if (stored > 0) {
@@ -217,23 +248,22 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
     auto s = engine_.new_session(
         {.cache = r.cache, .sampling = r.sampling, .n_prompt_hint = a->n_prompt});
     if (!s.ok()) {
-      job->push({.final = true, .error = ApiError{.message = s.message()}});
+      fail(*job, ApiError{.message = s.message(), .param = "kv_budget"});
       return true;
     }
     a->session = std::move(*s);
   }
   a->session->queue(std::span<const int32_t>(r.prompt).subspan(a->reused));
-  // A `full` cache allocates now what this request may hold (prompt + max_tokens, within --ctx
-  // as the API checked, and never past --ctx: what admission counted): a new one once, a
-  // reused one copied once here, never a doubling copy inside a decode step. Bounded caches
-  // never grow (no-op).
+  // The pool allocates now what this request may hold (prompt + max_tokens; a `full` one
+  // within --ctx, a bounded one within k + extra): a new one once, a reused one copied once
+  // here, never a doubling copy inside a decode step.
   if (auto st = a->session->reserve(a->n_prompt + r.max_tokens, o_.ctx); !st.ok()) {
-    job->push({.final = true, .error = ApiError{.message = st.message()}});
+    fail(*job, ApiError{.message = st.message(), .param = "kv_budget"});
     return true;
   }
-  a->prev = r.prompt.back();  // the first piece renders after the prompt
+  a->stream = std::make_unique<TextStream>(*a->session, generate_options(r));
   // What the pool holds now counts if a reused state's growth (doubling) went past the estimate.
-  a->reserved = std::max<uint64_t>(r.reserve_bytes, a->session->stats().kv_capacity);
+  a->reserved = std::max(need, state_bytes(*a->session));
   reserved_ += a->reserved;
   metrics_.tokens(a->n_prompt, 0, a->reused);
   active_.push_back(std::move(a));
@@ -247,7 +277,10 @@ void ServingLoop::admit() {
       std::lock_guard<std::mutex> l(mu_);
       // Requests whose clients left while waiting never start.
       while (!waiting_.empty() && waiting_.front()->cancelled()) waiting_.pop_front();
-      if (waiting_.empty() || static_cast<int>(active_.size()) >= o_.parallel) return;
+      if (waiting_.empty()) return;
+      // A request of n choices takes n sequences (at least one when --parallel is smaller).
+      const int n = waiting_.front()->request.n;
+      if (!active_.empty() && static_cast<int>(active_.size()) + n > o_.parallel) return;
       job = waiting_.front();
     }
     bool admitted = false;
@@ -256,10 +289,7 @@ void ServingLoop::admit() {
     } catch (const std::exception& e) {
       // (std::bad_alloc of a state the machine cannot hold, ...): this request fails, the
       // server goes on.
-      job->push({.final = true,
-                 .error = ApiError{.status = 500,
-                                   .message = fmt::format("cannot start this request: {}", e.what()),
-                                   .type = "server_error"}});
+      fail(*job, server_error(fmt::format("cannot start this request: {}", e.what())));
       admitted = true;
     }
     if (!admitted) return;  // first in, first out: the head waits for memory
@@ -269,18 +299,72 @@ void ServingLoop::admit() {
   }
 }
 
-void ServingLoop::finish(Active& a, const std::string& reason) {
-  a.finished = true;
-  std::string rest = a.utf8.flush();
-  a.text += rest;
-  if (a.text.size() > a.sent) {
-    a.job->push({.text = a.text.substr(a.sent)});
-    a.sent = a.text.size();
+void ServingLoop::split(Active& a) {
+  // The other choices continue from the prompt's state: each a copy of it with a sampler of
+  // its own (seed + index), each with its share of the reservation.
+  a.split = true;
+  const GenerationRequest& r = a.job->request;
+  const uint64_t share = a.reserved / static_cast<uint64_t>(r.n);
+  for (int i = 1; i < r.n; ++i) {
+    auto c = std::make_unique<Active>();
+    c->job = a.job;
+    c->index = i;
+    c->session = a.session->clone();
+    SamplerParams p = r.sampling;
+    p.seed += static_cast<uint64_t>(i);
+    if (auto st = c->session->set_sampling(p); !st.ok()) {
+      fail(*a.job, ApiError{.message = st.message()});
+      return;
+    }
+    c->stream = std::make_unique<TextStream>(*c->session, generate_options(r));
+    c->reserved = share;
+    c->reused = a.reused;
+    c->n_prompt = a.n_prompt;
+    a.reserved -= share;
+    active_.push_back(std::move(c));
   }
-  Event e{.final = true,
+}
+
+void ServingLoop::advance(Active& a) {
+  const GenerationRequest& r = a.job->request;
+  const tok::Tokenizer& tk = engine_.tokenizer();
+  const int32_t prev = a.session->history().empty() ? -1 : a.session->history().back();
+  const Piece p = a.stream->advance();
+  const auto now = std::chrono::steady_clock::now();
+  // The token this step generated: queued on the session, or (at a length limit) not.
+  const bool counted = p.finish == Finish::kNone || p.finish == Finish::kLength;
+  const int32_t id = p.finish == Finish::kNone ? a.session->history().back() : a.stream->unfed();
+  if (counted && id >= 0) {
+    if (a.ttft < 0) {
+      a.ttft = std::chrono::duration<double>(now - a.job->created).count();
+      metrics_.first_token(a.ttft);
+    } else {
+      metrics_.token_gap(std::chrono::duration<double>(now - a.last_token).count());
+    }
+    a.last_token = now;
+    metrics_.tokens(0, 1, 0);
+    // The logits are still those the token was sampled from: it is queued, not fed.
+    if (r.logprobs >= 0) a.logprobs.push_back(logprob_of(a.session->logits(), id, r.logprobs, tk, prev));
+  }
+  if (p.finish == Finish::kNone) {
+    if (!p.text.empty()) {
+      a.job->push({.index = a.index, .text = p.text, .logprobs = std::move(a.logprobs)});
+      a.logprobs.clear();
+    }
+    return;
+  }
+  finish(a, p.text, std::string(finish_name(p.finish)));
+}
+
+void ServingLoop::finish(Active& a, const std::string& text, const std::string& reason) {
+  a.finished = true;
+  Event e{.index = a.index,
+          .text = text,
+          .logprobs = std::move(a.logprobs),
+          .final = true,
           .finish_reason = reason,
           .prompt_tokens = a.n_prompt,
-          .completion_tokens = a.n_generated,
+          .completion_tokens = a.stream->stats().n_generated,
           .kv = report(*a.session, a.reused),
           .ttft_seconds = a.ttft};
   int64_t evicted = 0;
@@ -311,9 +395,9 @@ void ServingLoop::answer_inspections() {
   for (auto& q : todo) {
     std::optional<StateView> v;
     for (const auto& a : active_) {
-      if (a->job->request.id == q->id && a->session) {
+      if (a->index == 0 && a->job->request.id == q->id && a->session) {
         v = view_state(*a->session);
-        v->generating = true;
+        v->generating = !a->finished;
         v->kv = report(*a->session, a->reused);
       }
     }
@@ -335,7 +419,7 @@ void ServingLoop::publish_metrics() {
     std::lock_guard<std::mutex> l(mu_);
     s.queued = static_cast<int64_t>(waiting_.size());
   }
-  for (const auto& a : active_) s.kv_bytes_held += a->session->stats().kv_capacity;
+  for (const auto& a : active_) s.kv_bytes_held += state_bytes(*a->session);
   for (const auto& h : held_) s.kv_bytes_held += h.bytes;
   s.kv_bytes_reserved = reserved_;
   s.cached_states = static_cast<int64_t>(held_.size());
@@ -346,10 +430,56 @@ void ServingLoop::publish_metrics() {
   metrics_.set_snapshot(s);
 }
 
+void ServingLoop::step(runtime::BatchScheduler& sched) {
+  admit();
+  std::vector<Session*> sessions;
+  for (const auto& a : active_) sessions.push_back(a->session.get());
+  if (!sessions.empty()) {
+    // A step that fails (an error, or an exception such as std::bad_alloc) fails the requests
+    // in it with an error object; the server goes on.
+    std::string failure;
+    try {
+      auto st = sched.step(sessions);
+      if (!st.ok()) {
+        failure = st.message();
+      } else if (st->n_tokens > 0) {
+        metrics_.step(st->seconds, st->n_tokens);
+      }
+    } catch (const std::exception& e) {
+      failure = fmt::format("the forward pass failed: {}", e.what());
+    }
+    if (!failure.empty()) {
+      for (auto& a : active_) {
+        if (!a->job->cancelled()) fail(*a->job, server_error(failure));
+      }
+    }
+  }
+  // Choices appended by a split take their first token in this same pass over the list.
+  for (size_t i = 0; i < active_.size(); ++i) {
+    Active& a = *active_[i];
+    if (a.finished || a.job->cancelled() || !a.session->has_logits()) continue;
+    if (a.index == 0 && !a.split && a.job->request.n > 1) split(a);
+    if (!a.finished) advance(a);
+  }
+  // Finished sequences keep their state for prefix reuse (choice 0's); cancelled ones are
+  // dropped.
+  size_t w = 0;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    Active& a = *active_[i];
+    if (a.finished || a.job->cancelled()) {
+      reserved_ -= a.reserved;
+      if (a.finished && a.index == 0 && !a.job->cancelled() && a.session->n_pending() == 0) {
+        hold(std::move(a.session), a.job->request.id);
+      }
+      continue;
+    }
+    active_[w++] = std::move(active_[i]);
+  }
+  active_.resize(w);
+}
+
 void ServingLoop::run() {
   runtime::BatchScheduler sched(engine_, {.step_tokens = o_.step_tokens});
-  const tok::Tokenizer& tk = engine_.tokenizer();
-  std::vector<Session*> sessions;
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
@@ -359,94 +489,18 @@ void ServingLoop::run() {
       if (stop_) break;
     }
     answer_inspections();
-    admit();
-    sessions.clear();
-    for (const auto& a : active_) sessions.push_back(a->session.get());
-    if (!sessions.empty()) {
-      // A step that fails (an error, or an exception such as std::bad_alloc) fails the
-      // sequences in it with an error object; the server goes on.
-      std::string failure;
-      try {
-        auto st = sched.step(sessions);
-        if (!st.ok()) {
-          failure = st.message();
-        } else if (st->n_tokens > 0) {
-          metrics_.step(st->seconds, st->n_tokens);
+    try {
+      step(sched);
+    } catch (const std::exception& e) {
+      // Nothing thrown leaves this thread: the requests in flight fail, the server goes on.
+      for (auto& a : active_) {
+        if (!a->job->cancelled()) {
+          fail(*a->job, server_error(fmt::format("internal error: {}", e.what())));
         }
-      } catch (const std::exception& e) {
-        failure = fmt::format("the forward pass failed: {}", e.what());
+        reserved_ -= a->reserved;
       }
-      if (!failure.empty()) {
-        for (auto& a : active_) {
-          a->finished = true;
-          a->job->push(
-              {.final = true,
-               .error = ApiError{.status = 500, .message = failure, .type = "server_error"}});
-        }
-      }
+      active_.clear();
     }
-    for (auto& ap : active_) {
-      Active& a = *ap;
-      if (a.finished || a.job->cancelled() || !a.session->has_logits()) continue;
-      const auto& r = a.job->request;
-      const int32_t id = a.session->sample();
-      const auto now = std::chrono::steady_clock::now();
-      if (a.first) {
-        a.first = false;
-        a.ttft = std::chrono::duration<double>(now - a.job->created).count();
-        metrics_.first_token(a.ttft);
-      } else {
-        metrics_.token_gap(std::chrono::duration<double>(now - a.last_token).count());
-      }
-      a.last_token = now;
-      if (tk.is_eog(id) && !r.ignore_eos) {
-        finish(a, "stop");
-        continue;
-      }
-      ++a.n_generated;
-      metrics_.tokens(0, 1, 0);
-      a.text += a.utf8.push(tk.token_to_piece(id, a.prev));
-      a.prev = id;
-      // A stop string ends the text where it begins (and is not sent).
-      size_t cut = std::string::npos;
-      for (const auto& s : r.stop) {
-        const size_t from = a.sent > s.size() ? a.sent - s.size() : 0;
-        const size_t at = a.text.find(s, from);
-        if (at != std::string::npos) cut = std::min(cut, at);
-      }
-      if (cut != std::string::npos) {
-        a.text.resize(cut);
-        a.utf8.flush();
-        finish(a, "stop");
-        continue;
-      }
-      const size_t ready = a.text.size() - stop_overlap(a.text, r.stop);
-      if (ready > a.sent) {
-        a.job->push({.text = a.text.substr(a.sent, ready - a.sent)});
-        a.sent = ready;
-      }
-      const bool ctx_full =
-          !a.session->cache().policy.bounded() && a.session->n_seen() + 1 >= o_.ctx;
-      if (a.n_generated >= r.max_tokens || ctx_full) {
-        finish(a, "length");
-        continue;
-      }
-      a.session->queue(id);
-    }
-    // Finished sequences keep their state for prefix reuse; cancelled ones are dropped.
-    size_t w = 0;
-    for (size_t i = 0; i < active_.size(); ++i) {
-      Active& a = *active_[i];
-      if (a.finished || a.job->cancelled()) {
-        reserved_ -= a.reserved;
-        if (a.finished && !a.job->cancelled() && a.session->n_pending() == 0) {
-          hold(std::move(a.session), a.job->request.id);
-        }
-        continue;
-      }
-      active_[w++] = std::move(active_[i]);
-    }
-    active_.resize(w);
     {
       std::lock_guard<std::mutex> l(mu_);
       n_active_ = static_cast<int64_t>(active_.size());
@@ -457,21 +511,14 @@ void ServingLoop::run() {
   for (Held& h : held_) spill(h, true);
   held_.clear();
   // Whoever still waits gets an error rather than silence.
+  const ApiError stopped{.status = 503, .message = "the server stopped", .type = "server_error"};
   for (auto& a : active_) {
-    if (!a->finished) {
-      a->job->push({.final = true,
-                    .error = ApiError{
-                        .status = 503, .message = "the server stopped", .type = "server_error"}});
-    }
+    if (!a->finished && !a->job->cancelled()) fail(*a->job, stopped);
   }
   std::lock_guard<std::mutex> l(mu_);
   for (auto& i : inspections_) i->result.set_value(std::nullopt);
   inspections_.clear();
-  for (auto& j : waiting_) {
-    j->push({.final = true,
-             .error =
-                 ApiError{.status = 503, .message = "the server stopped", .type = "server_error"}});
-  }
+  for (auto& j : waiting_) fail(*j, stopped);
 }
 
 }  // namespace tova::server

@@ -1,6 +1,8 @@
 // The scheduler thread: it alone owns the model. It admits queued requests by K/V memory,
 // continues held conversation states (prefix reuse), runs one batched forward pass per step
-// over every active sequence (runtime::BatchScheduler), samples per request, streams pieces
+// over every active sequence (runtime::BatchScheduler), advances each sequence's TextStream (the
+// library's generation loop: sampling, end of generation, UTF-8 and stop-string hold-back,
+// limits), splits a request of n choices into n copies of its prompt's state, streams pieces
 // back, and drops cancelled sequences at the next step.
 #pragma once
 
@@ -20,6 +22,11 @@
 #include "state_store.h"
 #include "state_view.h"
 #include "tova/engine.h"
+#include "tova/text_stream.h"
+
+namespace tova::runtime {
+class BatchScheduler;
+}
 
 namespace tova::server {
 
@@ -68,9 +75,13 @@ class ServingLoop {
     uint64_t bytes = 0;
   };
   void run();
+  void step(runtime::BatchScheduler& sched);
   void admit();
   bool try_admit(const std::shared_ptr<Job>& job);
-  void finish(Active& a, const std::string& reason);
+  GenerateOptions generate_options(const GenerationRequest& r) const;
+  void split(Active& a);    // choice 0 of n > 1, its prompt fed: the other choices start
+  void advance(Active& a);  // one token of a sequence that has logits
+  void finish(Active& a, const std::string& text, const std::string& reason);
   void hold(std::unique_ptr<Session> s, const std::string& id);
   // A held state leaving memory: to the store if there is one (`sync` at shutdown).
   void spill(Held& h, bool sync);

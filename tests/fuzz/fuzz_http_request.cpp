@@ -1,20 +1,23 @@
-// Harness: the request decoders of `tova serve` (apps/server/api) on arbitrary bytes, for the
-// bundled stories260K model. Byte 0 picks the endpoint (and, for chat, the template family of
-// byte 1); the rest is the request body (or, for GET /v1/models/NAME, the name). What the
-// server would send back is serialised exactly as the server does. Checks: every rejection is a
-// 4xx with a one-line message; an accepted generation request is within every limit the
-// server's defaults set (token ids in the vocabulary, max_tokens, prompt length, K/V memory).
+// Harness: the request decoders of `tova serve` (apps/server/codec, then plan: rendering and
+// limits) on arbitrary bytes, for the bundled stories260K model. Byte 0 picks the endpoint (and,
+// for chat, the template family of byte 1); the rest is the request body (or, for GET
+// /v1/models/NAME, the name). What the server would send back is serialised exactly as the
+// server does. Checks: every rejection is a 4xx with a one-line message; an accepted generation
+// request is within every limit the server's defaults set (token ids in the vocabulary,
+// max_tokens, n, logprobs, prompt length, K/V memory).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
-#include "api.h"
+#include "codec.h"
 #include "fuzz_shared_dir.h"
+#include "plan.h"
 #include "tokenizer/chat_template.h"
 #include "tova/engine.h"
 
@@ -24,7 +27,7 @@ using namespace tova;
 using server::ApiError;
 
 std::unique_ptr<Engine> g_engine;
-std::vector<tova::tok::ChatTemplate> g_renderers;
+std::vector<tok::ChatTemplate> g_templates;
 server::ApiDefaults g_defaults;
 
 std::string model_path() { return tova::fuzz::shared_dir() + "/models/stories260K.gguf"; }
@@ -35,37 +38,44 @@ void check_error(const ApiError& e) {
   (void)server::to_json_text(server::error_json(e));  // must not throw
 }
 
-void check_generation(const std::string& body, bool chat, const tova::tok::ChatTemplate* r) {
-  auto parsed =
-      server::parse_generation_request(body, chat, *g_engine, g_defaults, r, "no chat template");
-  if (const auto* e = std::get_if<ApiError>(&parsed)) {
+void check_generation(const std::string& body, bool chat, const tok::ChatTemplate* t) {
+  auto decoded = server::decode_completion_request(body, chat, g_defaults);
+  if (const auto* e = std::get_if<ApiError>(&decoded)) {
     check_error(*e);
     return;
   }
-  const server::ParsedRequest& p = std::get<server::ParsedRequest>(parsed);
+  const server::CompletionRequest& r = std::get<server::CompletionRequest>(decoded);
+  if (r.n < 1 || r.n > g_defaults.max_n) __builtin_trap();
+  if (r.logprobs < -1 || r.logprobs > 20) __builtin_trap();
+  if (r.include_usage && !r.stream) __builtin_trap();
+  auto planned = server::plan_generation(r, "fuzz", *g_engine, t, "no chat template", g_defaults);
+  if (const auto* e = std::get_if<ApiError>(&planned)) {
+    check_error(*e);
+    return;
+  }
+  const server::GenerationRequest& g = std::get<server::GenerationRequest>(planned);
   const int32_t n_vocab = g_engine->n_vocab();
-  if (p.gen.prompt.empty()) __builtin_trap();
-  if (static_cast<int64_t>(p.gen.prompt.size()) > g_defaults.max_prompt_tokens) __builtin_trap();
-  for (int32_t id : p.gen.prompt) {
+  if (g.prompt.empty()) __builtin_trap();
+  if (static_cast<int64_t>(g.prompt.size()) > g_defaults.max_prompt_tokens) __builtin_trap();
+  for (int32_t id : g.prompt) {
     if (id < 0 || id >= n_vocab) __builtin_trap();
   }
-  if (p.gen.max_tokens < 1 || p.gen.max_tokens > g_defaults.max_tokens_cap) __builtin_trap();
-  if (p.gen.reserve_bytes > g_defaults.kv_memory) __builtin_trap();
-  if (p.gen.stop.size() > 4) __builtin_trap();
-  for (const auto& s : p.gen.stop) {
+  if (g.max_tokens < 1 || g.max_tokens > g_defaults.max_tokens_cap) __builtin_trap();
+  if (g.reserve_bytes * static_cast<uint64_t>(g.n) > g_defaults.kv_memory) __builtin_trap();
+  if (g.stop.size() > 4) __builtin_trap();
+  for (const auto& s : g.stop) {
     if (s.empty()) __builtin_trap();
   }
-  if (p.include_usage && !p.stream) __builtin_trap();
-  if (p.model != g_defaults.model_id) __builtin_trap();
+  // The response to it serialises (the client's stop strings and text in it).
+  const server::ResponseHead head{.chat = chat, .id = "x", .created = 1, .model = "m"};
+  server::Choice c{.text = g.stop.empty() ? std::string() : g.stop[0], .finish_reason = "stop"};
+  (void)server::to_json_text(server::completion_json(head, {c}, server::usage_json(1, 1, 0), {}));
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  EngineOptions o;
-  o.model_path = model_path();
-  o.n_threads = 1;
-  auto e = Engine::load(o);
+  auto e = Engine::load({.model_path = model_path(), .n_threads = 1});
   if (!e.ok()) {
     std::fprintf(stderr, "fuzz_http_request: %s (set TOVA_SHARED_DIR)\n", e.message().c_str());
     std::exit(77);
@@ -73,12 +83,12 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   g_engine = std::move(*e);
   for (const char* name : {"chatml", "qwen2.5", "qwen3", "llama2", "llama3", "llama3.1", "mistral",
                            "gemma", "gemma3", "phi3", "zephyr"}) {
-    auto r = tova::tok::ChatTemplate::by_name(name);
-    if (!r.ok()) {
-      std::fprintf(stderr, "fuzz_http_request: %s\n", r.message().c_str());
+    auto t = tok::ChatTemplate::by_name(name);
+    if (!t.ok()) {
+      std::fprintf(stderr, "fuzz_http_request: %s\n", t.message().c_str());
       std::exit(1);
     }
-    g_renderers.push_back(*r);
+    g_templates.push_back(*t);
   }
   // `tova serve`'s defaults, with limits small enough that a hostile request reaches them.
   g_defaults.model_id = "stories260K";
@@ -97,31 +107,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       check_generation(rest, false, nullptr);
       break;
     case 1: {
-      // A model without a usable template (null renderer) or one of the families.
-      const size_t i = data[1] % (g_renderers.size() + 1);
-      check_generation(rest, true, i == g_renderers.size() ? nullptr : &g_renderers[i]);
+      // A model without a usable template (null) or one of the families.
+      const size_t i = data[1] % (g_templates.size() + 1);
+      check_generation(rest, true, i == g_templates.size() ? nullptr : &g_templates[i]);
       break;
     }
     case 2: {
-      auto r = server::parse_tokenize_request(rest);
+      auto r = server::decode_tokenize_request(rest);
       if (const auto* e = std::get_if<ApiError>(&r)) {
         check_error(*e);
         break;
       }
       const auto& t = std::get<server::TokenizeRequest>(r);
-      const auto ids = g_engine->tokenize(t.content, t.add_special);
-      (void)server::to_json_text(nlohmann::json{{"tokens", ids}});
+      (void)server::to_json_text(nlohmann::json{{"tokens", g_engine->tokenize(t.content, t.add_special)}});
       break;
     }
     case 3: {
-      auto r = server::parse_detokenize_request(rest, g_engine->n_vocab());
+      auto r = server::decode_detokenize_request(rest, g_engine->n_vocab());
       if (const auto* e = std::get_if<ApiError>(&r)) {
         check_error(*e);
         break;
       }
       const auto& ids = std::get<std::vector<int32_t>>(r);
-      (void)server::to_json_text(
-          nlohmann::json{{"content", g_engine->detokenize(ids)}});
+      (void)server::to_json_text(nlohmann::json{{"content", g_engine->detokenize(ids)}});
       break;
     }
     default:

@@ -180,7 +180,8 @@ async function send(ev) {
   let meta = '';
   try {
     const request = {
-      model: 'tova', messages: conv.messages, stream: true, max_tokens: conv.maxTokens,
+      model: 'tova', messages: conv.messages.map(({ role, content }) => ({ role, content })),
+      stream: true, max_tokens: conv.maxTokens,
       temperature: conv.temperature, kv_policy: conv.policy, kv_positions: conv.positions,
       stream_options: { include_usage: true },
     };

@@ -4,19 +4,16 @@
 // as no reuse and reports reused counts; --session-dir keeps conversations across evictions
 // and restarts; a table of hostile requests; a bounded load test.
 // Usage: node run_tests.mjs BUILD_DIR MODEL.gguf     (exit 0: all passed)
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import {
   check, finish, startServer, stopServer, runGreedy, health, rss, metrics,
+  requireModule,
 } from './lib.mjs';
 
-if (!existsSync(new URL('./node_modules/openai', import.meta.url))) {
-  console.error('tests/server/client/node_modules is missing: run scripts/setup.sh (npm ci)');
-  process.exit(1);
-}
-const { default: OpenAI } = await import('openai');
+const { default: OpenAI } = await requireModule('openai');
 
 const s = await startServer(['--kv-memory', '256M', '--parallel', '64', '--queue', '128']);
 const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
@@ -122,6 +119,102 @@ await check('every registered policy: the greedy text of `tova run` with that po
   }));
 });
 
+await check('what real clients send: content parts, developer role, response_format, user, ' +
+  'metadata, store', async () => {
+  const r = await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 8,
+    temperature: 0, user: 'alice', metadata: { team: 'stories' }, store: false,
+    response_format: { type: 'text' },
+    messages: [{ role: 'developer', content: 'Tell stories.' },
+      { role: 'user', content: [{ type: 'text', text: 'Once upon' }, { type: 'text', text: 'a time' }] }] });
+  // The same prompt as a plain system message and one string.
+  const same = await client.chat.completions.create({ model: 'x', max_tokens: 8, temperature: 0,
+    messages: [{ role: 'system', content: 'Tell stories.' },
+      { role: 'user', content: 'Once upon\na time' }] });
+  assert.equal(r.choices[0].message.content, same.choices[0].message.content);
+  assert.equal(r.usage.prompt_tokens, same.usage.prompt_tokens);
+  for (const [body, param, says] of [
+    [{ response_format: { type: 'json_object' } }, 'response_format', /json_object.*not supported/],
+    [{ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+      'messages', /image_url/],
+    [{ messages: [{ role: 'tool', content: 'x', tool_call_id: '1' }] }, 'messages', /tool/],
+    [{ tools: [{ type: 'function', function: { name: 'f' } }] }, 'tools', /tools/]]) {
+    const e = await client.chat.completions.create({ model: 'x', max_tokens: 2,
+      messages: [{ role: 'user', content: 'Hi' }], ...body }).catch((err) => err);
+    assert.equal(e.status, 400, JSON.stringify(body));
+    assert.equal(e.param, param);
+    assert.match(e.message, says);
+  }
+});
+
+await check('logprobs + top_logprobs, chat and completions, streamed and not', async () => {
+  const c = await client.chat.completions.create({ model: 'x', max_tokens: 12, temperature: 0,
+    messages: [{ role: 'user', content: 'Tell me a story' }], logprobs: true, top_logprobs: 3 });
+  const lp = c.choices[0].logprobs.content;
+  assert.equal(lp.length, c.usage.completion_tokens);
+  for (const t of lp) {
+    assert.ok(t.logprob <= 0 && t.top_logprobs.length === 3);
+    // Greedy: the chosen token is the most likely one.
+    assert.equal(t.token, t.top_logprobs[0].token);
+    assert.ok(Math.abs(t.logprob - t.top_logprobs[0].logprob) < 1e-6);
+    assert.ok(t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob);
+    assert.deepEqual(t.bytes, [...Buffer.from(t.token)]);
+  }
+  assert.equal(lp.map((t) => t.token).join(''), c.choices[0].message.content);
+  const t = await client.completions.create({ model: 'x', prompt: 'Once upon a time',
+    max_tokens: 10, temperature: 0, logprobs: 2 });
+  const tl = t.choices[0].logprobs;
+  assert.equal(tl.tokens.length, 10);
+  assert.equal(tl.tokens.join(''), t.choices[0].text);
+  assert.equal(tl.top_logprobs[0][tl.tokens[0]], tl.token_logprobs[0]);
+  assert.equal(tl.text_offset[1], tl.tokens[0].length);
+  let streamed = [];
+  const st = await client.chat.completions.create({ model: 'x', max_tokens: 12, temperature: 0,
+    messages: [{ role: 'user', content: 'Tell me a story' }], logprobs: true, top_logprobs: 3,
+    stream: true });
+  for await (const chunk of st) {
+    for (const ch of chunk.choices) streamed = streamed.concat(ch.logprobs?.content ?? []);
+  }
+  assert.deepEqual(streamed.map((x) => x.token), lp.map((x) => x.token));
+});
+
+await check('n > 1: choices share the prompt state; greedy ones agree, sampled ones differ',
+  async () => {
+    const one = await client.chat.completions.create({ model: 'x', max_tokens: 16,
+      temperature: 0, messages: [{ role: 'user', content: 'Tell me a story' }] });
+    const three = await client.chat.completions.create({ model: 'x', max_tokens: 16,
+      temperature: 0, n: 3, messages: [{ role: 'user', content: 'Tell me a story' }] });
+    assert.deepEqual(three.choices.map((c) => c.index), [0, 1, 2]);
+    for (const c of three.choices) assert.equal(c.message.content, one.choices[0].message.content);
+    assert.equal(three.usage.completion_tokens, 3 * one.usage.completion_tokens);
+    assert.equal(three.usage.prompt_tokens, one.usage.prompt_tokens);
+    const sampled = await client.completions.create({ model: 'x', prompt: 'Once upon a time',
+      max_tokens: 24, temperature: 1, seed: 7, n: 4, kv_policy: 'tova', kv_budget: 16 });
+    assert.equal(sampled.choices.length, 4);
+    assert.ok(new Set(sampled.choices.map((c) => c.text)).size > 1, 'sampled choices differ');
+    // Each choice alone: choice i is the request with seed + i.
+    for (const i of [0, 2]) {
+      const alone = await client.completions.create({ model: 'x', prompt: 'Once upon a time',
+        max_tokens: 24, temperature: 1, seed: 7 + i, kv_policy: 'tova', kv_budget: 16 });
+      assert.equal(sampled.choices[i].text, alone.choices[0].text, `choice ${i}`);
+    }
+    const texts = ['', ''];
+    const finish = [null, null];
+    let usage = null;
+    const st = await client.chat.completions.create({ model: 'x', max_tokens: 16,
+      temperature: 0, n: 2, stream: true, stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'Tell me a story' }] });
+    for await (const chunk of st) {
+      if (chunk.usage) usage = chunk.usage;
+      for (const c of chunk.choices) {
+        texts[c.index] += c.delta.content ?? '';
+        if (c.finish_reason) finish[c.index] = c.finish_reason;
+      }
+    }
+    assert.deepEqual(texts, [one.choices[0].message.content, one.choices[0].message.content]);
+    assert.ok(finish.every((f) => f));
+    assert.equal(usage.completion_tokens, 2 * one.usage.completion_tokens);
+  });
+
 await check('3-turn conversation: same tokens with prefix reuse on and off, reuse reported',
   async () => {
     const run = async (reuse) => {
@@ -163,7 +256,7 @@ await check('hostile requests: status and error object each, /health OK througho
     ['POST', '/v1/completions', '{"prompt": "x", "kv_policy": "tova", "kv_budget": 0}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "kv_policy": "tova", "kv_budget": 2000000000}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "frequency_penalty": 0.5}', 400],
-    ['POST', '/v1/completions', '{"prompt": "x", "n": 3}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "n": 17}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "stop": [1]}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "stream_options": {"include_usage": true}}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "bogus_field": 1}', 400],

@@ -1,0 +1,104 @@
+#include "plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "runtime/cache_options.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tova::server {
+
+std::variant<GenerationRequest, ApiError> plan_generation(const CompletionRequest& r,
+                                                          const std::string& id,
+                                                          const Engine& engine,
+                                                          const tok::ChatTemplate* chat,
+                                                          const std::string& chat_error,
+                                                          const ApiDefaults& d) {
+  GenerationRequest g{.id = id,
+                      .max_tokens = r.max_tokens,
+                      .sampling = r.sampling,
+                      .stop = r.stop,
+                      .cache = r.cache,
+                      .n = r.n,
+                      .logprobs = r.logprobs,
+                      .allow_reuse = r.allow_reuse,
+                      .ignore_eos = r.ignore_eos};
+  const char* prompt_field = r.chat ? "messages" : "prompt";
+  if (r.chat) {
+    if (chat == nullptr) return bad_request("messages", chat_error);
+    auto text = chat->render_prompt(r.messages);
+    if (!text.ok()) return bad_request("messages", text.message());
+    g.prompt = tok::encode_chat_prompt(engine.tokenizer(), *text);
+  } else if (r.prompt_is_ids) {
+    for (int32_t t : r.prompt_ids) {
+      if (t >= engine.n_vocab()) {
+        return bad_request("prompt",
+                           fmt::format("a token id in 'prompt' is not in [0, {})", engine.n_vocab()));
+      }
+    }
+    g.prompt = r.prompt_ids;
+  } else {
+    g.prompt = engine.tokenize(r.prompt_text, /*add_bos=*/true);
+  }
+  if (g.prompt.empty()) return bad_request(prompt_field, "the prompt gives no tokens");
+  const int64_t n_prompt = static_cast<int64_t>(g.prompt.size());
+  if (n_prompt > d.max_prompt_tokens) {
+    return ApiError{.status = 400,
+                    .message = fmt::format("the prompt has {} tokens, more than the limit {}",
+                                           n_prompt, d.max_prompt_tokens),
+                    .param = prompt_field,
+                    .code = "context_length_exceeded"};
+  }
+  const kv::PolicySpec& spec = g.cache.policy;
+  if (!spec.bounded() && n_prompt + g.max_tokens > d.ctx) {
+    return ApiError{
+        .status = 400,
+        .message = fmt::format("prompt ({} tokens) + max_tokens ({}) exceed the context of an "
+                               "unbounded ('full') sequence, {} tokens (--ctx); use a bounded "
+                               "kv_policy or fewer tokens",
+                               n_prompt, g.max_tokens, d.ctx),
+        .param = "max_tokens",
+        .code = "context_length_exceeded"};
+  }
+  // Memory: a bounded state grows to at most k + extra slots, and a budget whose slots cannot
+  // fit in --kv-memory is refused (the library refuses it too: memory_limit); each choice
+  // reserves only the slots it can reach (prompt + max_tokens), which its pool allocates at
+  // admission. A `full` state reserves --ctx tokens' worth.
+  const uint64_t most = runtime::reserve_bytes(engine.model(), g.cache, n_prompt, d.ctx);
+  if (most > d.kv_memory) {
+    return ApiError{
+        .status = 400,
+        .message = spec.bounded()
+                       ? fmt::format("kv_budget {}: a multi-state of {} states per layer needs up "
+                                     "to {} bytes of K/V memory, more than the server's "
+                                     "--kv-memory ({} bytes)",
+                                     spec.budget, spec.budget, most, d.kv_memory)
+                       : fmt::format("a full multi-state of --ctx {} tokens needs {} bytes of K/V "
+                                     "memory, more than the server's --kv-memory ({} bytes)",
+                                     d.ctx, most, d.kv_memory),
+        .param = "kv_budget",
+        .code = "kv_budget_exceeds_memory"};
+  }
+  g.cache.memory_limit = d.kv_memory;
+  g.reserve_bytes = most;
+  if (spec.bounded()) {
+    const int64_t slots_most = spec.budget + runtime::max_new_for(g.cache.prefill, n_prompt);
+    const int64_t reach = n_prompt + g.max_tokens;
+    if (reach < slots_most) {
+      g.reserve_bytes = most / static_cast<uint64_t>(slots_most) * static_cast<uint64_t>(reach);
+    }
+    g.cache.reserve = std::min(reach, slots_most);
+  }
+  if (g.reserve_bytes * static_cast<uint64_t>(g.n) > d.kv_memory) {
+    return ApiError{.status = 400,
+                    .message = fmt::format("n {}: {} choices need {} bytes of K/V memory, more "
+                                           "than the server's --kv-memory ({} bytes)",
+                                           g.n, g.n, g.reserve_bytes * g.n, d.kv_memory),
+                    .param = "n",
+                    .code = "kv_budget_exceeds_memory"};
+  }
+  return g;
+}
+
+}  // namespace tova::server

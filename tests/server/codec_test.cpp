@@ -1,0 +1,192 @@
+// The OpenAI codec as pure functions: what each request field decodes to (content parts, the
+// developer role, response_format, logprobs, n, user/metadata/store), which ones are a 400 that
+// names them, and the exact JSON of responses and stream chunks (logprobs in both shapes).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "codec.h"
+
+namespace tova::server {
+namespace {
+
+using nlohmann::json;
+
+ApiDefaults defaults() {
+  ApiDefaults d;
+  d.model_id = "stories260K";
+  auto c = parse_cache_options("tova", 64);
+  EXPECT_TRUE(c.ok()) << c.message();
+  d.cache = *c;
+  d.kv_memory = 1 << 30;
+  return d;
+}
+
+CompletionRequest ok_request(const json& body, bool chat) {
+  auto r = decode_completion_request(body.dump(), chat, defaults());
+  if (auto* e = std::get_if<ApiError>(&r)) {
+    ADD_FAILURE() << body.dump() << ": " << e->message;
+    return {};
+  }
+  return std::get<CompletionRequest>(r);
+}
+
+ApiError error_of(const json& body, bool chat) {
+  auto r = decode_completion_request(body.dump(), chat, defaults());
+  if (auto* e = std::get_if<ApiError>(&r)) return *e;
+  ADD_FAILURE() << body.dump() << ": accepted";
+  return {};
+}
+
+json chat(json messages) { return {{"messages", std::move(messages)}}; }
+
+TEST(Codec, ContentIsAStringOrTextPartsAndDeveloperIsSystem) {
+  auto r = ok_request(chat({{{"role", "developer"}, {"content", "Be brief."}},
+                            {{"role", "user"},
+                             {"content", json::array({{{"type", "text"}, {"text", "Hello"}},
+                                                      {{"type", "text"}, {"text", "there"}}})}},
+                            {{"role", "assistant"}, {"content", "Hi."}}}),
+                      true);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[0].content, "Be brief.");
+  EXPECT_EQ(r.messages[1].content, "Hello\nthere");
+  EXPECT_EQ(r.messages[2].role, "assistant");
+}
+
+TEST(Codec, WhatIsNotImplementedIsA400NamingIt) {
+  struct Case {
+    json body;
+    bool chat;
+    std::string param;
+    std::string says;
+  };
+  const json user = {{"role", "user"}, {"content", "x"}};
+  const Case cases[] = {
+      {chat({{{"role", "user"},
+              {"content", json::array({{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}})}}}),
+       true, "messages", "content parts of type 'image_url' are not supported"},
+      {chat({{{"role", "tool"}, {"content", "x"}}}), true, "messages", "role 'tool'"},
+      {chat({{{"role", "user"}, {"content", "x"}, {"name", "bob"}}}), true, "messages", "'name'"},
+      {{{"messages", {user}}, {"response_format", {{"type", "json_object"}}}}, true,
+       "response_format", "response_format 'json_object' is not supported"},
+      {{{"messages", {user}}, {"response_format", {{"type", "json_schema"}}}}, true,
+       "response_format", "'json_schema'"},
+      {{{"messages", {user}}, {"top_logprobs", 2}}, true, "top_logprobs", "needs 'logprobs'"},
+      {{{"messages", {user}}, {"logprobs", true}, {"top_logprobs", 21}}, true, "top_logprobs",
+       "[0, 20]"},
+      {{{"messages", {user}}, {"n", 0}}, true, "n", "[1, 16]"},
+      {{{"messages", {user}}, {"n", 17}}, true, "n", "[1, 16]"},
+      {{{"messages", {user}}, {"tools", json::array()}}, true, "tools", "'tools'"},
+      {{{"messages", {user}}, {"metadata", {{"a", 1}}}}, true, "metadata", "strings"},
+      {{{"messages", {user}}, {"store", "yes"}}, true, "store", "boolean"},
+      {{{"messages", {user}}, {"model", 5}}, true, "model", "string"},
+      {{{"prompt", "x"}, {"logprobs", true}}, false, "logprobs", "(0 to 5)"},
+      {{{"prompt", "x"}, {"logprobs", 6}}, false, "logprobs", "[0, 5]"},
+      {{{"prompt", "x"}, {"echo", true}}, false, "echo", "not supported"},
+      {{{"prompt", "x"}, {"best_of", 2}}, false, "best_of", "[1, 1]"},
+      {{{"prompt", json::array({"a", "b"})}}, false, "prompt", "one prompt per request"},
+      {{{"prompt", "x"}, {"messages", json::array()}}, false, "messages", "unknown"},
+  };
+  for (const Case& c : cases) {
+    const ApiError e = error_of(c.body, c.chat);
+    EXPECT_EQ(e.status, 400) << c.body.dump();
+    EXPECT_EQ(e.param, c.param) << c.body.dump();
+    EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body.dump() << ": " << e.message;
+    EXPECT_EQ(e.message.find('\n'), std::string::npos);
+  }
+}
+
+TEST(Codec, AcceptedFieldsDecode) {
+  const json user = {{"role", "user"}, {"content", "x"}};
+  auto r = ok_request({{"messages", {user}},
+                       {"model", "gpt-4o"},
+                       {"n", 3},
+                       {"logprobs", true},
+                       {"top_logprobs", 5},
+                       {"user", "alice"},
+                       {"metadata", {{"team", "a"}}},
+                       {"store", false},
+                       {"response_format", {{"type", "text"}}},
+                       {"max_completion_tokens", 7},
+                       {"seed", 42},
+                       {"temperature", 0},
+                       {"kv_policy", "sink:4"},
+                       {"kv_budget", 12},
+                       {"kv_positions", "gap"}},
+                      true);
+  EXPECT_EQ(r.n, 3);
+  EXPECT_EQ(r.logprobs, 5);
+  EXPECT_EQ(r.user, "alice");
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_EQ(r.sampling.seed, 42u);
+  EXPECT_EQ(r.sampling.temp, 0.0f);
+  EXPECT_EQ(r.cache.policy.label(), "sink:4");
+  EXPECT_EQ(r.cache.policy.budget, 12);
+  auto plain = ok_request({{"messages", {user}}, {"logprobs", true}}, true);
+  EXPECT_EQ(plain.logprobs, 0);  // the chosen token's log-probability, no alternatives
+  EXPECT_EQ(ok_request({{"messages", {user}}}, true).logprobs, -1);
+  auto c = ok_request({{"prompt", json::array({"Once"})}, {"logprobs", 2}}, false);
+  EXPECT_EQ(c.prompt_text, "Once");
+  EXPECT_EQ(c.logprobs, 2);
+  EXPECT_EQ(c.max_tokens, 16);  // OpenAI's default for completions
+  auto ids = ok_request({{"prompt", {1, 2, 3}}}, false);
+  EXPECT_TRUE(ids.prompt_is_ids);
+  EXPECT_EQ(ids.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+}
+
+TEST(Codec, ResponsesAndChunksHaveOpenAisShape) {
+  const ResponseHead chat_head{.chat = true, .id = "chatcmpl-1", .created = 7, .model = "m"};
+  const std::vector<TokenLogprob> lps = {
+      {.token = "Hi", .logprob = -0.5f, .top = {{"Hi", -0.5f}, {"Yo", -1.25f}}}};
+  const KvReport kv{.policy = "tova", .budget = 8, .prefill = "exact"};
+  const json whole = completion_json(
+      chat_head, {{.index = 0, .text = "Hi", .finish_reason = "stop", .with_logprobs = true,
+                   .logprobs = lps},
+                  {.index = 1, .text = "Yo", .finish_reason = "length"}},
+      usage_json(5, 2, 3), kv);
+  EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_EQ(whole["choices"].size(), 2u);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hi");
+  const json& c0 = whole["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(c0["token"], "Hi");
+  EXPECT_EQ(c0["logprob"], -0.5);
+  EXPECT_EQ(c0["bytes"], json({72, 105}));
+  EXPECT_EQ(c0["top_logprobs"][1]["token"], "Yo");
+  EXPECT_EQ(c0["top_logprobs"][1]["logprob"], -1.25);
+  EXPECT_TRUE(whole["choices"][1]["logprobs"].is_null());
+  EXPECT_EQ(whole["choices"][1]["index"], 1);
+  EXPECT_EQ(whole["usage"]["prompt_tokens_details"]["cached_tokens"], 3);
+  EXPECT_EQ(whole["usage"]["total_tokens"], 7);
+
+  const json first = chunk_json(chat_head, 2, "", nullptr, "", /*role_only=*/true);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["index"], 2);
+  EXPECT_EQ(first["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  const json last = chunk_json(chat_head, 0, "", nullptr, "stop");
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  const json usage = usage_chunk_json(chat_head, usage_json(5, 2, 0));
+  EXPECT_EQ(usage["choices"], json::array());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 2);
+
+  const ResponseHead text_head{.chat = false, .id = "cmpl-1", .created = 7, .model = "m"};
+  const json piece = chunk_json(text_head, 0, "Hi", &lps, "", false, /*text_offset=*/10);
+  EXPECT_EQ(piece["object"], "text_completion");
+  EXPECT_EQ(piece["choices"][0]["text"], "Hi");
+  const json& lp = piece["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json({"Hi"}));
+  EXPECT_EQ(lp["token_logprobs"], json({-0.5}));
+  EXPECT_EQ(lp["top_logprobs"][0]["Yo"], -1.25);
+  EXPECT_EQ(lp["text_offset"], json({10}));
+}
+
+TEST(Codec, NotUtf8BecomesReplacementCharacters) {
+  EXPECT_EQ(to_json_text(json{{"content", std::string("a\xff")}}), "{\"content\":\"a\xef\xbf\xbd\"}");
+  EXPECT_EQ(sse_event(json{{"a", 1}}), "data: {\"a\":1}\n\n");
+}
+
+}  // namespace
+}  // namespace tova::server
