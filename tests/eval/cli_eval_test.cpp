@@ -306,6 +306,31 @@ TEST_F(CliEval, EvalNiah13mAsWritten) {
   }
 }
 
+// SnapKV's query-aware cut keeps needles that TOVA loses (docs/RESULTS.md (e)): 1,024-token
+// samples (890 prompt tokens), k = 512, needles at depths 0-75 %, the first two older than the
+// budget. SnapKV's cut, voted by the question's last queries, keeps them; TOVA evicts the digits
+// while the haystack that follows them draws the attention (the grid: snapkv 10 of 10, tova 0).
+TEST_F(CliEval, EvalSnapKvKeepsNeedlesTovaLoses) {
+  if (std::getenv("TOVA_SANITIZE_RUN") != nullptr) {
+    GTEST_SKIP() << "8 prompts of 1,024 tokens on a 13M model take minutes under the "
+                    "sanitizers; the policies' rules are checked there by tests/kv";
+  }
+  const std::string out = dir_ + "/snap";
+  const RunResult r = run("eval niah_single -m " + shared_path("models/niah-13m-f16.gguf") +
+                          " --template " + shared_path("models/niah-13m.templates.json") +
+                          " --lengths 1024 --samples 4 --policies snapkv,tova --budgets 512 "
+                          "--no-plot --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out + "/results.json"));
+  ASSERT_EQ(j["records"].size(), 8u);
+  int snapkv = 0, tova = 0;
+  for (const auto& e : j["records"]) {
+    (e["policy"] == "snapkv" ? snapkv : tova) += e["correct"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_GE(snapkv, 3) << r.out;
+  EXPECT_LE(tova, 1) << r.out;
+}
+
 TEST_F(CliEval, EvalRejectsAnUnknownTask) {
   const RunResult r = run("eval niah_sngle,vt -m " + model_ + " --lengths 512 --out " + dir_ +
                           "/res");

@@ -14,6 +14,7 @@
 #include "eval/task_samples.h"
 #include "eval/tasks.h"
 #include "eval/ppl_sweep.h"
+#include "kv/policy_registry.h"
 #include "test_data.h"
 
 namespace tova::eval {
@@ -196,12 +197,23 @@ TEST(TaskEval, RecordsDoNotDependOnThreadsBatchingOrSharing) {
                                       .samples = 1,
                                       .max_new = 12});
   ASSERT_TRUE(samples.ok()) << samples.message();
-  auto cfgs = sweep_configs(std::vector<std::string>{"full", "tova", "snapkv:8", "adakv:tova",
-                                                     "keydiff"},
-                            std::vector<int>{24}, 1 << 30);
+  // Every registered policy (the registry's example forms), so that a new one is covered.
+  std::vector<std::string> pol = {"full"};
+  for (const std::string& p : kv::all_policy_examples()) {
+    if (p != "full") pol.push_back(p);
+  }
+  auto cfgs = sweep_configs(pol, std::vector<int>{24}, 1 << 30);
   ASSERT_TRUE(cfgs.ok()) << cfgs.message();
   const auto base = run(l, samples->samples, *cfgs, 2, true, true);
   EXPECT_EQ(base.size(), samples->samples.size() * cfgs->size());  // every cell has a record
+  // Every (task, policy, budget) has its cell and its row in the task's table.
+  EXPECT_EQ(accuracy_cells(base).size(), 2 * cfgs->size());
+  const std::string md = accuracy_markdown(base);
+  for (const EvalRecord& r : base) {
+    const std::string row = "| " + r.policy + " | " +
+                            (r.budget < 0 ? std::string("-") : std::to_string(r.budget)) + " |";
+    EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
+  }
   expect_same(base, run(l, samples->samples, *cfgs, 1, true, true), "1 thread");
   expect_same(base, run(l, samples->samples, *cfgs, 2, false, true), "each alone");
   expect_same(base, run(l, samples->samples, *cfgs, 2, true, false), "no sharing");
