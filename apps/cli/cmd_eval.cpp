@@ -181,7 +181,11 @@ void run(const Flags& f) {
       {"wall_seconds", wall.seconds()},
       {"warnings", warnings},
   };
-  check(eval::write_file(out->file("results.json"), eval::eval_json(r, header).dump(1) + "\n"));
+  // An answer may hold bytes that are not UTF-8 (the model writes byte tokens; niah_multikey on
+  // niah-13m did): they become U+FFFD in the JSON instead of an exception after the whole grid.
+  const std::string json =
+      eval::eval_json(r, header).dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  check(eval::write_file(out->file("results.json"), json + "\n"));
   check(eval::write_file(out->file("results.csv"), eval::eval_csv(r)));
   std::string plots;
   if (!f.no_plot) {
