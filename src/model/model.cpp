@@ -6,7 +6,6 @@
 
 #include "core/check.h"
 #include "core/half.h"
-#include "core/spin_barrier.h"
 #include "kernels/attention.h"
 #include "kernels/matmul_f32act.h"
 #include "kernels/ops.h"
@@ -219,29 +218,36 @@ class SequenceAttention final : public kv::StepAttention {
       kernels::attention(all);
       return;
     }
-    // One token over the pool's threads, in the kernel's three passes: each thread scores a
-    // share of the slots (reading its part of every K row once, whatever the GQA grouping),
-    // normalizes a share of the heads, then sums the outputs of a share of the heads. Splitting
-    // the scores by heads read a KV group shared by two threads twice (SmolLM2's 3 groups on 2
-    // threads); splitting the outputs by columns instead of heads ran 20 % slower (each thread
-    // half of every V row: the prefetchers fetch whole rows for both). Same bits as one
-    // attention() call (kernels/attention.h).
+    // One token over the pool's threads, in the kernel's three passes: the threads score
+    // shares of the slots (reading their part of every K row once, whatever the GQA grouping),
+    // then normalize and sum the outputs of shares of the heads. Splitting the scores by heads
+    // read a KV group shared by two threads twice (SmolLM2's 3 groups on 2 threads); splitting
+    // the outputs by columns instead of heads ran 20 % slower (each thread half of every V row:
+    // the prefetchers fetch whole rows for both). Each pass is cut in a few parts per thread,
+    // taken by whichever thread is free: with a share per thread and a barrier between the
+    // passes, a thread whose core was busy with another process held up the others (decode at
+    // depth 1000 on 2 threads, one core busy: 0.61x of 1 thread). Same bits as one
+    // attention() call (kernels/attention.h), however the parts fall.
     if (mine_.scores.size() < n_slot * shape_.n_head) mine_.scores.resize(n_slot * shape_.n_head);
     float* rows = probs != nullptr ? probs : mine_.scores.data();
-    const int n = heads_pool_->size();
-    const int end = L.slot_end();
-    SpinBarrier barrier(n);
-    heads_pool_->run([&](int t) {
-      kernels::attention_scores(a, rows, end * t / n, end * (t + 1) / n);
-      barrier.arrive_and_wait();
-      const int h0 = shape_.n_head * t / n;
-      const int h1 = shape_.n_head * (t + 1) / n;
-      kernels::attention_normalize(a, rows, h0, h1);
-      kernels::AttentionArgs part = a;
-      part.head_begin = h0;
-      part.head_end = h1;
-      kernels::attention_outputs(part, rows);
-    });
+    constexpr int kPartsPerThread = 4;
+    constexpr int64_t kSlotGrain = 64;
+    heads_pool_->parallel_for(
+        L.slot_end(), kSlotGrain,
+        [&](int64_t s0, int64_t s1) {
+          kernels::attention_scores(a, rows, static_cast<int>(s0), static_cast<int>(s1));
+        },
+        kPartsPerThread);
+    heads_pool_->parallel_for(
+        shape_.n_head, 1,
+        [&](int64_t h0, int64_t h1) {
+          kernels::attention_normalize(a, rows, static_cast<int>(h0), static_cast<int>(h1));
+          kernels::AttentionArgs part = a;
+          part.head_begin = static_cast<int>(h0);
+          part.head_end = static_cast<int>(h1);
+          kernels::attention_outputs(part, rows);
+        },
+        kPartsPerThread);
   }
 
  private:

@@ -248,6 +248,49 @@ TEST_F(RandomModelTest, RunsAForwardPassWithFiniteLogits) {
   EXPECT_GT(sq, 0.0);
 }
 
+// A prompt large enough that the per-token work between the matrix products (norms, RoPE,
+// residual adds, SiLU, the f16 K/V conversion) is split over the pool, then tokens decoded one
+// at a time at a depth where each token's attention is split over the pool in parts (slots,
+// then heads): every thread count, more threads than this machine's cores included, gives the
+// bits of one thread.
+TEST_F(RandomModelTest, SameBitsWithAnyThreadCount) {
+  TOVA_REQUIRE_SHARED();
+  const std::string path = write("tiny", GgmlType::kQ4_0);
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.message();
+  const int n_vocab = (*m)->config().n_vocab;
+  constexpr int kPrompt = 300, kDecode = 4;  // 300 x 4 heads x 64 > the split's 64K
+  std::vector<int32_t> ids(kPrompt + kDecode);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % 31000);
+  std::vector<float> ref;
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    CacheOptions o;
+    o.policy = *kv::parse_policy("full", 0);
+    o.kv_type = kv::KvType::kF16;
+    auto state = runtime::make_state(**m, o, static_cast<int64_t>(ids.size()));
+    ASSERT_TRUE(state.ok()) << state.message();
+    ForwardScratch scratch;
+    std::vector<float> logits(ids.size() * n_vocab);
+    std::vector<BatchToken> batch;
+    for (int i = 0; i < kPrompt; ++i) {
+      batch.push_back({.token = ids[i], .state = state->get(), .logits = true});
+    }
+    ASSERT_TRUE((*m)->forward(batch, pool, scratch, logits.data()).ok());
+    for (int i = kPrompt; i < kPrompt + kDecode; ++i) {
+      const BatchToken one{.token = ids[i], .state = state->get(), .logits = true};
+      ASSERT_TRUE((*m)->forward({&one, 1}, pool, scratch, &logits[i * n_vocab]).ok());
+    }
+    if (ref.empty()) {
+      ref = logits;
+      continue;
+    }
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_EQ(logits[i], ref[i]) << "threads=" << threads << " token " << i / n_vocab;
+    }
+  }
+}
+
 TEST_F(RandomModelTest, ErrorsNameTheProblem) {
   TOVA_REQUIRE_SHARED();
   ThreadPool pool(1);
