@@ -33,7 +33,7 @@ void print_markdown(const std::vector<eval::BenchResult>& results) {
     rows.push_back({fmt::format("{} {}", r.model.arch, r.model.size_label),
                     format_size(r.model.n_bytes), format_params(r.model.n_params),
                     r.model.weight_type, std::to_string(r.test.n_threads),
-                    r.test.cache_label() + " " + std::string(kv_type_name(r.test.cache.kv_type)),
+                    r.test.cache_label() + " " + r.test.cache.kv_type.label(),
                     r.test.name(), fmt::format("{:.2f} ± {:.2f}", r.avg_ts, r.stddev_ts)});
   }
   std::vector<size_t> width(head.size());
@@ -81,7 +81,7 @@ void print_json(const std::vector<eval::BenchResult>& results) {
         {"kv_policy", r.test.cache.policy.label()},
         {"kv_budget", r.test.cache.policy.bounded() ? r.test.cache.policy.budget : -1},
         {"kv_prefill", r.test.cache.prefill.label()},
-        {"kv_type", kv_type_name(r.test.cache.kv_type)},
+        {"kv_type", r.test.cache.kv_type.label()},
         {"test", r.test.name()},
         {"n_prompt", r.test.n_prompt},
         {"n_gen", r.test.n_gen},
@@ -115,7 +115,7 @@ void add_bench_command(CLI::App& app) {
     std::string policy = "full";
     std::string budget = "0";
     std::string prefill = "exact";
-    std::string kv_type = "f32";
+    KvTypeFlags kv_type;
     uint64_t seed = 1234;
     bool no_warmup = false;
     bool progress = false;
@@ -152,8 +152,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--kv-prefill", flags->prefill,
                   "how the depth and pp tokens join the cache: exact | chunk:C | chunk:inf")
       ->capture_default_str();
-  cmd->add_option("--kv-type", flags->kv_type, "K/V storage types: f32 | f16, comma-separated")
-      ->capture_default_str();
+  flags->kv_type.add(*cmd, "f32", /*list=*/true);
   cmd->add_option("-s,--seed", flags->seed, "seed of the random token ids")->capture_default_str();
   cmd->add_flag("--no-warmup", flags->no_warmup, "skip the warmup run of each test");
   cmd->add_flag("--mmap", flags->mmap,
@@ -175,8 +174,8 @@ void add_bench_command(CLI::App& app) {
     const std::vector<int> budgets = check(parse_int_list("--kv-budget", f.budget, 0, 1 << 24));
     const PrefillMode prefill = check(parse_prefill(f.prefill));
     o.caches.clear();
-    for (const std::string& type_text : split_list(f.kv_type)) {
-      const kv::KvType kv_type = check(parse_kv_type(type_text));
+    for (const std::string& type_text : f.kv_type.texts()) {
+      const KvFormat kv_type = check(parse_kv_format(type_text));
       for (const std::string& policy : split_list(f.policy)) {
         bool unbounded_done = false;
         for (int budget : budgets) {

@@ -133,7 +133,11 @@ void add_chat_command(CLI::App& app) {
     const CacheOptions cache = or_fail(f.cache.options());
     const auto engine = or_fail(f.model.load());
     const Engine& e = *engine;
-    const SessionOptions so{.cache = cache, .sampling = f.sampling.params()};
+    // A resumed conversation keeps its cache options; --kv-type, -ctk, -ctv and --kv-rotate
+    // convert its state.
+    const SessionOptions so{.cache = cache,
+                            .sampling = f.sampling.params(),
+                            .kv_override = f.cache.kv_type.override_of_saved()};
     // A conversation to resume: its template, messages and state come from the file.
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
     ChatNote chat{.chat_template = f.chat_template};

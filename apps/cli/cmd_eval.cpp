@@ -36,7 +36,7 @@ struct Flags {
   std::vector<int> budgets;
   std::string prefill = "exact";
   std::string positions = "absolute";
-  std::string kv_type = "f32";
+  KvTypeFlags kv_type;
   bool chat = false;
   std::string chat_template;
   int max_new = 0;
@@ -67,7 +67,7 @@ void run(const Flags& f) {
   }
   const PrefillMode prefill = take(parse_prefill(f.prefill));
   const kv::PositionMode positions = take(kv::parse_position_mode(f.positions));
-  const kv::KvType kv_type = take(parse_kv_type(f.kv_type));
+  const KvFormat kv_type = take(parse_kv_format(f.kv_type.text()));
   // Budgets are not capped by the length: a budget at least the prompt and its answer equals
   // full (said below).
   const std::vector<kv::PolicySpec> configs =
@@ -167,7 +167,7 @@ void run(const Flags& f) {
                                 : nlohmann::ordered_json()},
       {"prefill", prefill.label()},
       {"kv_positions", f.positions},
-      {"kv_type", f.kv_type},
+      {"kv_type", kv_type.label()},
       {"scoring", "RULER string_match_all: the share of expected strings found in the answer "
                   "(case-insensitive); correct = all found"},
       {"batched", !f.no_batch},
@@ -237,8 +237,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--kv-prefill", flags->prefill, "exact | chunk:C | chunk:inf")
       ->capture_default_str();
   add_positions_option(*cmd, flags->positions);
-  cmd->add_option("--kv-type", flags->kv_type, "K/V storage type: f32 | f16")
-      ->capture_default_str();
+  flags->kv_type.add(*cmd, "f32");
   cmd->add_flag("--chat", flags->chat,
                 "wrap each prompt in the model's chat template (the task as the user turn, the "
                 "answer prefix after the assistant's header); default: the raw prompt after BOS");

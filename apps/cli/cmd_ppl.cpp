@@ -37,13 +37,16 @@ std::string ppl_table(const eval::SweepResult& r) {
   std::vector<int> budgets;
   std::vector<std::string> rows;
   std::map<std::pair<std::string, int>, double> cell;
-  const eval::ConfigResult* full = nullptr;
+  std::vector<const eval::ConfigResult*> fulls;  // one per K/V format
+  auto suffix = [&](const eval::ConfigResult& c) {
+    return r.several_kv_types ? " " + c.kv_type.label() : std::string();
+  };
   for (const eval::ConfigResult& c : r.configs) {
     if (!c.policy.bounded()) {
-      full = &c;
+      fulls.push_back(&c);
       continue;
     }
-    const std::string name = c.policy.label();
+    const std::string name = c.policy.label() + suffix(c);
     if (std::find(rows.begin(), rows.end(), name) == rows.end()) rows.push_back(name);
     if (std::find(budgets.begin(), budgets.end(), c.policy.budget) == budgets.end()) {
       budgets.push_back(c.policy.budget);
@@ -57,13 +60,13 @@ std::string ppl_table(const eval::SweepResult& r) {
     s += fmt::format(" {} |", b);
     rule += "---:|";
   }
-  if (full != nullptr) {
+  if (!fulls.empty()) {
     s += " full |";
     rule += "---:|";
   }
   s += fmt::format("\n{}\n", rule);
-  if (full != nullptr) {
-    s += "| full |";
+  for (const eval::ConfigResult* full : fulls) {
+    s += fmt::format("| full{} |", suffix(*full));
     for (size_t i = 0; i < budgets.size(); ++i) s += " |";
     s += fmt::format(" {} |\n", fmt_ppl(full->ppl));
   }
@@ -73,7 +76,7 @@ std::string ppl_table(const eval::SweepResult& r) {
       auto it = cell.find({name, b});
       s += fmt::format(" {} |", it == cell.end() ? std::string("-") : fmt_ppl(it->second));
     }
-    if (full != nullptr) s += " |";
+    if (!fulls.empty()) s += " |";
     s += "\n";
   }
   return s;
@@ -81,16 +84,19 @@ std::string ppl_table(const eval::SweepResult& r) {
 
 // Table 2: one row per configuration with the uncertainty and the comparison with full.
 std::string detail_table(const eval::SweepResult& r) {
-  std::string s =
-      "| policy | k | ppl ± stderr | mean NLL | KL mean | KL p99 | top-1 agree |\n"
-      "|---|---:|---:|---:|---:|---:|---:|\n";
+  std::string s = r.several_kv_types
+                      ? "| policy | k | K/V | ppl ± stderr | mean NLL | KL mean | KL p99 | top-1 "
+                        "agree |\n|---|---:|---|---:|---:|---:|---:|---:|\n"
+                      : "| policy | k | ppl ± stderr | mean NLL | KL mean | KL p99 | top-1 agree |\n"
+                        "|---|---:|---:|---:|---:|---:|---:|\n";
   auto opt = [](const std::optional<double>& v, const char* f) {
     return v && std::isfinite(*v) ? fmt::format(fmt::runtime(f), *v) : std::string("-");
   };
   for (const eval::ConfigResult& c : r.configs) {
     const std::string se = std::isfinite(c.ppl_se) ? fmt::format("{:.3f}", c.ppl_se) : "-";
-    s += fmt::format("| {} | {} | {} ± {} | {:.4f} | {} | {} | {} |\n", c.policy.label(),
-                     c.policy.bounded() ? std::to_string(c.policy.budget) : "-", fmt_ppl(c.ppl), se,
+    s += fmt::format("| {} | {} |{} {} ± {} | {:.4f} | {} | {} | {} |\n", c.policy.label(),
+                     c.policy.bounded() ? std::to_string(c.policy.budget) : "-",
+                     r.several_kv_types ? " " + c.kv_type.label() + " |" : "", fmt_ppl(c.ppl), se,
                      c.mean_nll, opt(c.kl_mean, "{:.5f}"), opt(c.kl_p99, "{:.4f}"),
                      c.top1_agree ? fmt::format("{:.1f}%", *c.top1_agree * 100) : "-");
   }
@@ -117,7 +123,7 @@ struct Flags {
   int chunks = 0;
   std::string out;
   bool force = false;
-  std::string kv_type = "f32";
+  KvTypeFlags kv_type;
   std::string positions = "absolute";
   int n_batch = 32;
   bool no_batch = false;
@@ -133,7 +139,7 @@ struct Flags {
 // once per position mode, batched together; `full` runs once (its results do not depend on the
 // mode: nothing is ever evicted) over the first --max-full-ctx tokens.
 void run_stream(const Flags& f, const Engine& e, const std::vector<kv::PositionMode>& modes,
-                kv::KvType kv_type, const Timer& wall) {
+                const KvFormat& kv_type, const Timer& wall) {
   const model::Model& m = e.model();
   const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
   auto in = read_input_ids(f.tokens_file, f.text_file, e);
@@ -222,7 +228,7 @@ void run_stream(const Flags& f, const Engine& e, const std::vector<kv::PositionM
       {"trained_ctx", trained},
       {"scoring", "every prediction of the sequence; window w covers predictions "
                   "[w*window, (w+1)*window)"},
-      {"kv_type", f.kv_type},
+      {"kv_type", f.kv_type.text()},
       {"f32_activations", f.model.f32_activations},
       {"batched", !f.no_batch},
       {"n_batch", f.n_batch},
@@ -270,8 +276,7 @@ void add_ppl_command(CLI::App& app) {
   cmd->add_option("--out", flags->out,
                   "write results.json, results.csv, ppl.png and ppl.svg into this folder");
   cmd->add_flag("--force", flags->force, "replace a non-empty --out folder");
-  cmd->add_option("--kv-type", flags->kv_type, "K/V storage type: f32 | f16")
-      ->capture_default_str();
+  flags->kv_type.add(*cmd, "f32", /*list=*/true);
   add_positions_option(*cmd, flags->positions);
   cmd->add_option("-b,--batch", flags->n_batch,
                   "positions per sequence in one forward pass (all configurations share it)")
@@ -308,8 +313,19 @@ void add_ppl_command(CLI::App& app) {
   cmd->callback([flags] {
     const Flags& f = *flags;
     Timer wall;
-    auto kv_type = parse_kv_type(f.kv_type);
-    if (!kv_type.ok()) throw CLI::RuntimeError(fail(kv_type.message()));
+    std::vector<KvFormat> kv_types;
+    for (const std::string& t : f.kv_type.texts()) {
+      auto kv = parse_kv_format(t);
+      if (!kv.ok()) throw CLI::RuntimeError(fail(kv.message()));
+      if (std::find(kv_types.begin(), kv_types.end(), *kv) != kv_types.end()) {
+        throw CLI::RuntimeError(fail("--kv-type lists " + kv->label() + " twice"));
+      }
+      kv_types.push_back(*kv);
+    }
+    const KvFormat kv_type = kv_types.front();
+    if (kv_types.size() > 1 && f.stream) {
+      throw CLI::RuntimeError(fail("--kv-type lists several formats; --stream takes one"));
+    }
     std::vector<kv::PositionMode> modes;
     for (size_t at = 0; at <= f.positions.size();) {
       const size_t comma = std::min(f.positions.find(',', at), f.positions.size());
@@ -332,7 +348,7 @@ void add_ppl_command(CLI::App& app) {
     const auto engine = or_fail(f.model.load(f.tokens_file.empty()));
     const model::Model& m = engine->model();
     if (f.stream) {
-      run_stream(f, *engine, modes, *kv_type, wall);
+      run_stream(f, *engine, modes, kv_type, wall);
       return;
     }
     const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 1 ? m.config().n_ctx_train : 512);
@@ -358,7 +374,8 @@ void add_ppl_command(CLI::App& app) {
     ThreadPool& pool = engine->pool();
     const bool tty = ::isatty(2) != 0;
     eval::SweepOptions so{.configs = *configs,
-                          .kv_type = *kv_type,
+                          .kv_type = kv_type,
+                          .kv_types = kv_types.size() > 1 ? kv_types : std::vector<KvFormat>{},
                           .positions = positions,
                           .n_batch = f.n_batch,
                           .batched = !f.no_batch,
@@ -397,7 +414,7 @@ void add_ppl_command(CLI::App& app) {
           {"n_tokens", ids.size()},
           {"n_predictions_per_config", r.n_predictions},
           {"scoring", "every prediction of each chunk (ctx - 1); chunk = BOS + ctx - 1 tokens"},
-          {"kv_type", f.kv_type},
+          {"kv_types", f.kv_type.texts()},
           {"kv_positions", f.positions},
           {"f32_activations", f.model.f32_activations},
           {"batched", !f.no_batch},

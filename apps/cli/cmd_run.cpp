@@ -84,7 +84,9 @@ void add_run_command(CLI::App& app) {
     const SessionOptions so{.cache = cache,
                             .sampling = f.sampling.params(),
                             .n_prompt_hint = n_prompt,
-                            .n_batch = f.n_batch};
+                            .n_batch = f.n_batch,
+                            // A resumed state is converted to the K/V types given.
+                            .kv_override = f.cache.kv_type.override_of_saved()};
     std::unique_ptr<Session> session;
     double load_seconds = 0;
     uint64_t loaded_bytes = 0;
@@ -199,9 +201,10 @@ void print_run_report(const RunReport& r) {
 
 void print_kv_stats(const SessionStats& kv) {
   fmt::print(stderr,
-             "multi-state  : policy {}, budget {}, K/V held {} of {} allocated, {} tokens seen\n",
+             "multi-state  : policy {}, budget {}, K/V held {} of {} allocated ({}), {} tokens "
+             "seen\n",
              kv.policy, kv.budget < 0 ? std::string("unbounded") : std::to_string(kv.budget),
-             format_bytes(kv.kv_held), format_bytes(kv.kv_capacity), kv.n_seen);
+             format_bytes(kv.kv_held), format_bytes(kv.kv_capacity), kv.kv_type, kv.n_seen);
   for (size_t il = 0; il < kv.layers.size(); ++il) {
     fmt::print(stderr, "  layer {:3d}  : {:6d} states held, {:8d} evicted\n", il,
                kv.layers[il].n_held, kv.layers[il].n_evicted);

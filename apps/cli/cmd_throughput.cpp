@@ -23,7 +23,7 @@ void add_throughput_command(CLI::App& app) {
     int ctx = 4096;
     std::string policy = "full,tova";
     std::string budget = "256,512,1024,2048";
-    std::string kv_type = "f16";
+    KvTypeFlags kv_type;
     int steps = 16;
     int repetitions = 3;
     int warmup = 2;
@@ -45,7 +45,7 @@ void add_throughput_command(CLI::App& app) {
                   "K/V bytes for all sequences together (e.g. 805306368, 768M, 1.5G)");
   cmd->add_option("--full-batch", flags->full_batch,
                   "instead of --kv-memory: the budget that holds this many `full` sequences of "
-                  "--ctx tokens (the paper: 8)")
+                  "--ctx tokens in the first --kv-type (the paper: 8)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--ctx", flags->ctx, "tokens each sequence has seen when decoding starts")
       ->capture_default_str()
@@ -55,8 +55,7 @@ void add_throughput_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--kv-budget", flags->budget, "multi-state sizes k, comma-separated")
       ->capture_default_str();
-  cmd->add_option("--kv-type", flags->kv_type, "K/V storage type: f32 | f16")
-      ->capture_default_str();
+  flags->kv_type.add(*cmd, "f16", /*list=*/true);
   cmd->add_option("--steps", flags->steps, "decode steps per measured window")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
@@ -94,7 +93,8 @@ void add_throughput_command(CLI::App& app) {
     o.full_batch = f.full_batch;
     o.ctx = f.ctx;
     o.policies = check(parse_policy_grid(f.policy, f.budget));
-    o.kv_type = check(parse_kv_type(f.kv_type));
+    o.kv_types.clear();
+    for (const std::string& t : f.kv_type.texts()) o.kv_types.push_back(check(parse_kv_format(t)));
     o.n_steps = f.steps;
     o.repetitions = f.repetitions;
     o.warmup_steps = f.warmup;
@@ -118,28 +118,29 @@ void add_throughput_command(CLI::App& app) {
     header["model_filename"] = path;
     header["model_type"] = info.model_type;
     header["n_threads"] = engine->n_threads();
-    header["kv_type"] = f.kv_type;
+    header["kv_types"] = f.kv_type.texts();
     header["simd_target"] = kernels::simd_target_name();
     const nlohmann::ordered_json json = eval::throughput_json(rep, header);
 
     if (f.output == "json") {
       fmt::print("{}\n", json.dump(2));
     } else {
-      fmt::print("{}, {} threads, {} K/V, ctx {}, K/V memory {} ({} bytes)\n\n", info.model_type,
-                 engine->n_threads(), f.kv_type, rep.ctx, format_bytes(rep.kv_memory), rep.kv_memory);
+      fmt::print("{}, {} threads, ctx {}, K/V memory {} ({} bytes), SIMD {}\n\n", info.model_type,
+                 engine->n_threads(), rep.ctx, format_bytes(rep.kv_memory), rep.kv_memory,
+                 kernels::simd_target_name());
       std::vector<std::vector<std::string>> rows;
       for (const eval::ThroughputResult& r : rep.results) {
         // A bounded state larger than full's saves nothing: flagged (and left out of the plot).
         const std::string flag = eval::larger_than_full(rep, r) ? " (larger than full)" : "";
         rows.push_back({r.budget < 0 ? r.policy : fmt::format("{} k={}{}", r.policy, r.budget, flag),
-                        format_bytes(r.bytes_per_seq), std::to_string(r.max_batch),
+                        r.kv_type, format_bytes(r.bytes_per_seq), std::to_string(r.max_batch),
                         std::to_string(r.batch), fmt::format("{:.2f}", r.step_ms),
                         fmt::format("{:.2f} ± {:.2f}", r.avg_ts, r.stddev_ts),
                         fmt::format("{:.2f}", r.relative), fmt::format("{:.1f}", r.read_gbps)});
       }
-      print_markdown_table({"multi-state", "K/V per sequence", "max batch", "batch", "step ms",
-                            "aggregate t/s", "relative", "GB/s read"},
-                           rows, [](size_t i) { return i >= 1; });
+      print_markdown_table({"multi-state", "K/V type", "K/V per sequence", "max batch", "batch",
+                            "step ms", "aggregate t/s", "relative", "GB/s read"},
+                           rows, [](size_t i) { return i >= 2; });
     }
     if (dir) {
       check(eval::write_file(dir->file("results.json"), json.dump(2) + "\n"));

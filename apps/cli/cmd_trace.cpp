@@ -192,7 +192,7 @@ void add_trace_command(CLI::App& app) {
          f.tokens_file.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.tokens_file)},
         {"ctx", ctx},
         {"far_age", far_age},
-        {"kv_type", f.cache.kv_type},
+        {"kv_type", f.cache.kv_type.text()},
         {"kv_positions", f.cache.positions},
         {"f32_activations", f.model.f32_activations},
         {"trace_seconds", r.seconds},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -90,8 +91,8 @@ void CacheFlags::add(CLI::App& app) {
   opts_.push_back(
       app.add_option("--kv-prefill", prefill, "prompt processing: exact | chunk:C | chunk:inf")
           ->capture_default_str());
-  opts_.push_back(
-      app.add_option("--kv-type", kv_type, "K/V storage type: f32 | f16")->capture_default_str());
+  // Not among opts_: the K/V type flags change a resumed state too (KvTypeFlags).
+  kv_type.add(app, "f32");
   add_positions_option(app, positions);
   opts_.push_back(app.get_option("--kv-positions"));
 }
@@ -104,6 +105,43 @@ std::string CacheFlags::given() const {
   return s;
 }
 
+void KvTypeFlags::add(CLI::App& app, const std::string& default_type, bool list) {
+  both = default_type;
+  const std::string types = "f32 | f16 | bf16 | q8_0 | q4_0";
+  opts_.push_back(app.add_option("--kv-type", both,
+                                 "K/V storage type" + std::string(list ? "s" : "") + ": " + types +
+                                     (list ? ", comma-separated" : "") +
+                                     " (q8_0/q4_0: llama.cpp's blocks along the head dimension)")
+                      ->capture_default_str());
+  opts_.push_back(app.add_option("--kv-type-k", k, "key storage type, if not --kv-type (-ctk)"));
+  opts_.push_back(app.add_option("--kv-type-v", v, "value storage type, if not --kv-type (-ctv)"));
+  opts_.push_back(app.add_flag("--kv-rotate", rotate,
+                               "store quantized keys and values rotated by a fixed Hadamard "
+                               "transform (queries and outputs rotated to match)"));
+}
+
+KvOverride KvTypeFlags::override_of_saved() const {
+  KvOverride o;
+  auto type_of = [](const std::string& t) {
+    auto r = parse_kv_type(t);
+    if (!r.ok()) throw CLI::RuntimeError(fail(r.message()));
+    return *r;
+  };
+  if (opts_[0]->count() > 0) o.k = o.v = type_of(both);
+  if (opts_[1]->count() > 0) o.k = type_of(k);
+  if (opts_[2]->count() > 0) o.v = type_of(v);
+  if (opts_[3]->count() > 0) o.rotate = rotate;
+  return o;
+}
+
+std::vector<std::string> KvTypeFlags::texts() const {
+  std::vector<std::string> out;
+  for (const std::string& t : split_list(both)) {
+    out.push_back(kv_format_text(t, k, v, rotate));
+  }
+  return out;
+}
+
 void add_positions_option(CLI::App& app, std::string& positions) {
   app.add_option("--kv-positions", positions,
                  "positions RoPE sees for held states: absolute | gap (gaps over 10 compressed "
@@ -113,7 +151,7 @@ void add_positions_option(CLI::App& app, std::string& positions) {
 
 Result<CacheOptions> CacheFlags::options() const {
   TOVA_ASSIGN_OR_RETURN(CacheOptions o,
-                        parse_cache_options(policy, budget, prefill, kv_type, positions));
+                        parse_cache_options(policy, budget, prefill, kv_type.text(), positions));
   if (!o.policy.bounded() && opts_.size() > 1 && opts_[1]->count() > 0) {
     warn(fmt::format("--kv-budget {} has no effect under --kv-policy {} (it keeps every state)",
                      budget, o.policy.label()));

@@ -39,11 +39,28 @@ struct ModelFlags {
   Result<std::unique_ptr<Engine>> load(bool need_tokenizer = true) const;
 };
 
+// K/V storage: --kv-type T (keys and values; a comma-separated list where a command takes
+// several), --kv-type-k / --kv-type-v (llama.cpp's -ctk / -ctv) for one side, --kv-rotate.
+struct KvTypeFlags {
+  std::string both;
+  std::string k, v;
+  bool rotate = false;
+  void add(CLI::App& app, const std::string& default_type, bool list = false);
+  // The flags that were given, as a change of a saved format (a resumed session converts).
+  KvOverride override_of_saved() const;
+  // Every format named, as labels parse_cache_options / parse_kv_format take.
+  std::vector<std::string> texts() const;
+  std::string text() const { return texts().front(); }
+
+ private:
+  std::vector<CLI::Option*> opts_;
+};
+
 struct CacheFlags {
   std::string policy = "full";
   int budget = 0;
   std::string prefill = "exact";
-  std::string kv_type = "f32";
+  KvTypeFlags kv_type;
   std::string positions = "absolute";
   void add(CLI::App& app);
   // The options; warns when --kv-budget is given to an unbounded policy (it has no effect).

@@ -58,8 +58,9 @@ int main(int argc, char** argv) {
     }
   }
   // llama.cpp's multi-letter short flags, which CLI11 cannot declare (a single dash takes one
-  // letter): -ngl and -fa on every command (GPU flags, accepted with a note), and llama-server's
-  // `tova serve -np N` (--parallel N) and `-ub N` (--step-tokens N).
+  // letter): -ngl and -fa on every command (GPU flags, accepted with a note), -ctk and -ctv
+  // (--kv-type-k, --kv-type-v) and llama-server's `tova serve -np N` (--parallel N) and `-ub N`
+  // (--step-tokens N).
   struct Alias {
     const char* command;  // nullptr: every command
     const char* flag;
@@ -68,6 +69,8 @@ int main(int argc, char** argv) {
   static constexpr Alias kAliases[] = {
       {nullptr, "-ngl", "--gpu-layers"},
       {nullptr, "-fa", "--flash-attn"},
+      {nullptr, "-ctk", "--kv-type-k"},
+      {nullptr, "-ctv", "--kv-type-v"},
       {"serve", "-np", "--parallel"},
       {"serve", "-ub", "--step-tokens"},
   };

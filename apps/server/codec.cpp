@@ -168,7 +168,7 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
   static const std::set<std::string> kCommon = {
       "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "stream",
       "stream_options", "repetition_penalty", "frequency_penalty", "presence_penalty",
-      "kv_policy", "kv_budget", "kv_positions", "n", "user", "logprobs", "logit_bias",
+      "kv_policy", "kv_budget", "kv_positions", "kv_type", "kv_type_k", "kv_type_v", "n", "user", "logprobs", "logit_bias",
       "cache_prompt", "ignore_eos", "metadata", "store"};
   static const std::set<std::string> kChat = {"messages", "max_completion_tokens",
                                               "top_logprobs", "response_format"};
@@ -342,6 +342,23 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
     if (!mode.ok()) return bad_request("kv_positions", mode.message());
     r.cache.positions = *mode;
   }
+  // K/V storage: kv_type is a format ("q8_0", "k=q8_0,v=f16", "q4_0+rot"); kv_type_k and
+  // kv_type_v set one side (llama.cpp's -ctk / -ctv). Whether the model's head_dim suits it is
+  // checked by plan_generation.
+  for (const char* key : {"kv_type", "kv_type_k", "kv_type_v"}) {
+    if (!present(j, key)) continue;
+    if (!j[key].is_string()) return bad_request(key, fmt::format("'{}' must be a string", key));
+    const std::string text = j[key].get<std::string>();
+    if (std::string_view(key) == "kv_type") {
+      auto f = parse_kv_format(text);
+      if (!f.ok()) return bad_request(key, f.message());
+      r.cache.kv_type = *f;
+    } else {
+      auto t = parse_kv_type(text);
+      if (!t.ok()) return bad_request(key, t.message());
+      (std::string_view(key) == "kv_type_k" ? r.cache.kv_type.k : r.cache.kv_type.v) = *t;
+    }
+  }
 
   // The prompt (tokenized later, by the handler).
   if (chat) {
@@ -435,6 +452,7 @@ json kv_json(const KvReport& kv) {
   return {{"policy", kv.policy},
           {"budget", kv.budget < 0 ? json(nullptr) : json(kv.budget)},
           {"prefill", kv.prefill},
+          {"kv_type", kv.kv_type},
           {"kv_bytes", kv.kv_bytes},
           {"tokens_seen", kv.tokens_seen},
           {"states_held", held_max},

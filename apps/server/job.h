@@ -46,6 +46,7 @@ struct KvReport {
   std::string policy;
   int budget = -1;
   std::string prefill;
+  std::string kv_type;  // storage format label ("q8_0")
   uint64_t kv_bytes = 0;
   int64_t tokens_seen = 0;
   std::vector<int> states_held;         // per layer

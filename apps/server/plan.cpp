@@ -50,6 +50,14 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
                     .param = prompt_field,
                     .code = "context_length_exceeded"};
   }
+  if (const KvFormat& kf = g.cache.kv_type; kf.rotate && !kf.any_quantized()) {
+    return bad_request("kv_type", fmt::format("K/V type '{}': +rot rotates quantized rows (q8_0, "
+                                              "q4_0)",
+                                              kf.label()));
+  }
+  if (Status st = check_kv_format(g.cache.kv_type, engine.model().config().head_dim); !st.ok()) {
+    return bad_request("kv_type", st.message());
+  }
   const kv::PolicySpec& spec = g.cache.policy;
   if (!spec.bounded() && n_prompt + g.max_tokens > d.ctx) {
     return ApiError{

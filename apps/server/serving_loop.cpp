@@ -37,6 +37,7 @@ KvReport report(const Session& s, int64_t reused) {
   KvReport r{.policy = k.policy,
              .budget = k.budget,
              .prefill = s.cache().prefill.label(),
+             .kv_type = k.kv_type,
              .kv_bytes = k.kv_capacity,
              .tokens_seen = k.n_seen,
              .reused_prompt_tokens = reused};

@@ -11,7 +11,7 @@ StateView view_state(const Session& s) {
   const kv::MultiState& m = runtime::state_of(s);
   StateView v;
   v.positions = std::string(kv::position_mode_name(m.positions()));
-  v.kv_type = m.kv_type() == kv::KvType::kF16 ? "f16" : "f32";
+  v.kv_type = m.kv_type().label();
   v.n_layer = m.n_layer();
   v.n_head_kv = v.n_layer > 0 ? m.layer(0).n_head_kv() : 0;
   const int64_t n_fed = s.n_fed();

@@ -17,7 +17,7 @@ struct StateView {
   bool generating = false;
   KvReport kv;
   std::string positions;  // absolute | gap | rank
-  std::string kv_type;    // f32 | f16
+  std::string kv_type;    // KvFormat::label(): "f32", "q8_0", "k=q8_0,v=f16"
   int n_layer = 0;
   int n_head_kv = 0;
   std::vector<int32_t> tokens;  // the conversation, position order (position p = tokens[p])

@@ -81,7 +81,7 @@ class Engine {
   // A session saved by Session::save, continuing exactly where it stopped: its multi-state,
   // history, random state and logits (a sampled token not yet fed is queued). The cache options
   // (policy, budget, K/V type, positions, chunk size) are the saved state's; of o.cache only
-  // the reserve is used. Errors name the file (truncated, corrupted, another model's, ...).
+  // the reserve is used, and the K/V format as o.kv_override changes it. Errors name the file (truncated, corrupted, another model's, ...).
   Result<LoadedSession> load_session(const std::string& path, const SessionOptions& o) const;
 
   // The parts, for the library's own layers (the batch scheduler, evaluations, the server).

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,12 +23,30 @@ struct PrefillMode {
   bool exact() const { return chunk == 0 && !inf; }
 };
 Result<PrefillMode> parse_prefill(std::string_view text);  // "exact" | "chunk:C" | "chunk:inf"
-Result<kv::KvType> parse_kv_type(std::string_view text);   // "f32" | "f16"
-std::string_view kv_type_name(kv::KvType type);            // "f32"
+// "f32" | "f16" | "bf16" | "q8_0" | "q4_0" (kv_type_name writes them).
+Result<kv::KvType> parse_kv_type(std::string_view text);
+// A format as KvFormat::label() writes it: "q8_0" (keys and values), "k=q8_0,v=f16" (each its
+// own), either with "+rot" (quantized rows Hadamard-rotated).
+Result<kv::KvFormat> parse_kv_format(std::string_view text);
+// The --kv-type / --kv-type-k / --kv-type-v / --kv-rotate flags together (empty k or v: as
+// `both`), as one format label for parse_cache_options.
+std::string kv_format_text(std::string_view both, std::string_view k, std::string_view v,
+                           bool rotate);
+
+// A change of a saved state's K/V format, side by side (a resumed session given --kv-type,
+// -ctk, -ctv or --kv-rotate): what is not set stays as saved.
+struct KvOverride {
+  std::optional<kv::KvType> k, v;
+  std::optional<bool> rotate;
+  bool any() const { return k || v || rotate; }
+  kv::KvFormat applied_to(const kv::KvFormat& saved) const {
+    return kv::KvFormat(k.value_or(saved.k), v.value_or(saved.v), rotate.value_or(saved.rotate));
+  }
+};
 
 struct CacheOptions {
   kv::PolicySpec policy;
-  kv::KvType kv_type = kv::KvType::kF32;
+  kv::KvFormat kv_type;  // storage of keys and values (f32 unless given)
   PrefillMode prefill;
   // Slots allocated up front, the tokens the caller expects the sequence to hold (as llama.cpp
   // sizes its context; a bounded pool at most k + chunk). A pool that fills its allocation
@@ -39,11 +58,13 @@ struct CacheOptions {
   // refused when the state is made. 0: the machine's physical memory.
   uint64_t memory_limit = 0;
   kv::PositionMode positions = kv::PositionMode::kAbsolute;
-  // "tova k=256 exact f32": equal labels mean interchangeable states (prefix reuse keys on it).
+  // "tova k=256 exact f32" ("... q8_0", "... k=q8_0,v=f16+rot"): equal labels mean
+  // interchangeable states (prefix reuse keys on it).
   std::string label() const;
 };
 
-// The textual options together; each error names the option at fault.
+// The textual options together; each error names the option at fault. kv_type is a format
+// label (parse_kv_format).
 Result<CacheOptions> parse_cache_options(std::string_view policy, int budget,
                                          std::string_view prefill = "exact",
                                          std::string_view kv_type = "f32",

@@ -28,6 +28,9 @@ struct SessionOptions {
   int64_t n_prompt_hint = 0;
   // Most tokens in one forward pass when the session is fed on its own (feed).
   int n_batch = 512;
+  // Engine::load_session: the saved state's K/V format with these sides changed (every row
+  // converted, MultiState::with_kv_type); nothing set keeps the saved format.
+  KvOverride kv_override;
 };
 
 struct LayerStats {
@@ -40,6 +43,7 @@ struct SessionStats {
   std::string policy;        // "tova", "sink:4"
   int budget = -1;           // -1: unbounded
   std::string cache;         // CacheOptions::label()
+  std::string kv_type;       // the K/V storage format: "f32", "q8_0", "k=q8_0,v=f16"
   uint64_t kv_capacity = 0;  // bytes of K/V (and positions) allocated
   uint64_t kv_held = 0;      // of those, the bytes of the states held
   int64_t n_seen = 0;        // tokens fed

@@ -46,8 +46,7 @@ uint64_t kv_read_bytes(const kv::MultiState& s) {
   uint64_t b = 0;
   for (int il = 0; il < s.n_layer(); ++il) {
     const kv::LayerState& l = s.layer(il);
-    const uint64_t elem = l.kv_type() == kv::KvType::kF16 ? 2 : 4;
-    b += 2ull * l.n_held() * l.n_head_kv() * l.head_dim() * elem;
+    b += uint64_t(l.n_held()) * l.n_head_kv() * l.kv_type().slot_bytes(l.head_dim());
   }
   return b;
 }

@@ -100,10 +100,11 @@ std::string sweep_plot_script(const SweepResult& r, const std::string& title) {
     lo = std::min(lo, c.ppl);
     hi = std::max(hi, c.ppl);
     if (!c.policy.bounded()) {
-      full = c.ppl;
+      if (!full) full = c.ppl;  // the first format's
       continue;
     }
-    const std::string name = c.policy.label();
+    const std::string name =
+        r.several_kv_types ? c.policy.label() + " " + c.kv_type.label() : c.policy.label();
     if (!series.count(name)) names.push_back(name);
     series[name].push_back(&c);
     if (std::find(budgets.begin(), budgets.end(), c.policy.budget) == budgets.end()) {

@@ -1,5 +1,7 @@
 #include "eval/ppl_sweep.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -129,11 +131,16 @@ class Sweep {
         chunks_(chunks),
         o_(o),
         n_vocab_(m.config().n_vocab),
-        ctx_(static_cast<int>(chunks.front().size())),
-        n_cfg_(static_cast<int>(o.configs.size())) {
-    for (int c = 0; c < n_cfg_; ++c) {
-      if (!o.configs[c].bounded()) full_ = c;
+        ctx_(static_cast<int>(chunks.front().size())) {
+    const std::vector<KvFormat> types =
+        o.kv_types.empty() ? std::vector<KvFormat>{o.kv_type} : o.kv_types;
+    for (const kv::PolicySpec& p : o.configs) {
+      for (const KvFormat& t : types) {
+        cfgs_.push_back({p, t});
+        if (!p.bounded() && full_ < 0) full_ = static_cast<int>(cfgs_.size()) - 1;
+      }
     }
+    n_cfg_ = static_cast<int>(cfgs_.size());
     acc_.resize(n_cfg_);
     const size_t n_chunk = chunks.size();
     for (Accumulator& a : acc_) {
@@ -192,10 +199,12 @@ class Sweep {
     r.n_forward_calls = n_forward_;
     r.n_shared_steps = n_shared_;
     const double n_pred = static_cast<double>(r.n_predictions);
+    r.several_kv_types = o_.kv_types.size() > 1;
     for (int c = 0; c < n_cfg_; ++c) {
       Accumulator& a = acc_[c];
       ConfigResult cr;
-      cr.policy = o_.configs[c];
+      cr.policy = cfgs_[c].policy;
+      cr.kv_type = cfgs_[c].kv_type;
       for (double s : a.chunk_nll) cr.nll_by_chunk.push_back(s / (ctx_ - 1));
       const Perplexity p = perplexity(cr.nll_by_chunk);
       cr.mean_nll = p.mean_nll;
@@ -232,10 +241,10 @@ class Sweep {
  private:
   Result<std::unique_ptr<kv::MultiState>> new_state(int c) {
     // A chunk is not a prompt: no policy cuts it at its end (n_prompt 0); `full` reserves it.
-    const CacheOptions co{.policy = o_.configs[c],
-                                   .kv_type = o_.kv_type,
-                                   .reserve = ctx_,
-                                   .positions = o_.positions};
+    const CacheOptions co{.policy = cfgs_[c].policy,
+                          .kv_type = cfgs_[c].kv_type,
+                          .reserve = ctx_,
+                          .positions = o_.positions};
     return runtime::make_state(m_, co, 0);
   }
 
@@ -247,24 +256,34 @@ class Sweep {
     const int64_t by_memory = std::max<int64_t>(1, kMaxLogitFloats / (int64_t{n_seq} * n_vocab_));
     const int step = static_cast<int>(std::min<int64_t>(std::max(1, o_.n_batch), by_memory));
     // The sequences of each chunk: [first, last) into seqs, which one is full, and the leader
-    // the others ride along with while their states equal its (the largest budget).
+    // the others ride along with while their states equal its (the largest budget in the same
+    // K/V format).
     struct ChunkRange {
-      int chunk, first, last, full_seq, leader;
+      int chunk, first, last, full_seq;
     };
     std::vector<ChunkRange> ranges;
     auto budget_of = [&](int s) {
-      const kv::PolicySpec& p = o_.configs[seqs[s].cfg];
+      const kv::PolicySpec& p = cfgs_[seqs[s].cfg].policy;
       return p.bounded() ? p.budget : std::numeric_limits<int>::max();
     };
+    auto format_of = [&](int s) -> const KvFormat& { return cfgs_[seqs[s].cfg].kv_type; };
     for (int s = 0; s < n_seq; ++s) {
       if (ranges.empty() || ranges.back().chunk != seqs[s].chunk) {
-        ranges.push_back({seqs[s].chunk, s, s, -1, s});
+        ranges.push_back({seqs[s].chunk, s, s, -1});
       }
       ChunkRange& r = ranges.back();
       r.last = s + 1;
       if (seqs[s].cfg == full_) r.full_seq = s;
-      if (budget_of(s) > budget_of(r.leader)) r.leader = s;
     }
+    auto leader_in = [&](const ChunkRange& r, int s) {
+      int leader = -1;
+      for (int x = r.first; x < r.last; ++x) {
+        if (format_of(x) == format_of(s) && (leader < 0 || budget_of(x) > budget_of(leader))) {
+          leader = x;
+        }
+      }
+      return leader;
+    };
     // leader_of[s] >= 0: s follows that sequence for positions below follow_until[s], the last
     // micro-batch boundary at or before its budget (it holds every token up to there) and
     // before the chunk's last, partial micro-batch. Every call then still holds at least one
@@ -275,13 +294,14 @@ class Sweep {
         step >= kernels::kMatmulBatchInvariantTokens) {
       for (const ChunkRange& r : ranges) {
         for (int s = r.first; s < r.last; ++s) {
-          if (s == r.leader || !o_.configs[seqs[s].cfg].bounded()) continue;
+          const int leader = leader_in(r, s);
+          if (s == leader || !cfgs_[seqs[s].cfg].policy.bounded()) continue;
           // Sliding-window layers may evict before the budget (MultiState::holds_all_until).
           const int holds = std::min({budget_of(s), seqs[s].state->holds_all_until(),
-                                      seqs[r.leader].state->holds_all_until()});
+                                      seqs[leader].state->holds_all_until()});
           const int until = std::min(ctx_ / step, holds / step) * step;
           if (until > 0) {
-            leader_of[s] = r.leader;
+            leader_of[s] = leader;
             follow_until[s] = until;
           }
         }
@@ -407,8 +427,13 @@ class Sweep {
   const SweepOptions& o_;
   int n_vocab_;
   int ctx_;
-  int n_cfg_;
-  int full_ = -1;  // index of the unbounded configuration
+  struct Config {
+    kv::PolicySpec policy;
+    KvFormat kv_type;
+  };
+  std::vector<Config> cfgs_;  // SweepOptions::configs x its K/V formats, policy-major
+  int n_cfg_ = 0;
+  int full_ = -1;  // index of the unbounded configuration in the first format
   std::vector<Accumulator> acc_;
   model::ForwardScratch scratch_;
   std::vector<float> logits_;  // [n_seq][rows][n_vocab]
@@ -420,6 +445,12 @@ class Sweep {
 };
 
 }  // namespace
+
+std::string SweepResult::name(const ConfigResult& c) const {
+  std::string s = c.policy.bounded() ? fmt::format("{} k={}", c.policy.label(), c.policy.budget)
+                                     : c.policy.label();
+  return several_kv_types ? s + " " + c.kv_type.label() : s;
+}
 
 Result<SweepResult> run_sweep(const model::Model& m, ThreadPool& pool,
                               std::span<const std::vector<int32_t>> chunks, const SweepOptions& o) {

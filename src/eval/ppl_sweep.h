@@ -44,12 +44,17 @@ struct SweepProgress {
 
 struct SweepOptions {
   std::vector<kv::PolicySpec> configs;  // at most one unbounded (full)
-  kv::KvType kv_type = kv::KvType::kF32;
+  KvFormat kv_type;  // every configuration's K/V storage (f32 unless given)
+  // Several storage formats: every configuration runs in each (policy-major order: each
+  // configuration's formats side by side in SweepResult::configs), and KL / top-1 compare with
+  // `full` in the FIRST format. Empty: kv_type alone.
+  std::vector<KvFormat> kv_types;
   kv::PositionMode positions = kv::PositionMode::kAbsolute;  // every configuration's
   int n_batch = 32;     // positions per sequence and forward call
   bool batched = true;  // false: each configuration alone in its own forward calls
   // Batched sweeps: until a bounded configuration first evicts, its multi-state equals that of
-  // the chunk's largest configuration (`full`), so it rides along with it (model::Follower)
+  // the chunk's largest configuration in its format (`full`), so it rides along with it
+  // (model::Follower)
   // instead of computing the same numbers again; it joins the batch at the last micro-batch
   // boundary before its budget. The scores are bit-identical either way.
   bool share_prefix = true;
@@ -62,11 +67,13 @@ struct SweepOptions {
 
 struct ConfigResult {
   kv::PolicySpec policy;
+  KvFormat kv_type;
   double mean_nll = 0;
   double ppl = 0;
   double ppl_se = 0;  // delta method over per-chunk means; NaN with one chunk
-  // Against `full` (only when it is in the sweep): mean and 99th percentile over predictions
-  // of KL(p_full || p_config), and the share of predictions with the same argmax.
+  // Against `full` (only when it is in the sweep; in the first format when there are several):
+  // mean and 99th percentile over predictions of KL(p_full || p_config), and the share of
+  // predictions with the same argmax.
   std::optional<double> kl_mean, kl_p99, top1_agree;
   // Paired against `full` on the same chunks: the mean over chunks of (this configuration's
   // mean NLL - full's) and its standard error (sd of the differences / sqrt(chunks); NaN with
@@ -86,7 +93,10 @@ struct SweepResult {
   // configuration instead of being computed (SweepOptions::share_prefix).
   int64_t n_shared_steps = 0;
   double seconds = 0;
-  std::vector<ConfigResult> configs;  // in SweepOptions::configs order
+  std::vector<ConfigResult> configs;  // in SweepOptions::configs order (x kv_types)
+  bool several_kv_types = false;      // configurations differ in their K/V format
+  // "tova k=64" or, with several formats, "tova k=64 q8_0"; the policy's label alone for `full`.
+  std::string name(const ConfigResult& c) const;
 };
 
 // Scores every configuration on every chunk (all chunks have the same length) with exact

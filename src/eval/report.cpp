@@ -32,6 +32,7 @@ nlohmann::ordered_json sweep_json(const SweepResult& r, const nlohmann::ordered_
         {"policy", c.policy.label()},
         {"budget",
          c.policy.bounded() ? nlohmann::ordered_json(c.policy.budget) : nlohmann::ordered_json()},
+        {"kv_type", c.kv_type.label()},
         {"ppl", number(c.ppl)},
         {"ppl_stderr", number(c.ppl_se)},
         {"mean_nll", number(c.mean_nll)},
@@ -49,11 +50,14 @@ nlohmann::ordered_json sweep_json(const SweepResult& r, const nlohmann::ordered_
 
 std::string sweep_csv(const SweepResult& r) {
   std::string s =
-      "policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree,dnll_vs_full,"
+      "policy,budget,kv_type,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree,dnll_vs_full,"
       "dnll_vs_full_stderr\n";
   for (const ConfigResult& c : r.configs) {
-    s += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", c.policy.label(),
-                     c.policy.bounded() ? std::to_string(c.policy.budget) : "", csv_number(c.ppl),
+    // "k=q8_0,v=f16" holds a comma: quoted.
+    const std::string kv = c.kv_type.label();
+    s += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", c.policy.label(),
+                     c.policy.bounded() ? std::to_string(c.policy.budget) : "",
+                     kv.find(',') == std::string::npos ? kv : "\"" + kv + "\"", csv_number(c.ppl),
                      csv_number(c.ppl_se), csv_number(c.mean_nll), csv_number(c.kl_mean),
                      csv_number(c.kl_p99), csv_number(c.top1_agree), csv_number(c.dnll_mean),
                      csv_number(c.dnll_se));

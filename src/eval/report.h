@@ -12,11 +12,12 @@
 
 namespace tova::eval {
 
-// {"header": header, "results": [{policy, budget (null for full), ppl, ppl_stderr, mean_nll,
+// {"header": header, "results": [{policy, budget (null for full), kv_type, ppl, ppl_stderr, mean_nll,
 // kl_mean, kl_p99, top1_agree (null without full), nll_by_position, nll_by_chunk}, ...]}.
 // NaN (a standard error from one chunk) becomes null.
 nlohmann::ordered_json sweep_json(const SweepResult& r, const nlohmann::ordered_json& header);
-// One line per configuration: policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree;
+// One line per configuration: policy,budget,kv_type,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,
+// top1_agree;
 // empty fields for what is undefined.
 std::string sweep_csv(const SweepResult& r);
 

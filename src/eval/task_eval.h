@@ -31,7 +31,7 @@ struct EvalProgress {
 struct EvalOptions {
   std::vector<kv::PolicySpec> configs;  // `full` at most once
   PrefillMode prefill;
-  kv::KvType kv_type = kv::KvType::kF32;
+  KvFormat kv_type;  // K/V storage (f32 unless given)
   kv::PositionMode positions = kv::PositionMode::kAbsolute;
   int n_batch = 32;  // prompt positions per sequence and forward call (exact prefill)
   // Several prompts and all their configurations share forward passes (false: every

@@ -22,27 +22,27 @@ int64_t resident_bytes() {
   return resident * 4096;
 }
 
-std::string label_of(const kv::PolicySpec& p) {
-  return p.bounded() ? fmt::format("{} k={}", p.label(), p.budget) : p.label();
+std::string label_of(const kv::PolicySpec& p, const KvFormat& t) {
+  return (p.bounded() ? fmt::format("{} k={}", p.label(), p.budget) : p.label()) + " " +
+         t.label();
 }
 
 // Unbounded states reserve ctx + extra slots up front (no growth inside the measurement);
 // bounded ones allocate k + 1 whatever ctx is.
 kv::MultiStateOptions options_for(const model::Model& m, const kv::PolicySpec& policy,
-                                  kv::KvType kv_type, int ctx, int extra_steps) {
+                                  const KvFormat& kv_type, int ctx, int extra_steps) {
   kv::MultiStateOptions so = m.state_options(policy, kv_type, 1);
   so.initial_slots = ctx + extra_steps;
   return so;
 }
 
 // Bytes of K/V one step reads across the batch: every held state of every layer of every
-// sequence (all copies hold the same number).
+// sequence (all copies hold the same number), in its storage type.
 uint64_t kv_read_bytes(const kv::MultiState& s) {
   uint64_t b = 0;
   for (int il = 0; il < s.n_layer(); ++il) {
     const kv::LayerState& l = s.layer(il);
-    const uint64_t elem = l.kv_type() == kv::KvType::kF16 ? 2 : 4;
-    b += 2ull * l.n_held() * l.n_head_kv() * l.head_dim() * elem;
+    b += uint64_t(l.n_held()) * l.n_head_kv() * l.kv_type().slot_bytes(l.head_dim());
   }
   return b;
 }
@@ -64,7 +64,7 @@ double stddev_of(const std::vector<double>& v) {
 }  // namespace
 
 Result<uint64_t> bytes_per_sequence(const model::Model& m, const kv::PolicySpec& policy,
-                                    kv::KvType kv_type, int ctx, int extra_steps) {
+                                    const KvFormat& kv_type, int ctx, int extra_steps) {
   TOVA_ASSIGN_OR_RETURN(auto state,
                         kv::MultiState::create(options_for(m, policy, kv_type, ctx, extra_steps)));
   return state->bytes();
@@ -79,6 +79,7 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
   }
   if (o.n_batch < 1) return make_error("batch size must be at least 1, got {}", o.n_batch);
   if (o.policies.empty()) return make_error("no KV policy to measure");
+  if (o.kv_types.empty()) return make_error("no K/V storage type to measure");
   if (o.kv_memory == 0 && o.full_batch < 1) {
     return make_error("give the K/V memory budget in bytes, or how many `full` sequences it holds");
   }
@@ -90,17 +91,21 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
   if (report.kv_memory == 0) {
     TOVA_ASSIGN_OR_RETURN(const kv::PolicySpec full, kv::parse_policy("full", 0));
     TOVA_ASSIGN_OR_RETURN(const uint64_t b,
-                          bytes_per_sequence(m, full, o.kv_type, o.ctx, extra_steps));
+                          bytes_per_sequence(m, full, o.kv_types[0], o.ctx, extra_steps));
     report.kv_memory = b * static_cast<uint64_t>(o.full_batch);
   }
-  // Check every configuration fits before spending minutes on the first.
+  // Every policy in every storage type; check each fits before spending minutes on the first.
+  std::vector<std::pair<kv::PolicySpec, KvFormat>> configs;
   for (const kv::PolicySpec& p : o.policies) {
-    TOVA_ASSIGN_OR_RETURN(const uint64_t b,
-                          bytes_per_sequence(m, p, o.kv_type, o.ctx, extra_steps));
-    if (b > report.kv_memory) {
-      return make_error(
-          "{} at ctx {} needs {} bytes of K/V for one sequence, more than the budget of {} bytes",
-          label_of(p), o.ctx, b, report.kv_memory);
+    for (const KvFormat& t : o.kv_types) {
+      configs.emplace_back(p, t);
+      TOVA_ASSIGN_OR_RETURN(const uint64_t b, bytes_per_sequence(m, p, t, o.ctx, extra_steps));
+      if (b > report.kv_memory) {
+        return make_error(
+            "{} at ctx {} needs {} bytes of K/V for one sequence, more than the budget of {} "
+            "bytes",
+            label_of(p, t), o.ctx, b, report.kv_memory);
+      }
     }
   }
 
@@ -109,17 +114,18 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
   const int n_vocab = m.config().n_vocab;
   const uint64_t weight_bytes = describe_model(m, "").decode_weight_bytes;
 
-  for (size_t ci = 0; ci < o.policies.size(); ++ci) {
-    const kv::PolicySpec& p = o.policies[ci];
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    const auto& [p, kv_type] = configs[ci];
     ThroughputResult r;
     r.policy = p.label();
     r.budget = p.bounded() ? p.budget : -1;
+    r.kv_type = kv_type.label();
     r.ctx = o.ctx;
     auto progress = [&](const char* phase) {
       if (o.on_progress) {
         o.on_progress({.index = static_cast<int>(ci),
-                       .n_configs = static_cast<int>(o.policies.size()),
-                       .label = label_of(p),
+                       .n_configs = static_cast<int>(configs.size()),
+                       .label = label_of(p, kv_type),
                        .phase = phase,
                        .batch = r.batch});
       }
@@ -128,7 +134,7 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
     // One real prefill of ctx tokens.
     progress("fill");
     TOVA_ASSIGN_OR_RETURN(auto first,
-                          kv::MultiState::create(options_for(m, p, o.kv_type, o.ctx, extra_steps)));
+                          kv::MultiState::create(options_for(m, p, kv_type, o.ctx, extra_steps)));
     r.bytes_per_seq = first->bytes();
     r.max_batch = static_cast<int>(report.kv_memory / r.bytes_per_seq);
     r.batch = o.batch_cap > 0 ? std::min(o.batch_cap, r.max_batch) : r.max_batch;
@@ -149,7 +155,8 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
     states.push_back(std::move(first));
     for (const auto& s : states) r.kv_bytes_total += s->bytes();
     if (r.kv_bytes_total > report.kv_memory) {
-      return make_error("{}: the batch allocated {} bytes, more than the budget of {}", label_of(p),
+      return make_error("{}: the batch allocated {} bytes, more than the budget of {}",
+                        label_of(p, kv_type),
                         r.kv_bytes_total, report.kv_memory);
     }
 
@@ -182,10 +189,11 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
     report.results.push_back(std::move(r));
   }
 
-  // Relative to `full` if it was measured, else to the first configuration.
+  // Relative to `full` in the first storage type if it was measured, else to the first
+  // configuration.
   const ThroughputResult* base = &report.results.front();
   for (const ThroughputResult& r : report.results) {
-    if (r.budget < 0) {
+    if (r.budget < 0 && r.kv_type == o.kv_types[0].label()) {
       base = &r;
       break;
     }

@@ -1,7 +1,7 @@
 // Decode throughput at a fixed K/V memory budget: the paper's Table 1 protocol ("Transformers
 // are Multi-State RNNs", LLaMA-2-7B on a V100) on this engine. For each multi-state
-// configuration: the K/V bytes one sequence of length ctx allocates (measured from the
-// allocation), the largest batch that fits the budget, then that many sequences decoding
+// configuration (a policy and budget in a K/V storage type): the K/V bytes one sequence of
+// length ctx allocates (measured from the allocation), the largest batch that fits the budget, then that many sequences decoding
 // together in one forward pass per step, and the aggregate decode tokens/s.
 //
 // How the states are filled: one sequence is prefilled with ctx real (random ordinary) tokens
@@ -35,7 +35,8 @@ struct ThroughputProgress {
 };
 
 struct ThroughputOptions {
-  // K/V bytes for all sequences together. 0: full_batch times one `full` sequence at ctx.
+  // K/V bytes for all sequences together. 0: full_batch times one `full` sequence at ctx in the
+  // first of kv_types.
   uint64_t kv_memory = 0;
   int full_batch = 0;
   int ctx = 4096;        // tokens every sequence has seen when the measurement starts
@@ -44,7 +45,8 @@ struct ThroughputOptions {
   int warmup_steps = 2;  // untimed steps first
   int n_batch = 512;     // prefill micro-batch (exact semantics whatever its size)
   int batch_cap = 0;     // >0: run at most this many sequences (the max batch is still reported)
-  kv::KvType kv_type = kv::KvType::kF16;
+  // Storage types: every policy runs in each (rows per type, in this order within a policy).
+  std::vector<KvFormat> kv_types = {KvFormat(KvType::kF16)};
   std::vector<kv::PolicySpec> policies;  // `full` first is customary; any order works
   uint64_t seed = 1234;
   std::function<void(const ThroughputProgress&)> on_progress;  // optional
@@ -53,6 +55,7 @@ struct ThroughputOptions {
 struct ThroughputResult {
   std::string policy;  // "tova", "full"
   int budget = -1;     // -1: unbounded
+  std::string kv_type;  // KvFormat::label(): "f16", "q8_0"
   int ctx = 0;
   uint64_t bytes_per_seq = 0;   // K/V (and position) memory one sequence allocated
   int max_batch = 0;            // floor(kv_memory / bytes_per_seq)
@@ -64,7 +67,8 @@ struct ThroughputResult {
   std::vector<double> samples_ts;  // aggregate tokens/s, one per measured window
   double avg_ts = 0, stddev_ts = 0;
   double step_ms = 0;   // mean time of one step over the measured windows
-  double relative = 0;  // avg_ts / avg_ts of `full` (or of the first configuration)
+  // avg_ts / avg_ts of `full` in the first storage type (or of the first configuration).
+  double relative = 0;
   // Bytes one step reads: the weights once, plus every held state of every sequence.
   uint64_t read_bytes_per_step = 0;
   double read_gbps = 0;  // read_bytes_per_step / step time
@@ -79,7 +83,7 @@ struct ThroughputReport {
 // Bytes of K/V one sequence of this model allocates under `policy` after seeing ctx tokens
 // with `extra_steps` more reserved (unbounded only), by building the state and asking it.
 Result<uint64_t> bytes_per_sequence(const model::Model& m, const kv::PolicySpec& policy,
-                                    kv::KvType kv_type, int ctx, int extra_steps);
+                                    const KvFormat& kv_type, int ctx, int extra_steps);
 
 // Runs every configuration of `o` on `m`; the first error stops the run. A configuration whose
 // single sequence does not fit kv_memory is an error that names it and both sizes.

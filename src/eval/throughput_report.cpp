@@ -27,6 +27,7 @@ nlohmann::ordered_json throughput_json(const ThroughputReport& r,
     nlohmann::ordered_json j = header.is_object() ? header : nlohmann::ordered_json::object();
     j["policy"] = c.policy;
     j["budget"] = c.budget < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.budget);
+    j["kv_type"] = c.kv_type;
     j["ctx"] = c.ctx;
     j["kv_memory"] = r.kv_memory;
     j["bytes_per_seq"] = c.bytes_per_seq;
@@ -48,7 +49,7 @@ nlohmann::ordered_json throughput_json(const ThroughputReport& r,
 }
 
 std::string throughput_plot_script(const ThroughputReport& r, const std::string& title) {
-  // One series per policy name; `full` (unbounded) sits at k = ctx.
+  // One series per policy name and storage type; `full` (unbounded) sits at k = ctx.
   std::vector<std::string> names;
   std::map<std::string, std::vector<const ThroughputResult*>> series;
   std::vector<int> ks;
@@ -56,11 +57,13 @@ std::string throughput_plot_script(const ThroughputReport& r, const std::string&
   for (const ThroughputResult& c : r.results) {
     // A bounded state larger than the full cache at the same ctx saves nothing: not drawn.
     if (larger_than_full(r, c)) {
-      skipped += fmt::format("{}{} k={}", skipped.empty() ? "" : ", ", c.policy, c.budget);
+      skipped += fmt::format("{}{} k={} {}", skipped.empty() ? "" : ", ", c.policy, c.budget,
+                             c.kv_type);
       continue;
     }
-    if (!series.count(c.policy)) names.push_back(c.policy);
-    series[c.policy].push_back(&c);
+    const std::string name = c.policy + " " + c.kv_type;
+    if (!series.count(name)) names.push_back(name);
+    series[name].push_back(&c);
     const int k = c.budget < 0 ? c.ctx : c.budget;
     if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
   }

@@ -26,7 +26,7 @@ namespace tova::eval {
 
 struct TraceOptions {
   kv::PolicySpec policy;
-  kv::KvType kv_type = kv::KvType::kF32;
+  KvFormat kv_type;  // K/V storage (f32 unless given)
   kv::PositionMode positions = kv::PositionMode::kAbsolute;
   // Age (t - pos) from which a held state counts as "far" in TraceResult::far_share, e.g. the
   // model's training context; 0: not computed.

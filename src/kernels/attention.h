@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "core/kv_type.h"
+
 namespace tova::kernels {
 
 struct AttentionArgs {
@@ -12,14 +14,22 @@ struct AttentionArgs {
   int n_head = 0;
   int n_head_kv = 0;         // query head h reads KV head h / (n_head / n_head_kv)
   int head_dim = 0;
-  int n_slot = 0;  // slots per KV head: the stride of k, v, pos and probs
+  // Slots per KV head: the stride of pos and probs, and of the K and V pools (KV head g's keys
+  // start at g * key_pool_bytes(k_type, head_dim, n_slot), its values at
+  // g * n_slot * kv_row_bytes(v_type, head_dim); see core/kv_type.h for both layouts).
+  int n_slot = 0;
   // Only slots [0, slot_end) of each KV head are read; the rest are not seen whatever they
   // hold (their probs are 0). -1: n_slot. A cache whose held states all lie below slot_end
   // pays for what it holds, not for what it allocated.
   int slot_end = -1;
-  const void* k = nullptr;   // [n_head_kv][n_slot][head_dim], float or IEEE half
-  const void* v = nullptr;   // [n_head_kv][n_slot][head_dim]
-  bool kv_f16 = false;
+  const void* k = nullptr;  // [n_head_kv] key pools (tiles of 16 slots when quantized)
+  const void* v = nullptr;  // [n_head_kv][n_slot] value rows
+  KvType k_type = KvType::kF32;
+  KvType v_type = KvType::kF32;
+  // Keys stored Hadamard-rotated (KvFormat::rotate): the queries are rotated the same way
+  // before the dot products. Values stored rotated: each output is rotated back.
+  bool k_rotated = false;
+  bool v_rotated = false;
   const int64_t* pos = nullptr;  // [n_head_kv][n_slot]; slots with pos < 0 are free
   int64_t max_pos = 0;           // causal limit: slots with pos > max_pos are not seen
   int64_t min_pos = 0;           // sliding window: slots with pos < min_pos are not seen
@@ -45,9 +55,21 @@ struct AttentionArgs {
 // with no visible state gets output 0 and probabilities 0. Highway SIMD, fused per GQA group
 // (attention_simd.cpp); each head's result does not depend on the head range, the scratch size
 // or whether probs is requested (bit for bit).
+//
+// Quantized keys are read as they are stored: each query head is rounded to int8 blocks of the
+// keys' block size (quantize_query, float scale per block) and a tile of 16 slots is scored with
+// int8 dot products, one slot per lane (VNNI vpdpbusd on AVX3_DL, vpmaddubsw on AVX2/AVX3,
+// plain integer loops elsewhere); quantized values are widened row by row in registers. No
+// dequantized copy of the cache is made.
 void attention(const AttentionArgs& a);
-// Plain scalar reference (double accumulation).
+// Plain scalar reference (double accumulation over the exact values of the stored rows and of
+// the int8 queries quantize_query gives).
 void attention_ref(const AttentionArgs& a);
+
+// One query head as the int8 dot products with quantized keys see it: per block of `block`
+// elements, q[i] = round-to-nearest-even(x[i] / d) with d = max |x| / 127 (float), its scale d
+// and the sum of its q. The kernel and the reference share it, so both see the same integers.
+void quantize_query(const float* x, int head_dim, int block, int8_t* q, float* d, int32_t* sum);
 
 // attention() in three passes, for splitting ONE token's attention over threads with the same
 // bits as attention(): every part of a pass must have finished before the next pass starts.

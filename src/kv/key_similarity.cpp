@@ -3,21 +3,20 @@
 #include <cmath>
 #include <vector>
 
-#include "core/half.h"
 
 namespace tova::kv {
 
 void key_similarity(const KeyRows& r, double* out) {
   std::vector<double> key(r.head_dim), anchor(r.head_dim);
+  std::vector<uint8_t> row(kv_row_bytes(r.type, r.head_dim));
+  std::vector<float> row_f(r.head_dim);
+  const auto* pools = static_cast<const uint8_t*>(r.keys);
+  const size_t pool = key_pool_bytes(r.type, r.head_dim, r.n_slot);
   auto load = [&](int g, int s) {
-    const size_t off = (static_cast<size_t>(g) * r.n_slot + s) * r.head_dim;
-    if (r.f16) {
-      const uint16_t* k = static_cast<const uint16_t*>(r.keys) + off;
-      for (int d = 0; d < r.head_dim; ++d) key[d] = fp16_to_fp32(k[d]);
-    } else {
-      const float* k = static_cast<const float*>(r.keys) + off;
-      for (int d = 0; d < r.head_dim; ++d) key[d] = k[d];
-    }
+    key_get_row(r.type, r.head_dim, pools + g * pool + key_tile_offset(r.type, r.head_dim, s),
+                s % key_tile_slots(r.type), row.data());
+    kv_dequantize_row_ref(r.type, row.data(), row_f.data(), r.head_dim);
+    for (int d = 0; d < r.head_dim; ++d) key[d] = row_f[d];
     double n2 = 0;
     for (double x : key) n2 += x * x;
     return std::sqrt(n2);

@@ -5,12 +5,16 @@
 
 #include <cstdint>
 
+#include "core/kv_type.h"
+
 namespace tova::kv {
 
 // One layer's keys as the pool stores them.
 struct KeyRows {
-  const void* keys = nullptr;  // [n_head_kv][n_slot][head_dim], float or IEEE half
-  bool f16 = false;
+  // [n_head_kv] key pools of key_pool_bytes(type, head_dim, n_slot) bytes (core/kv_type.h).
+  // Keys stored Hadamard-rotated need no undoing: the rotation keeps cosines and means.
+  const void* keys = nullptr;
+  KvType type = KvType::kF32;
   const int64_t* pos = nullptr;  // [n_head_kv][n_slot]; -1: free
   int n_head_kv = 0;
   int n_slot = 0;

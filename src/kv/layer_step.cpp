@@ -8,13 +8,27 @@ namespace tova::kv {
 
 namespace {
 
-// Writes batch row i into L: the batch's f16 copy when L stores f16 and one was made, else the
-// float row (converted by L if it stores f16).
+// The batch's conversion of row i into (type, rotated), or null.
+const uint8_t* stored_row(std::span<const StoredRows> stored, KvType type, bool rotated, int i,
+                          const LayerState& L) {
+  for (const StoredRows& r : stored) {
+    if (r.type == type && r.rotated == rotated) {
+      return r.data + static_cast<size_t>(i) * L.n_head_kv() * kv_row_bytes(type, L.head_dim());
+    }
+  }
+  return nullptr;
+}
+
+// Writes batch row i into L: the batch's converted rows when it made them in L's types, else
+// the float rows (converted by L).
 void insert_row(LayerState& L, const StepRows& rows, int i, int32_t* slots) {
-  const size_t off = static_cast<size_t>(i) * rows.kv_dim;
-  if (rows.k16 != nullptr && L.kv_type() == KvType::kF16) {
-    L.insert_stored(rows.pos[i], rows.k16 + off, rows.v16 + off, slots);
+  const KvFormat& f = L.kv_type();
+  const uint8_t* k = stored_row(rows.stored_k, f.k, L.k_rotated(), i, L);
+  const uint8_t* v = stored_row(rows.stored_v, f.v, L.v_rotated(), i, L);
+  if (k != nullptr && v != nullptr) {
+    L.insert_stored(rows.pos[i], k, v, slots);
   } else {
+    const size_t off = static_cast<size_t>(i) * rows.kv_dim;
     L.insert(rows.pos[i], rows.k + off, rows.v + off, slots);
   }
 }

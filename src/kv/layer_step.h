@@ -12,6 +12,14 @@
 
 namespace tova::kv {
 
+// The batch's new keys (or values) converted once into one storage type: [batch] canonical rows
+// of n_head_kv * kv_row_bytes(type, head_dim) bytes (core/kv_type.h).
+struct StoredRows {
+  KvType type = KvType::kF32;
+  bool rotated = false;  // Hadamard-rotated (quantized types only)
+  const uint8_t* data = nullptr;
+};
+
 // This step's new rows of one sequence in one layer. Token t of the step is row idx[t] of the
 // batch arrays.
 struct StepRows {
@@ -19,10 +27,10 @@ struct StepRows {
   const int64_t* pos = nullptr;  // [batch] original positions
   const float* k = nullptr;      // [batch][kv_dim], as the pool stores keys (see positions)
   const float* v = nullptr;      // [batch][kv_dim]
-  // The same rows as IEEE half, converted once for the batch; null when no pool in the batch
-  // stores f16 (a f16 pool then converts the row itself).
-  const uint16_t* k16 = nullptr;
-  const uint16_t* v16 = nullptr;
+  // The same rows converted once for the batch into the types its pools store; a pool whose
+  // type is not among them converts the float rows itself (LayerState::insert).
+  std::span<const StoredRows> stored_k;
+  std::span<const StoredRows> stored_v;
   int kv_dim = 0;  // n_head_kv * head_dim
 };
 

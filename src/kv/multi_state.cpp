@@ -15,12 +15,13 @@ LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<K
                        const LayerLimits& limits)
     : n_head_kv_(o.n_head_kv),
       head_dim_(o.head_dim),
-      kv_type_(o.kv_type),
-      elem_bytes_(o.kv_type == KvType::kF16 ? 2 : 4),
+      fmt_(o.kv_type),
+      k_row_(kv_row_bytes(o.kv_type.k, o.head_dim)),
+      v_row_(kv_row_bytes(o.kv_type.v, o.head_dim)),
       n_slot_(n_slot),
       held_(o.n_head_kv, 0),
-      keys_(static_cast<size_t>(o.n_head_kv) * n_slot * o.head_dim * elem_bytes_),
-      values_(keys_.size()),
+      keys_(static_cast<size_t>(o.n_head_kv) * key_pool_bytes(o.kv_type.k, o.head_dim, n_slot)),
+      values_(static_cast<size_t>(o.n_head_kv) * n_slot * v_row_),
       pos_(static_cast<size_t>(o.n_head_kv) * n_slot, -1),
       free_(o.n_head_kv),
       policy_(std::move(policy)),
@@ -35,8 +36,9 @@ LayerState::LayerState(const MultiStateOptions& o, int n_slot, std::unique_ptr<K
 LayerState::LayerState(const LayerState& o)
     : n_head_kv_(o.n_head_kv_),
       head_dim_(o.head_dim_),
-      kv_type_(o.kv_type_),
-      elem_bytes_(o.elem_bytes_),
+      fmt_(o.fmt_),
+      k_row_(o.k_row_),
+      v_row_(o.v_row_),
       n_slot_(o.n_slot_),
       n_held_(o.n_held_),
       held_(o.held_),
@@ -100,13 +102,13 @@ Status LayerState::make_room(int n_new) {
 
 Status LayerState::grow_to(int new_slot) {
   TOVA_CHECK(new_slot > n_slot_ && new_slot <= limits_.max_slots);
-  const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
+  const size_t k_head = key_pool_bytes(fmt_.k, head_dim_, new_slot);
   std::vector<uint8_t> k, v;
   std::vector<int64_t> p;
-  const uint64_t bytes = 2ull * n_head_kv_ * new_slot * row;
+  const uint64_t bytes = uint64_t(n_head_kv_) * (k_head + uint64_t(new_slot) * v_row_);
   try {
-    k.resize(static_cast<size_t>(n_head_kv_) * new_slot * row);
-    v.resize(k.size());
+    k.resize(static_cast<size_t>(n_head_kv_) * k_head);
+    v.resize(static_cast<size_t>(n_head_kv_) * new_slot * v_row_);
     p.assign(static_cast<size_t>(n_head_kv_) * new_slot, -1);
     for (auto& f : free_) f.reserve(new_slot);
     policy_->on_grow(new_slot);
@@ -115,8 +117,9 @@ Status LayerState::grow_to(int new_slot) {
                       n_slot_, new_slot, human_bytes(bytes));
   }
   for (int g = 0; g < n_head_kv_; ++g) {
-    std::memcpy(&k[g * new_slot * row], &keys_[g * n_slot_ * row], n_slot_ * row);
-    std::memcpy(&v[g * new_slot * row], &values_[g * n_slot_ * row], n_slot_ * row);
+    // Key tiles keep their index (slot s stays in tile s / tile_slots).
+    std::memcpy(&k[g * k_head], &keys_[g * key_head_bytes()], key_head_bytes());
+    std::memcpy(&v[g * new_slot * v_row_], &values_[g * n_slot_ * v_row_], n_slot_ * v_row_);
     std::copy_n(&pos_[static_cast<size_t>(g) * n_slot_], n_slot_,
                 &p[static_cast<size_t>(g) * new_slot]);
     // The new slots are all above the free ones (a reserve may come before the pool is full):
@@ -134,15 +137,16 @@ Status LayerState::grow_to(int new_slot) {
 
 void LayerState::shrink_to(int new_slot) {
   TOVA_CHECK(new_slot < n_slot_ && new_slot >= 1);
-  const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
-  std::vector<uint8_t> k(static_cast<size_t>(n_head_kv_) * new_slot * row);
-  std::vector<uint8_t> v(k.size());
+  // Key tiles keep their index, so a head's first tiles are its new pool.
+  const size_t k_head = key_pool_bytes(fmt_.k, head_dim_, new_slot);
+  std::vector<uint8_t> k(static_cast<size_t>(n_head_kv_) * k_head);
+  std::vector<uint8_t> v(static_cast<size_t>(n_head_kv_) * new_slot * v_row_);
   std::vector<int64_t> p(static_cast<size_t>(n_head_kv_) * new_slot, -1);
   for (int g = 0; g < n_head_kv_; ++g) {
     const int64_t* old_pos = &pos_[static_cast<size_t>(g) * n_slot_];
     for (int s = new_slot; s < n_slot_; ++s) TOVA_CHECK(old_pos[s] < 0);  // nothing held is lost
-    std::memcpy(&k[g * new_slot * row], &keys_[g * n_slot_ * row], new_slot * row);
-    std::memcpy(&v[g * new_slot * row], &values_[g * n_slot_ * row], new_slot * row);
+    std::memcpy(&k[g * k_head], &keys_[g * key_head_bytes()], k_head);
+    std::memcpy(&v[g * new_slot * v_row_], &values_[g * n_slot_ * v_row_], new_slot * v_row_);
     std::copy_n(old_pos, new_slot, &p[static_cast<size_t>(g) * new_slot]);
     std::erase_if(free_[g], [&](int32_t s) { return s >= new_slot; });
   }
@@ -155,14 +159,28 @@ void LayerState::shrink_to(int new_slot) {
 }
 
 void LayerState::insert(int64_t pos, const float* k, const float* v, int32_t* slots_out) {
-  if (kv_type_ == KvType::kF32) return insert_stored(pos, k, v, slots_out);
-  const size_t n = static_cast<size_t>(n_head_kv_) * head_dim_;
-  f16_scratch_.resize(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    f16_scratch_[i] = fp32_to_fp16(k[i]);
-    f16_scratch_[n + i] = fp32_to_fp16(v[i]);
+  if (fmt_.k == KvType::kF32 && fmt_.v == KvType::kF32) return insert_stored(pos, k, v, slots_out);
+  row_scratch_.resize(n_head_kv_ * (k_row_ + v_row_));
+  uint8_t* ks = row_scratch_.data();
+  uint8_t* vs = ks + n_head_kv_ * k_row_;
+  std::vector<float> tmp(head_dim_);
+  auto convert = [&](KvType t, bool rotate, const float* x, uint8_t* y) {
+    if (rotate) {
+      std::copy_n(x, head_dim_, tmp.data());
+      hadamard_ref(tmp.data(), head_dim_);
+      x = tmp.data();
+    }
+    kv_quantize_row_ref(t, x, y, head_dim_);
+  };
+  for (int g = 0; g < n_head_kv_; ++g) {
+    convert(fmt_.k, k_rotated(), k + g * head_dim_, ks + g * k_row_);
+    convert(fmt_.v, v_rotated(), v + g * head_dim_, vs + g * v_row_);
   }
-  insert_stored(pos, f16_scratch_.data(), f16_scratch_.data() + n, slots_out);
+  insert_stored(pos, ks, vs, slots_out);
+}
+
+void LayerState::key_row(int g, int s, uint8_t* row) const {
+  key_get_row(fmt_.k, head_dim_, key_tile(g, s), key_lane(s), row);
 }
 
 void LayerState::insert_stored(int64_t pos, const void* k, const void* v, int32_t* slots_out) {
@@ -170,15 +188,15 @@ void LayerState::insert_stored(int64_t pos, const void* k, const void* v, int32_
     const Status st = make_room(1);
     TOVA_CHECK(st.ok());
   }
-  const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
   for (int g = 0; g < n_head_kv_; ++g) {
     TOVA_CHECK(!free_[g].empty());
     const int32_t s = free_[g].back();
     free_[g].pop_back();
     pos_[static_cast<size_t>(g) * n_slot_ + s] = pos;
-    const size_t off = (static_cast<size_t>(g) * n_slot_ + s) * row;
-    std::memcpy(keys_.data() + off, static_cast<const uint8_t*>(k) + g * row, row);
-    std::memcpy(values_.data() + off, static_cast<const uint8_t*>(v) + g * row, row);
+    key_put_row(fmt_.k, head_dim_, key_tile(g, s), key_lane(s),
+                static_cast<const uint8_t*>(k) + g * k_row_);
+    std::memcpy(values_.data() + (static_cast<size_t>(g) * n_slot_ + s) * v_row_,
+                static_cast<const uint8_t*>(v) + g * v_row_, v_row_);
     policy_->on_insert(g, s);
     slots_out[g] = s;
     slot_end_ = std::max(slot_end_, s + 1);
@@ -200,7 +218,7 @@ SlotView LayerState::eviction_view(int64_t last_pos) {
   if (policy_->needs_key_similarity()) {
     key_similarity_.resize(static_cast<size_t>(n_head_kv_) * n_slot_);
     key_similarity(KeyRows{.keys = keys_.data(),
-                           .f16 = kv_type_ == KvType::kF16,
+                           .type = fmt_.k,
                            .pos = pos_.data(),
                            .n_head_kv = n_head_kv_,
                            .n_slot = n_slot_,
@@ -325,7 +343,7 @@ void LayerState::settle() {
   if (end <= n_held_ + 1) return;
   // KV head g holds held_[g] states, so as many are held at or above held_[g] as are free
   // below it; pair them in slot order (layer-wise policies' identical layouts stay identical).
-  const size_t row = static_cast<size_t>(head_dim_) * elem_bytes_;
+  row_scratch_.resize(k_row_);
   for (int g = 0; g < n_head_kv_; ++g) {
     int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
     const int n_g = held_[g];
@@ -334,10 +352,10 @@ void LayerState::settle() {
       if (p[from] < 0) continue;
       while (p[to] >= 0) ++to;
       TOVA_CHECK(to < n_g);
-      const size_t dst = (static_cast<size_t>(g) * n_slot_ + to) * row;
-      const size_t src = (static_cast<size_t>(g) * n_slot_ + from) * row;
-      std::memcpy(keys_.data() + dst, keys_.data() + src, row);
-      std::memcpy(values_.data() + dst, values_.data() + src, row);
+      key_row(g, from, row_scratch_.data());
+      key_put_row(fmt_.k, head_dim_, key_tile(g, to), key_lane(to), row_scratch_.data());
+      std::memcpy(values_.data() + (static_cast<size_t>(g) * n_slot_ + to) * v_row_,
+                  values_.data() + (static_cast<size_t>(g) * n_slot_ + from) * v_row_, v_row_);
       p[to] = p[from];
       p[from] = -1;
       policy_->on_move(g, from, to);
@@ -356,8 +374,7 @@ Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<c
                       limits_.max_slots);
   }
   const size_t n_pos = static_cast<size_t>(n_head_kv_) * n_slot;
-  const size_t n_bytes = n_pos * head_dim_ * elem_bytes_;
-  if (pos.size() != n_pos || keys.size() != n_bytes || values.size() != n_bytes) {
+  if (pos.size() != n_pos || keys.size() != n_pos * k_row_ || values.size() != n_pos * v_row_) {
     return make_error("saved layer sizes do not match the cache shape");
   }
   if (n_evicted < 0) return make_error("saved layer has a negative eviction count");
@@ -378,7 +395,13 @@ Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<c
   policy_ = std::move(policy);
   n_slot_ = n_slot;
   pos_.assign(pos.begin(), pos.end());
-  keys_.assign(keys.begin(), keys.end());
+  keys_.assign(static_cast<size_t>(n_head_kv_) * key_pool_bytes(fmt_.k, head_dim_, n_slot), 0);
+  for (int g = 0; g < n_head_kv_; ++g) {
+    for (int s = 0; s < n_slot; ++s) {
+      key_put_row(fmt_.k, head_dim_, key_tile(g, s), key_lane(s),
+                  keys.data() + (static_cast<size_t>(g) * n_slot + s) * k_row_);
+    }
+  }
   values_.assign(values.begin(), values.end());
   for (int g = 0; g < n_head_kv_; ++g) {
     free_[g].clear();
@@ -394,6 +417,39 @@ Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<c
     if (pos_[i] >= 0) slot_end_ = std::max(slot_end_, static_cast<int>(i % n_slot) + 1);
   }
   return ok_status();
+}
+
+void LayerState::convert_to(const KvFormat& to) {
+  const size_t k_row = kv_row_bytes(to.k, head_dim_), v_row = kv_row_bytes(to.v, head_dim_);
+  const bool k_rot = to.rotate && kv_quantized(to.k), v_rot = to.rotate && kv_quantized(to.v);
+  std::vector<uint8_t> keys(static_cast<size_t>(n_head_kv_) * key_pool_bytes(to.k, head_dim_, n_slot_));
+  std::vector<uint8_t> values(static_cast<size_t>(n_head_kv_) * n_slot_ * v_row);
+  std::vector<uint8_t> in(std::max(k_row_, v_row_)), out(std::max(k_row, v_row));
+  std::vector<float> x(head_dim_);
+  // One row from (type, rotated) to (type, rotated).
+  auto recode = [&](KvType from_t, bool from_rot, KvType to_t, bool to_rot) {
+    kv_dequantize_row_ref(from_t, in.data(), x.data(), head_dim_);
+    if (from_rot != to_rot) hadamard_ref(x.data(), head_dim_);  // its own inverse
+    kv_quantize_row_ref(to_t, x.data(), out.data(), head_dim_);
+  };
+  const size_t to_k_head = key_pool_bytes(to.k, head_dim_, n_slot_);
+  for (int g = 0; g < n_head_kv_; ++g) {
+    for (int s = 0; s < n_slot_; ++s) {
+      key_row(g, s, in.data());
+      recode(fmt_.k, k_rotated(), to.k, k_rot);
+      key_put_row(to.k, head_dim_, keys.data() + g * to_k_head + key_tile_offset(to.k, head_dim_, s),
+                  s % key_tile_slots(to.k), out.data());
+      const size_t at = static_cast<size_t>(g) * n_slot_ + s;
+      std::memcpy(in.data(), values_.data() + at * v_row_, v_row_);
+      recode(fmt_.v, v_rotated(), to.v, v_rot);
+      std::memcpy(values.data() + at * v_row, out.data(), v_row);
+    }
+  }
+  keys_.swap(keys);
+  values_.swap(values);
+  fmt_ = to;
+  k_row_ = k_row;
+  v_row_ = v_row;
 }
 
 uint64_t LayerState::bytes() const {
@@ -468,6 +524,7 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   if (o.prompt_end < 0) return make_error("invalid prompt length {}", o.prompt_end);
   auto ms = std::unique_ptr<MultiState>(new MultiState());
   ms->spec_ = o.policy;
+  TOVA_RETURN_IF_ERROR(check_kv_format(o.kv_type, o.head_dim));
   ms->kv_type_ = o.kv_type;
   ms->max_new_ = o.max_new;
   ms->positions_ = o.positions;
@@ -475,14 +532,17 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     return make_error("{} sliding windows given for {} layers", o.windows.size(), o.n_layer);
   }
   ms->holds_all_until_ = INT_MAX;
-  // Bytes of one slot of one layer: keys and values of every KV head, and their positions.
-  const uint64_t per_slot = uint64_t(o.n_head_kv) *
-                            (2 * uint64_t(o.head_dim) * (o.kv_type == KvType::kF16 ? 2 : 4) +
-                             sizeof(int64_t));
+  // What a layer of n slots allocates: per KV head a key pool (whole tiles of 16 slots when
+  // quantized), the value rows and one position per slot.
+  auto layer_bytes = [&](int64_t n) {
+    return uint64_t(o.n_head_kv) *
+           (key_pool_bytes(o.kv_type.k, o.head_dim, n) +
+            static_cast<uint64_t>(n) * (kv_row_bytes(o.kv_type.v, o.head_dim) + sizeof(int64_t)));
+  };
   std::vector<LayerSizing> sizing;
   for (int il = 0; il < o.n_layer; ++il) {
     TOVA_ASSIGN_OR_RETURN(LayerSizing z, size_layer(o, il));
-    if (o.policy.bounded()) ms->max_bytes_ += per_slot * static_cast<uint64_t>(z.limits.max_slots);
+    if (o.policy.bounded()) ms->max_bytes_ += layer_bytes(z.limits.max_slots);
     ms->holds_all_until_ = std::min(ms->holds_all_until_, z.holds_all_until);
     sizing.push_back(z);
   }
@@ -494,7 +554,7 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
         "K/V budget {} needs {} per sequence ({} layers x {} KV heads x {} slots, {}), more than "
         "{} ({})",
         o.policy.budget, human_bytes(ms->max_bytes_), o.n_layer, o.n_head_kv,
-        sizing.front().limits.max_slots, o.kv_type == KvType::kF16 ? "f16" : "f32",
+        sizing.front().limits.max_slots, o.kv_type.label(),
         o.memory_limit > 0 ? "the K/V memory limit" : "this machine's memory", human_bytes(limit));
   }
   try {
@@ -527,6 +587,14 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->max_bytes_ = max_bytes_;
   ms->layers_.reserve(layers_.size());
   for (const auto& l : layers_) ms->layers_.push_back(std::make_unique<LayerState>(*l));
+  return ms;
+}
+
+Result<std::unique_ptr<MultiState>> MultiState::with_kv_type(const KvFormat& to) const {
+  TOVA_RETURN_IF_ERROR(check_kv_format(to, layers_.front()->head_dim()));
+  std::unique_ptr<MultiState> ms = clone();
+  ms->kv_type_ = to;
+  for (auto& l : ms->layers_) l->convert_to(to);
   return ms;
 }
 

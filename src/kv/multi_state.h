@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "core/kv_type.h"
 #include "core/result.h"
 #include "kv/kv_policy.h"
 #include "kv/kv_type.h"
@@ -33,7 +34,7 @@ struct MultiStateOptions {
   int n_head_kv = 0;
   int head_dim = 0;
   PolicySpec policy;
-  KvType kv_type = KvType::kF32;
+  KvFormat kv_type;  // keys' and values' storage types (f32 unless given)
   int max_new = 1;          // most tokens that join a layer before the policy evicts (chunk C)
   // First allocation in slots per KV head (capped at k + extra for bounded policies), doubled
   // when full: what the sequence can reach, when the caller knows it.
@@ -97,7 +98,10 @@ class LayerState {
   bool over_budget() const;
   int head_dim() const { return head_dim_; }
   int n_head_kv() const { return n_head_kv_; }
-  KvType kv_type() const { return kv_type_; }
+  const KvFormat& kv_type() const { return fmt_; }
+  // Quantized rows of this layer are stored Hadamard-rotated (keys and values alike).
+  bool k_rotated() const { return fmt_.rotate && kv_quantized(fmt_.k); }
+  bool v_rotated() const { return fmt_.rotate && kv_quantized(fmt_.v); }
   int budget() const { return limits_.budget; }  // -1: unbounded
   int window() const { return limits_.window; }  // 0: no window
   // The oldest position a query at position p sees in this layer.
@@ -107,21 +111,27 @@ class LayerState {
   // [0, slot_end) only. Drops keep it at most n_held + 1 (see evict), so what a step reads
   // follows the states held, not the slots allocated (k + C after chunk:C prefill).
   int slot_end() const { return slot_end_; }
-  // [n_head_kv][n_slot][head_dim], float or IEEE half as kv_type() says; keys post-RoPE in
-  // absolute position mode, pre-RoPE otherwise (MultiStateOptions::positions).
+  // Per KV head, a key pool of key_pool_bytes(kv_type().k, head_dim, n_slot) bytes (rows, or
+  // tiles of 16 slots when quantized: core/kv_type.h), post-RoPE in absolute position mode,
+  // pre-RoPE otherwise (MultiStateOptions::positions).
   const void* keys() const { return keys_.data(); }
+  // [n_head_kv][n_slot] value rows of kv_row_bytes(kv_type().v, head_dim) bytes.
   const void* values() const { return values_.data(); }
+  // Slot s's key of KV head g as a canonical row (kv_row_bytes(kv_type().k, head_dim) bytes).
+  void key_row(int g, int s, uint8_t* row) const;
   KvPolicy& policy() { return *policy_; }
   const KvPolicy& policy() const { return *policy_; }
   SlotView view() const;
 
-  // Writes one token's keys and values ([n_head_kv][head_dim] each) into a free slot of every
-  // KV head; slots_out[head_kv] receives the slot. A full pool doubles here (up to max_slots)
+  // Writes one token's keys and values ([n_head_kv][head_dim] floats each, converted here with
+  // core's scalar conversions) into a free slot of every KV head; slots_out[head_kv] receives
+  // the slot. A full pool doubles here (up to max_slots)
   // unless make_room made the room before (the forward pass does); a failed growth here is
   // fatal.
   void insert(int64_t pos, const float* k, const float* v, int32_t* slots_out);
-  // The same with k and v already in the storage type (kv_type(); f16 as IEEE half bits), as
-  // the model's vectorised conversion writes them.
+  // The same with k and v already as canonical rows of the storage types ([n_head_kv] rows of
+  // kv_row_bytes each, rotated where kv_type().rotate says), as the model's vectorised
+  // conversion writes them.
   void insert_stored(int64_t pos, const void* k, const void* v, int32_t* slots_out);
   // If more than `budget` states are held, asks the policy and frees the slots it chose.
   // Returns how many states each KV head dropped. After a drop, if a state is held at slot
@@ -143,6 +153,11 @@ class LayerState {
   // States each KV head dropped so far (shared heads: the mean over heads, rounded down).
   int64_t n_evicted() const { return n_evicted_ / (limits_.shared_heads ? n_head_kv_ : 1); }
   uint64_t bytes() const;
+
+  // Stores every row in another format: each row widened to float, rotated back if it was
+  // stored rotated, rotated if `to` rotates, and rounded to the new types (MultiState::
+  // with_kv_type). The format must suit head_dim (check_kv_format).
+  void convert_to(const KvFormat& to);
 
   // A pool that holds fewer than n_states slots grows now, to n_states or to twice its size if
   // that is more (but not past at_most), and never past max_slots (k + extra, or its window's
@@ -179,21 +194,32 @@ class LayerState {
   void update_n_held();
   int min_free() const;  // free slots of the KV head with fewest
 
+  // Bytes of KV head g's key pool, and where slot s's key tile starts in keys_.
+  size_t key_head_bytes() const { return key_pool_bytes(fmt_.k, head_dim_, n_slot_); }
+  uint8_t* key_tile(int g, int s) {
+    return keys_.data() + g * key_head_bytes() + key_tile_offset(fmt_.k, head_dim_, s);
+  }
+  const uint8_t* key_tile(int g, int s) const {
+    return keys_.data() + g * key_head_bytes() + key_tile_offset(fmt_.k, head_dim_, s);
+  }
+  int key_lane(int s) const { return s % key_tile_slots(fmt_.k); }
+
   int n_head_kv_;
   int head_dim_;
-  KvType kv_type_;
-  size_t elem_bytes_;
+  KvFormat fmt_;
+  size_t k_row_;  // bytes of a canonical key row
+  size_t v_row_;  // bytes of a value row
   int n_slot_;
   int n_held_ = 0;         // the largest of held_
   std::vector<int> held_;  // [n_head_kv] states held
   int slot_end_ = 0;  // 1 + the highest slot that may hold a state, over the KV heads
-  std::vector<uint8_t> keys_;               // [n_head_kv][n_slot][head_dim]
-  std::vector<uint8_t> values_;             // [n_head_kv][n_slot][head_dim]
+  std::vector<uint8_t> keys_;               // [n_head_kv][key pool] (see keys())
+  std::vector<uint8_t> values_;             // [n_head_kv][n_slot][v_row_]
   std::vector<int64_t> pos_;                // [n_head_kv][n_slot]
   std::vector<std::vector<int32_t>> free_;  // per KV head, a stack; lowest slot on top
   std::unique_ptr<KvPolicy> policy_;
   std::vector<int32_t> evict_scratch_;
-  std::vector<uint16_t> f16_scratch_;  // insert(): one token's k and v as f16
+  std::vector<uint8_t> row_scratch_;  // insert(): one token's rows; settle(): one key row
   int n_head_;
   LayerLimits limits_;
   int64_t n_evicted_ = 0;  // over the KV heads under shared heads, else per KV head
@@ -219,9 +245,12 @@ class MultiState {
   // An independent copy holding the same states (and policy state): continuing it gives
   // exactly what continuing this one would. Allocates as much as this one holds allocated.
   std::unique_ptr<MultiState> clone() const;
+  // A copy whose keys and values are stored in `to` (LayerState::convert_to); an error when `to`
+  // does not suit the model's head_dim. Loading a session into another --kv-type uses it.
+  Result<std::unique_ptr<MultiState>> with_kv_type(const KvFormat& to) const;
 
   const PolicySpec& policy() const { return spec_; }
-  KvType kv_type() const { return kv_type_; }
+  const KvFormat& kv_type() const { return kv_type_; }
   PositionMode positions() const { return positions_; }
   int budget() const { return spec_.bounded() ? spec_.budget : -1; }  // -1: unbounded
   // How many tokens every layer holds before any of them evicts: the smallest layer budget (a
@@ -255,7 +284,7 @@ class MultiState {
  private:
   MultiState() = default;
   PolicySpec spec_;
-  KvType kv_type_ = KvType::kF32;
+  KvFormat kv_type_;
   ScoreNeed score_need_ = ScoreNeed::kNone;
   int max_new_ = 1;
   PositionMode positions_ = PositionMode::kAbsolute;

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/attention.h"
+#include "kernels/kv_rows.h"
 #include "kernels/matmul_f32act.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
@@ -32,7 +33,7 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<io::GgufFile> fi
   return m;
 }
 
-kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, kv::KvType kv_type,
+kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const KvFormat& kv_type,
                                            int max_new) const {
   return kv::MultiStateOptions{.n_layer = config_.n_layer,
                                .n_head = config_.n_head,
@@ -186,9 +187,13 @@ class SequenceAttention final : public kv::StepAttention {
     const size_t q_dim = static_cast<size_t>(shape_.n_head) * shape_.head_dim;
     const float* q = &s_.q[i * q_dim];
     const void* k = L.keys();
+    KvType k_type = L.kv_type().k;
+    bool k_rotated = L.k_rotated();
     if (kv::moves_positions(mode_)) {
       q = mine_.moved.rotate_query(L, q, s_.pos[i], shape_.n_head, rope_, moved_cos_sin());
       k = mine_.moved.keys.data();
+      k_type = mine_.moved.type;  // rotated back from the Hadamard basis where stored so
+      k_rotated = false;
     }
     const kernels::AttentionArgs a{.q = q,
                                    .n_head = shape_.n_head,
@@ -198,7 +203,10 @@ class SequenceAttention final : public kv::StepAttention {
                                    .slot_end = L.slot_end(),
                                    .k = k,
                                    .v = L.values(),
-                                   .kv_f16 = L.kv_type() == kv::KvType::kF16,
+                                   .k_type = k_type,
+                                   .v_type = L.kv_type().v,
+                                   .k_rotated = k_rotated,
+                                   .v_rotated = L.v_rotated(),
                                    .pos = L.pos(),
                                    .max_pos = s_.pos[i],
                                    .min_pos = L.min_visible(s_.pos[i]),
@@ -296,8 +304,8 @@ void Model::prepare_moved_positions(const kernels::RopeParams& rope, ForwardScra
 
 // RoPE at each token's position, for the sequences whose pools keep rotated keys; the
 // cos/sin table is computed once per forward call and reused by every layer that shares the
-// same rope parameters. Then, when a pool in the batch stores f16, the batch's new keys and
-// values converted once.
+// same rope parameters. Then the batch's new keys and values converted once into each storage
+// type a pool of the batch uses (f32 pools read them as they are), token by token over the pool.
 void Model::prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s,
                          ThreadPool& pool) const {
   const ModelConfig& c = config_;
@@ -323,16 +331,27 @@ void Model::prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s,
       kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, rope);
     });
   }
-  if (s.any_f16) {
-    if (s.k16.size() < static_cast<size_t>(n * kv_dim)) {
-      s.k16.resize(n * kv_dim);
-      s.v16.resize(n * kv_dim);
+  auto convert = [&](std::vector<ForwardScratch::Converted>& conv, const std::vector<float>& x,
+                     std::vector<kv::StoredRows>& stored) {
+    stored.clear();
+    for (ForwardScratch::Converted& cv : conv) {
+      if (!cv.active) continue;
+      const size_t bytes = static_cast<size_t>(n) * c.n_head_kv * kv_row_bytes(cv.type, c.head_dim);
+      if (cv.type == KvType::kF32) {
+        stored.push_back({.type = cv.type, .data = reinterpret_cast<const uint8_t*>(x.data())});
+        continue;
+      }
+      if (cv.rows.size() < bytes) cv.rows.resize(bytes);
+      const size_t token_bytes = c.n_head_kv * kv_row_bytes(cv.type, c.head_dim);
+      for_tokens(pool, n, kv_dim, [&](int64_t i) {
+        kernels::kv_store_rows(cv.type, cv.rotated, x.data() + i * kv_dim,
+                               cv.rows.data() + i * token_bytes, c.n_head_kv, c.head_dim);
+      });
+      stored.push_back({.type = cv.type, .rotated = cv.rotated, .data = cv.rows.data()});
     }
-    for_elems(pool, n * kv_dim, [&](int64_t b, int64_t e) {
-      kernels::fp32_to_fp16_row(s.k.data() + b, s.k16.data() + b, e - b);
-      kernels::fp32_to_fp16_row(s.v.data() + b, s.v16.data() + b, e - b);
-    });
-  }
+  };
+  convert(s.conv_k, s.k, s.stored_k);
+  convert(s.conv_v, s.v, s.stored_v);
 }
 
 // Attention of layer il for every sequence of the batch: kv::step_layer orders each
@@ -351,8 +370,8 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
   const kv::StepRows rows_of_batch{.pos = s.pos.data(),
                                    .k = s.k.data(),
                                    .v = s.v.data(),
-                                   .k16 = s.any_f16 ? s.k16.data() : nullptr,
-                                   .v16 = s.any_f16 ? s.v16.data() : nullptr,
+                                   .stored_k = s.stored_k,
+                                   .stored_v = s.stored_v,
                                    .kv_dim = c.n_head_kv * c.head_dim};
   if (s.per_thread.size() < static_cast<size_t>(pool.size())) s.per_thread.resize(pool.size());
   auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* heads_pool) {
@@ -418,10 +437,28 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
     TOVA_RETURN_IF_ERROR(run.state->make_room(n_new));
     for (kv::MultiState* f : run.followers) TOVA_RETURN_IF_ERROR(f->make_room(n_new));
   }
-  s.any_f16 = false;
+  // The storage types of the batch's pools (keys and values apart), each converted once per
+  // layer in prepare_rows.
+  for (auto* conv : {&s.conv_k, &s.conv_v}) {
+    for (ForwardScratch::Converted& cv : *conv) cv.active = false;
+  }
+  auto want = [](std::vector<ForwardScratch::Converted>& conv, KvType t, bool rotated) {
+    for (ForwardScratch::Converted& cv : conv) {
+      if (cv.type == t && cv.rotated == rotated) {
+        cv.active = true;
+        return;
+      }
+    }
+    conv.push_back({.type = t, .rotated = rotated, .active = true});
+  };
+  auto want_state = [&](const kv::MultiState& st) {
+    const KvFormat& f = st.kv_type();
+    want(s.conv_k, f.k, f.rotate && kv_quantized(f.k));
+    want(s.conv_v, f.v, f.rotate && kv_quantized(f.v));
+  };
   for (const SequenceRun& run : s.runs) {
-    s.any_f16 |= run.state->kv_type() == kv::KvType::kF16;
-    for (const kv::MultiState* f : run.followers) s.any_f16 |= f->kv_type() == kv::KvType::kF16;
+    want_state(*run.state);
+    for (const kv::MultiState* f : run.followers) want_state(*f);
   }
   resize(s.x, n * c.n_embd);
   resize(s.xb, n * c.n_embd);

@@ -60,10 +60,17 @@ struct ForwardScratch {
   kernels::RopeParams moved_cs_params;
   std::vector<int64_t> pos;       // [n_tok]
   std::vector<SequenceRun> runs;  // the batch's sequences
-  // The layer's new keys and values as IEEE half, [n_tok][n_head_kv * head_dim], converted once
-  // per layer when some pool of the batch (a sequence's or a follower's) stores f16.
-  bool any_f16 = false;
-  std::vector<uint16_t> k16, v16;
+  // The layer's new keys and values converted once per layer into every storage type some pool
+  // of the batch (a sequence's or a follower's) uses: [n_tok] canonical rows each
+  // (core/kv_type.h). f32 pools read k and v directly.
+  struct Converted {
+    KvType type = KvType::kF32;
+    bool rotated = false;
+    bool active = false;  // some pool of this call uses it
+    std::vector<uint8_t> rows;
+  };
+  std::vector<Converted> conv_k, conv_v;
+  std::vector<kv::StoredRows> stored_k, stored_v;  // what step_layer sees of them
   // What one thread needs to step a sequence through a layer, reused (no allocation per step).
   struct AttendScratch {
     kv::StepScratch step;
@@ -108,7 +115,7 @@ class Model {
                  float* logits, std::span<const Follower> followers = {}) const;
 
   // Options for a new sequence's multi-state matching this model's shape.
-  kv::MultiStateOptions state_options(const kv::PolicySpec& policy, kv::KvType kv_type,
+  kv::MultiStateOptions state_options(const kv::PolicySpec& policy, const KvFormat& kv_type,
                                       int max_new = 1) const;
 
  private:

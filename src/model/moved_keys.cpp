@@ -21,11 +21,13 @@ const float* cos_sin_at(std::span<const float> cos_sin, int64_t m,
 void MovedKeys::rotate_keys(const kv::LayerState& L, kv::PositionMode mode,
                             const kernels::RopeParams& rope, std::span<const float> cos_sin) {
   const int n_slot = L.n_slot(), hd = L.head_dim();
-  const bool f16 = L.kv_type() == kv::KvType::kF16;
-  const size_t elem = f16 ? 2 : 4;
+  const KvType stored_type = L.kv_type().k;
+  type = stored_type == KvType::kF16 ? KvType::kF16 : KvType::kF32;
+  const size_t elem = type == KvType::kF16 ? 2 : 4;
   mapped.resize(static_cast<size_t>(L.n_head_kv()) * n_slot);
   keys.resize(mapped.size() * hd * elem);
   row.resize(hd);
+  stored.resize(kv_row_bytes(stored_type, hd));
   for (int g = 0; g < L.n_head_kv(); ++g) {
     const size_t base = static_cast<size_t>(g) * n_slot;
     kv::map_slot_positions(mode, {L.pos() + base, static_cast<size_t>(n_slot)},
@@ -33,15 +35,20 @@ void MovedKeys::rotate_keys(const kv::LayerState& L, kv::PositionMode mode,
     for (int32_t sl : order) {  // the held slots
       const size_t off = (base + sl) * hd;
       const float* cs = cos_sin_at(cos_sin, mapped[base + sl], rope);
-      if (!f16) {
+      if (stored_type == KvType::kF32) {
         float* dst = reinterpret_cast<float*>(keys.data()) + off;
         std::copy_n(static_cast<const float*>(L.keys()) + off, hd, dst);
         kernels::rope_apply(dst, 1, hd, cs, rope);
-      } else {
-        const uint16_t* src = static_cast<const uint16_t*>(L.keys()) + off;
-        for (int d = 0; d < hd; ++d) row[d] = fp16_to_fp32(src[d]);
-        kernels::rope_apply(row.data(), 1, hd, cs, rope);
+        continue;
+      }
+      L.key_row(g, sl, stored.data());
+      kv_dequantize_row_ref(stored_type, stored.data(), row.data(), hd);
+      if (L.k_rotated()) hadamard_ref(row.data(), hd);  // its own inverse
+      kernels::rope_apply(row.data(), 1, hd, cs, rope);
+      if (type == KvType::kF16) {
         kernels::fp32_to_fp16_row(row.data(), reinterpret_cast<uint16_t*>(keys.data()) + off, hd);
+      } else {
+        std::copy_n(row.data(), hd, reinterpret_cast<float*>(keys.data()) + off);
       }
     }
   }

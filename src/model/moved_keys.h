@@ -14,10 +14,15 @@ namespace tova::model {
 
 // One layer of one sequence at one step; the buffers are reused from step to step.
 struct MovedKeys {
-  std::vector<uint8_t> keys;    // [n_head_kv][n_slot][head_dim], the pool's type, post-RoPE
+  // [n_head_kv][n_slot][head_dim] rows of `type`, post-RoPE: the pool's type when it is f32 or
+  // f16, float otherwise (bf16 and quantized keys are widened, and rotated back from the
+  // Hadamard basis where they were stored rotated, before RoPE).
+  std::vector<uint8_t> keys;
+  KvType type = KvType::kF32;
   std::vector<int64_t> mapped;  // [n_head_kv][n_slot], -1 = free
   std::vector<int32_t> order;
   std::vector<float> row;  // [head_dim]
+  std::vector<uint8_t> stored;  // one stored key row
   std::vector<float> q;    // [n_head][head_dim]
 
   // cos_sin: [m][rope.n_rot] for every mapped position m the layer's states can take.

@@ -31,19 +31,46 @@ Result<PrefillMode> parse_prefill(std::string_view text) {
 }
 
 Result<kv::KvType> parse_kv_type(std::string_view text) {
-  if (text == "f32") return kv::KvType::kF32;
-  if (text == "f16") return kv::KvType::kF16;
-  return make_error("invalid KV type '{}' (valid: f32, f16)", text);
+  if (auto t = kv_type_from_name(text)) return *t;
+  return make_error("invalid KV type '{}' (valid: f32, f16, bf16, q8_0, q4_0)", text);
 }
 
-std::string_view kv_type_name(kv::KvType type) {
-  return type == kv::KvType::kF16 ? "f16" : "f32";
+Result<KvFormat> parse_kv_format(std::string_view text) {
+  KvFormat f;
+  std::string_view t = text;
+  constexpr std::string_view kRot = "+rot";
+  if (t.size() > kRot.size() && t.substr(t.size() - kRot.size()) == kRot) {
+    f.rotate = true;
+    t.remove_suffix(kRot.size());
+  }
+  if (t.substr(0, 2) == "k=") {
+    const size_t comma = t.find(",v=");
+    if (comma == std::string_view::npos) {
+      return make_error("invalid KV type '{}' (k=TYPE,v=TYPE: both sides)", text);
+    }
+    TOVA_ASSIGN_OR_RETURN(f.k, parse_kv_type(t.substr(2, comma - 2)));
+    TOVA_ASSIGN_OR_RETURN(f.v, parse_kv_type(t.substr(comma + 3)));
+  } else {
+    TOVA_ASSIGN_OR_RETURN(const kv::KvType both, parse_kv_type(t));
+    f.k = f.v = both;
+  }
+  if (f.rotate && !f.any_quantized()) {
+    return make_error("KV type '{}': +rot rotates quantized rows (q8_0, q4_0); {} is not",
+                      text, f.k == f.v ? kv_type_name(f.k) : "neither");
+  }
+  return f;
+}
+
+std::string kv_format_text(std::string_view both, std::string_view k, std::string_view v,
+                           bool rotate) {
+  const std::string_view kk = k.empty() ? both : k, vv = v.empty() ? both : v;
+  std::string s = kk == vv ? std::string(kk) : "k=" + std::string(kk) + ",v=" + std::string(vv);
+  return rotate ? s + "+rot" : s;
 }
 
 std::string CacheOptions::label() const {
   const std::string k = policy.bounded() ? " k=" + std::to_string(policy.budget) : "";
-  return policy.label() + k + " " + prefill.label() +
-         " " + std::string(kv_type_name(kv_type)) +
+  return policy.label() + k + " " + prefill.label() + " " + kv_type.label() +
          (positions == kv::PositionMode::kAbsolute
               ? ""
               : " " + std::string(kv::position_mode_name(positions)));
@@ -55,7 +82,7 @@ Result<CacheOptions> parse_cache_options(std::string_view policy, int budget,
   CacheOptions o;
   TOVA_ASSIGN_OR_RETURN(o.policy, kv::parse_policy(std::string(policy), budget));
   TOVA_ASSIGN_OR_RETURN(o.prefill, parse_prefill(prefill));
-  TOVA_ASSIGN_OR_RETURN(o.kv_type, parse_kv_type(kv_type));
+  TOVA_ASSIGN_OR_RETURN(o.kv_type, parse_kv_format(kv_type));
   TOVA_ASSIGN_OR_RETURN(o.positions, kv::parse_position_mode(positions));
   return o;
 }
@@ -73,18 +100,20 @@ uint64_t reserve_bytes(const model::Model& m, const CacheOptions& o, int64_t n_p
                        int64_t n_ctx) {
   auto so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));
   so.prompt_end = std::max<int64_t>(0, n_prompt);
-  const uint64_t elem = o.kv_type == kv::KvType::kF16 ? 2 : 4;
-  // Keys and values, plus one position per slot and KV head, in every layer: the most a layer
+  if (!check_kv_format(o.kv_type, so.head_dim).ok()) return 0;  // refused when the state is made
+  // Per layer and KV head: the key pool (whole tiles of 16 slots when quantized), the value
+  // rows and one position per slot, as LayerState allocates them; in every layer the most it
   // allocates (a prompt-holding policy's whole prompt until its cut).
-  const uint64_t per_slot =
-      uint64_t(so.n_head_kv) * (2 * uint64_t(so.head_dim) * elem + sizeof(int64_t));
   uint64_t total = 0;
   for (int il = 0; il < so.n_layer; ++il) {
     auto z = kv::size_layer(so, il);
-    const int64_t n_slot = !o.policy.bounded() ? n_ctx
-                           : z.ok()           ? z->limits.max_slots
-                                              : int64_t{o.policy.budget} + so.max_new;
-    total += per_slot * static_cast<uint64_t>(std::max<int64_t>(1, n_slot));
+    const int64_t n_slot = std::max<int64_t>(1, !o.policy.bounded() ? n_ctx
+                                                : z.ok()            ? z->limits.max_slots
+                                                : int64_t{o.policy.budget} + so.max_new);
+    total += uint64_t(so.n_head_kv) *
+             (key_pool_bytes(o.kv_type.k, so.head_dim, n_slot) +
+              static_cast<uint64_t>(n_slot) *
+                  (kv_row_bytes(o.kv_type.v, so.head_dim) + sizeof(int64_t)));
   }
   return total;
 }

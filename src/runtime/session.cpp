@@ -78,6 +78,7 @@ SessionStats Session::stats() const {
   k.policy = st.policy().label();
   k.budget = st.budget();
   k.cache = impl_->cache.label();
+  k.kv_type = st.kv_type().label();
   k.kv_capacity = st.bytes();
   k.n_seen = st.n_seen();
   for (int il = 0; il < st.n_layer(); ++il) {
@@ -129,6 +130,14 @@ Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOp
                                                 SessionData d) {
   TOVA_RETURN_IF_ERROR(validate(o.sampling));
   if (d.state == nullptr) return make_error("session data without a multi-state");
+  if (const KvFormat to = o.kv_override.applied_to(d.state->kv_type());
+      !(to == d.state->kv_type())) {
+    if (to.rotate && !to.any_quantized()) {
+      return make_error("--kv-rotate rotates quantized rows; the session's K/V would be {}",
+                        to.label());
+    }
+    TOVA_ASSIGN_OR_RETURN(d.state, d.state->with_kv_type(to));
+  }
   auto s = std::make_unique<Session::Impl>();
   s->engine = &e;
   // The cache options are the restored state's (a reset starts the same kind of cache again);

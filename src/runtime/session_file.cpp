@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <tuple>
 
 #include "core/hash.h"
 #include "runtime/sequence.h"
@@ -79,6 +81,37 @@ std::span<const T> as(std::span<const uint8_t> b) {
   return {reinterpret_cast<const T*>(b.data()), b.size() / sizeof(T)};
 }
 
+// The K/V storage of a saved state: version 1 has one tag for both (f32 or f16); version 2 the
+// key and value tags, the rotation flag and the blocks per row of each, checked against the
+// model's head_dim.
+Result<KvFormat> read_kv_format(Reader& r, uint32_t version, int head_dim) {
+  if (version == 1) {
+    TOVA_ASSIGN_OR_RETURN(uint8_t tag, r.get<uint8_t>("the K/V type"));
+    if (tag > 1) return make_error("session file has an unknown K/V type tag {}", tag);
+    return KvFormat(static_cast<KvType>(tag));
+  }
+  TOVA_ASSIGN_OR_RETURN(uint8_t k_tag, r.get<uint8_t>("the key type"));
+  TOVA_ASSIGN_OR_RETURN(uint8_t v_tag, r.get<uint8_t>("the value type"));
+  TOVA_ASSIGN_OR_RETURN(uint8_t rotate, r.get<uint8_t>("the rotation flag"));
+  TOVA_ASSIGN_OR_RETURN(uint16_t k_blocks, r.get<uint16_t>("the key blocks"));
+  TOVA_ASSIGN_OR_RETURN(uint16_t v_blocks, r.get<uint16_t>("the value blocks"));
+  const std::optional<KvType> k = kv_type_from_tag(k_tag), v = kv_type_from_tag(v_tag);
+  if (!k) return make_error("session file has an unknown key type tag {}", k_tag);
+  if (!v) return make_error("session file has an unknown value type tag {}", v_tag);
+  if (rotate > 1) return make_error("session file has an invalid rotation flag {}", rotate);
+  const KvFormat f(*k, *v, rotate == 1);
+  TOVA_RETURN_IF_ERROR(check_kv_format(f, head_dim));
+  for (const auto& [t, blocks, what] : {std::tuple{f.k, k_blocks, "key"}, {f.v, v_blocks, "value"}}) {
+    const int want = head_dim / kv_block_size(t, head_dim).value();
+    if (blocks != want) {
+      return make_error("session file's {} rows have {} blocks of {}, this model's head_dim {} "
+                        "gives {}",
+                        what, blocks, kv_type_name(t), head_dim, want);
+    }
+  }
+  return f;
+}
+
 }  // namespace
 
 uint64_t model_fingerprint(const model::Model& m) {
@@ -103,19 +136,31 @@ std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d)
   w.put<int32_t>(s.policy().arg.value_or(-1));
   w.put<int32_t>(s.policy().budget);
   w.put<uint8_t>(static_cast<uint8_t>(s.positions()));
-  w.put<uint8_t>(static_cast<uint8_t>(s.kv_type()));
+  const KvFormat& fmt = s.kv_type();
+  const int hd = m.config().head_dim;
+  w.put<uint8_t>(static_cast<uint8_t>(fmt.k));
+  w.put<uint8_t>(static_cast<uint8_t>(fmt.v));
+  w.put<uint8_t>(fmt.rotate ? 1 : 0);
+  w.put<uint16_t>(static_cast<uint16_t>(hd / kv_block_size(fmt.k, hd).value()));
+  w.put<uint16_t>(static_cast<uint16_t>(hd / kv_block_size(fmt.v, hd).value()));
   w.put<int32_t>(s.max_new());
   w.put<int64_t>(s.n_seen());
   w.put<uint32_t>(static_cast<uint32_t>(s.n_layer()));
   for (int il = 0; il < s.n_layer(); ++il) {
     const kv::LayerState& L = s.layer(il);
     const size_t n_pos = static_cast<size_t>(L.n_head_kv()) * L.n_slot();
-    const size_t n_bytes = n_pos * L.head_dim() * (L.kv_type() == kv::KvType::kF16 ? 2 : 4);
     w.put<int32_t>(L.n_slot());
     w.put<int64_t>(L.n_evicted());
     w.bytes(L.pos(), n_pos * sizeof(int64_t));
-    w.bytes(L.keys(), n_bytes);
-    w.bytes(L.values(), n_bytes);
+    // Keys as canonical rows, whatever the pool's tiling.
+    std::vector<uint8_t> row(kv_row_bytes(fmt.k, hd));
+    for (int g = 0; g < L.n_head_kv(); ++g) {
+      for (int sl = 0; sl < L.n_slot(); ++sl) {
+        L.key_row(g, sl, row.data());
+        w.bytes(row.data(), row.size());
+      }
+    }
+    w.bytes(L.values(), n_pos * kv_row_bytes(fmt.v, hd));
     const std::vector<double> ps = L.policy().state();
     w.put<uint32_t>(static_cast<uint32_t>(ps.size()));
     w.bytes(ps.data(), ps.size() * sizeof(double));
@@ -158,8 +203,8 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   }
   Reader hr(bytes.subspan(8));
   TOVA_ASSIGN_OR_RETURN(uint32_t version, hr.get<uint32_t>("the header"));
-  if (version != kSessionVersion) {
-    return make_error("session file version {}, this tova reads version {}", version,
+  if (version != kSessionVersion && version != 1) {
+    return make_error("session file version {}, this tova reads versions 1 and {}", version,
                       kSessionVersion);
   }
   TOVA_ASSIGN_OR_RETURN(uint32_t flags, hr.get<uint32_t>("the header"));
@@ -185,16 +230,15 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   TOVA_ASSIGN_OR_RETURN(int32_t arg, r.get<int32_t>("the policy"));
   TOVA_ASSIGN_OR_RETURN(int32_t budget, r.get<int32_t>("the policy"));
   TOVA_ASSIGN_OR_RETURN(uint8_t positions, r.get<uint8_t>("the position mode"));
-  TOVA_ASSIGN_OR_RETURN(uint8_t kv_type, r.get<uint8_t>("the K/V type"));
+  TOVA_ASSIGN_OR_RETURN(const KvFormat fmt, read_kv_format(r, version, m.config().head_dim));
   TOVA_ASSIGN_OR_RETURN(int32_t max_new, r.get<int32_t>("the chunk size"));
   TOVA_ASSIGN_OR_RETURN(int64_t n_seen, r.get<int64_t>("the tokens seen"));
-  if (positions > 2 || kv_type > 1 || max_new < 1 || n_seen < 0) {
+  if (positions > 2 || max_new < 1 || n_seen < 0) {
     return make_error("session file has invalid cache options");
   }
   const std::string spec_text = arg >= 0 ? name + ":" + std::to_string(arg) : name;
   TOVA_ASSIGN_OR_RETURN(kv::PolicySpec spec, kv::parse_policy(spec_text, budget));
-  kv::MultiStateOptions so =
-      m.state_options(spec, static_cast<kv::KvType>(kv_type), static_cast<int>(max_new));
+  kv::MultiStateOptions so = m.state_options(spec, fmt, static_cast<int>(max_new));
   so.positions = static_cast<kv::PositionMode>(positions);
   so.initial_slots = 1;  // each layer grows to its saved size in restore()
   TOVA_ASSIGN_OR_RETURN(auto state, kv::MultiState::create(so));
@@ -208,13 +252,14 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
     TOVA_ASSIGN_OR_RETURN(int64_t n_evicted, r.get<int64_t>("a layer"));
     if (n_slot < 1 || n_slot > (1 << 26)) return make_error("session layer has {} slots", n_slot);
     const size_t n_pos = static_cast<size_t>(L.n_head_kv()) * n_slot;
-    const size_t n_bytes = n_pos * L.head_dim() * (L.kv_type() == kv::KvType::kF16 ? 2 : 4);
-    if (r.left() < n_pos * sizeof(int64_t) + 2 * n_bytes) {
+    const size_t k_bytes = n_pos * kv_row_bytes(fmt.k, L.head_dim());
+    const size_t v_bytes = n_pos * kv_row_bytes(fmt.v, L.head_dim());
+    if (r.left() < n_pos * sizeof(int64_t) + k_bytes + v_bytes) {
       return make_error("session file ends inside layer {}", il);
     }
     TOVA_ASSIGN_OR_RETURN(auto pos, r.bytes(n_pos * sizeof(int64_t), "positions"));
-    TOVA_ASSIGN_OR_RETURN(auto keys, r.bytes(n_bytes, "keys"));
-    TOVA_ASSIGN_OR_RETURN(auto values, r.bytes(n_bytes, "values"));
+    TOVA_ASSIGN_OR_RETURN(auto keys, r.bytes(k_bytes, "keys"));
+    TOVA_ASSIGN_OR_RETURN(auto values, r.bytes(v_bytes, "values"));
     TOVA_ASSIGN_OR_RETURN(uint32_t n_ps, r.get<uint32_t>("a policy state"));
     if (n_ps > (1u << 28)) return make_error("session policy state too large");
     TOVA_ASSIGN_OR_RETURN(auto ps,

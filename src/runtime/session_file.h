@@ -5,7 +5,11 @@
 //
 // Layout (little-endian): "TOVASESS", u32 version, u32 flags, u64 payload bytes, u64 FNV-1a
 // hash of the payload, then the payload (model fingerprint, cache options, layers, tokens,
-// logits, sampler; with flag 1, u64 bytes of a front-end note and the note). Any truncation, flipped byte, other model or other version is one clear error.
+// logits, sampler; with flag 1, u64 bytes of a front-end note and the note). The K/V storage
+// travels with the state: u8 key type, u8 value type (core/kv_type.h tags), u8 rotated, u16
+// blocks per key row, u16 blocks per value row, and each layer's keys and values as canonical
+// rows of those types. Any truncation, flipped byte, other model, other version, unknown type
+// tag or block count that does not fit the model is one clear error.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +24,9 @@
 
 namespace tova::runtime {
 
-inline constexpr uint32_t kSessionVersion = 1;
+// Version 2 stores the keys' and values' storage types, the rotation flag and their blocks per
+// row; version 1 files (one type tag, f32 or f16) are still read.
+inline constexpr uint32_t kSessionVersion = 2;
 // Header flag: the payload ends with a front-end note (SessionData::note).
 inline constexpr uint32_t kSessionFlagNote = 1;
 // Tokens of history kept (the repetition penalty looks back at most this far).

@@ -85,6 +85,28 @@ TEST(Cli, ABudgetBeyondTheMachineIsOneClearError) {
   EXPECT_NE(r.err.find("this machine's memory"), std::string::npos) << r.err;
 }
 
+// --kv-type and llama.cpp's -ctk / -ctv: the same text either way, the format in the report;
+// unknown types and a rotation of unquantized rows are one clear error. niah-13m's head_dim of
+// 48 takes q8_0 blocks of 16.
+TEST(Cli, KvTypesAndLlamaCppAliases) {
+  TOVA_REQUIRE_SHARED();
+  const std::string run = "run -m " + model() + " -n 40 --temp 0 -t 2 --kv-policy tova --kv-budget 16";
+  const CmdResult a = run_tova(run + " --kv-type q8_0");
+  const CmdResult b = run_tova(run + " -ctk q8_0 -ctv q8_0");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.err.find("allocated (q8_0)"), std::string::npos) << a.err;
+  const CmdResult c = run_tova(run + " -ctk q4_0 --kv-rotate");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("allocated (k=q4_0,v=f32+rot)"), std::string::npos) << c.err;
+  EXPECT_ONE_LINE_ERROR(run_tova(run + " --kv-type q5_1"), "invalid KV type 'q5_1'");
+  EXPECT_ONE_LINE_ERROR(run_tova(run + " --kv-type f16 --kv-rotate"), "+rot rotates quantized");
+  const CmdResult n = run_tova("run -m " + shared_path("models/niah-13m-f16.gguf") +
+                               " -n 4 -t 2 --kv-type q4_0 -p \"The special magic number\"");
+  EXPECT_EQ(n.code, 0) << n.err;
+}
+
 TEST(Cli, BadInputIsOneClearError) {
   TOVA_REQUIRE_SHARED();
   const std::string dir = make_temp_dir();

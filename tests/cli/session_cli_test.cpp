@@ -15,6 +15,25 @@ std::string strip_newlines(std::string s) {
   return s;
 }
 
+// The K/V type travels in the file: a resumed run keeps it, and --kv-type, -ctk, -ctv change
+// the sides they name (the state is converted), the others stay as saved.
+TEST(Cli, SessionKeepsOrConvertsItsKvType) {
+  TOVA_REQUIRE_SHARED();
+  const std::string m = "-m " + shared_path("models/stories260K.gguf");
+  const std::string dir = make_temp_dir();
+  const std::string sess = dir + "/s.bin";
+  const CmdResult a = run_tova("run " + m + " -n 30 --temp 0 -t 2 --kv-policy tova --kv-budget 16 "
+                               "--kv-type q8_0 --session " + sess);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const CmdResult b = run_tova("run " + m + " -n 10 --temp 0 -t 2 --session " + sess);
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.err.find("allocated (q8_0)"), std::string::npos) << b.err;
+  const CmdResult c = run_tova("run " + m + " -n 10 --temp 0 -t 2 -ctv f16 --session " + sess);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("allocated (k=q8_0,v=f16)"), std::string::npos) << c.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, SplitRunWithSessionEqualsOneRun) {
   TOVA_REQUIRE_SHARED();
   const std::string m = "-m " + shared_path("models/stories260K.gguf");

@@ -38,6 +38,25 @@ TEST(ThroughputCli, JsonHasOneObjectPerConfiguration) {
   EXPECT_GT(j[1]["max_batch"].get<int>(), j[2]["max_batch"].get<int>());
 }
 
+// Rows per K/V type: the memory is --full-batch `full` sequences in the FIRST type, and a q8_0
+// sequence takes fewer bytes, so more of them fit (the paper's Table 1, extended).
+TEST(ThroughputCli, RowsPerKvType) {
+  TOVA_REQUIRE_SHARED();
+  const CmdResult r = run_tova("throughput -m " + stories() + kSmall +
+                               "--full-batch 2 --kv-policy full,tova --kv-budget 47 "
+                               "--kv-type f16,q8_0 -o json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  ASSERT_EQ(j.size(), 4u);  // full and tova k=47 (3 whole key tiles), each in f16 and q8_0
+  EXPECT_EQ(j[0]["kv_type"], "f16");
+  EXPECT_EQ(j[1]["kv_type"], "q8_0");
+  EXPECT_EQ(j[0]["max_batch"], 2);
+  EXPECT_LT(j[1]["bytes_per_seq"].get<uint64_t>(), j[0]["bytes_per_seq"].get<uint64_t>());
+  EXPECT_GT(j[3]["max_batch"].get<int>(), j[2]["max_batch"].get<int>());
+  EXPECT_DOUBLE_EQ(j[0]["relative"].get<double>(), 1.0);
+}
+
 TEST(ThroughputCli, MarkdownTableAndPlotFolder) {
   TOVA_REQUIRE_SHARED();
   const std::string dir = make_temp_dir() + "/tp";

@@ -168,7 +168,7 @@ TEST_F(CliEval, PplWritesTablesJsonCsvAndPlots) {
   }
   const std::string csv = slurp(out + "/results.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
-  EXPECT_EQ(csv.rfind("policy,budget,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree,"
+  EXPECT_EQ(csv.rfind("policy,budget,kv_type,ppl,ppl_stderr,mean_nll,kl_mean,kl_p99,top1_agree,"
                       "dnll_vs_full,dnll_vs_full_stderr\n",
                       0),
             0u);

@@ -34,7 +34,7 @@ eval::ThroughputOptions small_options() {
   o.repetitions = 2;
   o.warmup_steps = 1;
   o.n_batch = 32;
-  o.kv_type = kv::KvType::kF16;
+  o.kv_types = {KvFormat(KvType::kF16)};
   return o;
 }
 
@@ -61,14 +61,14 @@ TEST(Throughput, MaxBatchIsTheBudgetOverBytesPerSequenceAndRuns) {
   eval::ThroughputOptions o = small_options();
   o.policies = {spec("full", 0), spec("tova", 16), spec("h2o", 24), spec("window", 40)};
   const int extra = o.warmup_steps + o.n_steps * o.repetitions;
-  auto full_bytes = eval::bytes_per_sequence(*m, o.policies[0], o.kv_type, o.ctx, extra);
+  auto full_bytes = eval::bytes_per_sequence(*m, o.policies[0], o.kv_types[0], o.ctx, extra);
   ASSERT_TRUE(full_bytes.ok());
   o.kv_memory = 3 * *full_bytes + 1234;  // not a multiple of any sequence's size
   auto rep = eval::run_throughput(*m, two_threads(), o);
   ASSERT_TRUE(rep.ok()) << rep.message();
   ASSERT_EQ(rep->results.size(), 4u);
   for (const eval::ThroughputResult& r : rep->results) {
-    auto b = eval::bytes_per_sequence(*m, spec(r.policy, r.budget < 0 ? 0 : r.budget), o.kv_type,
+    auto b = eval::bytes_per_sequence(*m, spec(r.policy, r.budget < 0 ? 0 : r.budget), o.kv_types[0],
                                       o.ctx, extra);
     ASSERT_TRUE(b.ok());
     SCOPED_TRACE(r.policy + " " + std::to_string(r.budget));
@@ -110,7 +110,7 @@ TEST(Throughput, ABudgetBelowOneSequenceIsAClearError) {
   o.kv_memory = 60000;  // tova k=64 fits (65 slots of 800 bytes), full at ctx 96 + 5 does not
   auto rep = eval::run_throughput(*m, two_threads(), o);
   ASSERT_FALSE(rep.ok());
-  EXPECT_NE(rep.message().find("full at ctx 96 needs"), std::string::npos) << rep.message();
+  EXPECT_NE(rep.message().find("full f16 at ctx 96 needs"), std::string::npos) << rep.message();
   EXPECT_NE(rep.message().find("more than the budget of 60000"), std::string::npos);
   o.kv_memory = 0;
   o.full_batch = 0;

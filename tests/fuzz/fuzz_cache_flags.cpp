@@ -38,14 +38,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   auto policy = kv::parse_policy(policy_text, budget);
   auto prefill = tova::parse_prefill(prefill_text);
-  auto kv_type = tova::parse_kv_type(kv_text);
+  auto kv_type = tova::parse_kv_format(kv_text);
   if (prefill.ok()) {
     auto again = tova::parse_prefill(prefill->label());
     if (!again.ok() || again->chunk != prefill->chunk || again->inf != prefill->inf) {
       __builtin_trap();
     }
   }
-  if (kv_type.ok() && !tova::parse_kv_type(kv_text).ok()) __builtin_trap();
+  // A format's label parses back to the same format.
+  if (kv_type.ok()) {
+    auto again = tova::parse_kv_format(kv_type->label());
+    if (!again.ok() || !(*again == *kv_type)) __builtin_trap();
+  }
   if (!policy.ok()) return 0;
   auto again = kv::parse_policy(policy->label(), policy->budget);
   if (!again.ok() || again->name != policy->name || again->arg != policy->arg ||
@@ -60,9 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto state = kv::MultiState::create({.n_layer = 1,
                                        .n_head = 2,
                                        .n_head_kv = 1,
-                                       .head_dim = 4,
+                                       .head_dim = 8,
                                        .policy = *policy,
-                                       .kv_type = kv_type.ok() ? *kv_type : kv::KvType::kF32,
+                                       .kv_type = kv_type.ok() ? *kv_type : KvFormat(),
                                        .max_new = max_new,
                                        .initial_slots = 4});
   (void)state;  // a policy's own constraints (e.g. sink:N >= budget) may reject it

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "core/kv_type.h"
 #include "hwy/targets.h"
 #include "kernels/attention.h"
 
@@ -24,16 +25,22 @@ enum class Mask {
   kMostlyMasked,  // about one slot in 16 visible
 };
 
+constexpr KvType kF32 = KvType::kF32, kF16 = KvType::kF16, kBF16 = KvType::kBF16,
+                 kQ8 = KvType::kQ8_0, kQ4 = KvType::kQ4_0;
+
 struct Shape {
   int n_head, n_head_kv, head_dim, n_slot;
-  bool f16;
+  KvType k = kF32;  // storage of the keys
   Mask mask = Mask::kMixed;
+  int v = -1;          // storage of the values as a KvType tag; -1: as the keys
+  bool rotate = false;  // quantized rows stored Hadamard-rotated
+  KvType vt() const { return v < 0 ? k : static_cast<KvType>(v); }
 };
 
 void PrintTo(const Shape& s, std::ostream* os) {
   *os << "{n_head " << s.n_head << ", n_head_kv " << s.n_head_kv << ", head_dim " << s.head_dim
-      << ", n_slot " << s.n_slot << (s.f16 ? ", f16" : ", f32") << ", mask "
-      << static_cast<int>(s.mask) << "}";
+      << ", n_slot " << s.n_slot << ", k " << kv_type_name(s.k) << ", v " << kv_type_name(s.vt())
+      << (s.rotate ? ", rotated" : "") << ", mask " << static_cast<int>(s.mask) << "}";
 }
 
 std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
@@ -43,7 +50,9 @@ std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
   for (const std::string& part :
        {std::to_string(s.n_head), std::string("kv"), std::to_string(s.n_head_kv), std::string("d"),
         std::to_string(s.head_dim), std::string("s"), std::to_string(s.n_slot),
-        std::string(s.f16 ? "f16" : "f32"), std::string(m)}) {
+        std::string(kv_type_name(s.k)), std::string(s.v < 0 ? "" : "v"),
+        std::string(s.v < 0 ? "" : kv_type_name(s.vt())), std::string(s.rotate ? "rot" : ""),
+        std::string(m)}) {
     name += part;
   }
   return name;
@@ -53,7 +62,7 @@ std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
 struct Problem {
   Shape su;
   std::vector<float> q, k, v;
-  std::vector<uint16_t> k16, v16;
+  std::vector<uint8_t> k_pool, v_rows;  // stored as the attention reads them
   std::vector<int64_t> pos;
   int64_t max_pos = 0;
   int64_t min_pos = 0;   // a sliding window's lower limit (0: none)
@@ -71,14 +80,11 @@ struct Problem {
     for (auto& x : q) x = 2.f * nd(rng);
     for (auto& x : k) x = nd(rng);
     for (auto& x : v) x = nd(rng);
-    if (su.f16) {  // both kernels read these halves
-      k16.resize(kv_n);
-      v16.resize(kv_n);
-      for (size_t i = 0; i < kv_n; ++i) {
-        k16[i] = fp32_to_fp16(k[i]);
-        v16[i] = fp32_to_fp16(v[i]);
-      }
+    // Quantized keys get a large channel, as RoPE'd keys have: what the rotation is for.
+    if (kv_quantized(su.k)) {
+      for (size_t i = 0; i < kv_n; i += su.head_dim) k[i] *= 8.f;
     }
+    store();
     pos.resize(static_cast<size_t>(su.n_head_kv) * su.n_slot);
     max_pos = su.n_slot;
     for (size_t i = 0; i < pos.size(); ++i) {
@@ -103,6 +109,30 @@ struct Problem {
     for (int g = 0; g < su.n_head_kv; ++g) pos[static_cast<size_t>(g) * su.n_slot] = 0;
   }
 
+  // The rows in their storage types, as LayerState lays them out (core/kv_type.h).
+  void store() {
+    const int hd = su.head_dim;
+    const size_t k_row = kv_row_bytes(su.k, hd), v_row = kv_row_bytes(su.vt(), hd);
+    const size_t k_head = key_pool_bytes(su.k, hd, su.n_slot);
+    k_pool.assign(su.n_head_kv * k_head, 0);
+    v_rows.assign(static_cast<size_t>(su.n_head_kv) * su.n_slot * v_row, 0);
+    std::vector<uint8_t> row(k_row);
+    std::vector<float> x(hd);
+    for (int g = 0; g < su.n_head_kv; ++g) {
+      for (int s = 0; s < su.n_slot; ++s) {
+        const size_t at = static_cast<size_t>(g) * su.n_slot + s;
+        std::copy_n(&k[at * hd], hd, x.data());
+        if (su.rotate && kv_quantized(su.k)) hadamard_ref(x.data(), hd);
+        kv_quantize_row_ref(su.k, x.data(), row.data(), hd);
+        key_put_row(su.k, hd, &k_pool[g * k_head + key_tile_offset(su.k, hd, s)],
+                    s % key_tile_slots(su.k), row.data());
+        std::copy_n(&v[at * hd], hd, x.data());
+        if (su.rotate && kv_quantized(su.vt())) hadamard_ref(x.data(), hd);
+        kv_quantize_row_ref(su.vt(), x.data(), &v_rows[at * v_row], hd);
+      }
+    }
+  }
+
   bool visible(int h, int s) const {
     const int group = su.n_head / su.n_head_kv;
     const int64_t p = pos[static_cast<size_t>(h / group) * su.n_slot + s];
@@ -117,9 +147,12 @@ struct Problem {
             .head_dim = su.head_dim,
             .n_slot = su.n_slot,
             .slot_end = slot_end,
-            .k = su.f16 ? static_cast<const void*>(k16.data()) : k.data(),
-            .v = su.f16 ? static_cast<const void*>(v16.data()) : v.data(),
-            .kv_f16 = su.f16,
+            .k = k_pool.data(),
+            .v = v_rows.data(),
+            .k_type = su.k,
+            .v_type = su.vt(),
+            .k_rotated = su.rotate && kv_quantized(su.k),
+            .v_rotated = su.rotate && kv_quantized(su.vt()),
             .pos = pos.data(),
             .max_pos = max_pos,
             .min_pos = min_pos,
@@ -260,32 +293,51 @@ TEST_P(AttentionVsRef, SplitPassesGiveTheSameBits) {
 
 std::vector<Shape> shapes() {
   std::vector<Shape> v = {
-      {1, 1, 8, 1, false},
-      {8, 4, 8, 7, false},
-      {8, 2, 32, 33, false},
-      {8, 2, 32, 33, true},
-      {32, 4, 64, 513, false},
-      {9, 3, 64, 129, true},
+      {1, 1, 8, 1, kF32},
+      {8, 4, 8, 7, kF32},
+      {8, 2, 32, 33, kF32},
+      {8, 2, 32, 33, kF16},
+      {32, 4, 64, 513, kF32},
+      {9, 3, 64, 129, kF16},
       // head_dim that no full vector divides: 8- and 4-lane and scalar paths.
-      {6, 2, 40, 33, false},
-      {6, 2, 20, 65, true},
-      {4, 1, 6, 17, false},
-      {4, 4, 3, 9, true},
+      {6, 2, 40, 33, kF32},
+      {6, 2, 20, 65, kF16},
+      {4, 1, 6, 17, kF32},
+      {4, 4, 3, 9, kF16},
       // Groups wider than the 16 heads processed together.
-      {20, 1, 16, 70, false},
+      {20, 1, 16, 70, kF32},
   };
   int i = 0;
   for (int group : {1, 3, 8, 16}) {
     for (int head_dim : {8, 64, 128}) {
       for (int n_slot : {1, 7, 33, 513, 4097}) {
-        for (bool f16 : {false, true}) {
+        for (KvType kt : {kF32, kF16}) {
           // Keep the double-precision reference affordable for the big shapes.
           const int n_head_kv = n_slot * group * head_dim > (1 << 20) ? 1 : 2;
           const Mask mask = static_cast<Mask>(i++ % 3);
-          v.push_back({group * n_head_kv, n_head_kv, head_dim, n_slot, f16, mask});
+          v.push_back({group * n_head_kv, n_head_kv, head_dim, n_slot, kt, mask});
         }
       }
     }
+  }
+  // Stored types read directly: bf16, q8_0 and q4_0 keys and values; head_dims of blocks of 32,
+  // 16 (48) and 8; slot counts around the 16-slot key tiles; GQA groups of 1, 3 and 8.
+  for (KvType kt : {kBF16, kQ8, kQ4}) {
+    for (int head_dim : {8, 48, 64, 128}) {
+      for (int n_slot : {15, 100}) {  // a partial key tile; several tiles and a partial one
+        const int group = std::vector<int>{1, 3, 8}[i % 3];
+        v.push_back({group * 2, 2, head_dim, n_slot, kt, static_cast<Mask>(i++ % 3)});
+      }
+    }
+  }
+  // Keys and values in different types, and rotated quantized rows.
+  for (const Shape& s : {Shape{8, 2, 64, 70, kQ8, Mask::kMixed, static_cast<int>(kF16)},
+                         Shape{6, 2, 64, 33, kF16, Mask::kAllVisible, static_cast<int>(kQ4)},
+                         Shape{9, 3, 64, 129, kQ4, Mask::kMixed, static_cast<int>(kQ8), true},
+                         Shape{8, 1, 48, 40, kQ8, Mask::kAllVisible, -1, true},
+                         Shape{4, 2, 128, 65, kQ4, Mask::kMostlyMasked, -1, true},
+                         Shape{4, 2, 8, 19, kBF16, Mask::kMixed, static_cast<int>(kQ8)}}) {
+    v.push_back(s);
   }
   return v;
 }
@@ -296,14 +348,19 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionVsRef, ::testing::ValuesIn(shapes()), 
 // best one), including partial groups.
 TEST(Attention, EveryTarget) {
   const std::vector<Shape> some = {
-      {8, 2, 64, 33, false, Mask::kMixed},      {6, 2, 64, 70, true, Mask::kAllVisible},
-      {3, 1, 8, 7, false, Mask::kMostlyMasked}, {16, 1, 128, 129, true, Mask::kMixed},
-      {6, 2, 20, 65, false, Mask::kMixed},      {4, 1, 6, 17, true, Mask::kMixed},
+      {8, 2, 64, 33, kF32, Mask::kMixed},      {6, 2, 64, 70, kF16, Mask::kAllVisible},
+      {3, 1, 8, 7, kF32, Mask::kMostlyMasked}, {16, 1, 128, 129, kF16, Mask::kMixed},
+      {6, 2, 20, 65, kF32, Mask::kMixed},      {4, 1, 6, 17, kF16, Mask::kMixed},
+      {8, 2, 64, 33, kQ8, Mask::kMixed},        {9, 3, 64, 70, kQ4, Mask::kAllVisible, -1, true},
+      {6, 2, 48, 17, kQ8, Mask::kMixed, static_cast<int>(kQ4)},
+      {4, 1, 8, 20, kQ4, Mask::kMostlyMasked, static_cast<int>(kBF16)},
+      {16, 1, 128, 129, kBF16, Mask::kMixed},   {8, 1, 16, 40, kQ8, Mask::kAllVisible, -1, true},
   };
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(hwy::TargetName(target));
     for (const Shape& s : some) {
+      SCOPED_TRACE(::testing::PrintToString(s));
       const Problem pb(s, 11);
       expect_matches_ref(pb);
       expect_call_invariance(pb);
@@ -318,9 +375,10 @@ TEST(Attention, EveryTarget) {
 // probabilities a lot, and Gemma 2's 50.
 TEST(Attention, WindowAndSoftcapMatchRefOnEveryTarget) {
   const std::vector<Shape> some = {
-      {8, 2, 64, 33, false, Mask::kMixed},       {6, 2, 64, 70, true, Mask::kAllVisible},
-      {16, 1, 128, 129, true, Mask::kMixed},     {4, 1, 32, 513, false, Mask::kAllVisible},
-      {6, 2, 20, 65, false, Mask::kMostlyMasked}, {4, 4, 3, 9, true, Mask::kMixed},
+      {8, 2, 64, 33, kF32, Mask::kMixed},       {6, 2, 64, 70, kF16, Mask::kAllVisible},
+      {16, 1, 128, 129, kF16, Mask::kMixed},     {4, 1, 32, 513, kF32, Mask::kAllVisible},
+      {6, 2, 20, 65, kF32, Mask::kMostlyMasked}, {4, 4, 3, 9, kF16, Mask::kMixed},
+      {8, 2, 64, 33, kQ8, Mask::kMixed},         {6, 3, 48, 70, kQ4, Mask::kAllVisible, -1, true},
   };
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
@@ -346,8 +404,8 @@ TEST(Attention, WindowAndSoftcapMatchRefOnEveryTarget) {
 
 // min_pos hides exactly the states below it: the same bits as a pool where they are free.
 TEST(Attention, MinPosEqualsFreeingTheStatesBelowIt) {
-  for (const Shape& s : {Shape{8, 2, 64, 130, false, Mask::kAllVisible},
-                         Shape{6, 3, 32, 77, true, Mask::kMixed}}) {
+  for (const Shape& s : {Shape{8, 2, 64, 130, kF32, Mask::kAllVisible},
+                         Shape{6, 3, 32, 77, kF16, Mask::kMixed}}) {
     Problem windowed(s, 5);
     windowed.min_pos = 40;
     for (int g = 0; g < s.n_head_kv; ++g) windowed.pos[static_cast<size_t>(g) * s.n_slot] = 40;
@@ -378,8 +436,9 @@ TEST(Attention, MinPosEqualsFreeingTheStatesBelowIt) {
 // the same bits as a pool where those slots are free, on every target.
 TEST(Attention, SlotEndEqualsFreeingTheSlotsBeyondIt) {
   const std::vector<Shape> some = {
-      {8, 2, 64, 130, false, Mask::kAllVisible}, {6, 3, 32, 77, true, Mask::kMixed},
-      {16, 1, 128, 129, true, Mask::kAllVisible}, {4, 1, 6, 17, false, Mask::kMixed},
+      {8, 2, 64, 130, kF32, Mask::kAllVisible}, {6, 3, 32, 77, kF16, Mask::kMixed},
+      {16, 1, 128, 129, kF16, Mask::kAllVisible}, {4, 1, 6, 17, kF32, Mask::kMixed},
+      {8, 2, 64, 130, kQ8, Mask::kAllVisible},   {6, 3, 32, 77, kQ4, Mask::kMixed, -1, true},
   };
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
@@ -439,7 +498,7 @@ TEST(Attention, SoftcapHandComputed) {
 
 // No visible state at all (a caller bug, but defined): output 0, probabilities 0.
 TEST(Attention, NothingVisible) {
-  Problem pb({4, 2, 16, 9, false, Mask::kMixed});
+  Problem pb({4, 2, 16, 9, kF32, Mask::kMixed});
   std::fill(pb.pos.begin(), pb.pos.end(), -1);
   std::vector<float> out(4 * 16, 1.f), probs(4 * 9, 1.f), scratch(9);
   attention(pb.args(out.data(), probs.data(), scratch.data()));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "core/kv_type.h"
 #include "kv/multi_state.h"
 #include "kv/policy_registry.h"
 
@@ -140,6 +141,90 @@ TEST(LayerStateInsert, ReserveKeepsEverySlotWhereGrowingWouldPutIt) {
   EXPECT_EQ(bounded->layer(0).n_slot(), 6);
   auto full = make_state("full", KvType::kF32);
   EXPECT_FALSE(full->reserve(kMaxUnboundedReserve + 1).ok());
+}
+
+}  // namespace
+}  // namespace tova::kv
+
+namespace tova::kv {
+namespace {
+
+// Quantized and bf16 pools (keys in 16-slot tiles): every held slot's key and value rows are
+// the rows its token gave, converted once (core's scalar conversion), through growth, chunked
+// evictions that move states down (LayerState::settle) and a conversion to another format and
+// back to f32.
+TEST(LayerStateInsert, StoredTypesKeepEveryRowThroughGrowthAndMoves) {
+  constexpr int kHd = 16;
+  for (const KvFormat& f : {KvFormat(KvType::kQ8_0), KvFormat(KvType::kQ4_0, KvType::kQ8_0, true),
+                            KvFormat(KvType::kBF16, KvType::kQ4_0)}) {
+    SCOPED_TRACE(f.label());
+    auto spec = parse_policy("window", 20);
+    ASSERT_TRUE(spec.ok());
+    auto ms = MultiState::create({.n_layer = 1,
+                                  .n_head = 4,
+                                  .n_head_kv = kHeadKv,
+                                  .head_dim = kHd,
+                                  .policy = *spec,
+                                  .kv_type = f,
+                                  .max_new = 8,
+                                  .initial_slots = 2});
+    ASSERT_TRUE(ms.ok()) << ms.message();
+    LayerState& L = (*ms)->layer(0);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<std::vector<float>> ks, vs;  // per position, [kHeadKv][kHd]
+    auto expect_rows = [&](const LayerState& l, const KvFormat& fmt) {
+      std::vector<uint8_t> got(kv_row_bytes(fmt.k, kHd)), want(got.size()), wv(kv_row_bytes(fmt.v, kHd));
+      std::vector<float> x(kHd);
+      for (int g = 0; g < kHeadKv; ++g) {
+        for (int s = 0; s < l.n_slot(); ++s) {
+          const int64_t p = l.pos()[g * l.n_slot() + s];
+          if (p < 0) continue;
+          std::copy_n(&ks[p][g * kHd], kHd, x.data());
+          if (fmt.rotate && kv_quantized(fmt.k)) hadamard_ref(x.data(), kHd);
+          kv_quantize_row_ref(fmt.k, x.data(), want.data(), kHd);
+          l.key_row(g, s, got.data());
+          ASSERT_EQ(got, want) << "key of position " << p << " in slot " << s;
+          std::copy_n(&vs[p][g * kHd], kHd, x.data());
+          if (fmt.rotate && kv_quantized(fmt.v)) hadamard_ref(x.data(), kHd);
+          kv_quantize_row_ref(fmt.v, x.data(), wv.data(), kHd);
+          const auto* v = static_cast<const uint8_t*>(l.values()) + (g * l.n_slot() + s) * wv.size();
+          ASSERT_EQ(0, std::memcmp(v, wv.data(), wv.size())) << "value of position " << p;
+        }
+      }
+    };
+    int64_t pos = 0;
+    for (int chunk = 0; chunk < 8; ++chunk) {
+      ASSERT_TRUE((*ms)->make_room(8).ok());
+      for (int t = 0; t < 8; ++t, ++pos) {
+        ks.emplace_back(kHeadKv * kHd);
+        vs.emplace_back(kHeadKv * kHd);
+        for (float& x : ks.back()) x = nd(rng);
+        for (float& x : vs.back()) x = nd(rng);
+        int32_t slots[kHeadKv];
+        L.insert(pos, ks.back().data(), vs.back().data(), slots);
+      }
+      L.evict(pos - 1);
+      expect_rows(L, f);
+    }
+    EXPECT_EQ(L.n_held(), 20);
+    EXPECT_LE(L.slot_end(), 21);
+    // Another format and back: f32 rows are the dequantized ones.
+    auto f32 = (*ms)->with_kv_type(KvFormat(KvType::kF32));
+    ASSERT_TRUE(f32.ok()) << f32.message();
+    const LayerState& F = (*f32)->layer(0);
+    std::vector<uint8_t> stored(kv_row_bytes(f.k, kHd));
+    std::vector<float> want(kHd), got(kHd);
+    for (int s = 0; s < L.n_slot(); ++s) {
+      if (L.pos()[s] < 0) continue;
+      L.key_row(0, s, stored.data());
+      kv_dequantize_row_ref(f.k, stored.data(), want.data(), kHd);
+      if (L.k_rotated()) hadamard_ref(want.data(), kHd);
+      F.key_row(0, s, reinterpret_cast<uint8_t*>(got.data()));
+      ASSERT_EQ(want, got) << "slot " << s;
+    }
+    EXPECT_TRUE((*ms)->with_kv_type(KvFormat(KvType::kQ8_0)).ok());
+  }
 }
 
 }  // namespace

@@ -139,7 +139,7 @@ TEST(Prefill, DecodeAfterChunksReadsTheHeldStatesOnly) {
     for (int il = 0; il < b->n_layer(); ++il) {
       kv::LayerState& L = b->layer(il);
       const int n = L.n_slot();
-      const size_t row = static_cast<size_t>(L.head_dim()) * (L.kv_type() == kv::KvType::kF16 ? 2 : 4);
+      const size_t row = kv_row_bytes(L.kv_type().k, L.head_dim());  // keys and values alike here
       std::vector<int64_t> pos(static_cast<size_t>(L.n_head_kv()) * n);
       std::vector<uint8_t> keys(pos.size() * row), values(pos.size() * row);
       const auto* k = static_cast<const uint8_t*>(L.keys());

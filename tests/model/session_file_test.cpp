@@ -1,12 +1,19 @@
 // Session files (runtime/session_file.h): for every policy and position mode, 300 tokens, save,
 // load, 200 more == 500 in one go, bit for bit; a bounded policy's file has the same size after
-// 2,000 and 20,000 tokens; truncated, corrupted, foreign and other-version files are refused.
+// 2,000 and 20,000 tokens; truncated, corrupted, foreign and other-version files are refused;
+// the K/V storage types travel with the state, and hostile type tags or block counts are refused.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <tuple>
+
+#include "core/hash.h"
 
 #include "model_test_util.h"
 #include "runtime/session_file.h"
+#include "runtime/session_impl.h"
+#include "tova/engine.h"
+#include "tova/session.h"
 
 namespace tova::testing {
 namespace {
@@ -119,6 +126,102 @@ TEST(SessionFile, SizeDoesNotGrowWithTokensSeenUnderABoundedPolicy) {
   EXPECT_EQ(sizes[0], sizes[1]);
 }
 
+// The payload of an encoded file with its header's size and checksum made to fit again (so that
+// a change reaches the field checks, not the checksum).
+std::vector<uint8_t> resealed(std::vector<uint8_t> b) {
+  const uint64_t size = b.size() - 32, hash = fnv1a(b.data() + 32, size);
+  std::memcpy(&b[16], &size, 8);
+  std::memcpy(&b[24], &hash, 8);
+  return b;
+}
+
+// Offset of the key type tag in a file of a policy named `name`: header (32), fingerprint (8),
+// name (4 + n), arg and budget (8), position mode (1).
+size_t key_tag_at(const std::string& name) { return 32 + 8 + 4 + name.size() + 8 + 1; }
+
+// Every storage format travels with the state: 300 tokens, save, load (the same format, the same
+// bytes when saved again), 100 more == 400 in one go, bit for bit. Hostile type tags, rotation
+// flags and block counts are one clear error; a version 1 file (one type tag) still loads; a
+// state loaded into another format is converted.
+TEST(SessionFile, StorageTypesTravelWithTheState) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(shared_path("models/stories260K.gguf"));
+  ASSERT_TRUE(m.ok());
+  auto ids = read_ids(shared_path("golden/tokens-1024.json"));
+  ThreadPool pool(2);
+  for (const char* text : {"q8_0", "q4_0+rot", "k=q8_0,v=f16", "bf16", "f32"}) {
+    SCOPED_TRACE(text);
+    CacheOptions o = options("tova", 64, kv::PositionMode::kAbsolute);
+    auto fmt = parse_kv_format(text);
+    ASSERT_TRUE(fmt.ok());
+    o.kv_type = *fmt;
+    auto one = runtime::make_state(**m, o, 0);
+    ASSERT_TRUE(one.ok());
+    const auto want = feed_logits(**m, **one, ids, 0, 400, pool);
+    auto first = runtime::make_state(**m, o, 0);
+    feed_logits(**m, **first, ids, 0, 300, pool);
+    SessionData d{.state = std::move(first).value(), .history = {1, 2}};
+    const std::vector<uint8_t> bytes = runtime::encode_session(**m, d);
+    auto back = runtime::decode_session_bytes(**m, bytes);
+    ASSERT_TRUE(back.ok()) << back.message();
+    EXPECT_TRUE(back->state->kv_type() == *fmt);
+    EXPECT_EQ(runtime::encode_session(**m, *back), bytes);
+    const auto got = feed_logits(**m, *back->state, ids, 300, 400, pool);
+    ASSERT_EQ(0, std::memcmp(got.data(), &want[300 * (*m)->config().n_vocab],
+                             got.size() * sizeof(float)));
+
+    const size_t at = key_tag_at("tova");
+    ASSERT_EQ(bytes[at], static_cast<uint8_t>(fmt->k));
+    for (const auto& [offset, value, needle] :
+         {std::tuple<size_t, uint8_t, const char*>{0, 9, "unknown key type tag 9"},
+          {1, 5, "unknown value type tag 5"},
+          {2, 2, "invalid rotation flag 2"},
+          {3, 3, "rows have 3 blocks"},
+          {5, 0, "rows have 0 blocks"}}) {
+      auto bad = bytes;
+      bad[at + offset] = value;
+      auto r = runtime::decode_session_bytes(**m, resealed(bad));
+      ASSERT_FALSE(r.ok()) << needle;
+      EXPECT_NE(r.message().find(needle), std::string::npos) << r.message();
+      EXPECT_EQ(r.message().find('\n'), std::string::npos);
+    }
+  }
+  // Version 1: the same state as a file with one type tag.
+  {
+    auto st = runtime::make_state(**m, options("tova", 64, kv::PositionMode::kAbsolute), 0);
+    feed_logits(**m, **st, ids, 0, 100, pool);
+    SessionData d{.state = std::move(st).value()};
+    const std::vector<uint8_t> v2 = runtime::encode_session(**m, d);
+    const size_t at = key_tag_at("tova");
+    std::vector<uint8_t> v1(v2.begin(), v2.begin() + at);
+    v1.push_back(0);  // f32
+    v1.insert(v1.end(), v2.begin() + at + 7, v2.end());
+    v1[8] = 1;
+    auto r = runtime::decode_session_bytes(**m, resealed(v1));
+    ASSERT_TRUE(r.ok()) << r.message();
+    EXPECT_EQ(runtime::encode_session(**m, *r), v2);
+  }
+  // Loaded into another format: converted (and what converts back to f32 is the stored rows).
+  {
+    CacheOptions o = options("tova", 64, kv::PositionMode::kAbsolute);
+    auto st = runtime::make_state(**m, o, 0);
+    feed_logits(**m, **st, ids, 0, 100, pool);
+    auto d = runtime::decode_session_bytes(
+        **m, runtime::encode_session(**m, SessionData{.state = std::move(st).value()}));
+    ASSERT_TRUE(d.ok());
+    auto e = Engine::load({.model_path = shared_path("models/stories260K.gguf"),
+                           .n_threads = 1,
+                           .need_tokenizer = false});
+    ASSERT_TRUE(e.ok()) << e.message();
+    auto s = runtime::resume_session(
+        **e, {.cache = o, .kv_override = {.k = KvType::kQ8_0, .v = KvType::kQ8_0}},
+        std::move(*d));
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(runtime::state_of(**s).kv_type() == KvFormat(KvType::kQ8_0));
+    EXPECT_EQ((*s)->cache().kv_type.label(), "q8_0");
+  }
+}
+
 TEST(SessionFile, HostileFilesAreOneClearErrorAndChangeNothing) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(shared_path("models/stories260K.gguf"));
@@ -152,11 +255,11 @@ TEST(SessionFile, HostileFilesAreOneClearErrorAndChangeNothing) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("another model"), std::string::npos) << r.message();
   // Another version.
-  auto v2 = good;
-  v2[8] = 2;
-  r = runtime::decode_session_bytes(**m, v2);
+  auto v3 = good;
+  v3[8] = 3;
+  r = runtime::decode_session_bytes(**m, v3);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.message().find("version 2"), std::string::npos) << r.message();
+  EXPECT_NE(r.message().find("version 3"), std::string::npos) << r.message();
   // Unknown header flags.
   auto flagged = good;
   flagged[12] = 2;

@@ -41,6 +41,17 @@ await check('completions and chat, streaming and not, per-request multi-state, u
   assert.equal(c.tova.budget, 8);
   assert.equal(c.tova.states_held, 8);
   assert.ok(c.tova.tokens_evicted > 0);
+  // K/V stored as q8_0 (llama.cpp's -ctk/-ctv as kv_type_k/kv_type_v too): the text `tova run`
+  // gives with the same --kv-type, in fewer bytes than f32.
+  const runQ8 = runGreedy('Once upon a time', 20,
+    ['--kv-policy', 'tova', '--kv-budget', '8', '--kv-type', 'q8_0']);
+  for (const fields of [{ kv_type: 'q8_0' }, { kv_type_k: 'q8_0', kv_type_v: 'q8_0' }]) {
+    const q = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time',
+      max_tokens: 20, temperature: 0, kv_policy: 'tova', kv_budget: 8, ...fields });
+    assert.equal(q.tova.kv_type, 'q8_0');
+    assert.ok(q.tova.kv_bytes < c.tova.kv_bytes * 0.6, `${q.tova.kv_bytes} vs ${c.tova.kv_bytes}`);
+    assert.equal(q.choices[0].text, runQ8);
+  }
   const g = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time',
     max_tokens: 12, temperature: 0, kv_policy: 'sink:4', kv_budget: 8, kv_positions: 'gap' });
   assert.equal(g.usage.completion_tokens, 12);
@@ -262,6 +273,10 @@ await check('hostile requests: status and error object each, /health OK througho
     ['POST', '/v1/completions', '{"prompt": "x", "bogus_field": 1}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "kv_positions": "sideways"}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "kv_positions": 3}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "kv_type": "q5_1"}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "kv_type": "f16+rot"}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "kv_type_k": 8}', 400],
+    ['POST', '/v1/completions', '{"prompt": "x", "kv_type_v": "k=q8_0,v=f16"}', 400],
     ['POST', '/v1/completions', '{"prompt": "x", "max_tokens": 5000, "kv_policy": "full"}', 400],
     ['POST', '/v1/chat/completions', '{"messages": []}', 400],
     ['POST', '/v1/chat/completions', '{"messages": [{"role": "user"}]}', 400],
