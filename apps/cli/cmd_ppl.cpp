@@ -12,15 +12,13 @@
 
 #include "commands.h"
 #include "common.h"
-#include "core/timer.h"
 #include "eval/output_dir.h"
 #include "eval/plots.h"
 #include "eval/ppl_sweep.h"
 #include "eval/progress.h"
 #include "eval/report.h"
+#include "eval/perplexity.h"
 #include "eval/stream_report.h"
-#include "model/model.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tova::cli {
 
@@ -135,119 +133,32 @@ struct Flags {
   int trained_ctx = 0;  // 0: the GGUF's context_length
 };
 
-// --stream: each configuration reads the whole text as one sequence. Bounded configurations run
-// once per position mode, batched together; `full` runs once (its results do not depend on the
-// mode: nothing is ever evicted) over the first --max-full-ctx tokens.
-void run_stream(const Flags& f, const Engine& e, const std::vector<kv::PositionMode>& modes,
-                const KvFormat& kv_type, const Timer& wall) {
-  const model::Model& m = e.model();
-  const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-  auto in = read_input_ids(f.tokens_file, f.text_file, e);
-  if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
-  const int32_t bos = in->from_text ? e.tokenizer().bos() : -1;
-  std::vector<int32_t> seq;
-  if (bos >= 0) seq.push_back(bos);
-  seq.insert(seq.end(), in->ids.begin(), in->ids.end());
-  if (f.ctx > 0 && static_cast<int64_t>(seq.size()) > f.ctx) seq.resize(f.ctx);
-  if (seq.size() < 2) throw CLI::RuntimeError(fail("'" + input + "' gives fewer than 2 tokens"));
-  const int n = static_cast<int>(std::min<size_t>(seq.size(), INT32_MAX));
-  const int64_t trained = f.trained_ctx > 0 ? f.trained_ctx : m.config().n_ctx_train;
-  const int max_full = f.max_full_ctx > 0 ? f.max_full_ctx
-                                           : static_cast<int>(std::min<int64_t>(
-                                                 4 * std::max<int64_t>(trained, 512), INT32_MAX));
-  auto configs = eval::sweep_configs(f.policies, f.budgets, n);
-  if (!configs.ok()) throw CLI::RuntimeError(fail(configs.message()));
-  std::vector<kv::PolicySpec> bounded, full;
-  for (const kv::PolicySpec& p : *configs) (p.bounded() ? bounded : full).push_back(p);
-  std::unique_ptr<eval::OutputDir> out;
-  if (!f.out.empty()) {
-    auto o = eval::OutputDir::create(f.out, f.force);
-    if (!o.ok()) throw CLI::RuntimeError(fail(o.message()));
-    out = std::move(o).value();
-  }
-
-  ThreadPool& pool = e.pool();
-  const bool tty = ::isatty(2) != 0;
-  std::vector<eval::StreamCurve> curves;
-  int64_t forward_calls = 0;
-  double sweep_seconds = 0;
-  auto sweep = [&](const std::vector<int32_t>& chunk, const std::vector<kv::PolicySpec>& cs,
-                   kv::PositionMode mode) {
-    eval::SweepOptions so{.configs = cs,
-                          .kv_type = kv_type,
-                          .positions = mode,
-                          .n_batch = f.n_batch,
-                          .batched = !f.no_batch,
-                          .share_prefix = !f.no_share};
-    if (tty) so.on_progress = progress_printer();
-    const std::vector<std::vector<int32_t>> chunks = {chunk};
-    auto res = eval::run_sweep(m, pool, chunks, so);
-    if (tty) fmt::print(stderr, "\r\033[K");
-    if (!res.ok()) throw CLI::RuntimeError(fail(res.message()));
-    forward_calls += res->n_forward_calls;
-    sweep_seconds += res->seconds;
-    for (const eval::ConfigResult& c : res->configs) {
-      curves.push_back(eval::stream_curve(c, mode, f.window));
-    }
-  };
-  if (!full.empty()) {
-    const std::vector<int32_t> head(seq.begin(), seq.begin() + std::min(n, max_full));
-    sweep(head, full, kv::PositionMode::kAbsolute);
-  }
-  if (!bounded.empty()) {
-    for (kv::PositionMode mode : modes) sweep(seq, bounded, mode);
-  }
-
-  const std::string title = fmt::format(
-      "{} streaming {}: {} tokens as one sequence, windows of {}",
-      std::filesystem::path(f.model.model_path()).filename().string(),
-      std::filesystem::path(input).filename().string(), n, f.window);
-  fmt::print("## Streaming perplexity: {}\n\n", title);
+void print_stream(const eval::PplReport& r) {
+  fmt::print("## Streaming perplexity: {}\n\n", r.title);
   fmt::print("| configuration | predictions | ppl | first window | last window |\n"
              "|---|---:|---:|---:|---:|\n");
-  for (const eval::StreamCurve& c : curves) {
+  for (const eval::StreamCurve& c : r.curves) {
     fmt::print("| {} | {} | {} | {} | {} |\n", c.label, c.n_predictions, fmt_ppl(c.ppl),
                c.window_ppl.empty() ? "-" : fmt_ppl(c.window_ppl.front()),
                c.window_ppl.empty() ? "-" : fmt_ppl(c.window_ppl.back()));
   }
   fmt::print("\n");
   fmt::print(stderr, "streamed {} tokens through {} configurations in {:.2f} s ({} forward calls)\n",
-             n, curves.size(), sweep_seconds, forward_calls);
-  if (!out) return;
-  const nlohmann::ordered_json header = {
-      {"model", f.model.model_path()},
-      {"text", f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file)
-                                     : nlohmann::ordered_json()},
-      {"tokens_file", f.tokens_file.empty() ? nlohmann::ordered_json()
-                                            : nlohmann::ordered_json(f.tokens_file)},
-      {"mode", "stream"},
-      {"n_tokens", n},
-      {"bos_added", bos >= 0},
-      {"window", f.window},
-      {"max_full_ctx", max_full},
-      {"trained_ctx", trained},
-      {"scoring", "every prediction of the sequence; window w covers predictions "
-                  "[w*window, (w+1)*window)"},
-      {"kv_type", f.kv_type.text()},
-      {"f32_activations", f.model.f32_activations},
-      {"batched", !f.no_batch},
-      {"n_batch", f.n_batch},
-      {"threads", pool.size()},
-      {"forward_calls", forward_calls},
-      {"sweep_seconds", sweep_seconds},
-      {"wall_seconds", wall.seconds()},
-  };
-  auto st = eval::write_file(out->file("results.json"),
-                             eval::stream_json(curves, header).dump(1) + "\n");
-  if (st.ok()) st = eval::write_file(out->file("results.csv"), eval::stream_csv(curves));
-  if (st.ok() && !f.no_plot) {
-    st = eval::plot_stream(curves, title, trained, out->tmp_path());
-    if (!st.ok()) st = make_error("{} (--no-plot skips the plots)", st.message());
-  }
-  if (st.ok()) st = out->commit();
-  if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
-  fmt::print(stderr, "wrote results.json, results.csv{} to {}\n",
-             f.no_plot ? "" : ", stream.png, stream.svg", out->path());
+             r.n_tokens, r.curves.size(), r.sweep_seconds, r.n_forward_calls);
+}
+
+void print_sweep(const eval::PplReport& rep, const Flags& f) {
+  const eval::SweepResult& r = rep.sweep;
+  fmt::print("## Perplexity: {}\n\n{}\n{}", rep.title, ppl_table(r), "\n");
+  fmt::print("{}\n", detail_table(r));
+  const int64_t steps = static_cast<int64_t>(r.n_chunks) * r.ctx * r.configs.size();
+  fmt::print(stderr,
+             "scored {} configurations x {} chunks x {} predictions in {:.2f} s "
+             "({:.0f} token steps/s, {} forward calls, {})\n",
+             r.configs.size(), r.n_chunks, r.ctx - 1, r.seconds, steps / r.seconds,
+             r.n_forward_calls,
+             f.no_batch ? "one configuration per call"
+                        : (f.no_share ? "batched, no prefix sharing" : "batched"));
 }
 
 }  // namespace
@@ -312,131 +223,74 @@ void add_ppl_command(CLI::App& app) {
       "times ppl (delta method). KL is KL(p_full || p_config) per prediction.");
   cmd->callback([flags] {
     const Flags& f = *flags;
-    Timer wall;
-    std::vector<KvFormat> kv_types;
+    eval::PplOptions o{.policies = f.policies,
+                       .budgets = f.budgets,
+                       .ctx = f.ctx,
+                       .chunks = f.chunks,
+                       .positions = {},
+                       .n_batch = f.n_batch,
+                       .batched = !f.no_batch,
+                       .share_prefix = !f.no_share,
+                       .stream = f.stream,
+                       .window = f.window,
+                       .max_full_ctx = f.max_full_ctx,
+                       .trained_ctx = f.trained_ctx,
+                       .f32_activations = f.model.f32_activations};
     for (const std::string& t : f.kv_type.texts()) {
-      auto kv = parse_kv_format(t);
-      if (!kv.ok()) throw CLI::RuntimeError(fail(kv.message()));
-      if (std::find(kv_types.begin(), kv_types.end(), *kv) != kv_types.end()) {
-        throw CLI::RuntimeError(fail("--kv-type lists " + kv->label() + " twice"));
+      const KvFormat kv = or_fail(parse_kv_format(t));
+      if (std::find(o.kv_types.begin(), o.kv_types.end(), kv) != o.kv_types.end()) {
+        throw CLI::RuntimeError(fail("--kv-type lists " + kv.label() + " twice"));
       }
-      kv_types.push_back(*kv);
+      o.kv_types.push_back(kv);
     }
-    const KvFormat kv_type = kv_types.front();
-    if (kv_types.size() > 1 && f.stream) {
-      throw CLI::RuntimeError(fail("--kv-type lists several formats; --stream takes one"));
+    for (const std::string& name : split_list(f.positions)) {
+      const kv::PositionMode mode = or_fail(kv::parse_position_mode(name));
+      if (std::find(o.positions.begin(), o.positions.end(), mode) == o.positions.end()) {
+        o.positions.push_back(mode);
+      }
     }
-    std::vector<kv::PositionMode> modes;
-    for (size_t at = 0; at <= f.positions.size();) {
-      const size_t comma = std::min(f.positions.find(',', at), f.positions.size());
-      auto mode = kv::parse_position_mode(f.positions.substr(at, comma - at));
-      if (!mode.ok()) throw CLI::RuntimeError(fail(mode.message()));
-      if (std::find(modes.begin(), modes.end(), *mode) == modes.end()) modes.push_back(*mode);
-      at = comma + 1;
-    }
-    if (modes.size() > 1 && !f.stream) {
-      throw CLI::RuntimeError(
-          fail("--kv-positions lists several modes; that needs --stream (or one sweep per mode)"));
-    }
-    const kv::PositionMode positions = modes.front();
     if (f.policies.empty()) {
       throw CLI::RuntimeError(fail("no policies given (--policies full,window,tova,...)"));
     }
     if (f.text_file.empty() && f.tokens_file.empty()) {
       throw CLI::RuntimeError(fail("nothing to score: give a text (-f) or token ids (--tokens)"));
     }
-    const auto engine = or_fail(f.model.load(f.tokens_file.empty()));
-    const model::Model& m = engine->model();
-    if (f.stream) {
-      run_stream(f, *engine, modes, kv_type, wall);
-      return;
-    }
-    const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 1 ? m.config().n_ctx_train : 512);
-    auto configs = eval::sweep_configs(f.policies, f.budgets, ctx);
-    if (!configs.ok()) throw CLI::RuntimeError(fail(configs.message()));
-
+    // A bad --out fails now, not after the sweep.
     std::unique_ptr<eval::OutputDir> out;
-    if (!f.out.empty()) {
-      auto o = eval::OutputDir::create(f.out, f.force);
-      if (!o.ok()) throw CLI::RuntimeError(fail(o.message()));
-      out = std::move(o).value();
+    if (!f.out.empty()) out = or_fail(eval::OutputDir::create(f.out, f.force));
+    if (!f.tokens_file.empty()) {
+      o.tokens = or_fail(read_token_file(f.tokens_file));
+      o.tokens_label = f.tokens_file;
+    } else {
+      o.text = or_fail(read_text_file(f.text_file));
+      o.text_label = f.text_file;
     }
-
-    const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-    auto in = read_input_ids(f.tokens_file, f.text_file, *engine);
-    if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
-    const std::vector<int32_t>& ids = in->ids;
-    const int32_t bos = in->from_text ? engine->tokenizer().bos() : -1;
-    if (ids.empty()) throw CLI::RuntimeError(fail("'" + input + "' gives no tokens"));
-    auto chunks = eval::make_chunks(ids, {.ctx = ctx, .bos = bos, .max_chunks = f.chunks});
-    if (!chunks.ok()) throw CLI::RuntimeError(fail(input + ": " + chunks.message()));
-
-    ThreadPool& pool = engine->pool();
+    const auto engine = or_fail(f.model.load(f.tokens_file.empty()));
+    o.model_label = f.model.model_path();
     const bool tty = ::isatty(2) != 0;
-    eval::SweepOptions so{.configs = *configs,
-                          .kv_type = kv_type,
-                          .kv_types = kv_types.size() > 1 ? kv_types : std::vector<KvFormat>{},
-                          .positions = positions,
-                          .n_batch = f.n_batch,
-                          .batched = !f.no_batch,
-                          .share_prefix = !f.no_share};
-    if (tty) so.on_progress = progress_printer();
-    auto res = eval::run_sweep(m, pool, *chunks, so);
+    if (tty) o.on_progress = progress_printer();
+    auto rep = eval::run_ppl(*engine, o);
     if (tty) fmt::print(stderr, "\r\033[K");
-    if (!res.ok()) throw CLI::RuntimeError(fail(res.message()));
-    const eval::SweepResult& r = *res;
-
-    const std::string title =
-        fmt::format("{} on {}: ctx {}, {} chunk{}",
-                    std::filesystem::path(f.model.model_path()).filename().string(),
-                    std::filesystem::path(input).filename().string(), r.ctx, r.n_chunks,
-                    r.n_chunks == 1 ? "" : "s");
-    fmt::print("## Perplexity: {}\n\n{}\n{}", title, ppl_table(r), "\n");
-    fmt::print("{}\n", detail_table(r));
-    const int64_t steps = static_cast<int64_t>(r.n_chunks) * r.ctx * r.configs.size();
-    fmt::print(stderr,
-               "scored {} configurations x {} chunks x {} predictions in {:.2f} s "
-               "({:.0f} token steps/s, {} forward calls, {})\n",
-               r.configs.size(), r.n_chunks, r.ctx - 1, r.seconds, steps / r.seconds,
-               r.n_forward_calls,
-               f.no_batch ? "one configuration per call"
-                          : (f.no_share ? "batched, no prefix sharing" : "batched"));
-
-    if (out) {
-      const nlohmann::ordered_json header = {
-          {"model", f.model.model_path()},
-          {"text",
-           f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file) : nlohmann::ordered_json()},
-          {"tokens_file", f.tokens_file.empty() ? nlohmann::ordered_json()
-                                                : nlohmann::ordered_json(f.tokens_file)},
-          {"ctx", r.ctx},
-          {"n_chunks", r.n_chunks},
-          {"n_tokens", ids.size()},
-          {"n_predictions_per_config", r.n_predictions},
-          {"scoring", "every prediction of each chunk (ctx - 1); chunk = BOS + ctx - 1 tokens"},
-          {"kv_types", f.kv_type.texts()},
-          {"kv_positions", f.positions},
-          {"f32_activations", f.model.f32_activations},
-          {"batched", !f.no_batch},
-          {"share_prefix", !f.no_batch && !f.no_share},
-          {"n_batch", f.n_batch},
-          {"threads", pool.size()},
-          {"forward_calls", r.n_forward_calls},
-          {"sweep_seconds", r.seconds},
-          {"wall_seconds", wall.seconds()},
-      };
-      auto st =
-          eval::write_file(out->file("results.json"), eval::sweep_json(r, header).dump(1) + "\n");
-      if (st.ok()) st = eval::write_file(out->file("results.csv"), eval::sweep_csv(r));
-      if (st.ok() && !f.no_plot) {
-        st = eval::plot_sweep(r, title, out->tmp_path());
-        if (!st.ok()) st = make_error("{} (--no-plot skips the plots)", st.message());
-      }
-      if (st.ok()) st = out->commit();
-      if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
-      fmt::print(stderr, "wrote results.json, results.csv{} to {}\n",
-                 f.no_plot ? "" : ", ppl.png, ppl.svg", out->path());
+    if (!rep.ok()) throw CLI::RuntimeError(fail(rep.message()));
+    if (rep->stream) {
+      print_stream(*rep);
+    } else {
+      print_sweep(*rep, f);
     }
+    if (!out) return;
+    Status st = eval::write_file(out->file("results.json"), rep->json.dump(1) + "\n");
+    if (st.ok()) st = eval::write_file(out->file("results.csv"), rep->csv);
+    if (st.ok() && !f.no_plot) {
+      st = rep->stream ? eval::plot_stream(rep->curves, rep->title, rep->trained_ctx,
+                                           out->tmp_path())
+                       : eval::plot_sweep(rep->sweep, rep->title, out->tmp_path());
+      if (!st.ok()) st = make_error("{} (--no-plot skips the plots)", st.message());
+    }
+    if (st.ok()) st = out->commit();
+    or_fail(st);
+    fmt::print(stderr, "wrote results.json, results.csv{} to {}\n",
+               f.no_plot ? "" : (rep->stream ? ", stream.png, stream.svg" : ", ppl.png, ppl.svg"),
+               out->path());
   });
 }
 
