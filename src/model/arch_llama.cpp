@@ -11,12 +11,25 @@ Status configure(KeyReader& /*keys*/, ModelConfig& c) {
   return ok_status();
 }
 
+std::vector<RandomShape> fixtures() {
+  RandomShape l3 = fixture_shape("llama3", "Llama-3.2-1B (scaled down)", "llama");
+  l3.rope_base = 500000.f;
+  l3.tied_output = true;
+  l3.head_dim = 16;
+  l3.llama3_orig_ctx = 64;
+  RandomShape mi = fixture_shape("mistral", "Mistral-Nemo-12B (scaled down)", "llama");
+  mi.rope_base = 1000000.f;
+  mi.head_dim = 32;  // attention.key_length: n_head * head_dim != n_embd, as Nemo's 32 x 128
+                     // != 5120
+  return {l3, mi};
+}
+
 }  // namespace
 
 extern const ArchSpec kArchLlama{.name = "llama",
-                                 .arch = Arch::kLlama,
                                  .rope_freqs = true,
                                  .configure = configure,
-                                 .load_layer = load_llama_layer};
+                                 .load_layer = load_llama_layer,
+                                 .fixtures = fixtures};
 
 }  // namespace tova::model

@@ -6,8 +6,6 @@
 
 namespace tova::model {
 
-const char* supported_architectures() { return "llama, qwen2, qwen3, phi3, gemma2, gemma3"; }
-
 Status read_rope_scaling(KeyReader& keys, ModelConfig& c) {
   const std::string& path = keys.file().path();
   // Linear RoPE scaling: positions are multiplied by 1/factor.
@@ -43,7 +41,6 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
     return make_error("{}: unsupported architecture '{}' (supported: {})", f.path(), c.arch_name,
                       supported_architectures());
   }
-  c.arch = spec->arch;
   if (f.find("general.name") != nullptr) {
     auto n = f.get_string("general.name");
     if (n.ok()) c.name = *n;

@@ -11,13 +11,10 @@
 
 namespace tova::model {
 
-enum class Arch { kLlama, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3 };
-
 // The gated feed-forward's activation: act(gate) * up.
 enum class FfnAct { kSilu, kGeluTanh };
 
 struct ModelConfig {
-  Arch arch = Arch::kLlama;
   std::string arch_name;  // general.architecture
   std::string name;       // general.name, if any
   int n_vocab = 0;
@@ -44,8 +41,8 @@ struct ModelConfig {
   std::vector<std::string> keys_read;
 };
 
-// The architectures tova implements, for error messages.
-const char* supported_architectures();
+// The architectures tova implements, for error messages: "llama, qwen2, ..." (the registry's).
+std::string supported_architectures();
 
 Result<ModelConfig> load_config(const io::GgufFile& file);
 

@@ -12,6 +12,7 @@
 #include "core/hash.h"
 #include "io/gguf.h"
 #include "kernels/quant.h"
+#include "model/arch.h"
 
 namespace tova::model {
 namespace {
@@ -109,89 +110,13 @@ std::vector<RandomShape> make_shapes() {
                .tied_output = true,
                .qkv_bias = true,
                .vocab_file = "ggml-vocab-starcoder.gguf"});
-  // Architecture fixtures (--arch): every tensor and key of a converted model of the family,
-  // scaled down; the vocabulary is stories260K's (512 tokens), so they share test inputs.
-  const RandomShape fixture{.n_layer = 2,
-                            .n_embd = 64,
-                            .n_head = 4,
-                            .n_head_kv = 2,
-                            .n_ff = 160,
-                            .n_vocab = 512,
-                            .n_ctx = 256,
-                            .rms_eps = 1e-5f,
-                            .weight_std = 0.15f,  // not near-uniform logits: greedy varies
-                            .random_norms = true,
-                            .vocab_file = "stories260K.gguf"};
-  RandomShape l3 = fixture;
-  l3.name = "arch-llama3";
-  l3.description = "Llama-3.2-1B (scaled down)";
-  l3.arch = "llama";
-  l3.rope_base = 500000.f;
-  l3.tied_output = true;
-  l3.head_dim = 16;
-  l3.llama3_orig_ctx = 64;
-  s.push_back(l3);
-  RandomShape q3 = fixture;
-  q3.name = "arch-qwen3";
-  q3.description = "Qwen3-0.6B (scaled down)";
-  q3.arch = "qwen3";
-  q3.rope_base = 1000000.f;
-  q3.rms_eps = 1e-6f;
-  q3.tied_output = true;
-  q3.head_dim = 32;  // n_head * head_dim = 128 != n_embd, as Qwen3-0.6B's 16 x 128 != 1024
-  q3.qk_norm = true;
-  s.push_back(q3);
-  RandomShape q2 = fixture;
-  q2.name = "arch-qwen2";
-  q2.description = "Qwen2.5-0.5B (scaled down)";
-  q2.arch = "qwen2";
-  q2.rope_base = 1000000.f;
-  q2.rms_eps = 1e-6f;
-  q2.tied_output = true;
-  q2.qkv_bias = true;
-  s.push_back(q2);
-  RandomShape p3 = fixture;
-  p3.name = "arch-phi3";
-  p3.description = "Phi-4 (scaled down)";
-  p3.arch = "phi3";
-  p3.rope_base = 250000.f;
-  p3.tied_output = false;
-  s.push_back(p3);
-  RandomShape mi = fixture;
-  mi.name = "arch-mistral";
-  mi.description = "Mistral-Nemo-12B (scaled down)";
-  mi.arch = "llama";
-  mi.rope_base = 1000000.f;
-  mi.head_dim = 32;  // attention.key_length: n_head * head_dim != n_embd, as Nemo's 32 x 128
-                     // != 5120
-  s.push_back(mi);
-  RandomShape g2 = fixture;
-  g2.name = "arch-gemma2";
-  g2.description = "Gemma-2-2B (scaled down)";
-  g2.arch = "gemma2";
-  g2.rms_eps = 1e-6f;
-  g2.tied_output = true;
-  g2.head_dim = 32;  // Gemma-2-2B: 8 x 256 != 2304
-  g2.post_norms = true;
-  g2.sliding_window = 16;  // layer 0 has the window, layer 1 is global (pattern 2)
-  g2.attn_softcap = 50.f;
-  g2.final_softcap = 30.f;
-  s.push_back(g2);
-  RandomShape g3 = fixture;
-  g3.name = "arch-gemma3";
-  g3.description = "Gemma-3-4B (scaled down)";
-  g3.arch = "gemma3";
-  g3.n_layer = 6;  // layers 0-4 have the window, layer 5 is global (pattern 6)
-  g3.n_head_kv = 1;
-  g3.rope_base = 1000000.f;
-  g3.rms_eps = 1e-6f;
-  g3.tied_output = true;
-  g3.head_dim = 32;
-  g3.qk_norm = true;
-  g3.post_norms = true;
-  g3.sliding_window = 16;
-  g3.rope_linear = 8.f;  // the global layers' linear scaling (Gemma 3 4B and up)
-  s.push_back(g3);
+  // Architecture fixtures (--arch): each architecture file lists its own (ArchSpec::fixtures).
+  for (const ArchSpec* a : all_archs()) {
+    for (RandomShape f : a->fixtures()) {
+      f.name = "arch-" + f.name;
+      s.push_back(std::move(f));
+    }
+  }
   return s;
 }
 
@@ -398,6 +323,25 @@ Result<RandomShape> find_random_arch(std::string_view family) {
     if (r.name.starts_with("arch-") && r.name.substr(5) == family) return r;
   }
   return make_error("unknown architecture fixture '{}' (valid: {})", family, random_arch_choices());
+}
+
+RandomShape fixture_shape(std::string family, std::string description, std::string arch) {
+  // Every tensor and key of a converted model of the family, scaled down; the vocabulary is
+  // stories260K's (512 tokens), so the fixtures share test inputs.
+  return RandomShape{.name = std::move(family),
+                     .description = std::move(description),
+                     .arch = std::move(arch),
+                     .n_layer = 2,
+                     .n_embd = 64,
+                     .n_head = 4,
+                     .n_head_kv = 2,
+                     .n_ff = 160,
+                     .n_vocab = 512,
+                     .n_ctx = 256,
+                     .rms_eps = 1e-5f,
+                     .weight_std = 0.15f,  // not near-uniform logits: greedy varies
+                     .random_norms = true,
+                     .vocab_file = "stories260K.gguf"};
 }
 
 Result<RandomShape> find_random_shape(std::string_view name) {

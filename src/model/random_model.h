@@ -61,6 +61,11 @@ Result<RandomShape> find_random_shape(std::string_view name);
 std::string random_arch_choices();
 Result<RandomShape> find_random_arch(std::string_view family);
 
+// The fixture base (two layers of 64, stories260K's vocabulary, random norms) of an architecture
+// family, for ArchSpec::fixtures: `family` is its --arch name ("llama3"), `arch` the file's
+// general.architecture.
+RandomShape fixture_shape(std::string family, std::string description, std::string arch);
+
 // Weight types a random model can be written in (those tova computes with), e.g. "q4_0, f16".
 std::string random_type_choices();
 // An error lists the valid types.

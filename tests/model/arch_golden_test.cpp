@@ -13,6 +13,7 @@
 
 #include <cmath>
 
+#include "model/arch.h"
 #include "model_test_util.h"
 
 namespace tova::testing {
@@ -116,9 +117,16 @@ TEST_P(ArchGoldenQ8, Greedy64EqualsLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenQ8, ::testing::Values("qwen3", "phi3"));
 
-INSTANTIATE_TEST_SUITE_P(Families, ArchGolden,
-                         ::testing::Values("llama3", "qwen3", "qwen2", "mistral", "phi3", "gemma2",
-                                           "gemma3"));
+// Every fixture of every registered architecture (a family added without goldens fails here).
+std::vector<std::string> fixture_names() {
+  std::vector<std::string> names;
+  for (const model::ArchSpec* a : model::all_archs()) {
+    for (const model::RandomShape& f : a->fixtures()) names.push_back(f.name);
+  }
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ArchGolden, ::testing::ValuesIn(fixture_names()));
 
 }  // namespace
 }  // namespace tova::testing

@@ -131,7 +131,7 @@ TEST_F(RandomModelTest, LoaderReadsTheShapeTypesAndVocabulary) {
   auto m = Model::load(path);
   ASSERT_TRUE(m.ok()) << m.message();
   const ModelConfig& c = (*m)->config();
-  EXPECT_EQ(c.arch, Arch::kLlama);
+  EXPECT_EQ(c.arch_name, "llama");
   EXPECT_EQ(c.n_layer, 2);
   EXPECT_EQ(c.n_embd, 256);
   EXPECT_EQ(c.n_head, 4);
@@ -171,7 +171,7 @@ TEST_F(RandomModelTest, Qwen2ShapeHasBiasesAndTiedEmbedding) {
   auto m = Model::load(path);
   ASSERT_TRUE(m.ok()) << m.message();
   const ModelConfig& c = (*m)->config();
-  EXPECT_EQ(c.arch, Arch::kQwen2);
+  EXPECT_EQ(c.arch_name, "qwen2");
   EXPECT_FALSE((*m)->weights().layers[0].bq.empty());
   EXPECT_TRUE(c.tied_output);
   EXPECT_EQ(c.n_vocab, 49152);
