@@ -4,21 +4,16 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <filesystem>
 
 #include "commands.h"
 #include "common.h"
-#include "core/timer.h"
 #include "eval/output_dir.h"
-#include "eval/ppl_sweep.h"
 #include "eval/progress.h"
-#include "eval/task_eval.h"
 #include "eval/task_report.h"
-#include "eval/task_samples.h"
+#include "eval/task_run.h"
+#include "eval/tasks.h"
 #include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tova::cli {
 namespace {
@@ -58,138 +53,65 @@ T take(Result<T> r) {
 }
 
 void run(const Flags& f) {
-  Timer wall;
-  if (f.tasks.empty()) check(make_error("no tasks given (valid: {})", eval::task_choices()));
-  for (const std::string& t : f.tasks) {
-    if (eval::find_task(t) == nullptr) {
-      check(make_error("unknown task '{}' (valid: {})", t, eval::task_choices()));
-    }
-  }
-  const PrefillMode prefill = take(parse_prefill(f.prefill));
-  const kv::PositionMode positions = take(kv::parse_position_mode(f.positions));
-  const KvFormat kv_type = take(parse_kv_format(f.kv_type.text()));
-  // Budgets are not capped by the length: a budget at least the prompt and its answer equals
-  // full (said below).
-  const std::vector<kv::PolicySpec> configs =
-      take(eval::sweep_configs(f.policies, f.budgets, 1 << 30));
-
-  eval::SampleOptions so{.tasks = f.tasks,
+  eval::TaskRunOptions o{.tasks = f.tasks,
+                         .lengths = f.lengths,
                          .depths = f.depths,
                          .samples = f.samples,
                          .seed = f.seed,
-                         .max_new = f.max_new};
+                         .policies = f.policies,
+                         .budgets = f.budgets,
+                         .prefill = f.prefill,
+                         .positions = f.positions,
+                         .kv_type = f.kv_type.text(),
+                         .chat = f.chat,
+                         .chat_template = f.chat_template,
+                         .max_new = f.max_new,
+                         .n_batch = f.n_batch,
+                         .batched = !f.no_batch,
+                         .share_prefix = !f.no_share,
+                         .model_label = f.model.model_path()};
   if (!f.template_file.empty()) {
-    const std::string text = take(read_text_file(f.template_file));
-    so.custom = take(eval::parse_needle_template(text, f.template_file));
+    o.template_text = take(read_text_file(f.template_file));
+    o.template_label = f.template_file;
   }
   if (!f.haystack_file.empty()) {
-    const std::string text = take(read_text_file(f.haystack_file));
-    so.haystack = take(eval::file_haystack(text, f.haystack_file));
+    o.haystack_text = take(read_text_file(f.haystack_file));
+    o.haystack_label = f.haystack_file;
   }
+  // A bad --out fails now, not after the grid.
   std::unique_ptr<eval::OutputDir> out;
   if (!f.out.empty()) out = take(eval::OutputDir::create(f.out, f.force));
 
   const std::unique_ptr<Engine> engine = take(f.model.load());
-  const model::Model& m = engine->model();
-  const tok::Tokenizer& tk = engine->tokenizer();
-  const int64_t trained = m.config().n_ctx_train;
-  so.lengths = f.lengths;
-  if (so.lengths.empty()) so.lengths = {trained > 16 ? static_cast<int>(std::min<int64_t>(trained, 1 << 24)) : 4096};
-  if (f.chat || !f.chat_template.empty()) so.chat = take(engine->chat_template(f.chat_template));
-
-  std::vector<std::string> warnings;
-  for (int len : so.lengths) {
-    if (trained > 0 && len > trained) {
-      warnings.push_back(fmt::format(
-          "length {} is past the model's trained context of {} tokens: positions beyond it were "
-          "never trained (--kv-positions is {}; gap or rank keep a bounded policy's positions "
-          "within the trained range, absolute does not)",
-          len, trained, f.positions));
-    }
-  }
-  const int max_len = *std::max_element(so.lengths.begin(), so.lengths.end());
-  for (const kv::PolicySpec& c : configs) {
-    if (c.bounded() && c.budget >= max_len) {
-      warnings.push_back(fmt::format(
-          "budget {} is at least every sample's length (prompt and answer, {} at most): {} k={} "
-          "never evicts and equals full",
-          c.budget, max_len, c.label(), c.budget));
-    }
-  }
-  const eval::SampleSet samples = take(eval::make_samples(tk, so));
-  warnings.insert(warnings.end(), samples.warnings.begin(), samples.warnings.end());
-  for (const std::string& w : warnings) fmt::print(stderr, "tova: warning: {}\n", w);
-
-  ThreadPool& pool = engine->pool();
-  const auto running = engine->exclusive();
-  eval::EvalOptions eo{.configs = configs,
-                       .prefill = prefill,
-                       .kv_type = kv_type,
-                       .positions = positions,
-                       .n_batch = f.n_batch,
-                       .batched = !f.no_batch,
-                       .share_prefix = !f.no_share};
+  o.on_warning = [](const std::string& w) { fmt::print(stderr, "tova: warning: {}\n", w); };
   const bool tty = ::isatty(2) != 0;
   if (tty) {
-    eo.on_progress = [last = -1.0](const eval::EvalProgress& p) mutable {
+    o.on_progress = [last = -1.0](const eval::EvalProgress& p) mutable {
       if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;
       last = p.seconds;
       fmt::print(stderr, "\r{}", eval::progress_line(p.steps_done, p.steps_total, p.seconds));
       std::fflush(stderr);
     };
   }
-  auto res = eval::run_eval(m, tk, pool, samples.samples, eo);
+  auto res = eval::run_tasks(*engine, o);
   if (tty) fmt::print(stderr, "\r\033[K");
-  const eval::EvalResult& r = take(std::move(res));
-
-  const std::string title =
-      fmt::format("{}: {} samples per cell, seed {}",
-                  std::filesystem::path(f.model.model_path()).filename().string(), f.samples,
-                  f.seed);
-  fmt::print("## Tasks: {}\n\n{}", title, eval::accuracy_markdown(r.records));
+  const eval::TaskReport rep = take(std::move(res));
+  const eval::EvalResult& r = rep.result;
+  fmt::print("## Tasks: {}\n\n{}", rep.title, eval::accuracy_markdown(r.records));
   fmt::print(stderr,
              "ran {} samples x {} configurations in {:.2f} s ({} forward calls, {} token steps "
              "computed, {} ridden along)\n",
-             samples.samples.size(), configs.size(), r.seconds, r.n_forward_calls, r.token_steps,
+             rep.n_samples, rep.n_configs, r.seconds, r.n_forward_calls, r.token_steps,
              r.shared_steps);
   if (!out) return;
-  nlohmann::ordered_json header = {
-      {"model", f.model.model_path()},
-      {"tasks", f.tasks},
-      {"lengths", so.lengths},
-      {"depths", f.depths},
-      {"samples", f.samples},
-      {"seed", f.seed},
-      {"template", f.template_file.empty() ? nlohmann::ordered_json("ruler")
-                                           : nlohmann::ordered_json(f.template_file)},
-      {"haystack", so.haystack.source},
-      {"chat_template", so.chat ? nlohmann::ordered_json(std::string(so.chat->name()))
-                                : nlohmann::ordered_json()},
-      {"prefill", prefill.label()},
-      {"kv_positions", f.positions},
-      {"kv_type", kv_type.label()},
-      {"scoring", "RULER string_match_all: the share of expected strings found in the answer "
-                  "(case-insensitive); correct = all found"},
-      {"batched", !f.no_batch},
-      {"share_prefix", !f.no_batch && !f.no_share},
-      {"n_batch", f.n_batch},
-      {"threads", pool.size()},
-      {"forward_calls", r.n_forward_calls},
-      {"token_steps", r.token_steps},
-      {"shared_steps", r.shared_steps},
-      {"eval_seconds", r.seconds},
-      {"wall_seconds", wall.seconds()},
-      {"warnings", warnings},
-  };
   // An answer may hold bytes that are not UTF-8 (the model writes byte tokens; niah_multikey on
   // niah-13m did): they become U+FFFD in the JSON instead of an exception after the whole grid.
-  const std::string json =
-      eval::eval_json(r, header).dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string json = rep.json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
   check(eval::write_file(out->file("results.json"), json + "\n"));
-  check(eval::write_file(out->file("results.csv"), eval::eval_csv(r)));
+  check(eval::write_file(out->file("results.csv"), rep.csv));
   std::string plots;
   if (!f.no_plot) {
-    auto stems = eval::plot_eval(r.records, title, out->tmp_path());
+    auto stems = eval::plot_eval(r.records, rep.title, out->tmp_path());
     if (!stems.ok()) check(make_error("{} (--no-plot skips the plots)", stems.message()));
     for (const std::string& s : *stems) plots += ", " + s + ".png/.svg";
   }
