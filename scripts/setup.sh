@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every dependency from Debian 12 packages and builds tova in Release into build/.
+# Installs every dependency from Debian 12 packages and builds tova in Release into build/: the
+# tova program (build/bin/tova) and the Python module (PYTHONPATH=build/python, Debian's python3).
 # Usage: scripts/setup.sh            (idempotent; re-running only rebuilds what changed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,7 +8,9 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build pkg-config libhwy-dev nlohmann-json3-dev
           libcli11-dev libfmt-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
           gnuplot-nox clang libclang-rt-14-dev  # clang: the sanitizer pass and libFuzzer (scripts/fuzz.sh)
-          chromium nginx curl)  # the server's web page in a browser, replicas behind nginx, README examples
+          chromium nginx curl  # the server's web page in a browser, replicas behind nginx, README examples
+          python3-dev pybind11-dev python3-pytest python3-numpy  # import tova (python/) and its tests
+          tmux)  # the terminal test of tova chat (line editing, Ctrl-C)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,24 @@
+"""tova: run GGUF language models on the CPU with a bounded KV cache.
+
+A compression policy bounds each layer's KV cache to k states ("Transformers are Multi-State
+RNNs", arXiv 2401.06104): TOVA drops, at every step, the token the current query attends to
+least. The same library drives `tova run`, `tova chat`, `tova serve` and this module.
+
+    import tova
+    engine = tova.Engine()                      # the bundled stories260K; or Engine(path, threads=4)
+    s = engine.session(policy="tova", budget=64, temperature=0)
+    for piece in s.generate("Once upon a time", max_tokens=50):
+        print(piece, end="")
+    s.stats()["kv_held"]                        # bytes of K/V the session holds
+
+    s = engine.session()
+    s.feed(engine.tokenize("Once upon a time"))
+    s.logits()                                  # numpy float32 [n_vocab], a view (no copy)
+
+    tova.ppl(engine, text=open("book.txt").read(), policies=["full", "tova"], budgets=[64])
+    tova.eval(engine, "passkey", lengths=[256], samples=4, policies=["full", "tova"], budgets=[32])
+"""
+
+from ._tova import Engine, Generator, Session, eval, policies, ppl
+
+__all__ = ["Engine", "Session", "Generator", "policies", "ppl", "eval"]

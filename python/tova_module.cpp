@@ -1,0 +1,446 @@
+// The Python module `tova` (its compiled part, tova._tova): the library's public API
+// (include/tova/) as Python classes. Compute runs with the GIL released; the engine's pool takes
+// one forward pass at a time (Engine::exclusive), so sessions of one engine may be used from
+// several Python threads. Docstrings here; type hints in tova/__init__.pyi.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "eval/perplexity.h"
+#include "eval/task_run.h"
+#include "kv/policy_registry.h"
+#include "tova/engine.h"
+#include "tova/options.h"
+#include "tova/session.h"
+#include "tova/text_stream.h"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace tova::python {
+namespace {
+
+// Errors reach Python as exceptions whose message is the library's one line.
+template <typename T>
+T unwrap(Result<T> r) {
+  if (!r.ok()) throw std::runtime_error(r.message());
+  return std::move(r).value();
+}
+void unwrap(const Status& s) {
+  if (!s.ok()) throw std::runtime_error(s.message());
+}
+
+// The model a bare Engine() loads: the bundled stories260K of the source tree this module was
+// built from, else what bundled_model_path() finds.
+std::string default_model() {
+  std::error_code ec;
+  if (std::filesystem::exists(TOVA_BUNDLED_MODEL, ec)) return TOVA_BUNDLED_MODEL;
+  return bundled_model_path();
+}
+
+SamplerParams sampler(float temperature, int top_k, float top_p, float min_p,
+                      float repeat_penalty, int repeat_last_n, std::optional<uint64_t> seed) {
+  return {.temp = temperature,
+          .top_k = top_k,
+          .top_p = top_p,
+          .min_p = min_p,
+          .repeat_penalty = repeat_penalty,
+          .repeat_last_n = repeat_last_n,
+          .seed = seed ? *seed : std::random_device{}()};
+}
+
+py::dict stats_dict(const SessionStats& s) {
+  py::list layers;
+  for (const LayerStats& l : s.layers) {
+    layers.append(py::dict("n_held"_a = l.n_held, "n_evicted"_a = l.n_evicted));
+  }
+  const py::object budget = s.budget < 0 ? py::object(py::none()) : py::object(py::int_(s.budget));
+  return py::dict("policy"_a = s.policy, "budget"_a = budget,
+                  "cache"_a = s.cache, "kv_capacity"_a = s.kv_capacity, "kv_held"_a = s.kv_held,
+                  "n_seen"_a = s.n_seen, "layers"_a = layers);
+}
+
+// Records as the JSON files hold them: the library's JSON, read by Python's json module.
+py::object json_to_python(const nlohmann::ordered_json& j) {
+  return py::module_::import("json").attr("loads")(
+      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+// A str or a list of str.
+std::vector<std::string> str_list(const py::object& o) {
+  if (py::isinstance<py::str>(o)) return {o.cast<std::string>()};
+  return o.cast<std::vector<std::string>>();
+}
+
+// Session.generate's iterator: one TextStream over the session.
+class Generator {
+ public:
+  Generator(std::shared_ptr<Session> s, const GenerateOptions& o) : session_(std::move(s)) {
+    stream_ = std::make_unique<TextStream>(*session_, o);
+  }
+  Generator& iter() { return *this; }
+  std::string next() {
+    while (!stream_->done()) {
+      Result<Piece> p = [&] {
+        py::gil_scoped_release release;
+        return stream_->next();
+      }();
+      Piece piece = unwrap(std::move(p));
+      // Ended by max_tokens or the context: the last token's text was handed out, so it joins
+      // the history (queued; the next feed, generate or save feeds it), as in `tova chat`.
+      if (piece.finish == Finish::kLength && stream_->unfed() >= 0) {
+        session_->queue(stream_->unfed());
+      }
+      if (!piece.text.empty()) return piece.text;
+    }
+    throw py::stop_iteration();
+  }
+  std::string cancel() { return stream_->cancel().text; }
+  std::optional<std::string> finish_reason() const {
+    if (!stream_->done()) return std::nullopt;
+    return std::string(finish_name(stream_->finish()));
+  }
+  py::dict stats() const {
+    const StreamStats& s = stream_->stats();
+    return py::dict("n_prompt"_a = s.n_prompt, "prompt_seconds"_a = s.prompt_seconds,
+                    "n_generated"_a = s.n_generated, "n_decoded"_a = s.n_decoded,
+                    "decode_seconds"_a = s.decode_seconds);
+  }
+  int32_t unfed() const { return stream_->unfed(); }
+
+ private:
+  std::shared_ptr<Session> session_;  // keeps the session alive while iterating
+  std::unique_ptr<TextStream> stream_;
+};
+
+std::vector<int32_t> prompt_tokens(const Session& s, const py::object& prompt) {
+  if (prompt.is_none()) return {};
+  if (py::isinstance<py::str>(prompt)) {
+    // A fresh session starts with BOS; a continued one continues its text.
+    return s.engine().tokenize(prompt.cast<std::string>(), s.history().empty());
+  }
+  return prompt.cast<std::vector<int32_t>>();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tova, m) {
+  m.doc() = "tova: bounded-memory LLM inference (compiled part; import tova)";
+
+  py::class_<Engine, std::shared_ptr<Engine>>(m, "Engine", R"(A loaded GGUF model, its tokenizer and the
+thread pool that runs it. Immutable and shared by its sessions.
+
+Engine(path=None, threads=0, f32_activations=False, mmap=False)
+  path: a GGUF file (None: the bundled stories260K); threads: 0 = every core.)")
+      .def(py::init([](std::optional<std::string> path, int threads, bool f32_activations,
+                       bool mmap) {
+             EngineOptions o{.model_path = path ? *path : default_model(),
+                             .n_threads = threads,
+                             .f32_activations = f32_activations,
+                             .mmap = mmap};
+             Result<std::unique_ptr<Engine>> e = [&] {
+               py::gil_scoped_release release;
+               return Engine::load(o);
+             }();
+             return std::shared_ptr<Engine>(unwrap(std::move(e)));
+           }),
+           "path"_a = py::none(), "threads"_a = 0, "f32_activations"_a = false, "mmap"_a = false)
+      .def_property_readonly("path", &Engine::path, "the model file")
+      .def_property_readonly("n_vocab", &Engine::n_vocab)
+      .def_property_readonly("n_ctx_train", &Engine::n_ctx_train,
+                             "the training context from the model's metadata")
+      .def_property_readonly("n_threads", &Engine::n_threads)
+      .def_property_readonly("architecture", &Engine::architecture)
+      .def_property_readonly("load_seconds", &Engine::load_seconds)
+      .def(
+          "tokenize",
+          [](const Engine& e, const std::string& text, bool add_bos, bool parse_special) {
+            return e.tokenize(text, add_bos, parse_special);
+          },
+          "text"_a, "add_bos"_a = true, "parse_special"_a = false,
+          "Token ids of text; add_bos adds BOS as the vocabulary says, parse_special reads the "
+          "text of control tokens as those tokens.")
+      .def(
+          "detokenize", [](const Engine& e, const std::vector<int32_t>& ids) {
+            for (int32_t id : ids) {
+              if (id < 0 || id >= e.n_vocab()) {
+                throw py::value_error("token id " + std::to_string(id) + " is outside the vocabulary");
+              }
+            }
+            return py::bytes(e.detokenize(ids)).attr("decode")("utf-8", "replace");
+          },
+          "tokens"_a, "The text of token ids.")
+      .def("is_eog", &Engine::is_eog, "token"_a, "End of generation (EOS, EOT, ...)?")
+      .def(
+          "session",
+          [](const std::shared_ptr<Engine>& e, const std::string& policy, int budget,
+             const std::string& prefill, const std::string& positions, const std::string& kv_type,
+             float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
+             int repeat_last_n, std::optional<uint64_t> seed, int n_batch) {
+            SessionOptions o{
+                .cache = unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
+                .sampling = sampler(temperature, top_k, top_p, min_p, repeat_penalty,
+                                    repeat_last_n, seed),
+                .n_batch = n_batch};
+            // The session holds the engine: it lives as long as any of its sessions.
+            std::unique_ptr<Session> s = unwrap(e->new_session(o));
+            return std::shared_ptr<Session>(s.release(),
+                                            [keep = e](Session* p) { delete p; });
+          },
+          "policy"_a = "full", "budget"_a = 0, "prefill"_a = "exact", "positions"_a = "absolute",
+          "kv_type"_a = "f32", "temperature"_a = 0.8f, "top_k"_a = 40, "top_p"_a = 0.95f,
+          "min_p"_a = 0.05f, "repeat_penalty"_a = 1.0f, "repeat_last_n"_a = 64,
+          "seed"_a = py::none(), "n_batch"_a = 512,
+          R"(A new session (a multi-state with its sampler and history).
+policy: one of tova.policies() (NAME or NAME:ARG); budget: states kept per layer (bounded
+policies); prefill: exact | chunk:C | chunk:inf; positions: absolute | gap | rank;
+kv_type: K/V storage (f32 | f16); temperature 0 = greedy; seed None = random.)")
+      .def(
+          "load_session",
+          [](const std::shared_ptr<Engine>& e, const std::string& path, float temperature,
+             int top_k, float top_p, float min_p, float repeat_penalty, int repeat_last_n,
+             std::optional<uint64_t> seed) {
+            SessionOptions o{.sampling = sampler(temperature, top_k, top_p, min_p,
+                                                 repeat_penalty, repeat_last_n, seed)};
+            Result<LoadedSession> r = [&] {
+              py::gil_scoped_release release;
+              return e->load_session(path, o);
+            }();
+            LoadedSession loaded = unwrap(std::move(r));
+            return std::shared_ptr<Session>(loaded.session.release(),
+                                            [keep = e](Session* p) { delete p; });
+          },
+          "path"_a, "temperature"_a = 0.8f, "top_k"_a = 40, "top_p"_a = 0.95f, "min_p"_a = 0.05f,
+          "repeat_penalty"_a = 1.0f, "repeat_last_n"_a = 64, "seed"_a = py::none(),
+          "A session saved by Session.save (or tova run --session), continuing where it stopped; "
+          "its cache options are the file's. The sampler (and its random state) too, when the "
+          "file holds one.");
+
+  py::class_<Session, std::shared_ptr<Session>>(m, "Session", R"(One conversation's state: a multi-state
+bounded by its policy, its sampler, the tokens it has seen. Made by Engine.session().)")
+      .def(
+          "feed",
+          [](Session& s, const std::vector<int32_t>& tokens) {
+            for (int32_t id : tokens) {
+              if (id < 0 || id >= s.n_vocab()) {
+                throw py::value_error("token id " + std::to_string(id) + " is outside the vocabulary");
+              }
+            }
+            py::gil_scoped_release release;
+            unwrap(s.feed(tokens));
+          },
+          "tokens"_a, "Feeds token ids (their logits are then logits()).")
+      .def(
+          "logits",
+          [](const std::shared_ptr<Session>& s) {
+            if (!s->has_logits()) {
+              throw std::runtime_error("the session has no logits (feed it first)");
+            }
+            const std::span<const float> l = s->logits();
+            // A read-only view of the session's buffer (no copy): the next feed changes it.
+            py::array_t<float> a({static_cast<py::ssize_t>(l.size())}, {sizeof(float)},
+                                 l.data(), py::cast(s));
+            a.attr("setflags")("write"_a = false);
+            return a;
+          },
+          "The logits after the last token fed, float32 [n_vocab]: a read-only view of the "
+          "session's buffer (no copy) that the next feed overwrites; .copy() to keep them.")
+      .def("sample", &Session::sample,
+           "The next token, sampled from logits() by the session's sampler (not fed).")
+      .def(
+          "decode",
+          [](Session& s) {
+            py::gil_scoped_release release;
+            return unwrap(s.decode());
+          },
+          "One decoding step: samples the next token, feeds it, returns it.")
+      .def(
+          "generate",
+          [](const std::shared_ptr<Session>& s, const py::object& prompt, int max_tokens,
+             std::vector<std::string> stop, bool ignore_eos, int64_t max_context) {
+            s->queue(prompt_tokens(*s, prompt));
+            return Generator(s, {.max_tokens = max_tokens,
+                                 .stop = std::move(stop),
+                                 .ignore_eos = ignore_eos,
+                                 .max_context = max_context});
+          },
+          "prompt"_a = py::none(), "max_tokens"_a = 256, "stop"_a = std::vector<std::string>{},
+          "ignore_eos"_a = false, "max_context"_a = 0,
+          R"(Generates text after prompt (a str, tokenized with BOS on a fresh session; a list of token
+ids; None: continue from what the session holds). Returns an iterator of text pieces (whole
+UTF-8); it ends at an end-of-generation token, a stop string (not included), max_tokens
+(-1: no limit) or max_context (the most tokens a `full` session may hold; 0: none). Its
+finish_reason is then "stop" or "length". The generated tokens join the session's history (an
+end-of-generation token and the one that completed a stop string do not).)")
+      .def_property_readonly("history", &Session::history,
+                             "every token of the conversation (fed, then queued)")
+      .def_property_readonly("n_seen", &Session::n_seen, "tokens the multi-state has seen")
+      .def_property_readonly("n_vocab", &Session::n_vocab)
+      .def_property_readonly(
+          "cache", [](const Session& s) { return s.cache().label(); },
+          "the cache options, e.g. 'tova k=64 exact f32'")
+      .def(
+          "stats", [](const Session& s) { return stats_dict(s.stats()); },
+          R"(What the multi-state holds: policy, budget (None: unbounded), cache, kv_capacity (bytes
+allocated), kv_held (bytes of the states held), n_seen, layers [{n_held, n_evicted}].)")
+      .def(
+          "save",
+          [](Session& s, const std::string& path) {
+            py::gil_scoped_release release;
+            unwrap(s.feed({}));  // what is queued joins the state first
+            return unwrap(s.save(path));
+          },
+          "path"_a,
+          "Writes the session to a session file (atomically: PATH.tmp renamed over PATH), after "
+          "feeding what is queued; returns its size. Engine.load_session continues it.")
+      .def(
+          "clone",
+          [](const std::shared_ptr<Session>& s) {
+            std::unique_ptr<Session> c = s->clone();
+            // The copy keeps the original's engine alive through the original's deleter chain.
+            return std::shared_ptr<Session>(c.release(), [keep = s](Session* p) { delete p; });
+          },
+          "An independent copy: continuing it gives what continuing this one would.")
+      .def(
+          "reset", [](Session& s) { unwrap(s.reset()); },
+          "Forgets everything: a fresh multi-state, an empty history.");
+
+  py::class_<Generator>(m, "Generator", "The text pieces of Session.generate().")
+      .def("__iter__", &Generator::iter, py::return_value_policy::reference_internal)
+      .def("__next__", &Generator::next)
+      .def("cancel", &Generator::cancel,
+           "Ends the generation now; returns the text it held back (a broken character, the "
+           "beginning of a stop string).")
+      .def_property_readonly("finish_reason", &Generator::finish_reason,
+                             "None while generating, then 'stop', 'length' or 'cancelled'")
+      .def_property_readonly("unfed", &Generator::unfed,
+                             "the last sampled token when it ended the generation unfed, else -1")
+      .def("stats", &Generator::stats,
+           "n_prompt, prompt_seconds, n_generated, n_decoded, decode_seconds");
+
+  m.def(
+      "policies",
+      [] {
+        std::vector<std::string> names;
+        for (const kv::PolicyInfo* p : kv::all_policies()) {
+          names.push_back(p->arg_name.empty() ? p->name : p->name + ":" + p->arg_name);
+        }
+        return names;
+      },
+      "The registered KV policies (NAME or NAME:ARG).");
+
+  m.def(
+      "ppl",
+      [](const std::shared_ptr<Engine>& e, std::optional<std::string> text,
+         std::optional<std::vector<int32_t>> tokens, std::vector<std::string> policies,
+         std::vector<int> budgets, int ctx, int chunks, const std::string& kv_type,
+         const py::object& positions, int n_batch, bool batched, bool share_prefix, bool stream,
+         int window, int max_full_ctx) {
+        if (text.has_value() == tokens.has_value()) {
+          throw py::value_error("give exactly one of text= and tokens=");
+        }
+        eval::PplOptions o{.policies = std::move(policies),
+                           .budgets = std::move(budgets),
+                           .ctx = ctx,
+                           .chunks = chunks,
+                           .kv_type = unwrap(parse_kv_type(kv_type)),
+                           .positions = {},
+                           .n_batch = n_batch,
+                           .batched = batched,
+                           .share_prefix = share_prefix,
+                           .stream = stream,
+                           .window = window,
+                           .max_full_ctx = max_full_ctx};
+        if (text) {
+          o.text = std::move(*text);
+          o.text_label = "<text>";
+        } else {
+          o.tokens = std::move(*tokens);
+          o.tokens_label = "<tokens>";
+        }
+        for (const std::string& name : str_list(positions)) {
+          o.positions.push_back(unwrap(kv::parse_position_mode(name)));
+        }
+        Result<eval::PplReport> r = [&] {
+          py::gil_scoped_release release;
+          return eval::run_ppl(*e, o);
+        }();
+        return json_to_python(unwrap(std::move(r)).json);
+      },
+      "engine"_a, "text"_a = py::none(), "tokens"_a = py::none(),
+      "policies"_a = std::vector<std::string>{"full"}, "budgets"_a = std::vector<int>{}, "ctx"_a = 0,
+      "chunks"_a = 0, "kv_type"_a = "f32", "positions"_a = "absolute", "n_batch"_a = 32,
+      "batched"_a = true, "share_prefix"_a = true, "stream"_a = false, "window"_a = 1024,
+      "max_full_ctx"_a = 0,
+      R"(Perplexity of every policy at every budget, as `tova ppl` computes it; returns the records
+of its results.json ({"header": ..., "results": [...]}). text= is tokenized without BOS and cut
+into chunks of ctx tokens (BOS first); tokens= are used as given. stream=True reads the whole
+input as one sequence per configuration, windows of `window` positions; positions may then
+list several modes.)");
+
+  m.def(
+      "eval",
+      [](const std::shared_ptr<Engine>& e, const py::object& tasks, std::vector<int> lengths,
+         std::vector<int> depths, int samples, uint64_t seed, std::vector<std::string> policies,
+         std::vector<int> budgets, const std::string& prefill, const std::string& positions,
+         const std::string& kv_type, bool chat, const std::string& chat_template, int max_new,
+         std::optional<std::string> template_json, std::optional<std::string> haystack,
+         int n_batch, bool batched, bool share_prefix) {
+        eval::TaskRunOptions o{.tasks = str_list(tasks),
+                               .lengths = std::move(lengths),
+                               .depths = std::move(depths),
+                               .samples = samples,
+                               .seed = seed,
+                               .policies = std::move(policies),
+                               .budgets = std::move(budgets),
+                               .prefill = prefill,
+                               .positions = positions,
+                               .kv_type = kv_type,
+                               .chat = chat,
+                               .chat_template = chat_template,
+                               .max_new = max_new,
+                               .n_batch = n_batch,
+                               .batched = batched,
+                               .share_prefix = share_prefix};
+        if (template_json) {
+          o.template_text = std::move(*template_json);
+          o.template_label = "<template>";
+        }
+        if (haystack) {
+          o.haystack_text = std::move(*haystack);
+          o.haystack_label = "<haystack>";
+        }
+        Result<eval::TaskReport> r = [&] {
+          py::gil_scoped_release release;
+          return eval::run_tasks(*e, o);
+        }();
+        eval::TaskReport rep = unwrap(std::move(r));
+        // What `tova eval` prints as "tova: warning: ..." reaches Python as warnings too.
+        const py::object warn = py::module_::import("warnings").attr("warn");
+        for (const std::string& w : rep.warnings) warn(w, py::handle(PyExc_UserWarning), 2);
+        return json_to_python(rep.json);
+      },
+      "engine"_a, "tasks"_a, "lengths"_a = std::vector<int>{},
+      "depths"_a = std::vector<int>{0, 25, 50, 75, 100}, "samples"_a = 10, "seed"_a = 42,
+      "policies"_a = std::vector<std::string>{"full"}, "budgets"_a = std::vector<int>{},
+      "prefill"_a = "exact", "positions"_a = "absolute", "kv_type"_a = "f32", "chat"_a = false,
+      "chat_template"_a = "", "max_new"_a = 0, "template"_a = py::none(),
+      "haystack"_a = py::none(), "n_batch"_a = 32, "batched"_a = true, "share_prefix"_a = true,
+      R"(Long-context tasks (RULER's niah_*, vt, cwe, fwe; passkey) under every policy at every
+budget, as `tova eval` runs them; returns its results.json (the run's settings, "accuracy" per
+(task, length, policy, budget), "records" per sample and configuration). tasks: a name or a list; lengths in the model's tokens, prompt and answer
+(empty: the trained context); samples per (task, length), their needles at depths (percent)
+in turn; template: a needle template's JSON text; haystack: the text around the needles
+(default: RULER's noise). Its warnings (a length past the trained context, a budget that
+equals full, ...) are issued as UserWarning.)");
+}
+
+}  // namespace tova::python
