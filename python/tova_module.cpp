@@ -202,7 +202,7 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False)
           R"(A new session (a multi-state with its sampler and history).
 policy: one of tova.policies() (NAME or NAME:ARG); budget: states kept per layer (bounded
 policies); prefill: exact | chunk:C | chunk:inf; positions: absolute | gap | rank;
-kv_type: K/V storage (f32 | f16); temperature 0 = greedy; seed None = random.)")
+kv_type: K/V storage (f32 | f16 | bf16 | q8_0 | q4_0, or k=TYPE,v=TYPE); temperature 0 = greedy; seed None = random.)")
       .def(
           "load_session",
           [](const std::shared_ptr<Engine>& e, const std::string& path, float temperature,
@@ -351,7 +351,7 @@ allocated), kv_held (bytes of the states held), n_seen, layers [{n_held, n_evict
                            .budgets = std::move(budgets),
                            .ctx = ctx,
                            .chunks = chunks,
-                           .kv_type = unwrap(parse_kv_type(kv_type)),
+                           .kv_types = {unwrap(parse_kv_format(kv_type))},
                            .positions = {},
                            .n_batch = n_batch,
                            .batched = batched,
