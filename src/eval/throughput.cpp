@@ -115,7 +115,9 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
   const uint64_t weight_bytes = describe_model(m, "").decode_weight_bytes;
 
   for (size_t ci = 0; ci < configs.size(); ++ci) {
-    const auto& [p, kv_type] = configs[ci];
+    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one in a lambda.
+    const kv::PolicySpec& p = configs[ci].first;
+    const KvFormat& kv_type = configs[ci].second;
     ThroughputResult r;
     r.policy = p.label();
     r.budget = p.bounded() ? p.budget : -1;
