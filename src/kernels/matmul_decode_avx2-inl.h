@@ -57,6 +57,15 @@ namespace tova::kernels::HWY_NAMESPACE {
 // Q8_K activations (Q4_K, Q5_K, Q6_K), nb super-blocks of 256:
 //   qs[nb][256] int8 | d[nb] float | bsums[nb][16] int16
 
+// vpmaddwd kept apart from the add that follows it. Highway 1.0's AVX3_DL target string lists
+// avxvnni, so clang fuses madd + add into AVX-VNNI's VEX vpdpwssd, which AVX-512 CPUs without
+// AVX-VNNI (Zen 4, Ice Lake) do not have: SIGILL in clang builds. The empty asm hides the madd.
+HWY_INLINE __m256i MaddWd(__m256i a, __m256i b) {
+  __m256i r = _mm256_madd_epi16(a, b);
+  asm("" : "+x"(r));
+  return r;
+}
+
 inline int64_t DecodeActBytesAvx2(GgmlType type, int64_t n) {
   if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K) {
     const int64_t nb = n / 256;
@@ -191,7 +200,7 @@ HWY_INLINE __m256i BlockDot(__m256i w, const uint8_t* a) {
     av = _mm256_sign_epi8(av, w);
     wu = _mm256_sign_epi8(w, w);
   }
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(wu, av), _mm256_set1_epi16(1));
+  return MaddWd(_mm256_maddubs_epi16(wu, av), _mm256_set1_epi16(1));
 }
 
 // Lane b of the result = the sum of the 8 lanes of s[b].
@@ -339,7 +348,7 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
       __m256i isum[T], msum[T];
       for (int t = 0; t < T; ++t) {
         isum[t] = _mm256_setzero_si256();
-        msum[t] = _mm256_madd_epi16(mins16, Load256(a[t].bsums + 32 * b));
+        msum[t] = MaddWd(mins16, Load256(a[t].bsums + 32 * b));
       }
       for (int j = 0; j < 4; ++j) {
         const __m256i q = Load256(blk + kQs + 32 * j);
@@ -359,8 +368,8 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
           const uint8_t* aq = a[t].qs + 256 * b + 64 * j;
           const __m256i p_lo = _mm256_maddubs_epi16(lo, Load256(aq));
           const __m256i p_hi = _mm256_maddubs_epi16(hi, Load256(aq + 32));
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(p_lo, s_lo),
-                                                               _mm256_madd_epi16(p_hi, s_hi)));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(MaddWd(p_lo, s_lo),
+                                                               MaddWd(p_hi, s_hi)));
         }
       }
       const float d = LoadF16(blk + detail::Q4_K::kD);
@@ -416,7 +425,7 @@ void GemvQ6_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_
       __m256i isum[T];
       for (int t = 0; t < T; ++t) {
         // -32 * sum_j sc_j * bsum_j, spread over 8 int32 lanes (all summed in the end).
-        isum[t] = _mm256_slli_epi32(_mm256_madd_epi16(sc16, Load256(a[t].bsums + 32 * b)), 5);
+        isum[t] = _mm256_slli_epi32(MaddWd(sc16, Load256(a[t].bsums + 32 * b)), 5);
         isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), isum[t]);
       }
       for (int h = 0; h < 2; ++h) {
@@ -439,7 +448,7 @@ void GemvQ6_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_
           const __m256i s = _mm256_shuffle_epi8(sch, WordBcast(2 * c, 2 * c + 1));
           for (int t = 0; t < T; ++t) {
             const __m256i p = _mm256_maddubs_epi16(q[c], Load256(a[t].qs + 256 * b + 128 * h + 32 * c));
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, s));
+            isum[t] = _mm256_add_epi32(isum[t], MaddWd(p, s));
           }
         }
       }
