@@ -21,12 +21,14 @@ trap cleanup EXIT
 fail() {
   echo "FAILED: $1"
   echo "--- screen:"
-  tmux -S "$sock" capture-pane -p -t chat 2>/dev/null || true
+  tmux -S "$sock" capture-pane -p -J -t chat 2>/dev/null || true
   echo "--- stderr:"
   cat "$dir/err" 2>/dev/null || true
   exit 1
 }
-screen() { tmux -S "$sock" capture-pane -p -t chat; }
+# -J joins the lines the terminal wrapped, so a word that straddles the right edge still matches
+# (and keeps trailing blanks, which sed drops).
+screen() { tmux -S "$sock" capture-pane -p -J -t chat | sed 's/ *$//'; }
 # Waits until the screen matches an extended regular expression.
 wait_for() {
   for _ in $(seq 1 300); do
