@@ -16,6 +16,7 @@
 #include "eval/progress.h"
 #include "eval/report.h"
 #include "eval/trace.h"
+#include "eval/trace_compare.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -54,6 +55,7 @@ void add_trace_command(CLI::App& app) {
     int top = 20;
     int64_t far_age = 0;
     bool no_plot = false;
+    std::string compare_kv_types;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd =
@@ -78,6 +80,10 @@ void add_trace_command(CLI::App& app) {
                   "(default: the model's training context from its metadata)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_flag("--no-plot", flags->no_plot, "do not draw trace.png (no gnuplot needed)");
+  cmd->add_option("--compare-kv-type", flags->compare_kv_types,
+                  "trace again in each of these K/V types (f16, q8_0, q4_0, q4_0+rot, ...; "
+                  "comma-separated) and report, per layer, how often the policy evicted a "
+                  "different state than under --kv-type");
   flags->cache.add(*cmd);
   cmd->footer(
       "Survival of the token at position p: the number of later tokens whose attention "
@@ -96,6 +102,16 @@ void add_trace_command(CLI::App& app) {
     if (!cache.ok()) throw CLI::RuntimeError(fail(cache.message()));
     if (f.text_file.empty() && f.tokens_file.empty()) {
       throw CLI::RuntimeError(fail("nothing to feed: give a text (-f) or token ids (--tokens)"));
+    }
+    std::vector<KvFormat> compare_types;
+    for (const std::string& t :
+         f.compare_kv_types.empty() ? std::vector<std::string>{} : split_list(f.compare_kv_types)) {
+      compare_types.push_back(or_fail(parse_kv_format(t)));
+    }
+    if (!compare_types.empty() && !cache->policy.bounded()) {
+      throw CLI::RuntimeError(fail(fmt::format(
+          "--compare-kv-type compares evictions; --kv-policy {} never evicts",
+          cache->policy.label())));
     }
     const auto engine = or_fail(f.model.load());
     const model::Model& m = engine->model();
@@ -137,6 +153,15 @@ void add_trace_command(CLI::App& app) {
     if (tty) fmt::print(stderr, "\r\033[K");
     if (!res.ok()) throw CLI::RuntimeError(fail(res.message()));
     const eval::TraceResult& r = *res;
+    std::vector<eval::EvictionComparison> comparisons;
+    for (const KvFormat& kt : compare_types) {
+      eval::TraceOptions other = to;
+      other.kv_type = kt;
+      auto o = eval::run_trace(m, pool, ids, other);
+      if (tty) fmt::print(stderr, "\r\033[K");
+      if (!o.ok()) throw CLI::RuntimeError(fail(o.message()));
+      comparisons.push_back(or_fail(eval::compare_evictions(r, *o)));
+    }
     auto text_of = [&tk](int32_t id) { return tk.token_text(id); };
 
     const std::string title =
@@ -173,6 +198,35 @@ void add_trace_command(CLI::App& app) {
           "with an even k)\n",
           r.recent_share_mean);
     }
+    if (!comparisons.empty()) {
+      fmt::print(
+          "\nEvictions against --kv-type {} (each type traced on its own): the share of the "
+          "(KV head, step) pairs with an eviction where the evicted state differs, and the share "
+          "of the states held under {} that are also held under the other type (mean over the "
+          "steps that evict):\n\n| layer |",
+          to.kv_type.label(), to.kv_type.label());
+      std::string rule = "|---:|";
+      for (const KvFormat& kt : compare_types) {
+        fmt::print(" {0} different eviction | {0} held overlap | {0} first difference |",
+                   kt.label());
+        rule += "---:|---:|---:|";
+      }
+      fmt::print("\n{}\n", rule);
+      auto pct = [&num](double v) { return num(v * 100, "{:.1f}%"); };
+      for (int il = 0; il <= r.n_layer; ++il) {
+        fmt::print("{}", il < r.n_layer ? fmt::format("| {} |", il) : std::string("| mean |"));
+        for (const eval::EvictionComparison& c : comparisons) {
+          if (il < r.n_layer) {
+            fmt::print(" {} | {} | {} |", pct(c.differ[il]), pct(c.overlap[il]),
+                       c.first_difference[il] < 0 ? std::string("-")
+                                                  : std::to_string(c.first_difference[il]));
+          } else {
+            fmt::print(" {} | {} | |", pct(c.differ_mean), pct(c.overlap_mean));
+          }
+        }
+        fmt::print("\n");
+      }
+    }
     if (f.top > 0) {
       fmt::print(
           "\nToken strings kept longest (mean survival over layers, KV heads and "
@@ -199,8 +253,25 @@ void add_trace_command(CLI::App& app) {
         {"wall_seconds", wall.seconds()},
     };
     eval::OutputDir& od = **out;
-    auto st = eval::write_file(od.file("trace.json"),
-                               eval::trace_json(r, header, text_of, f.top).dump() + "\n");
+    nlohmann::ordered_json json = eval::trace_json(r, header, text_of, f.top);
+    if (!comparisons.empty()) {
+      auto& list = json["kv_type_comparison"] = nlohmann::ordered_json::array();
+      for (size_t i = 0; i < comparisons.size(); ++i) {
+        const eval::EvictionComparison& c = comparisons[i];
+        auto finite = [](const std::vector<double>& v) {
+          nlohmann::ordered_json a = nlohmann::ordered_json::array();
+          for (double x : v) a.push_back(std::isfinite(x) ? nlohmann::ordered_json(x) : nullptr);
+          return a;
+        };
+        list.push_back({{"kv_type", compare_types[i].label()},
+                        {"differ", finite(c.differ)},
+                        {"overlap", finite(c.overlap)},
+                        {"first_difference", c.first_difference},
+                        {"differ_mean", finite({c.differ_mean})[0]},
+                        {"overlap_mean", finite({c.overlap_mean})[0]}});
+      }
+    }
+    auto st = eval::write_file(od.file("trace.json"), json.dump() + "\n");
     if (st.ok() && !f.no_plot) {
       st = eval::plot_trace(r, title, od.tmp_path());
       if (!st.ok()) st = make_error("{} (--no-plot skips the plot)", st.message());

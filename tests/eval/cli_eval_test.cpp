@@ -251,6 +251,35 @@ TEST_F(CliEval, TraceWritesJsonAndHeatMap) {
   EXPECT_NE(slurp(out + "/trace.gp").find("set cbrange [1:8]"), std::string::npos);
 }
 
+// --compare-kv-type: the same trace again per type, a row per layer and the figures in
+// trace.json; comparing f32 with itself finds no difference. A policy that never evicts, or
+// an unknown type, is refused before anything runs.
+TEST_F(CliEval, TraceComparesEvictionsAcrossKvTypes) {
+  const std::string out = dir_ + "/tr";
+  const std::string tokens = shared_path("golden/tokens-128.json");
+  const RunResult r = run("trace -m " + model_ + " --tokens " + tokens +
+                          " --kv-policy tova --kv-budget 16 --ctx 64 --no-plot --top 0"
+                          " --compare-kv-type f32,q4_0 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("q4_0 different eviction"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out + "/trace.json"));
+  const nlohmann::json& c = j["kv_type_comparison"];
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0]["kv_type"], "f32");
+  EXPECT_EQ(c[0]["differ_mean"], 0.0);
+  EXPECT_EQ(c[1]["kv_type"], "q4_0");
+  EXPECT_GT(c[1]["differ_mean"].get<double>(), 0.0);
+  EXPECT_EQ(c[1]["differ"].size(), j["layers"].size());
+
+  expect_clean_failure(run("trace -m " + model_ + " --tokens " + tokens +
+                           " --kv-policy full --compare-kv-type q8_0 --out " + dir_ + "/t2"),
+                       "never evicts", {"tr"});
+  expect_clean_failure(run("trace -m " + model_ + " --tokens " + tokens +
+                           " --kv-policy tova --kv-budget 4 --compare-kv-type q3 --out " +
+                           dir_ + "/t2"),
+                       "q3", {"tr"});
+}
+
 TEST_F(CliEval, TraceRejectsBadInput) {
   const std::string tokens = shared_path("golden/tokens-128.json");
   expect_clean_failure(run("trace -m " + model_ + " --tokens " + tokens +
