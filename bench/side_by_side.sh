@@ -21,6 +21,8 @@
 #   TOVA      tova binary [build/bin/tova]      LLAMA_ARGS extra llama-bench flags [-mmp 0]
 #   KV        K/V storage types, e.g. "f16 q8_0" (tova --kv-type, llama.cpp -ctk/-ctv) [f16]
 #   DEPTH     tokens in the cache before each test (tova -d, llama.cpp -d) [0]
+#   ENGINES   which engines run: "tova llama.cpp", or "tova" alone (e.g. to compare K/V types
+#             over more rounds) [tova llama.cpp]
 # A quantized V needs llama.cpp's flash attention: give LLAMA_ARGS="-mmp 0 -fa 1" with KV q8_0.
 # With several thread counts the table also gives each engine's speed-up over the first count.
 set -euo pipefail
@@ -40,7 +42,8 @@ models=${MODELS:-/tmp/tova-models}
 llama_args=${LLAMA_ARGS:--mmp 0}
 kv_types=${KV:-f16}
 depth=${DEPTH:-0}
-[ -x "$L/llama-bench" ] || { echo "no llama-bench in $L" >&2; exit 1; }
+engines=${ENGINES:-tova llama.cpp}
+case " $engines " in *" llama.cpp "*) [ -x "$L/llama-bench" ] || { echo "no llama-bench in $L" >&2; exit 1; } ;; esac
 command -v node >/dev/null || { echo "node is needed to read the JSON (scripts/setup.sh)" >&2; exit 1; }
 mkdir -p "$out" "$models"
 : >"$out/results.jsonl"
@@ -69,6 +72,7 @@ record() {  # engine model threads round kv < json
     }' "$@" >>"$out/results.jsonl"
 }
 run_llama() {  # file threads round kv
+  case " $engines " in *" llama.cpp "*) ;; *) return 0 ;; esac
   # shellcheck disable=SC2086
   "$L/llama-bench" -m "$1" -p "$prompt" -n "$gen" -d "$depth" -r "$reps" -t "$2" -ctk "$4" \
     -ctv "$4" $llama_args -o json 2>/dev/null | record llama.cpp "$(basename "$1" .gguf)" "$2" "$3" "$4"
@@ -81,7 +85,9 @@ run_tova() {
 for r in $(seq "$rounds"); do
   for f in "${files[@]}"; do
     for t in $threads; do
-      for kv in $kv_types; do
+      order=$kv_types  # the K/V types in reverse order on even rounds
+      [ $((r % 2)) -eq 1 ] || order=$(echo "$kv_types" | tr ' ' '\n' | tac | tr '\n' ' ')
+      for kv in $order; do
         echo "round $r/$rounds: $(basename "$f") -t $t K/V $kv" >&2
         if [ $((r % 2)) -eq 1 ]; then
           run_llama "$f" "$t" "$r" "$kv"; run_tova "$f" "$t" "$r" "$kv"
@@ -113,6 +119,11 @@ console.log(`CPU: ${cpu}; tova --simd ${simd} (${tovaSimd}); llama.cpp: ${llamaC
 console.log("| model | threads | test | K/V | llama.cpp tok/s | tova tok/s | tova / llama.cpp (sums) | per round |");
 console.log("|---|---:|---|---|---|---|---:|---|");
 for (const g of groups.values()) {
+  if (g.llama.size === 0) {  // ENGINES=tova
+    console.log(`| ${g.model} | ${g.threads} | ${g.test} | ${g.kv} | - | ` +
+                `${[...g.tova.values()].map(f).join(", ")} | - | - |`);
+    continue;
+  }
   const rounds = [...g.tova.keys()].filter((k) => g.llama.has(k)).sort((a, b) => a - b);
   const ratios = rounds.map((k) => g.tova.get(k) / g.llama.get(k));
   console.log(`| ${g.model} | ${g.threads} | ${g.test} | ${g.kv} | ${rounds.map((k) => f(g.llama.get(k))).join(", ")} | ` +
@@ -137,13 +148,13 @@ if (kvs.length > 1) {
   console.log("| model | threads | test | K/V | llama.cpp | tova |");
   console.log("|---|---:|---|---|---|---|");
   const per = (m, b) => [...m.keys()].filter((k) => b.has(k)).map((k) => m.get(k) / b.get(k));
-  const span = (x) => `${Math.min(...x).toFixed(2)}-${Math.max(...x).toFixed(2)}x`;
+  const span = (x) => x.length ? `${Math.min(...x).toFixed(2)}-${Math.max(...x).toFixed(2)}x` : "-";
   for (const g of groups.values()) {
     if (g.kv === kvs[0]) continue;
     const base = groups.get([g.model, g.threads, g.test, kvs[0]].join("|"));
     if (!base) continue;
     console.log(`| ${g.model} | ${g.threads} | ${g.test} | ${g.kv} | ` +
-                `**${(sum(g.llama) / sum(base.llama)).toFixed(2)}x** (${span(per(g.llama, base.llama))}) | ` +
+                (g.llama.size ? `**${(sum(g.llama) / sum(base.llama)).toFixed(2)}x** (${span(per(g.llama, base.llama))})` : "-") + " | " +
                 `**${(sum(g.tova) / sum(base.tova)).toFixed(2)}x** (${span(per(g.tova, base.tova))}) |`);
   }
 }

@@ -76,4 +76,19 @@ inline uint16_t fp32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+// n floats rounded to IEEE halves / bfloat16 (as above), stored little-endian at dst (2n bytes,
+// any alignment): the f16/bf16 rows of a K/V cache and of a GGUF tensor alike.
+inline void fp32_to_fp16_row(const float* src, uint8_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t h = fp32_to_fp16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+inline void fp32_to_bf16_row(const float* src, uint8_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t h = fp32_to_bf16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
 }  // namespace tova

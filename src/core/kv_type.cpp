@@ -109,27 +109,36 @@ size_t key_pool_bytes(KvType t, int head_dim, int64_t n_slot) {
   return static_cast<size_t>((n_slot + per - 1) / per) * key_tile_bytes(t, head_dim);
 }
 
-// Tile of one quantized block: [chunk][lane][4 bytes] quants, then [lane] f16 scales.
+// Tile of one quantized block: [chunk][lane][4 bytes] quants, then [lane] f16 scales. Calls
+// copy(offset in the tile, offset in the canonical row, bytes) for each piece of slot `lane`'s
+// row: per block its scale, then its chunks of 4 quant bytes. (q4_0: canonical byte j holds
+// elements j (low) and j + b/2 (high), so chunk c byte u holds elements 4c+u and b/2+4c+u, the
+// same pairing.)
+namespace {
+template <class F>
+void for_each_key_piece(KvType t, int head_dim, int lane, F&& copy) {
+  const int b = block_for(t, head_dim);
+  const size_t quant = tile_quant_bytes(t, b);
+  const size_t in_block = block_bytes(t, b);
+  const int n_chunk = t == KvType::kQ8_0 ? b / 4 : b / 8;
+  for (int blk = 0; blk < head_dim / b; ++blk) {
+    const size_t tile_at = blk * (quant + 2 * kKeyTileSlots), row_at = blk * in_block;
+    copy(tile_at + quant + 2 * lane, row_at, 2);  // the scale
+    for (int c = 0; c < n_chunk; ++c) {
+      copy(tile_at + (static_cast<size_t>(c) * kKeyTileSlots + lane) * 4, row_at + 2 + 4 * c, 4);
+    }
+  }
+}
+}  // namespace
+
 void key_put_row(KvType t, int head_dim, uint8_t* tile, int lane, const uint8_t* row) {
   if (!kv_quantized(t)) {
     std::memcpy(tile, row, kv_row_bytes(t, head_dim));
     return;
   }
-  const int b = block_for(t, head_dim);
-  const size_t quant = tile_quant_bytes(t, b);
-  const size_t in_block = block_bytes(t, b);
-  for (int blk = 0; blk < head_dim / b; ++blk) {
-    const uint8_t* src = row + blk * in_block;
-    uint8_t* dst = tile + blk * (quant + 2 * kKeyTileSlots);
-    std::memcpy(dst + quant + 2 * lane, src, 2);  // the scale
-    if (t == KvType::kQ8_0) {
-      for (int c = 0; c < b / 4; ++c) std::memcpy(dst + (c * kKeyTileSlots + lane) * 4, src + 2 + 4 * c, 4);
-    } else {
-      // Canonical byte j: element j (low), j + b/2 (high); chunk c byte u: elements 4c+u and
-      // b/2+4c+u, the same pairing.
-      for (int c = 0; c < b / 8; ++c) std::memcpy(dst + (c * kKeyTileSlots + lane) * 4, src + 2 + 4 * c, 4);
-    }
-  }
+  for_each_key_piece(t, head_dim, lane, [&](size_t at_tile, size_t at_row, size_t n) {
+    std::memcpy(tile + at_tile, row + at_row, n);
+  });
 }
 
 void key_get_row(KvType t, int head_dim, const uint8_t* tile, int lane, uint8_t* row) {
@@ -137,16 +146,9 @@ void key_get_row(KvType t, int head_dim, const uint8_t* tile, int lane, uint8_t*
     std::memcpy(row, tile, kv_row_bytes(t, head_dim));
     return;
   }
-  const int b = block_for(t, head_dim);
-  const size_t quant = tile_quant_bytes(t, b);
-  const size_t in_block = block_bytes(t, b);
-  const int n_chunk = t == KvType::kQ8_0 ? b / 4 : b / 8;
-  for (int blk = 0; blk < head_dim / b; ++blk) {
-    uint8_t* dst = row + blk * in_block;
-    const uint8_t* src = tile + blk * (quant + 2 * kKeyTileSlots);
-    std::memcpy(dst, src + quant + 2 * lane, 2);
-    for (int c = 0; c < n_chunk; ++c) std::memcpy(dst + 2 + 4 * c, src + (c * kKeyTileSlots + lane) * 4, 4);
-  }
+  for_each_key_piece(t, head_dim, lane, [&](size_t at_tile, size_t at_row, size_t n) {
+    std::memcpy(row + at_row, tile + at_tile, n);
+  });
 }
 
 void kv_quantize_row_ref(KvType t, const float* src, uint8_t* dst, int head_dim) {
@@ -155,10 +157,10 @@ void kv_quantize_row_ref(KvType t, const float* src, uint8_t* dst, int head_dim)
       std::memcpy(dst, src, 4 * static_cast<size_t>(head_dim));
       return;
     case KvType::kF16:
-      for (int i = 0; i < head_dim; ++i) store_u16(dst + 2 * i, fp32_to_fp16(src[i]));
+      fp32_to_fp16_row(src, dst, head_dim);
       return;
     case KvType::kBF16:
-      for (int i = 0; i < head_dim; ++i) store_u16(dst + 2 * i, fp32_to_bf16(src[i]));
+      fp32_to_bf16_row(src, dst, head_dim);
       return;
     case KvType::kQ8_0: {
       const int b = block_for(t, head_dim);

@@ -552,10 +552,10 @@ void quantize_row_ref(GgmlType type, const float* src, void* dst, int64_t n) {
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
       return;
     case GgmlType::kF16:
-      for (int64_t i = 0; i < n; ++i) store_u16(d + 2 * i, fp32_to_fp16(src[i]));
+      fp32_to_fp16_row(src, d, n);
       return;
     case GgmlType::kBF16:
-      for (int64_t i = 0; i < n; ++i) store_u16(d + 2 * i, fp32_to_bf16(src[i]));
+      fp32_to_bf16_row(src, d, n);
       return;
     default:
       break;

@@ -21,16 +21,19 @@ constexpr int kHeadKv = 2;
 constexpr int kHeadDim = 8;
 constexpr int kRow = kHeadKv * kHeadDim;
 
-std::unique_ptr<MultiState> make_state(const char* policy, KvType type) {
-  auto spec = parse_policy(policy, 5);
+std::unique_ptr<MultiState> make_state(const char* policy, const KvFormat& type, int budget = 5,
+                                       int head_dim = kHeadDim, int max_new = 1) {
+  auto spec = parse_policy(policy, budget);
   EXPECT_TRUE(spec.ok()) << spec.message();
-  auto ms = MultiState::create({.n_layer = 1,
-                                .n_head = 4,
-                                .n_head_kv = kHeadKv,
-                                .head_dim = kHeadDim,
-                                .policy = *spec,
-                                .kv_type = type,
-                                .initial_slots = 2});
+  MultiStateOptions o{.n_layer = 1,
+                      .n_head = 4,
+                      .n_head_kv = kHeadKv,
+                      .head_dim = head_dim,
+                      .policy = *spec,
+                      .kv_type = type,
+                      .max_new = max_new,
+                      .initial_slots = 2};
+  auto ms = MultiState::create(o);
   EXPECT_TRUE(ms.ok()) << ms.message();
   return std::move(ms).value();
 }
@@ -158,18 +161,9 @@ TEST(LayerStateInsert, StoredTypesKeepEveryRowThroughGrowthAndMoves) {
   for (const KvFormat& f : {KvFormat(KvType::kQ8_0), KvFormat(KvType::kQ4_0, KvType::kQ8_0, true),
                             KvFormat(KvType::kBF16, KvType::kQ4_0)}) {
     SCOPED_TRACE(f.label());
-    auto spec = parse_policy("window", 20);
-    ASSERT_TRUE(spec.ok());
-    auto ms = MultiState::create({.n_layer = 1,
-                                  .n_head = 4,
-                                  .n_head_kv = kHeadKv,
-                                  .head_dim = kHd,
-                                  .policy = *spec,
-                                  .kv_type = f,
-                                  .max_new = 8,
-                                  .initial_slots = 2});
-    ASSERT_TRUE(ms.ok()) << ms.message();
-    LayerState& L = (*ms)->layer(0);
+    auto ms = make_state("window", f, 20, kHd, /*max_new=*/8);
+    ASSERT_NE(ms, nullptr);
+    LayerState& L = ms->layer(0);
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.f, 1.f);
     std::vector<std::vector<float>> ks, vs;  // per position, [kHeadKv][kHd]
@@ -195,7 +189,7 @@ TEST(LayerStateInsert, StoredTypesKeepEveryRowThroughGrowthAndMoves) {
     };
     int64_t pos = 0;
     for (int chunk = 0; chunk < 8; ++chunk) {
-      ASSERT_TRUE((*ms)->make_room(8).ok());
+      ASSERT_TRUE(ms->make_room(8).ok());
       for (int t = 0; t < 8; ++t, ++pos) {
         ks.emplace_back(kHeadKv * kHd);
         vs.emplace_back(kHeadKv * kHd);
@@ -210,7 +204,7 @@ TEST(LayerStateInsert, StoredTypesKeepEveryRowThroughGrowthAndMoves) {
     EXPECT_EQ(L.n_held(), 20);
     EXPECT_LE(L.slot_end(), 21);
     // Another format and back: f32 rows are the dequantized ones.
-    auto f32 = (*ms)->with_kv_type(KvFormat(KvType::kF32));
+    auto f32 = ms->with_kv_type(KvFormat(KvType::kF32));
     ASSERT_TRUE(f32.ok()) << f32.message();
     const LayerState& F = (*f32)->layer(0);
     std::vector<uint8_t> stored(kv_row_bytes(f.k, kHd));
@@ -223,7 +217,7 @@ TEST(LayerStateInsert, StoredTypesKeepEveryRowThroughGrowthAndMoves) {
       F.key_row(0, s, reinterpret_cast<uint8_t*>(got.data()));
       ASSERT_EQ(want, got) << "slot " << s;
     }
-    EXPECT_TRUE((*ms)->with_kv_type(KvFormat(KvType::kQ8_0)).ok());
+    EXPECT_TRUE(ms->with_kv_type(KvFormat(KvType::kQ8_0)).ok());
   }
 }
 

@@ -28,6 +28,13 @@ std::unique_ptr<model::Model> load(const char* name) {
   return m.ok() ? std::move(*m) : nullptr;
 }
 
+// The first n tokens of a PG-19 book in booklm-3m's vocabulary.
+std::vector<int32_t> booklm_ids(size_t n) {
+  auto ids = read_ids(shared_path("golden/policy-booklm-pg19-10146-1024.json"));
+  ids.resize(n);
+  return ids;
+}
+
 // Mean over positions of KL(softmax(a) || softmax(b)).
 double mean_kl(const std::vector<float>& a, const std::vector<float>& b, int n_vocab) {
   double total = 0;
@@ -63,8 +70,7 @@ double mean_kl(const std::vector<float>& a, const std::vector<float>& b, int n_v
 TEST(KvTypes, QuantizedCachesStayCloseToF32) {
   TOVA_REQUIRE_SHARED();
   auto m = load("booklm-3m.gguf");
-  auto ids = read_ids(shared_path("golden/policy-booklm-pg19-10146-1024.json"));
-  ids.resize(512);
+  const auto ids = booklm_ids(512);
   ThreadPool pool(2);
   const int n_vocab = m->config().n_vocab;
   for (const auto& [policy, k] : {std::pair<const char*, int>{"full", 0}, {"tova", 128}}) {
@@ -90,8 +96,7 @@ TEST(KvTypes, QuantizedCachesStayCloseToF32) {
 TEST(KvTypes, EveryFormatKeepsTheInvariants) {
   TOVA_REQUIRE_SHARED();
   auto m = load("booklm-3m.gguf");
-  auto ids = read_ids(shared_path("golden/policy-booklm-pg19-10146-1024.json"));
-  ids.resize(320);
+  const auto ids = booklm_ids(320);
   ThreadPool pool(2);
   const int n_vocab = m->config().n_vocab;
   const char* const formats[] = {"q8_0", "q4_0+rot", "k=q8_0,v=f16", "bf16"};
