@@ -104,17 +104,9 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
     insert_row(L, rows, i, scratch.slots.data());
     fw.insert(rows, i, scratch.slots);
   };
-  // last_pos: the step's last position as SlotView::step_last_pos gives it to the policy.
-  auto attend = [&](int t, int64_t last_pos) {
-    float* probs = nullptr;
-    if (scores) {
-      // StepAttention::attend writes every entry: no clearing (it would cost the slots
-      // allocated, k + C after chunks, not the slots held).
-      const size_t n = static_cast<size_t>(n_head) * L.n_slot();
-      if (scratch.probs.size() < n) scratch.probs.resize(n);
-      probs = scratch.probs.data();
-    }
-    attention.attend(L, t, probs);
+  // Token t's probabilities to the policies; last_pos: the step's last position as
+  // SlotView::step_last_pos gives it to the policy.
+  auto observe = [&](int t, const float* probs, int64_t last_pos) {
     const int64_t query_pos = rows.pos[rows.idx[t]];
     if (own_scores) {
       SlotView v = L.view();
@@ -124,26 +116,67 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
     }
     if (fw.scores()) fw.observe(L, probs, query_pos, last_pos);
   };
+  // StepAttention writes every entry of a token's probabilities: no clearing (it would cost the
+  // slots allocated, k + C after chunks, not the slots held). A pool without room made ahead
+  // (make_room) grows as tokens join: the size is read after they did.
+  auto probs_per_token = [&] { return static_cast<size_t>(n_head) * L.n_slot(); };
+  auto probs_for = [&](int n_tok_at_once) -> float* {
+    if (!scores) return nullptr;
+    const size_t n = probs_per_token() * n_tok_at_once;
+    if (scratch.probs.size() < n) scratch.probs.resize(n);
+    return scratch.probs.data();
+  };
 
   const int n_tok = static_cast<int>(rows.idx.size());
-  if (ms.budget() >= 0 && ms.max_new() > 1) {
-    // chunk:C. Mapped positions are a function of the held positions up to each state, so one
-    // rotation of the held keys serves every query of the chunk (the causal mask hides later
-    // chunk tokens).
-    const int64_t last_pos = rows.pos[rows.idx[n_tok - 1]];
-    for (int t = 0; t < n_tok; ++t) join(t);
-    attention.joined(L);
-    for (int t = 0; t < n_tok; ++t) attend(t, last_pos);
-    L.evict(last_pos);
-  } else {
+  const bool chunk = ms.budget() >= 0 && ms.max_new() > 1;
+  // An exact step that no layer evicts in (holds_all_until), that no policy scores, in a mode
+  // whose mapped positions do not depend on what is held, gives every token the same view
+  // whether the later tokens joined before it or not: the causal mask hides them.
+  const bool joins_first =
+      chunk || (n_tok > 1 && !scores && !moves_positions(ms.positions()) &&
+                ms.n_seen() + n_tok <= static_cast<int64_t>(ms.holds_all_until()));
+  if (!joins_first) {
     for (int t = 0; t < n_tok; ++t) {
+      const int64_t pos = rows.pos[rows.idx[t]];
       join(t);
       attention.joined(L);
-      attend(t, rows.pos[rows.idx[t]]);
-      L.evict(rows.pos[rows.idx[t]]);
+      float* probs = probs_for(1);
+      attention.attend(L, t, probs);
+      observe(t, probs, pos);
+      L.evict(pos);
       fw.check_held();
     }
+    return;
   }
+  // chunk:C. Mapped positions are a function of the held positions up to each state, so one
+  // rotation of the held keys serves every query of the chunk.
+  const int64_t last_pos = rows.pos[rows.idx[n_tok - 1]];
+  for (int t = 0; t < n_tok; ++t) join(t);
+  attention.joined(L);
+  // Blocks of tokens whose probabilities fit in kMaxBlockProbs floats (8 MiB; one block without
+  // scores); the policy observes them in order.
+  constexpr size_t kMaxBlockProbs = size_t{1} << 21;
+  const size_t per_token = probs_per_token();
+  const int block = !scores ? n_tok
+                    : attention.attends_in_parallel()
+                        ? static_cast<int>(std::clamp<size_t>(kMaxBlockProbs / per_token, 1, n_tok))
+                        : 1;
+  for (int t0 = 0; t0 < n_tok; t0 += block) {
+    const int t1 = std::min(n_tok, t0 + block);
+    float* probs = probs_for(t1 - t0);
+    attention.attend_many(L, t0, t1, probs, per_token);
+    if (!scores) continue;
+    for (int t = t0; t < t1; ++t) {
+      observe(t, probs + (t - t0) * per_token, chunk ? last_pos : rows.pos[rows.idx[t]]);
+    }
+  }
+  if (chunk) {
+    L.evict(last_pos);
+    return;
+  }
+  // Nothing to evict (see joins_first); the calls keep each token's bookkeeping.
+  for (int t = 0; t < n_tok; ++t) L.evict(rows.pos[rows.idx[t]]);
+  fw.check_held();
 }
 
 }  // namespace tova::kv

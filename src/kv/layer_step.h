@@ -45,11 +45,24 @@ class StepAttention {
   // post-softmax probabilities, every entry written (0 for slots not seen: the buffer holds
   // the previous token's), or null when no policy scores.
   virtual void attend(const LayerState& L, int t, float* probs) = 0;
+  // Tokens [t0, t1) of the step attend over what L holds, when every one of them has joined
+  // and nothing joins or leaves until they are done (the causal mask hides the later ones):
+  // each exactly as attend() would, in any order, so the model may split them over threads.
+  // probs: token t's [n_head][L.n_slot()] at probs + (t - t0) * probs_stride, or null.
+  // attend_many() splits tokens over threads: worth giving it several tokens' probabilities
+  // at once (else each token's are observed before the next attends, while in cache).
+  virtual bool attends_in_parallel() const { return false; }
+  virtual void attend_many(const LayerState& L, int t0, int t1, float* probs,
+                           size_t probs_stride) {
+    for (int t = t0; t < t1; ++t) {
+      attend(L, t, probs != nullptr ? probs + (t - t0) * probs_stride : nullptr);
+    }
+  }
 };
 
 // Buffers of a step, reused across layers, sequences and calls (one per thread).
 struct StepScratch {
-  std::vector<float> probs;                    // [n_head][n_slot]
+  std::vector<float> probs;                    // [tokens][n_head][n_slot]
   std::vector<float> follower_probs;           // [n_head][a follower's n_slot]
   std::vector<int32_t> slots, follower_slots;  // [n_head_kv]
 };
@@ -59,7 +72,11 @@ struct StepScratch {
 // score, the same probabilities. Exact processing: each token joins, attends, the policy
 // observes and the cache evicts, one token after the other. Chunked prefill (a bounded state
 // with max_new > 1): the whole chunk joins, every token attends causally, and the cache evicts
-// once, after the chunk's last token.
+// once, after the chunk's last token. The tokens of a chunk, and those of an exact step in
+// which no layer can evict, no policy scores and positions do not move (a prompt under `full`,
+// or before a budget fills), attend through StepAttention::attend_many in blocks, with the
+// policy observing each token's probabilities in order after its block: the same results as one
+// token after the other, bit for bit.
 void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
                 const StepRows& rows, int n_head, StepAttention& attention, StepScratch& scratch);
 

@@ -167,22 +167,54 @@ class SequenceAttention final : public kv::StepAttention {
     int n_head, n_head_kv, head_dim;
     float scale, softcap;
   };
+  // pool: the forward pass's threads when this is the batch's only sequence (else null): a
+  // token's attention at depth splits its slots and heads over them, and the tokens of a
+  // prompt are handed out to them whole.
   SequenceAttention(const Shape& shape, const kernels::RopeParams& rope, kv::PositionMode mode,
                     std::span<const int> idx, ForwardScratch& s, AttendScratch& mine,
-                    ThreadPool* heads_pool)
-      : shape_(shape),
-        rope_(rope),
-        mode_(mode),
-        idx_(idx),
-        s_(s),
-        mine_(mine),
-        heads_pool_(heads_pool) {}
+                    ThreadPool* pool)
+      : shape_(shape), rope_(rope), mode_(mode), idx_(idx), s_(s), mine_(mine), pool_(pool) {}
 
   void joined(const kv::LayerState& L) override {
     if (kv::moves_positions(mode_)) mine_.moved.rotate_keys(L, mode_, rope_, moved_cos_sin());
   }
 
   void attend(const kv::LayerState& L, int t, float* probs) override {
+    // Splitting one token over threads pays only when its attention is large enough to
+    // outweigh waking the pool (~64K multiply-adds).
+    const int64_t work = static_cast<int64_t>(L.slot_end()) * shape_.n_head * shape_.head_dim;
+    const bool split = pool_ != nullptr && shape_.n_head > 1 && work >= kMinSplitWork;
+    attend_token(L, t, probs, mine_, split ? pool_ : nullptr);
+  }
+
+  // A prompt's tokens over the pool, one whole token per claim, the latest (costliest: they
+  // see the most slots) first, each with the single-thread kernel: 512 tokens of a prompt
+  // split token by token spent two pool handoffs per token and layer, and the first tokens
+  // (too small to split) ran on one thread. Same bits as attend() (attention.h).
+  bool attends_in_parallel() const override {
+    return pool_ != nullptr && !kv::moves_positions(mode_);
+  }
+  void attend_many(const kv::LayerState& L, int t0, int t1, float* probs,
+                   size_t probs_stride) override {
+    const int64_t n = t1 - t0;
+    const int64_t work = n * L.slot_end() * shape_.n_head * shape_.head_dim;
+    if (pool_ == nullptr || n < 2 || kv::moves_positions(mode_) || work < kMinSplitWork) {
+      kv::StepAttention::attend_many(L, t0, t1, probs, probs_stride);
+      return;
+    }
+    pool_->for_each_dynamic(n, [&](int64_t j, int thread) {
+      const int t = t1 - 1 - static_cast<int>(j);
+      attend_token(L, t, probs != nullptr ? probs + (t - t0) * probs_stride : nullptr,
+                   s_.per_thread[thread], nullptr);
+    });
+  }
+
+ private:
+  static constexpr int64_t kMinSplitWork = int64_t{1} << 16;
+
+  // Token t's attention with mine's buffers, its heads and slots split over heads_pool if given.
+  void attend_token(const kv::LayerState& L, int t, float* probs, AttendScratch& mine,
+                    ThreadPool* heads_pool) const {
     const int i = idx_[t];
     const size_t q_dim = static_cast<size_t>(shape_.n_head) * shape_.head_dim;
     const float* q = &s_.q[i * q_dim];
@@ -190,9 +222,9 @@ class SequenceAttention final : public kv::StepAttention {
     KvType k_type = L.kv_type().k;
     bool k_rotated = L.k_rotated();
     if (kv::moves_positions(mode_)) {
-      q = mine_.moved.rotate_query(L, q, s_.pos[i], shape_.n_head, rope_, moved_cos_sin());
-      k = mine_.moved.keys.data();
-      k_type = mine_.moved.type;  // rotated back from the Hadamard basis where stored so
+      q = mine.moved.rotate_query(L, q, s_.pos[i], shape_.n_head, rope_, moved_cos_sin());
+      k = mine.moved.keys.data();
+      k_type = mine.moved.type;  // rotated back from the Hadamard basis where stored so
       k_rotated = false;
     }
     const kernels::AttentionArgs a{.q = q,
@@ -217,12 +249,12 @@ class SequenceAttention final : public kv::StepAttention {
     // The fused kernel scores a whole GQA group at once: a row per query head of the group
     // (per head when heads are split over threads).
     const size_t n_slot = static_cast<size_t>(L.n_slot());
-    if (heads_pool_ == nullptr) {
+    if (heads_pool == nullptr) {
       const int group = shape_.n_head / shape_.n_head_kv;
-      if (mine_.scores.size() < n_slot * group) mine_.scores.resize(n_slot * group);
+      if (mine.scores.size() < n_slot * group) mine.scores.resize(n_slot * group);
       kernels::AttentionArgs all = a;
-      all.scratch = mine_.scores.data();
-      all.scratch_size = static_cast<int64_t>(mine_.scores.size());
+      all.scratch = mine.scores.data();
+      all.scratch_size = static_cast<int64_t>(mine.scores.size());
       kernels::attention(all);
       return;
     }
@@ -236,17 +268,17 @@ class SequenceAttention final : public kv::StepAttention {
     // passes, a thread whose core was busy with another process held up the others (decode at
     // depth 1000 on 2 threads, one core busy: 0.61x of 1 thread). Same bits as one
     // attention() call (kernels/attention.h), however the parts fall.
-    if (mine_.scores.size() < n_slot * shape_.n_head) mine_.scores.resize(n_slot * shape_.n_head);
-    float* rows = probs != nullptr ? probs : mine_.scores.data();
+    if (mine.scores.size() < n_slot * shape_.n_head) mine.scores.resize(n_slot * shape_.n_head);
+    float* rows = probs != nullptr ? probs : mine.scores.data();
     constexpr int kPartsPerThread = 4;
     constexpr int64_t kSlotGrain = 64;
-    heads_pool_->parallel_for(
+    heads_pool->parallel_for(
         L.slot_end(), kSlotGrain,
         [&](int64_t s0, int64_t s1) {
           kernels::attention_scores(a, rows, static_cast<int>(s0), static_cast<int>(s1));
         },
         kPartsPerThread);
-    heads_pool_->parallel_for(
+    heads_pool->parallel_for(
         shape_.n_head, 1,
         [&](int64_t h0, int64_t h1) {
           kernels::attention_normalize(a, rows, static_cast<int>(h0), static_cast<int>(h1));
@@ -258,7 +290,6 @@ class SequenceAttention final : public kv::StepAttention {
         kPartsPerThread);
   }
 
- private:
   std::span<const float> moved_cos_sin() const {
     return {s_.moved_cs.data(), static_cast<size_t>(s_.moved_cs_n) * rope_.n_rot};
   }
@@ -269,7 +300,7 @@ class SequenceAttention final : public kv::StepAttention {
   std::span<const int> idx_;
   ForwardScratch& s_;
   AttendScratch& mine_;
-  ThreadPool* heads_pool_;  // split each token's heads over it (a batch of one sequence)
+  ThreadPool* pool_;
 };
 
 }  // namespace
@@ -374,21 +405,15 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
                                    .stored_v = s.stored_v,
                                    .kv_dim = c.n_head_kv * c.head_dim};
   if (s.per_thread.size() < static_cast<size_t>(pool.size())) s.per_thread.resize(pool.size());
-  auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* heads_pool) {
+  auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* run_pool) {
     kv::StepRows rows = rows_of_batch;
     rows.idx = run.idx;
-    SequenceAttention attention(shape, rope, run.state->positions(), run.idx, s, mine, heads_pool);
+    SequenceAttention attention(shape, rope, run.state->positions(), run.idx, s, mine, run_pool);
     kv::step_layer(*run.state, run.followers, il, rows, c.n_head, attention, mine.step);
   };
 
   if (s.runs.size() == 1) {
-    // Splitting heads over threads pays only when a token's attention is large enough to
-    // outweigh waking the pool (~64K multiply-adds).
-    const SequenceRun& run = s.runs[0];
-    const int64_t work =
-        static_cast<int64_t>(run.state->layer(il).n_held() + 1) * c.n_head * c.head_dim;
-    const bool split = pool.size() > 1 && c.n_head > 1 && work >= (1 << 16);
-    step(run, s.per_thread[0], split ? &pool : nullptr);
+    step(s.runs[0], s.per_thread[0], pool.size() > 1 ? &pool : nullptr);
     return;
   }
   // Sequences differ widely in cost (budgets, full caches, scoring): hand them out one at a

@@ -120,6 +120,29 @@ TEST(LayerStep, ChunkJoinsWholeAttendsCausallyAndEvictsOnce) {
   }
 }
 
+// An exact step that no layer evicts in and no policy scores joins whole and attends at once
+// (the model splits such tokens over threads); one that evicts, or scores, goes token by token.
+TEST(LayerStep, ExactStepWithoutEvictionOrScoresJoinsWholeFirst) {
+  std::mt19937 rng(4);
+  const Step step(0, 4, rng);
+  struct Case {
+    const char* policy;
+    int budget;
+    const char* log;
+  };
+  for (const Case& c : {Case{"full", 0, "J4 A0:4 A1:4 A2:4 A3:4 "},
+                        Case{"window", 4, "J4 A0:4 A1:4 A2:4 A3:4 "},
+                        Case{"window", 3, "J1 A0:1 J2 A1:2 J3 A2:3 J4 A3:4 "},
+                        Case{"h2o", 8, "J1 A0:1p J2 A1:2p J3 A2:3p J4 A3:4p "}}) {
+    auto ms = make_state(c.policy, c.budget);
+    RecordingAttention att(step.pos.data());
+    StepScratch scratch;
+    step_layer(*ms, {}, 0, step.rows(), kHead, att, scratch);
+    EXPECT_EQ(att.log(), c.log) << c.policy << " k=" << c.budget;
+    EXPECT_EQ(ms->layer(0).n_held(), std::min(4, c.budget > 0 ? c.budget : 4)) << c.policy;
+  }
+}
+
 TEST(LayerStep, FollowerTakesTheLeadersRowsAndProbabilities) {
   // A tova k=8 follower of a `full` leader, for 6 tokens (it never evicts), ends exactly as the
   // same tova sequence stepped on its own: the same slots, rows and accumulated scores.

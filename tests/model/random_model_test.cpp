@@ -249,10 +249,13 @@ TEST_F(RandomModelTest, RunsAForwardPassWithFiniteLogits) {
 }
 
 // A prompt large enough that the per-token work between the matrix products (norms, RoPE,
-// residual adds, SiLU, the f16 K/V conversion) is split over the pool, then tokens decoded one
-// at a time at a depth where each token's attention is split over the pool in parts (slots,
-// then heads): every thread count, more threads than this machine's cores included, gives the
-// bits of one thread.
+// residual adds, SiLU, the f16 K/V conversion) and the prompt's attention (its tokens handed
+// out whole to the threads) are split over the pool, then tokens decoded one at a time at a
+// depth where each token's attention is split over the pool in parts (slots, then heads): every
+// thread count, more threads than this machine's cores included, gives the bits of one thread.
+// Under `full` (f16 K/V) and under a budget the prompt does not fill (`window`), the prompt's
+// tokens join first and attend at once; under chunk:C with `tova` (which scores) each chunk's
+// tokens attend at once and the policy observes them in order, evicting after each chunk.
 TEST_F(RandomModelTest, SameBitsWithAnyThreadCount) {
   TOVA_REQUIRE_SHARED();
   const std::string path = write("tiny", GgmlType::kQ4_0);
@@ -262,31 +265,48 @@ TEST_F(RandomModelTest, SameBitsWithAnyThreadCount) {
   constexpr int kPrompt = 300, kDecode = 4;  // 300 x 4 heads x 64 > the split's 64K
   std::vector<int32_t> ids(kPrompt + kDecode);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % 31000);
-  std::vector<float> ref;
-  for (int threads : {1, 2, 3, 8}) {
-    ThreadPool pool(threads);
-    CacheOptions o;
-    o.policy = *kv::parse_policy("full", 0);
-    o.kv_type = kv::KvType::kF16;
-    auto state = runtime::make_state(**m, o, static_cast<int64_t>(ids.size()));
-    ASSERT_TRUE(state.ok()) << state.message();
-    ForwardScratch scratch;
-    std::vector<float> logits(ids.size() * n_vocab);
-    std::vector<BatchToken> batch;
-    for (int i = 0; i < kPrompt; ++i) {
-      batch.push_back({.token = ids[i], .state = state->get(), .logits = true});
-    }
-    ASSERT_TRUE((*m)->forward(batch, pool, scratch, logits.data()).ok());
-    for (int i = kPrompt; i < kPrompt + kDecode; ++i) {
-      const BatchToken one{.token = ids[i], .state = state->get(), .logits = true};
-      ASSERT_TRUE((*m)->forward({&one, 1}, pool, scratch, &logits[i * n_vocab]).ok());
-    }
-    if (ref.empty()) {
-      ref = logits;
-      continue;
-    }
-    for (size_t i = 0; i < ref.size(); ++i) {
-      ASSERT_EQ(logits[i], ref[i]) << "threads=" << threads << " token " << i / n_vocab;
+  struct Config {
+    const char* policy;
+    int budget;
+    const char* prefill;
+    int batch;  // prompt tokens per forward call
+  };
+  for (const Config& cfg : {Config{"full", 0, "exact", kPrompt}, Config{"window", 400, "exact", 100},
+                            Config{"tova", 96, "chunk:64", 64}}) {
+    const std::string name = fmt::format("{} k={} {}", cfg.policy, cfg.budget, cfg.prefill);
+    std::vector<float> ref;
+    for (int threads : {1, 2, 3, 8}) {
+      ThreadPool pool(threads);
+      CacheOptions o;
+      o.policy = *kv::parse_policy(cfg.policy, cfg.budget);
+      o.prefill = *parse_prefill(cfg.prefill);
+      o.kv_type = kv::KvType::kF16;
+      auto state = runtime::make_state(**m, o, static_cast<int64_t>(ids.size()));
+      ASSERT_TRUE(state.ok()) << state.message();
+      ForwardScratch scratch;
+      std::vector<float> logits(ids.size() * n_vocab);
+      for (int b = 0; b < kPrompt; b += cfg.batch) {
+        std::vector<BatchToken> batch;
+        for (int i = b; i < std::min(kPrompt, b + cfg.batch); ++i) {
+          batch.push_back({.token = ids[i], .state = state->get(), .logits = true});
+        }
+        ASSERT_TRUE((*m)->forward(batch, pool, scratch, &logits[b * n_vocab]).ok()) << name;
+      }
+      for (int i = kPrompt; i < kPrompt + kDecode; ++i) {
+        const BatchToken one{.token = ids[i], .state = state->get(), .logits = true};
+        ASSERT_TRUE((*m)->forward({&one, 1}, pool, scratch, &logits[i * n_vocab]).ok()) << name;
+      }
+      if (cfg.budget > 0) {
+        const int64_t held = (*state)->layer(0).n_held();
+        EXPECT_EQ(held, std::min<int64_t>(cfg.budget, kPrompt + kDecode)) << name;
+      }
+      if (ref.empty()) {
+        ref = logits;
+        continue;
+      }
+      for (size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_EQ(logits[i], ref[i]) << name << " threads=" << threads << " token " << i / n_vocab;
+      }
     }
   }
 }
