@@ -57,12 +57,17 @@ namespace tova::kernels::HWY_NAMESPACE {
 // Q8_K activations (Q4_K, Q5_K, Q6_K), nb super-blocks of 256:
 //   qs[nb][256] int8 | d[nb] float | bsums[nb][16] int16
 
-// vpmaddwd kept apart from the add that follows it. Highway 1.0's AVX3_DL target string lists
-// avxvnni, so clang fuses madd + add into AVX-VNNI's VEX vpdpwssd, which AVX-512 CPUs without
-// AVX-VNNI (Zen 4, Ice Lake) do not have: SIGILL in clang builds. The empty asm hides the madd.
+// vpmaddwd kept apart from the add that follows it where clang would fuse them. Highway 1.0's
+// AVX3_DL target string lists avxvnni, so clang fuses madd + add into AVX-VNNI's VEX vpdpwssd,
+// which AVX-512 CPUs without AVX-VNNI (Zen 4, Ice Lake) do not have: SIGILL in clang builds.
+// The empty asm hides the madd from clang there. g++ 12 does not fuse intrinsics (objdump: no
+// vpdpwssd without it) and the asm cost it nothing measurable, but it is kept out of g++ builds
+// and of the AVX2/AVX3 targets, where no VNNI instruction can be chosen anyway.
 HWY_INLINE __m256i MaddWd(__m256i a, __m256i b) {
   __m256i r = _mm256_madd_epi16(a, b);
-  asm("" : "+x"(r));
+#if HWY_TARGET == HWY_AVX3_DL && defined(__clang__)
+  asm("" : "+v"(r));
+#endif
   return r;
 }
 
