@@ -20,25 +20,15 @@ namespace {
 
 struct Flags {
   ModelFlags model;
-  std::vector<std::string> tasks;
+  // The run's options: the flags below write into it; run() adds what the app reads or names
+  // (template and haystack files, K/V type, batching switches, the model's label).
+  eval::TaskRunOptions run;
   std::string template_file;
   std::string haystack_file;
-  std::vector<int> lengths;  // empty: the model's trained context
-  std::vector<int> depths = {0, 25, 50, 75, 100};
-  int samples = 10;
-  uint64_t seed = 42;
-  std::vector<std::string> policies = {"full"};
-  std::vector<int> budgets;
-  std::string prefill = "exact";
-  std::string positions = "absolute";
   KvTypeFlags kv_type;
-  bool chat = false;
-  std::string chat_template;
-  int max_new = 0;
   std::string out;
   bool force = false;
   bool no_plot = false;
-  int n_batch = 32;
   bool no_batch = false;
   bool no_share = false;
 };
@@ -53,23 +43,11 @@ T take(Result<T> r) {
 }
 
 void run(const Flags& f) {
-  eval::TaskRunOptions o{.tasks = f.tasks,
-                         .lengths = f.lengths,
-                         .depths = f.depths,
-                         .samples = f.samples,
-                         .seed = f.seed,
-                         .policies = f.policies,
-                         .budgets = f.budgets,
-                         .prefill = f.prefill,
-                         .positions = f.positions,
-                         .kv_type = f.kv_type.text(),
-                         .chat = f.chat,
-                         .chat_template = f.chat_template,
-                         .max_new = f.max_new,
-                         .n_batch = f.n_batch,
-                         .batched = !f.no_batch,
-                         .share_prefix = !f.no_share,
-                         .model_label = f.model.model_path()};
+  eval::TaskRunOptions o = f.run;
+  o.kv_type = f.kv_type.text();
+  o.batched = !f.no_batch;
+  o.share_prefix = !f.no_share;
+  o.model_label = f.model.model_path();
   if (!f.template_file.empty()) {
     o.template_text = take(read_text_file(f.template_file));
     o.template_label = f.template_file;
@@ -126,7 +104,7 @@ void add_eval_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "eval", "long-context tasks (RULER's synthetic tasks, passkey) x policies x budgets");
   flags->model.add(*cmd);
-  cmd->add_option("tasks", flags->tasks, "comma-separated tasks: " + eval::task_choices())
+  cmd->add_option("tasks", flags->run.tasks, "comma-separated tasks: " + eval::task_choices())
       ->delimiter(',')
       ->required();
   cmd->add_option("--template", flags->template_file,
@@ -135,37 +113,37 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--haystack", flags->haystack_file,
                   "text file whose sentences surround the needles (default: RULER's repeated "
                   "noise sentences); a file too short is repeated, with a warning");
-  cmd->add_option("--lengths", flags->lengths,
+  cmd->add_option("--lengths", flags->run.lengths,
                   "comma-separated sample lengths in tokens of the model's tokenizer (prompt + "
                   "generated, as RULER counts; default: the model's trained context)")
       ->delimiter(',')
       ->check(CLI::Range(16, 1 << 24));
-  cmd->add_option("--depths", flags->depths,
+  cmd->add_option("--depths", flags->run.depths,
                   "comma-separated needle depths in percent of the haystack (niah tasks, passkey)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--samples", flags->samples,
+  cmd->add_option("--samples", flags->run.samples,
                   "samples per (task, length); their needles at --depths in turn")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--seed", flags->seed, "seed of the samples")->capture_default_str();
-  cmd->add_option("--policies", flags->policies,
+  cmd->add_option("--seed", flags->run.seed, "seed of the samples")->capture_default_str();
+  cmd->add_option("--policies", flags->run.policies,
                   "comma-separated policies NAME[:ARG] (" + kv::policy_choices() +
                       "); full runs once, the others once per budget")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--budgets", flags->budgets, "comma-separated budgets k (states per layer)")
+  cmd->add_option("--budgets", flags->run.budgets, "comma-separated budgets k (states per layer)")
       ->delimiter(',');
-  cmd->add_option("--kv-prefill", flags->prefill, "exact | chunk:C | chunk:inf")
+  cmd->add_option("--kv-prefill", flags->run.prefill, "exact | chunk:C | chunk:inf")
       ->capture_default_str();
-  add_positions_option(*cmd, flags->positions);
+  add_positions_option(*cmd, flags->run.positions);
   flags->kv_type.add(*cmd, "f32");
-  cmd->add_flag("--chat", flags->chat,
+  cmd->add_flag("--chat", flags->run.chat,
                 "wrap each prompt in the model's chat template (the task as the user turn, the "
                 "answer prefix after the assistant's header); default: the raw prompt after BOS");
-  cmd->add_option("--chat-template", flags->chat_template,
+  cmd->add_option("--chat-template", flags->run.chat_template,
                   "--chat with this template: " + tok::ChatTemplate::names());
-  cmd->add_option("--max-new", flags->max_new,
+  cmd->add_option("--max-new", flags->run.max_new,
                   "tokens to generate per answer (default: the task's, as RULER: niah 128, vt "
                   "30, cwe 120, fwe 50, passkey 16); generation stops early at EOS or once every "
                   "expected string is in the answer (its score cannot change after that)")
@@ -174,7 +152,7 @@ void add_eval_command(CLI::App& app) {
                   "write results.json, results.csv and the plots (acc-TASK, heat-TASK) here");
   cmd->add_flag("--force", flags->force, "replace a non-empty --out folder");
   cmd->add_flag("--no-plot", flags->no_plot, "do not draw plots (no gnuplot needed)");
-  cmd->add_option("-b,--batch", flags->n_batch, "prompt positions per sequence and forward pass")
+  cmd->add_option("-b,--batch", flags->run.n_batch, "prompt positions per sequence and forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--no-batch", flags->no_batch,
