@@ -217,19 +217,23 @@ HWY_INLINE __m256i SumLanes8(const __m256i (&s)[8]) {
                           _mm256_permute2x128_si256(h0, h1, 0x31));
 }
 
-// The f16 scales of 8 consecutive blocks as floats (one gather of the 32-bit words at each
-// block's start; the scale is the low half).
+// The f16 scales of 8 consecutive blocks as floats. Eight scalar 16-bit loads packed with
+// shifts and ors run on the integer ALUs, beside the vector work of the blocks; the gather of
+// the same words (vpgatherdd, microcoded on Zen 4) was where the 8-block loop stalled.
 template <GgmlType kType>
 HWY_INLINE __m256 Scales8(const uint8_t* blk) {
   constexpr int B = BlockBytes<kType>();
-  const __m256i g = _mm256_i32gather_epi32(reinterpret_cast<const int*>(blk),
-                                           _mm256_setr_epi32(0, B, 2 * B, 3 * B, 4 * B, 5 * B,
-                                                             6 * B, 7 * B),
-                                           1);
-  const __m256i lo16 = _mm256_shuffle_epi8(
-      g, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5,
-                          8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
-  return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(lo16, 0x08)));
+  uint64_t half[2];
+  for (int h = 0; h < 2; ++h) {
+    uint64_t v = 0;
+    for (int i = 0; i < 4; ++i) {
+      uint16_t d;
+      std::memcpy(&d, blk + (4 * h + i) * B, 2);
+      v |= static_cast<uint64_t>(d) << (16 * i);
+    }
+    half[h] = v;
+  }
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(half[1]), static_cast<int64_t>(half[0])));
 }
 
 template <GgmlType kType, int R, int T>
