@@ -28,6 +28,7 @@
 #define TOVA_KERNELS_MATMUL_DECODE_AVX2_INL_H_
 #endif
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -313,11 +314,28 @@ void GemvQ8_0Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_
 
 // ---- k-quants: super-blocks of 256 ----
 
-// vpshufb patterns that put 16-bit word i of each 128-bit lane in all 8 words of that lane.
+// vpshufb patterns that put 16-bit word i of each 128-bit lane in all 8 words of that lane,
+// from a table: built with set1/set_m128i in the unrolled loops, each pattern cost g++ three
+// instructions (vmovd, vpshufd, vinserti128) per use instead of a load folded into vpshufb.
+struct alignas(32) WordBcastMask {
+  uint8_t b[32];
+};
 HWY_INLINE __m256i WordBcast(int lo, int hi) {
-  const int16_t l = static_cast<int16_t>((2 * lo) | ((2 * lo + 1) << 8));
-  const int16_t h = static_cast<int16_t>((2 * hi) | ((2 * hi + 1) << 8));
-  return _mm256_set_m128i(_mm_set1_epi16(h), _mm_set1_epi16(l));
+  static constexpr auto kTable = [] {
+    std::array<WordBcastMask, 64> t{};
+    for (int l = 0; l < 8; ++l) {
+      for (int h = 0; h < 8; ++h) {
+        for (int i = 0; i < 16; i += 2) {
+          t[8 * l + h].b[i] = static_cast<uint8_t>(2 * l);
+          t[8 * l + h].b[i + 1] = static_cast<uint8_t>(2 * l + 1);
+          t[8 * l + h].b[16 + i] = static_cast<uint8_t>(2 * h);
+          t[8 * l + h].b[17 + i] = static_cast<uint8_t>(2 * h + 1);
+        }
+      }
+    }
+    return t;
+  }();
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(kTable[8 * lo + hi].b));
 }
 
 // Q4_K / Q5_K (kFive): per 64 elements one 32-byte load of quants; sub-block j (32 elements)
@@ -385,9 +403,11 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
       const float dmin = LoadF16(blk + detail::Q4_K::kDmin);
       for (int t = 0; t < T; ++t) {
         const float da = a[t].d[b];
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * da), acc[r][t]);
-        acc[r][t] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum[t]), _mm256_set1_ps(-dmin * da), acc[r][t]);
+        // One add on the chain through acc per super-block, not two dependent FMAs.
+        const __m256 part = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * da),
+                                            _mm256_mul_ps(_mm256_cvtepi32_ps(msum[t]),
+                                                          _mm256_set1_ps(-dmin * da)));
+        acc[r][t] = _mm256_add_ps(acc[r][t], part);
       }
     }
   }
