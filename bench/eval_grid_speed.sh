@@ -9,16 +9,8 @@
 # under `quiet`.
 # Usage: bench/eval_grid_speed.sh [TOVA_BINARY] [SHARED_DIR] [SAMPLES] [THREADS] [ROUNDS]
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-T=${1:-$here/build/bin/tova}
-S=${2:-$here/../shared}
-n=${3:-4}
-t=${4:-2}
+source "$(dirname "$0")/eval_grid_setup.sh"
 rounds=${5:-1}
-P=(window h2o tova snapkv)
-B=(128 256 512)
-common=(niah_single -m "$S/models/niah-13m-f16.gguf" --template "$S/models/niah-13m.templates.json"
-        --lengths 2048 --samples "$n" -t "$t" --no-plot)
 
 # "wall cpu" seconds of one command
 timed() {
