@@ -218,6 +218,25 @@ HWY_INLINE __m256i SumLanes8(const __m256i (&s)[8]) {
                           _mm256_permute2x128_si256(h0, h1, 0x31));
 }
 
+// The same for blocks whose lanes are small: any two lanes of one s[b] sum to at most 2^15 - 1
+// in magnitude (Q4_0: 4 * 15 * 127 = 7620 per lane, Q5_0: 15748). The lanes then fit int16, so
+// two blocks are packed into one vector (vpackssdw, exact) and summed pairwise by vpmaddwd:
+// 6 packs and 6 madds instead of 6 vphaddd, which take more of the shuffle ports that the
+// nibble unpacking needs too. The same exact int32 sums, lane b = block b.
+HWY_INLINE __m256i SumLanes8Small(const __m256i (&s)[8]) {
+  const __m256i one = _mm256_set1_epi16(1);
+  // Lane halves: [s_a lanes 0-1 summed, 2-3, s_b 0-1, 2-3 | the same of lanes 4-7].
+  const __m256i p01 = MaddWd(_mm256_packs_epi32(s[0], s[1]), one);
+  const __m256i p23 = MaddWd(_mm256_packs_epi32(s[2], s[3]), one);
+  const __m256i p45 = MaddWd(_mm256_packs_epi32(s[4], s[5]), one);
+  const __m256i p67 = MaddWd(_mm256_packs_epi32(s[6], s[7]), one);
+  // [s0 s1 s2 s3 over lanes 0-3 | over lanes 4-7], and the same for s4..s7.
+  const __m256i q0 = MaddWd(_mm256_packs_epi32(p01, p23), one);
+  const __m256i q1 = MaddWd(_mm256_packs_epi32(p45, p67), one);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20),
+                          _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
 // The f16 scales of 8 consecutive blocks as floats. Eight scalar 16-bit loads packed with
 // shifts and ors run on the integer ALUs, beside the vector work of the blocks; the gather of
 // the same words (vpgatherdd, microcoded on Zen 4) was where the 8-block loop stalled.
@@ -265,7 +284,7 @@ void GemvBlocksAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int6
       for (int i = 0; i < 8; ++i) {
         s[i] = BlockDot<kType>(LoadBlockWeights<kType>(blk + i * kBytes), a[0].qs + 32 * (b + i));
       }
-      __m256i sum = SumLanes8(s);
+      __m256i sum = kType == GgmlType::kQ8_0 ? SumLanes8(s) : SumLanes8Small(s);
       if constexpr (kType != GgmlType::kQ8_0) {
         sum = _mm256_add_epi32(sum, _mm256_loadu_si256(
                                         reinterpret_cast<const __m256i*>(a[0].corr + b)));
