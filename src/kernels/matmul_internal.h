@@ -76,6 +76,12 @@ struct ActBuffer {
 void plan_acts(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x, ActBuffer* acts);
 // Converts tokens [t_begin, t_end) of x; token ranges must start at multiples of acts->lanes.
 void prepare_acts(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* acts);
+// Converts columns [k_begin, k_end) of every token, for layouts with token lanes (fewer tokens
+// than two groups cannot be split by token): the bounds are multiples of kActColumnGrain or n_in.
+// Each block of an activation row is converted on its own, so any split gives the same bytes.
+void prepare_act_columns(const float* x, int64_t k_begin, int64_t k_end, ActBuffer* acts);
+// A multiple of every weight type's block size and scale group (a K-quant super-block).
+inline constexpr int64_t kActColumnGrain = 256;
 // y[t][o] for o in [o_begin, o_end) and every token.
 void matmul_rows(const WeightMatrix& w, const ActBuffer& acts, int64_t o_begin, int64_t o_end,
                  float* y);

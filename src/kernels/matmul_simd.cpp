@@ -153,7 +153,8 @@ void PlanActs(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x,
   a->sa.ensure<float>(static_cast<size_t>(n_tok * a->sc_stride));
 }
 
-void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
+void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin, int64_t k_end,
+                 ActBuffer* a) {
   const int64_t n = a->n_in;
   if (a->layout == ActLayout::kFloatRows) return;
   if (a->layout == ActLayout::kFloatLanes) {
@@ -162,10 +163,13 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
     for (int64_t t = t_begin; t < t_end; ++t) {
       float* dst = xs + (t / lanes) * n * lanes + t % lanes;
       const float* src = x + t * n;
-      for (int64_t k = 0; k < n; ++k) dst[k * lanes] = src[k];
+      for (int64_t k = k_begin; k < k_end; ++k) dst[k * lanes] = src[k];
     }
     return;
   }
+  // Of the int8 layouts only token lanes convert part of the columns (matmul_internal.h).
+  TOVA_CHECK((k_begin == 0 && k_end == n) || a->layout == ActLayout::kInt8Lanes);
+  const int64_t kn = k_end - k_begin;
   const GgmlType act_type = vec_dot_type(a->weight_type);
   const TypeTraits& at = type_traits(act_type);
   const int64_t n_group = n / a->group;
@@ -173,7 +177,7 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
   uint8_t* blocks =
       blocks_buf.ensure<uint8_t>(static_cast<size_t>(n / at.block_size * at.type_size));
   for (int64_t t = t_begin; t < t_end; ++t) {
-    QuantizeActs(act_type, x + t * n, n, blocks);
+    QuantizeActs(act_type, x + t * n + k_begin, kn, blocks);
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     if (a->layout == ActLayout::kDecodeRows && UsesAvx2Decode(a->weight_type)) {
       PrepareAvx2Decode(a->weight_type, blocks, n, a->qs.get<uint8_t>() + t * a->qs_stride);
@@ -199,7 +203,7 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
         row_buf.ensure<int8_t>(static_cast<size_t>((n + 63) / 64 * 64 + 8 * a->n_group_pad));
     float* d = reinterpret_cast<float*>(qs + (n + 63) / 64 * 64);
     float* sa = d + a->n_group_pad;
-    ActRowFromBlocks(act_type, a->group, blocks, n, qs, d, sa);
+    ActRowFromBlocks(act_type, a->group, blocks, kn, qs, d, sa);
 #if HWY_TARGET == HWY_AVX3_DL
     if (a->layout == ActLayout::kDecodeRows) {
       uint8_t* dst = a->qs.get<uint8_t>() + t * a->qs_stride;
@@ -214,11 +218,12 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* a) {
     // kInt8Lanes: scatter the row into its token lane.
     const int lanes = a->lanes;
     const int64_t tg = t / lanes, lane = t % lanes;
-    int8_t* qdst = a->qs.get<int8_t>() + tg * a->qs_stride + lane * 4;
-    for (int64_t k4 = 0; k4 < n / 4; ++k4) std::memcpy(qdst + k4 * 4 * lanes, qs + 4 * k4, 4);
-    float* ddst = a->d.get<float>() + tg * a->sc_stride + lane;
-    float* sdst = a->sa.get<float>() + tg * a->sc_stride + lane;
-    for (int64_t g = 0; g < n_group; ++g) {
+    int8_t* qdst = a->qs.get<int8_t>() + tg * a->qs_stride + k_begin * lanes + lane * 4;
+    for (int64_t k4 = 0; k4 < kn / 4; ++k4) std::memcpy(qdst + k4 * 4 * lanes, qs + 4 * k4, 4);
+    const int64_t g_begin = k_begin / a->group;
+    float* ddst = a->d.get<float>() + tg * a->sc_stride + g_begin * lanes + lane;
+    float* sdst = a->sa.get<float>() + tg * a->sc_stride + g_begin * lanes + lane;
+    for (int64_t g = 0; g < kn / a->group; ++g) {
       ddst[g * lanes] = d[g];
       sdst[g * lanes] = sa[g];
     }
@@ -669,7 +674,11 @@ void plan_acts(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x
 }
 
 void prepare_acts(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* acts) {
-  HWY_DYNAMIC_DISPATCH(PrepareActs)(x, t_begin, t_end, acts);
+  HWY_DYNAMIC_DISPATCH(PrepareActs)(x, t_begin, t_end, 0, acts->n_in, acts);
+}
+
+void prepare_act_columns(const float* x, int64_t k_begin, int64_t k_end, ActBuffer* acts) {
+  HWY_DYNAMIC_DISPATCH(PrepareActs)(x, 0, acts->n_tok, k_begin, k_end, acts);
 }
 
 void matmul_rows(const WeightMatrix& w, const ActBuffer& acts, int64_t o_begin, int64_t o_end,

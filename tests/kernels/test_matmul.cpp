@@ -154,6 +154,32 @@ TEST(Matmul, ManyTokensAndLargeRowsOnTwoThreads) {
   }
 }
 
+TEST(Matmul, ActivationsSplitByColumnsGiveTheBitsOfOneThread) {
+  // One or two groups of token lanes (12-31 tokens: a batched decode step) are too few to split
+  // the activation conversion by token; wide rows split it by columns instead (23 parts of 256,
+  // the last thread's share uneven). Every thread count must give the same bits, and the
+  // reference's answer.
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kF16}) {
+    const Matrix m = random_matrix(t, 40, 23 * 256, 29);
+    for (int64_t n_tok : {12, 16, 31}) {
+      const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 5);
+      const std::string what = std::string(type_name(t)) + " n_tok=" + std::to_string(n_tok);
+      for_each_target([&] {
+        std::vector<float> y1(p.ref.size(), std::nanf("")), y(p.ref.size());
+        matmul(m.w, p.x.data(), n_tok, y1.data(), pool1);
+        for (ThreadPool* pool : {&pool2, &pool3}) {
+          std::fill(y.begin(), y.end(), std::nanf(""));
+          matmul(m.w, p.x.data(), n_tok, y.data(), *pool);
+          EXPECT_EQ(0, std::memcmp(y1.data(), y.data(), y.size() * sizeof(float)))
+              << what << " threads=" << pool->size();
+        }
+        check_matmul(p, pool2, what);
+      });
+    }
+  }
+}
+
 TEST(Matmul, TileShapesOfEveryTarget) {
   // The token-lane tiles hold 48 tokens on AVX3_DL and AVX3 (3 x 16) and 16 on AVX2 (2 x 8),
   // the decode tiles 4 rows x 4 tokens on AVX3_DL and 2 x 4 on AVX2 and AVX3: token counts on
