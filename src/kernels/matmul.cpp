@@ -14,8 +14,11 @@ namespace {
 // Below this many multiply-adds a matmul runs on the calling thread: waking the pool costs
 // more than it saves (stories260K's 64x64 matrices are ~4K).
 constexpr int64_t kMinParallelWork = int64_t{1} << 18;
-// Activation elements below which converting them is not worth a second thread.
+// Activation elements below which converting them is not worth a second thread. Split by
+// columns, the threads are already awake for the matrix that follows: a lower bar (TinyLlama's
+// q/k/v, o and gate/up inputs at B=16 are 32K elements, ~20 us on one thread).
 constexpr int64_t kMinParallelPrepare = int64_t{1} << 16;
+constexpr int64_t kMinParallelPrepareColumns = int64_t{1} << 14;
 // Parts per thread of a call with more than one token (see matmul_multi). Single-token decode
 // keeps one range per thread: its calls are short, and a range's row prefetch stops at its end.
 constexpr int kBatchPartsPerThread = 8;
@@ -47,11 +50,11 @@ void matmul_multi(std::span<const WeightMatrix* const> ws, const float* x, int64
   detail::plan_acts(w0.type, w0.n_in, n_tok, x, &acts);
   const bool parallel = pool.size() > 1 && total_rows * w0.n_in * n_tok >= kMinParallelWork;
   if (acts.layout != detail::ActLayout::kFloatRows) {
-    const bool parallel_prepare = parallel && n_tok * w0.n_in >= kMinParallelPrepare;
-    if (parallel_prepare && n_tok >= 2 * acts.lanes) {
+    if (parallel && n_tok >= 2 * acts.lanes && n_tok * w0.n_in >= kMinParallelPrepare) {
       pool.parallel_for(n_tok, acts.lanes,
                         [&](int64_t t0, int64_t t1) { detail::prepare_acts(x, t0, t1, &acts); });
-    } else if (parallel_prepare && acts.lanes > 1 && w0.n_in >= 2 * detail::kActColumnGrain) {
+    } else if (parallel && acts.lanes > 1 && n_tok * w0.n_in >= kMinParallelPrepareColumns &&
+               w0.n_in >= 2 * detail::kActColumnGrain) {
       // One group of token lanes (a batched decode step of 12-31 sequences) is split by
       // columns: converted by the calling thread alone it was 1.5 % of a TinyLlama B=16 step on
       // two threads, and the idle thread fell asleep before the FFN down matrix.
