@@ -1,6 +1,6 @@
 // Batched decode against the machine's limits: B sequences, each holding the same multi-state,
 // decode one token each per step in ONE forward pass (counters are rates: tokens/s, read_GB/s,
-// GFLOP/s). Per B it reports the step time and what
+// GFLOP/s). Per B it reports the step time (the mean; median_ms: the median step) and what
 // it achieved: bytes read per second (the weights once + every sequence's held K/V) and
 // floating-point work per second (every matrix times B rows, plus attention over the held
 // states), to set beside the machine's bandwidth (BM_read_bandwidth, measured in the same run)
@@ -16,7 +16,9 @@
 // DRAM), tova k=512, depth 1024, two threads.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -149,12 +151,20 @@ void BM_batched_decode(benchmark::State& state) {
     state.SkipWithError(s.message().c_str());
     return;
   }
+  // Each step's own time too: the median step is what a thread-scaling ratio should compare
+  // on a shared machine, where one disturbed step moves the mean (the reported time).
+  std::vector<double> step_ms;
   for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
     if (const Status s = step(); !s.ok()) {
       state.SkipWithError(s.message().c_str());
       return;
     }
+    step_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  std::sort(step_ms.begin(), step_ms.end());
+  state.counters["median_ms"] = step_ms[step_ms.size() / 2];
   const double steps = static_cast<double>(state.iterations());
   const double bytes = static_cast<double>(f.weight_bytes) + static_cast<double>(kv_bytes) * B;
   // Attention: q.k and p.v over every held state, for every query head.
