@@ -19,9 +19,12 @@ constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // q/k/v, o and gate/up inputs at B=16 are 32K elements, ~20 us on one thread).
 constexpr int64_t kMinParallelPrepare = int64_t{1} << 16;
 constexpr int64_t kMinParallelPrepareColumns = int64_t{1} << 14;
-// Parts per thread of a call with more than one token (see matmul_multi). Single-token decode
-// keeps one range per thread: its calls are short, and a range's row prefetch stops at its end.
-constexpr int kBatchPartsPerThread = 8;
+// A call with more than one token is cut in up to kBatchPartsPerThread parts per thread of
+// whole 32-row chunks (the token-lane kernels' unit of reuse; see matmul_multi). Single-token
+// decode keeps one range of 16-row multiples per thread: its calls are short, and a range's row
+// prefetch stops at its end.
+constexpr int kBatchPartsPerThread = 64;
+constexpr int64_t kBatchRowGrain = 32;
 
 }  // namespace
 
@@ -80,10 +83,16 @@ void matmul_multi(std::span<const WeightMatrix* const> ws, const float* x, int64
     return;
   }
   // Row ranges in multiples of 16 keep the kernels' 4-row tiles and 16-row chunks whole. With
-  // several tokens, a call is cut in kBatchPartsPerThread parts per thread taken by whichever
-  // thread is free: with one equal range each, the two threads of a batched decode step (B=16,
-  // TinyLlama) finished the same call 5-6 % apart on average, and the first one waited.
-  pool.parallel_for(total_rows, 16, rows, n_tok > 1 ? kBatchPartsPerThread : 1);
+  // several tokens, a call is cut in many small parts taken by whichever thread is free: with
+  // one equal range per thread, the two threads of a batched decode step (TinyLlama B=16 and
+  // B=64, -t 2) sat idle for 3-4 % of the step inside the matrix products, waiting for the
+  // other's range; 8 parts per thread halved that, 64 per thread left ~1 % (a part is then
+  // 1-6 chunks of 32 rows: each claim costs one atomic add).
+  if (n_tok > 1) {
+    pool.parallel_for(total_rows, kBatchRowGrain, rows, kBatchPartsPerThread);
+  } else {
+    pool.parallel_for(total_rows, 16, rows);
+  }
 }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
