@@ -7,7 +7,8 @@
 
 namespace tova {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(std::max(1, n_threads)), ranges_(std::make_unique<RangeSlot[]>(n_threads_)) {
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -111,6 +112,56 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
         for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < n_parts;
              t = next.fetch_add(1, std::memory_order_relaxed)) {
           part(t);
+        }
+      },
+      /*wait_all=*/false);
+}
+
+namespace {
+// A range's pieces [front, back) packed as back << 32 | front.
+uint64_t pack_pieces(uint64_t front, uint64_t back) { return back << 32 | front; }
+uint64_t front_of(uint64_t v) { return v & 0xFFFFFFFFu; }
+uint64_t back_of(uint64_t v) { return v >> 32; }
+
+// Takes the front (from_back false) or back piece of a range; returns false if none is left.
+bool take_piece(std::atomic<uint64_t>& pieces, bool from_back, int64_t* piece) {
+  uint64_t v = pieces.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t f = front_of(v), b = back_of(v);
+    if (f >= b) return false;
+    const uint64_t next = from_back ? pack_pieces(f, b - 1) : pack_pieces(f + 1, b);
+    if (pieces.compare_exchange_weak(v, next, std::memory_order_relaxed)) {
+      *piece = static_cast<int64_t>(from_back ? b - 1 : f);
+      return true;
+    }
+  }
+}
+}  // namespace
+
+void ThreadPool::parallel_for_ranges(int64_t n, int64_t grain,
+                                     const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  const int64_t n_pieces = (n + grain - 1) / grain;
+  if (n_threads_ == 1 || n_pieces <= 1) {
+    fn(0, n);
+    return;
+  }
+  TOVA_CHECK(n_pieces < (int64_t{1} << 32));
+  for (int i = 0; i < n_threads_; ++i) {
+    const auto f = static_cast<uint64_t>(n_pieces * i / n_threads_);
+    const auto b = static_cast<uint64_t>(n_pieces * (i + 1) / n_threads_);
+    ranges_[i].pieces.store(pack_pieces(f, b), std::memory_order_relaxed);
+  }
+  auto piece = [&](int64_t p) { fn(p * grain, std::min(n, (p + 1) * grain)); };
+  // dispatch publishes the slots above (release) before any worker reads them.
+  dispatch(
+      [&](int self) {
+        int64_t p = 0;
+        while (take_piece(ranges_[self].pieces, /*from_back=*/false, &p)) piece(p);
+        for (int k = 1; k < n_threads_; ++k) {
+          std::atomic<uint64_t>& other = ranges_[(self + k) % n_threads_].pieces;
+          while (take_piece(other, /*from_back=*/true, &p)) piece(p);
         }
       },
       /*wait_all=*/false);

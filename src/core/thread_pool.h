@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,16 @@ class ThreadPool {
   // parts of one that is not scheduled (a busy machine), at the cost of more claims.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn,
                     int parts_per_thread = 1);
+
+  // Splits [0, n) into one contiguous range per thread and calls fn(begin, end) on pieces of
+  // `grain` (the last may be shorter): each thread takes the pieces of its own range from its
+  // front, in order, then takes pieces from the back of the ranges of threads that are behind.
+  // For loops that stream memory (single-token decode): a thread reads one ascending run of
+  // addresses, so prefetching past a piece's end fetches what it reads next, and the threads
+  // still end together when one starts late or runs slower. Pieces of one range are called in
+  // ascending order on its thread; taken ones from the other end, one at a time.
+  void parallel_for_ranges(int64_t n, int64_t grain,
+                           const std::function<void(int64_t, int64_t)>& fn);
 
   // Calls fn(i, thread) for every i in [0, n), handing out one index at a time to whichever
   // thread is free: for items of uneven cost (list the costliest first). thread (0 .. size()-1)
@@ -62,6 +73,12 @@ class ThreadPool {
   // itself in completed_): what a caller waiting for the workers sleeps on.
   alignas(64) std::atomic<uint32_t> left_{0};
   alignas(64) std::atomic<int> completed_{0};  // workers done with the current job (wait_all)
+  // parallel_for_ranges: per thread, [back (32 bits) | front (32 bits)] of the pieces of its
+  // range still to take, each on a cache line of its own.
+  struct alignas(64) RangeSlot {
+    std::atomic<uint64_t> pieces{0};
+  };
+  std::unique_ptr<RangeSlot[]> ranges_;
   bool wait_all_ = false;
   std::atomic<bool> stop_{false};
   std::atomic<bool> busy_{false};  // a caller is inside dispatch (the one-caller contract)

@@ -21,10 +21,12 @@ constexpr int64_t kMinParallelPrepare = int64_t{1} << 16;
 constexpr int64_t kMinParallelPrepareColumns = int64_t{1} << 14;
 // A call with more than one token is cut in up to kBatchPartsPerThread parts per thread of
 // whole 32-row chunks (the token-lane kernels' unit of reuse; see matmul_multi). Single-token
-// decode keeps one range of 16-row multiples per thread: its calls are short, and a range's row
-// prefetch stops at its end.
+// decode gives each thread one range, taken in pieces of kDecodeRowGrain rows from its front
+// (the row prefetch runs on into the next piece), and a thread done early takes pieces from
+// the back of the other ranges (ThreadPool::parallel_for_ranges).
 constexpr int kBatchPartsPerThread = 64;
 constexpr int64_t kBatchRowGrain = 32;
+constexpr int64_t kDecodeRowGrain = 16;
 
 }  // namespace
 
@@ -91,7 +93,7 @@ void matmul_multi(std::span<const WeightMatrix* const> ws, const float* x, int64
   if (n_tok > 1) {
     pool.parallel_for(total_rows, kBatchRowGrain, rows, kBatchPartsPerThread);
   } else {
-    pool.parallel_for(total_rows, 16, rows);
+    pool.parallel_for_ranges(total_rows, kDecodeRowGrain, rows);
   }
 }
 

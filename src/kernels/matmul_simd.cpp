@@ -609,8 +609,9 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
     const GemvDecodeFn fn = PickGemvDecode(w.type, 1, 1);
     const uint8_t* act = a.qs.get<uint8_t>();
     // Each row prefetches the row about kDecodePrefetchBytes further on (none past the
-    // thread's range). One row ahead (1152 bytes for a 2048-wide Q4_0/Q4_K row) left a single
-    // thread at 16-18 GB/s; 4 rows ahead 18.4-20.1 (bench_matmul 5632x2048 ntok:1, Zen 4).
+    // matrix). One row ahead (1152 bytes for a 2048-wide Q4_0/Q4_K row) left a single thread
+    // at 16-18 GB/s; 4 rows ahead 18.4-20.1 (bench_matmul 5632x2048 ntok:1, Zen 4). Past
+    // o_end: a thread's next rows are usually the ones after its piece (matmul_multi).
     constexpr int64_t kDecodePrefetchBytes = 4608;
     const int64_t ahead = std::max<int64_t>(
         1, (kDecodePrefetchBytes + static_cast<int64_t>(w.row_bytes) - 1) /
@@ -618,7 +619,7 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
     const int64_t distance = ahead * static_cast<int64_t>(w.row_bytes);
     for (int64_t o = o_begin; o < o_end; ++o) {
       const uint8_t* row = w.data + o * w.row_bytes;
-      fn(&row, &act, w.n_in, o + ahead < o_end ? distance : 0, y + o);
+      fn(&row, &act, w.n_in, o + ahead < w.n_out ? distance : 0, y + o);
     }
     return;
   }

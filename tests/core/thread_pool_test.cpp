@@ -2,6 +2,7 @@
 // survives many back-to-back jobs (the decode loop issues thousands per second).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -52,6 +53,57 @@ TEST(ThreadPool, ParallelForCoversEachIndexOnce) {
       }
     }
   }
+}
+
+TEST(ThreadPool, ParallelForRangesCoversEachIndexOnceInGrainPieces) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 2, 15, 16, 17, 100, 1000, 4097}) {
+      for (int64_t grain : {0, 1, 3, 16, 5000}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "threads " << threads << " n " << n << " grain " << grain);
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::atomic<int> bad{0};
+        const int64_t g = std::max<int64_t>(grain, 1);
+        pool.parallel_for_ranges(n, grain, [&](int64_t begin, int64_t end) {
+          // One piece, or the whole loop when it is a single piece or the pool one thread.
+          const bool whole = begin == 0 && end == n;
+          if (!whole && (begin % g != 0 || (end != n && end != begin + g) ||
+                         (end == n && end - begin > g))) {
+            bad.fetch_add(1);
+          }
+          for (int64_t j = begin; j < end; ++j) hits[static_cast<size_t>(j)].fetch_add(1);
+        });
+        EXPECT_EQ(bad.load(), 0);
+        for (int64_t j = 0; j < n; ++j) ASSERT_EQ(hits[static_cast<size_t>(j)].load(), 1) << j;
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, ParallelForRangesFinishesWhenAThreadIsHeldUp) {
+  // The first piece blocks until every other piece is done: only a pool whose threads take the
+  // pieces left in another thread's range (rather than a fixed range each) gets there.
+  ThreadPool pool(2);
+  constexpr int64_t kPieces = 40;
+  std::atomic<int64_t> others_done{0};
+  std::atomic<bool> waited_out{false};
+  pool.parallel_for_ranges(kPieces, 1, [&](int64_t begin, int64_t) {
+    if (begin != 0) {
+      others_done.fetch_add(1);
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (others_done.load() < kPieces - 1) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        waited_out.store(true);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  EXPECT_FALSE(waited_out.load());
+  EXPECT_EQ(others_done.load(), kPieces - 1);
 }
 
 TEST(ThreadPool, ForEachDynamicCoversEachIndexOnce) {
