@@ -51,28 +51,43 @@ using detail::ActLayout;
 using detail::AlignedBuffer;
 
 // Which direct decode kernels (reading GGUF blocks in place) a target has, the bytes of one
-// token's activations for them and the most rows per tile: the VNNI kernels on AVX3_DL where
-// they exist, the 256-bit ones (matmul_decode_avx2-inl.h) for the other types and on AVX2 and
-// AVX3; other targets unpack rows (Int8Rows).
+// token's activations for them and the most rows per tile, for calls of n_tok tokens: the VNNI
+// kernels on AVX3_DL where they exist, the 256-bit ones (matmul_decode_avx2-inl.h) for the
+// other types and on AVX2 and AVX3; other targets unpack rows (Int8Rows).
 #if HWY_TARGET == HWY_AVX3_DL
-bool UsesAvx2Decode(GgmlType t) { return !HasGemvDecodeVnni(t) && HasGemvDecodeAvx2(t); }
-bool HasGemvDecode(GgmlType t) { return HasGemvDecodeVnni(t) || HasGemvDecodeAvx2(t); }
-int64_t DecodeActBytes(GgmlType t, int64_t n) {
-  return HasGemvDecodeVnni(t) ? DecodeActBytesVnni(t, n) : DecodeActBytesAvx2(t, n);
+// One-token Q8_0 streams faster through the 256-bit kernel on Zen 4: bench_matmul q8_0
+// 5632x2048 ntok:1, one thread, 3 rounds alternating: VNNI 18.8/20.5/20.1 GB/s, 256-bit
+// 21.8/23.3/22.0; two
+// threads level (memory-bound). With more tokens the VNNI tiles reuse each row 4 times.
+bool UsesVnniDecode(GgmlType t, int64_t n_tok) {
+  return HasGemvDecodeVnni(t) && !(t == GgmlType::kQ8_0 && n_tok == 1);
 }
-int DecodeMaxRows(GgmlType t) { return HasGemvDecodeVnni(t) ? kDecodeMaxRowsVnni : kDecodeMaxRowsAvx2; }
-GemvDecodeFn PickGemvDecode(GgmlType t, int r, int n_tok) {
-  return HasGemvDecodeVnni(t) ? PickGemvDecodeVnni(t, r, n_tok) : PickGemvDecodeAvx2(t, r, n_tok);
+bool UsesAvx2Decode(GgmlType t, int64_t n_tok) {
+  return !UsesVnniDecode(t, n_tok) && HasGemvDecodeAvx2(t);
+}
+bool HasGemvDecode(GgmlType t) { return HasGemvDecodeVnni(t) || HasGemvDecodeAvx2(t); }
+int64_t DecodeActBytes(GgmlType t, int64_t n, int64_t n_tok) {
+  return UsesVnniDecode(t, n_tok) ? DecodeActBytesVnni(t, n) : DecodeActBytesAvx2(t, n);
+}
+int DecodeMaxRows(GgmlType t, int64_t n_tok) {
+  return UsesVnniDecode(t, n_tok) ? kDecodeMaxRowsVnni : kDecodeMaxRowsAvx2;
+}
+// r rows x tile_tok tokens of a call of n_tok tokens.
+GemvDecodeFn PickGemvDecode(GgmlType t, int r, int tile_tok, int64_t n_tok) {
+  return UsesVnniDecode(t, n_tok) ? PickGemvDecodeVnni(t, r, tile_tok)
+                                  : PickGemvDecodeAvx2(t, r, tile_tok);
 }
 #elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
-bool UsesAvx2Decode(GgmlType t) { return HasGemvDecodeAvx2(t); }
+bool UsesAvx2Decode(GgmlType t, int64_t) { return HasGemvDecodeAvx2(t); }
 bool HasGemvDecode(GgmlType t) { return HasGemvDecodeAvx2(t); }
-int64_t DecodeActBytes(GgmlType t, int64_t n) { return DecodeActBytesAvx2(t, n); }
-int DecodeMaxRows(GgmlType) { return kDecodeMaxRowsAvx2; }
-GemvDecodeFn PickGemvDecode(GgmlType t, int r, int n_tok) { return PickGemvDecodeAvx2(t, r, n_tok); }
+int64_t DecodeActBytes(GgmlType t, int64_t n, int64_t) { return DecodeActBytesAvx2(t, n); }
+int DecodeMaxRows(GgmlType, int64_t) { return kDecodeMaxRowsAvx2; }
+GemvDecodeFn PickGemvDecode(GgmlType t, int r, int tile_tok, int64_t) {
+  return PickGemvDecodeAvx2(t, r, tile_tok);
+}
 #else
 bool HasGemvDecode(GgmlType) { return false; }
-int64_t DecodeActBytes(GgmlType, int64_t) { return 0; }
+int64_t DecodeActBytes(GgmlType, int64_t, int64_t) { return 0; }
 #endif
 
 // Fewest tokens for which the token-lane kernels beat the row tiles (measured with
@@ -139,7 +154,7 @@ void PlanActs(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x,
   if (has_decode_kernel) {
     a->layout = ActLayout::kDecodeRows;
     a->lanes = 1;
-    a->qs_stride = DecodeActBytes(weight_type, n_in);
+    a->qs_stride = DecodeActBytes(weight_type, n_in, n_tok);
     a->qs.ensure<uint8_t>(static_cast<size_t>(n_tok * a->qs_stride));
     return;
   }
@@ -179,7 +194,7 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin
   for (int64_t t = t_begin; t < t_end; ++t) {
     QuantizeActs(act_type, x + t * n + k_begin, kn, blocks);
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    if (a->layout == ActLayout::kDecodeRows && UsesAvx2Decode(a->weight_type)) {
+    if (a->layout == ActLayout::kDecodeRows && UsesAvx2Decode(a->weight_type, a->n_tok)) {
       PrepareAvx2Decode(a->weight_type, blocks, n, a->qs.get<uint8_t>() + t * a->qs_stride);
       continue;
     }
@@ -601,12 +616,12 @@ void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) 
 
 void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
-  const int tile_rows = std::min(RowsPerTile(a.n_tok), DecodeMaxRows(w.type));
+  const int tile_rows = std::min(RowsPerTile(a.n_tok), DecodeMaxRows(w.type, a.n_tok));
   if (a.n_tok == 1 && tile_rows == 1) {
     // Decode: one kernel for every row, each result stored in place. Picking the kernel, the
     // pointers and the prefetch distance per row and copying out of a tile were ~60
     // instructions a row, a third of a 576-wide Q4_0 row's own (callgrind).
-    const GemvDecodeFn fn = PickGemvDecode(w.type, 1, 1);
+    const GemvDecodeFn fn = PickGemvDecode(w.type, 1, 1, 1);
     const uint8_t* act = a.qs.get<uint8_t>();
     // Each row prefetches the row about kDecodePrefetchBytes further on (none past the
     // matrix). One row ahead (1152 bytes for a 2048-wide Q4_0/Q4_K row) left a single thread
@@ -632,7 +647,7 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
       const int nt = static_cast<int>(std::min<int64_t>(4, a.n_tok - t));
       const uint8_t* acts[4];
       for (int i = 0; i < nt; ++i) acts[i] = a.qs.get<uint8_t>() + (t + i) * a.qs_stride;
-      const GemvDecodeFn fn = PickGemvDecode(w.type, nr, nt);
+      const GemvDecodeFn fn = PickGemvDecode(w.type, nr, nt, a.n_tok);
       // Prefetch the next row group while this one streams (none past the thread's range).
       const int64_t prefetch =
           o + tile_rows < o_end ? static_cast<int64_t>(tile_rows * w.row_bytes) : 0;
