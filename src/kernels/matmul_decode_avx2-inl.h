@@ -16,7 +16,7 @@
 //
 // AVX3 shares these 256-bit kernels: decode is bound by memory there too, and AVX-512 without
 // VNNI has no wider int8 dot product to gain from. AVX3_DL takes them for the types its VNNI
-// kernels (matmul_decode-inl.h) do not cover: Q4_K, Q5_K, Q5_0 (bench_matmul q4_k
+// kernels (matmul_decode-inl.h) do not cover: Q4_K, Q5_K, Q5_0, Q4_1, Q5_1 (bench_matmul q4_k
 // 5632x2048 ntok:1, one thread, in cache: 45.9 GFLOP/s unpacking rows, 62.9 with this kernel).
 //
 // Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
@@ -55,6 +55,8 @@ namespace tova::kernels::HWY_NAMESPACE {
 // Q8_0 activations (Q4_0, Q5_0, Q8_0 weights), nb blocks of 32:
 //   qs[nb][32] int8 | d[nb] float | corr[nb] int32
 // where corr = -offset * sum(a) (offset 8 Q4_0, 16 Q5_0, 0 Q8_0) completes a block's sum.
+// Q8_1 activations (Q4_1, Q5_1 weights): the same with corr[nb] the float s = d * sum(a) that
+// the weights' min m multiplies (the reference's m * s term).
 // Q8_K activations (Q4_K, Q5_K, Q6_K), nb super-blocks of 256:
 //   qs[nb][256] int8 | d[nb] float | bsums[nb][16] int16
 
@@ -70,6 +72,11 @@ HWY_INLINE __m256i MaddWd(__m256i a, __m256i b) {
   asm("" : "+v"(r));
 #endif
   return r;
+}
+
+// Q4_1 / Q5_1: weights d * q + m, activations with their Q8_1 sum.
+constexpr bool HasMin(GgmlType type) {
+  return type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1;
 }
 
 inline int64_t DecodeActBytesAvx2(GgmlType type, int64_t n) {
@@ -107,8 +114,18 @@ inline void PrepareAvx2Decode(GgmlType type, const uint8_t* blocks, int64_t n, u
     return;
   }
   const int64_t nb = n / 32;
-  const int offset = Avx2DecodeOffset(type);
   float* d = reinterpret_cast<float*>(out + nb * 32);
+  if (HasMin(type)) {
+    float* s = reinterpret_cast<float*>(out + nb * 36);
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = blocks + b * detail::Q8_1::kBytes;
+      std::memcpy(out + b * 32, blk + detail::Q8_1::kQs, 32);
+      d[b] = detail::load_f16(blk + detail::Q8_1::kD);
+      s[b] = detail::load_f16(blk + detail::Q8_1::kS);
+    }
+    return;
+  }
+  const int offset = Avx2DecodeOffset(type);
   int32_t* corr = reinterpret_cast<int32_t*>(out + nb * 36);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = blocks + b * detail::Q8_0::kBytes;
@@ -169,13 +186,29 @@ HWY_INLINE __m256i FifthBits32(const uint8_t* p) {
                           _mm256_set1_epi8(0x10));
 }
 
-// ---- Q4_0, Q5_0, Q8_0: blocks of 32, one float multiply-add per block ----
+// ---- Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: blocks of 32, one float multiply-add per block ----
 
 template <GgmlType kType>
 constexpr int BlockBytes() {
   return kType == GgmlType::kQ4_0   ? detail::Q4_0::kBytes
+         : kType == GgmlType::kQ4_1 ? detail::Q4_1::kBytes
          : kType == GgmlType::kQ5_0 ? detail::Q5_0::kBytes
+         : kType == GgmlType::kQ5_1 ? detail::Q5_1::kBytes
                                     : detail::Q8_0::kBytes;
+}
+
+// Where a block's quants (and Q5's fifth bits) start.
+template <GgmlType kType>
+constexpr int BlockQs() {
+  return kType == GgmlType::kQ4_0   ? detail::Q4_0::kQs
+         : kType == GgmlType::kQ4_1 ? detail::Q4_1::kQs
+         : kType == GgmlType::kQ5_0 ? detail::Q5_0::kQs
+         : kType == GgmlType::kQ5_1 ? detail::Q5_1::kQs
+                                    : detail::Q8_0::kQs;
+}
+template <GgmlType kType>
+constexpr int BlockQh() {
+  return kType == GgmlType::kQ5_1 ? detail::Q5_1::kQh : detail::Q5_0::kQh;
 }
 
 template <GgmlType kType>
@@ -183,15 +216,15 @@ HWY_INLINE __m256i LoadBlockWeights(const uint8_t* blk) {
   if constexpr (kType == GgmlType::kQ8_0) {
     return Load256(blk + detail::Q8_0::kQs);
   } else {
-    constexpr int kQs = kType == GgmlType::kQ4_0 ? detail::Q4_0::kQs : detail::Q5_0::kQs;
+    constexpr int kQs = BlockQs<kType>();
     // The 16 quant bytes in both lanes, the upper lane shifted by 4: [low nibbles | high
     // nibbles] = elements 0..15 | 16..31 (a broadcast load and one shift, no lane insert).
     const __m256i q =
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs)));
     __m256i w = _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
                                  _mm256_set1_epi8(0x0F));
-    if constexpr (kType == GgmlType::kQ5_0) {
-      w = _mm256_or_si256(w, FifthBits32(blk + detail::Q5_0::kQh));
+    if constexpr (kType == GgmlType::kQ5_0 || kType == GgmlType::kQ5_1) {
+      w = _mm256_or_si256(w, FifthBits32(blk + BlockQh<kType>()));
     }
     return w;
   }
@@ -219,7 +252,7 @@ HWY_INLINE __m256i SumLanes8(const __m256i (&s)[8]) {
 }
 
 // The same for blocks whose lanes are small: any two lanes of one s[b] sum to at most 2^15 - 1
-// in magnitude (Q4_0: 4 * 15 * 127 = 7620 per lane, Q5_0: 15748). The lanes then fit int16, so
+// in magnitude (Q4_0 / Q4_1: 4 * 15 * 127 = 7620 per lane, Q5_0 / Q5_1: 15748). The lanes then fit int16, so
 // two blocks are packed into one vector (vpackssdw, exact) and summed pairwise by vpmaddwd:
 // 6 packs and 6 madds instead of 6 vphaddd, which take more of the shuffle ports that the
 // nibble unpacking needs too. The same exact int32 sums, lane b = block b.
@@ -285,12 +318,17 @@ void GemvBlocksAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int6
         s[i] = BlockDot<kType>(LoadBlockWeights<kType>(blk + i * kBytes), a[0].qs + 32 * (b + i));
       }
       __m256i sum = kType == GgmlType::kQ8_0 ? SumLanes8(s) : SumLanes8Small(s);
-      if constexpr (kType != GgmlType::kQ8_0) {
+      if constexpr (kType != GgmlType::kQ8_0 && !HasMin(kType)) {
         sum = _mm256_add_epi32(sum, _mm256_loadu_si256(
                                         reinterpret_cast<const __m256i*>(a[0].corr + b)));
       }
       const __m256 scale = _mm256_mul_ps(Scales8<kType>(blk), _mm256_loadu_ps(a[0].d + b));
       acc[0][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[0][0]);
+      if constexpr (HasMin(kType)) {  // + m * s per block (m 2 bytes after d)
+        acc[0][0] = _mm256_fmadd_ps(
+            Scales8<kType>(blk + 2),
+            _mm256_loadu_ps(reinterpret_cast<const float*>(a[0].corr + b)), acc[0][0]);
+      }
     }
   }
   for (; b < nb; ++b) {
@@ -302,6 +340,16 @@ void GemvBlocksAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int6
       const __m256i w = LoadBlockWeights<kType>(blk);
       const __m256 dw = F16Bcast(blk);
       for (int t = 0; t < T; ++t) {
+        if constexpr (HasMin(kType)) {
+          // m * s joins lane 0 (the lanes are summed at the end).
+          float s_a;
+          std::memcpy(&s_a, a[t].corr + b, 4);
+          const __m256 ms = _mm256_setr_ps(LoadF16(blk + 2) * s_a, 0, 0, 0, 0, 0, 0, 0);
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BlockDot<kType>(w, a[t].qs + 32 * b)),
+                                      _mm256_mul_ps(dw, _mm256_broadcast_ss(a[t].d + b)),
+                                      _mm256_add_ps(acc[r][t], ms));
+          continue;
+        }
         // The block's correction joins lane 0 (the lanes are summed at the end).
         const __m256i s = _mm256_add_epi32(BlockDot<kType>(w, a[t].qs + 32 * b),
                                            _mm256_setr_epi32(a[t].corr[b], 0, 0, 0, 0, 0, 0, 0));
@@ -319,6 +367,16 @@ template <int R, int T>
 void GemvQ4_0Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
                   int64_t prefetch, float* out) {
   GemvBlocksAvx2<GgmlType::kQ4_0, R, T>(rows, acts, n, prefetch, out);
+}
+template <int R, int T>
+void GemvQ4_1Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  GemvBlocksAvx2<GgmlType::kQ4_1, R, T>(rows, acts, n, prefetch, out);
+}
+template <int R, int T>
+void GemvQ5_1Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  GemvBlocksAvx2<GgmlType::kQ5_1, R, T>(rows, acts, n, prefetch, out);
 }
 template <int R, int T>
 void GemvQ5_0Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
@@ -522,7 +580,9 @@ constexpr int kDecodeMaxRowsAvx2 = 2;  // rows per tile with several tokens
 inline bool HasGemvDecodeAvx2(GgmlType type) {
   switch (type) {
     case GgmlType::kQ4_0:
+    case GgmlType::kQ4_1:
     case GgmlType::kQ5_0:
+    case GgmlType::kQ5_1:
     case GgmlType::kQ8_0:
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
@@ -539,7 +599,9 @@ inline GemvDecodeFn PickGemvDecodeAvx2(GgmlType type, int r, int t) {
 #define TOVA_ROW(F, R) {&F<R, 1>, &F<R, 2>, &F<R, 3>, &F<R, 4>}
 #define TOVA_TABLE(F) {TOVA_ROW(F, 1), TOVA_ROW(F, 2)}
   static constexpr GemvDecodeFn kQ4_0[2][4] = TOVA_TABLE(GemvQ4_0Avx2);
+  static constexpr GemvDecodeFn kQ4_1[2][4] = TOVA_TABLE(GemvQ4_1Avx2);
   static constexpr GemvDecodeFn kQ5_0[2][4] = TOVA_TABLE(GemvQ5_0Avx2);
+  static constexpr GemvDecodeFn kQ5_1[2][4] = TOVA_TABLE(GemvQ5_1Avx2);
   static constexpr GemvDecodeFn kQ8_0[2][4] = TOVA_TABLE(GemvQ8_0Avx2);
   static constexpr GemvDecodeFn kQ4_K[2][4] = TOVA_TABLE(GemvQ4_KAvx2);
   static constexpr GemvDecodeFn kQ5_K[2][4] = TOVA_TABLE(GemvQ5_KAvx2);
@@ -549,8 +611,12 @@ inline GemvDecodeFn PickGemvDecodeAvx2(GgmlType type, int r, int t) {
   switch (type) {
     case GgmlType::kQ4_0:
       return kQ4_0[r - 1][t - 1];
+    case GgmlType::kQ4_1:
+      return kQ4_1[r - 1][t - 1];
     case GgmlType::kQ5_0:
       return kQ5_0[r - 1][t - 1];
+    case GgmlType::kQ5_1:
+      return kQ5_1[r - 1][t - 1];
     case GgmlType::kQ8_0:
       return kQ8_0[r - 1][t - 1];
     case GgmlType::kQ4_K:

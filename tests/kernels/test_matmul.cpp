@@ -187,8 +187,8 @@ TEST(Matmul, TileShapesOfEveryTarget) {
   // and 37 rows (a partial 4-row tile after a whole 32-row chunk), for every type with a
   // direct decode kernel or a distinct int16 step count in the maddubs tiles.
   ThreadPool pool(2);
-  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_K,
-                     GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                     GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
     const Matrix m = random_matrix(t, 37, 512, 23);
     for (int64_t n_tok : {2, 7, 8, 9, 11, 12, 16, 24, 25, 48, 49}) {
       const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 3);
