@@ -791,12 +791,14 @@ void GemvFloat(const uint8_t* const* rows, const float* const* x, int64_t n, flo
     for (int t = 0; t < T; ++t) acc[r][t] = hn::Zero(df);
   }
   int64_t k = 0;
-  if constexpr (R == 1 && T == 1) {
+  if constexpr (R == 1 && T == 1 && W != GgmlType::kF32) {
     // One row, one token (decode): a single accumulator chains every FMA on the one before
     // (4 cycles each on Zen 4), which held 8-lane AVX2 to 14.5 GB/s of F16 weights. Four
     // accumulators over interleaved vectors keep up with memory; the row sums in another
-    // order than in a tile of several rows or tokens (matmul.h allows it below
-    // kMatmulBatchInvariantTokens).
+    // order than in a tile of several rows or tokens, as the quantized types' decode kernels
+    // do (matmul.h allows it below kMatmulBatchInvariantTokens). F32 weights keep one order
+    // for any tile: tests pin a sequence decoded alone to its bits in a batch on them (F32 is
+    // the reference format, not one decode speed matters for).
     V part[3] = {hn::Zero(df), hn::Zero(df), hn::Zero(df)};
     for (; k + 4 * lanes <= n; k += 4 * lanes) {
       acc[0][0] = hn::MulAdd(LoadWeights<W>(df, rows[0], k), hn::LoadU(df, x[0] + k), acc[0][0]);
