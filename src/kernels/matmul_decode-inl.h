@@ -1,4 +1,4 @@
-// Decode (few-token) matrix-vector kernels for Q4_0, Q8_0 and Q6_K on AVX3_DL, reading the GGUF
+// Decode (few-token) matrix-vector kernels for Q4_0 and Q8_0 on AVX3_DL, reading the GGUF
 // blocks directly instead of unpacking rows into scratch first: decode streams every weight
 // once per token, so the work per byte decides whether it keeps up with memory.
 //
@@ -7,7 +7,13 @@
 // already repeated once per dpbusd lane, so vcvtph2ps yields the per-lane scale vector directly.
 // The activations are laid out per group to match (see PrepareQ4_0 / PrepareQ8_0), including an
 // int32 vector that starts each dot product at -offset * sum(a), which removes the weights'
-// unsigned offset for free. Q6_K (below) works the same way on its 256-element super-blocks.
+// unsigned offset for free.
+//
+// A 512-bit Q6_K kernel of the same kind was dropped in session 5: AVX3_DL now takes the 256-bit
+// one of matmul_decode_avx2-inl.h, which streamed Q6_K faster on Zen 4 (bench_matmul q6_k
+// 5632x2048 ntok:1, quiet, alternating, 3 rounds: 1 thread 13.4-16.8 -> 16.1-24.4 GB/s,
+// 2 threads 20.1-25.2 -> 23.5-31.2; ntok:8 level; TinyLlama Q6_K decode at 1 thread had been
+// 0.87x llama.cpp natively against 1.25x with --simd avx2).
 //
 // Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
 
@@ -247,116 +253,6 @@ void GemvQ8_0(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
   }
 }
 
-// ---- Q6_K: super-blocks of 256 elements (210 bytes), activations Q8_K ----
-// Activation block (576 bytes): qs[256] in element order; corr[4][16] int32, where chunk c (64
-// elements, sub-blocks 4c..4c+3 of 16) holds -32 * bsum of sub-block 4c + j in lane 4j, which
-// removes the weights' offset of 32; d[16] float (the Q8_K scale, repeated).
-//
-// A 128-element half of the weights is ql[64] (low nibbles: elements 0..63, high nibbles:
-// 64..127) and qh[32] (two bits per element: bits 0-1 for element l, 2-3 for 32 + l, 4-5 for
-// 64 + l, 6-7 for 96 + l). With qh loaded into both 256-bit halves, one per-half variable
-// shift puts each element's two bits at bits 4-5 of its byte. Each int32 lane of a vpdpbusd
-// covers four elements of one sub-block, so the sub-block scales multiply whole lanes; a
-// super-block's integer sum is exact, as in the reference, before the one float scaling.
-constexpr int64_t kQ6_KActBytes = 576;
-
-inline int64_t Q6_KActBytes(int64_t n) { return n / 256 * kQ6_KActBytes; }
-
-inline void PrepareQ6_K(const uint8_t* q8k, int64_t n, uint8_t* out) {
-  for (int64_t b = 0; b < n / 256; ++b) {
-    const uint8_t* blk = q8k + b * detail::Q8_K::kBytes;
-    uint8_t* g = out + b * kQ6_KActBytes;
-    std::memcpy(g, blk + detail::Q8_K::kQs, 256);
-    int16_t bsums[16];
-    std::memcpy(bsums, blk + detail::Q8_K::kBsums, sizeof(bsums));
-    int32_t corr[64] = {};
-    for (int s = 0; s < 16; ++s) corr[16 * (s / 4) + 4 * (s % 4)] = -32 * bsums[s];
-    std::memcpy(g + 256, corr, sizeof(corr));
-    float d[16];
-    for (float& v : d) v = detail::load_f32(blk + detail::Q8_K::kD);
-    std::memcpy(g + 512, d, sizeof(d));
-  }
-}
-
-struct Q6_KConsts {
-  __m512i shl;    // 16-bit shift counts: 4 in the low 256 bits, 2 in the high (chunks 0, 2)
-  __m512i shr;    // 0 low, 2 high (chunks 1, 3)
-  __m512i sc[4];  // chunk c: lane i takes sub-block scale 4c + i / 4
-};
-
-inline Q6_KConsts MakeQ6_KConsts() {
-  alignas(64) int16_t shl[32], shr[32];
-  for (int i = 0; i < 32; ++i) {
-    shl[i] = static_cast<int16_t>(i < 16 ? 4 : 2);
-    shr[i] = static_cast<int16_t>(i < 16 ? 0 : 2);
-  }
-  Q6_KConsts k;
-  k.shl = _mm512_load_si512(shl);
-  k.shr = _mm512_load_si512(shr);
-  for (int c = 0; c < 4; ++c) {
-    alignas(64) int32_t idx[16];
-    for (int i = 0; i < 16; ++i) idx[i] = 4 * c + i / 4;
-    k.sc[c] = _mm512_load_si512(idx);
-  }
-  return k;
-}
-
-template <int R, int T>
-void GemvQ6_K(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n, int64_t prefetch,
-              float* out) {
-  static const Q6_KConsts kConsts = MakeQ6_KConsts();
-  const Q6_KConsts k = kConsts;
-  const __m512i nib = _mm512_set1_epi8(0x0F);
-  const __m512i bits45 = _mm512_set1_epi8(0x30);
-  const int64_t nb = n / 256;
-  __m512 acc[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* p = rows[r] + b * 210;
-      if (prefetch != 0) {  // the same block of the next rows
-        const char* next = reinterpret_cast<const char*>(p + prefetch);
-        for (int line = 0; line < 256; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
-      }
-      const __m512i scv = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
-          p + detail::Q6_K::kScales)));
-      __m512i isum[T];
-      for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
-      for (int h = 0; h < 2; ++h) {
-        const __m512i ql = _mm512_loadu_si512(p + detail::Q6_K::kQl + 64 * h);
-        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(p + detail::Q6_K::kQh + 32 * h)));
-        const __m512i w0 = _mm512_or_si512(_mm512_and_si512(ql, nib),
-                                           _mm512_and_si512(_mm512_sllv_epi16(qh, k.shl), bits45));
-        const __m512i w1 =
-            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nib),
-                            _mm512_and_si512(_mm512_srlv_epi16(qh, k.shr), bits45));
-        const __m512i sc0 = _mm512_permutexvar_epi32(k.sc[2 * h], scv);
-        const __m512i sc1 = _mm512_permutexvar_epi32(k.sc[2 * h + 1], scv);
-        for (int t = 0; t < T; ++t) {
-          const uint8_t* a = acts[t] + b * kQ6_KActBytes;
-          const __m512i s0 = _mm512_dpbusd_epi32(_mm512_load_si512(a + 256 + 128 * h), w0,
-                                                 _mm512_load_si512(a + 128 * h));
-          const __m512i s1 = _mm512_dpbusd_epi32(_mm512_load_si512(a + 320 + 128 * h), w1,
-                                                 _mm512_load_si512(a + 64 + 128 * h));
-          isum[t] = _mm512_add_epi32(
-              isum[t], _mm512_add_epi32(_mm512_mullo_epi32(s0, sc0), _mm512_mullo_epi32(s1, sc1)));
-        }
-      }
-      const __m512 dw = _mm512_set1_ps(detail::load_f16(p + detail::Q6_K::kD));
-      for (int t = 0; t < T; ++t) {
-        const __m512 da = _mm512_load_ps(acts[t] + b * kQ6_KActBytes + 512);
-        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, da), acc[r][t]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) out[r * T + t] = _mm512_reduce_add_ps(acc[r][t]);
-  }
-}
-
 // ---- dispatch ----
 
 using GemvDecodeFn = void (*)(const uint8_t* const*, const uint8_t* const*, int64_t, int64_t,
@@ -365,7 +261,7 @@ using GemvDecodeFn = void (*)(const uint8_t* const*, const uint8_t* const*, int6
 constexpr int kDecodeMaxRowsVnni = 4;  // rows per tile with several tokens
 
 inline bool HasGemvDecodeVnni(GgmlType type) {
-  return type == GgmlType::kQ4_0 || type == GgmlType::kQ8_0 || type == GgmlType::kQ6_K;
+  return type == GgmlType::kQ4_0 || type == GgmlType::kQ8_0;
 }
 
 // Bytes of one token's prepared activations for a row of n elements.
@@ -373,10 +269,8 @@ inline int64_t DecodeActBytesVnni(GgmlType type, int64_t n) {
   switch (type) {
     case GgmlType::kQ4_0:
       return Q4_0ActBytes(n);
-    case GgmlType::kQ8_0:
-      return Q8_0ActBytes(n);
     default:
-      return Q6_KActBytes(n);
+      return Q8_0ActBytes(n);
   }
 }
 
@@ -386,16 +280,13 @@ inline GemvDecodeFn PickGemvDecodeVnni(GgmlType type, int r, int t) {
 #define TOVA_TABLE(F) {TOVA_ROW(F, 1), TOVA_ROW(F, 2), TOVA_ROW(F, 3), TOVA_ROW(F, 4)}
   static constexpr GemvDecodeFn kQ4_0[4][4] = TOVA_TABLE(GemvQ4_0);
   static constexpr GemvDecodeFn kQ8_0[4][4] = TOVA_TABLE(GemvQ8_0);
-  static constexpr GemvDecodeFn kQ6_K[4][4] = TOVA_TABLE(GemvQ6_K);
 #undef TOVA_TABLE
 #undef TOVA_ROW
   switch (type) {
     case GgmlType::kQ4_0:
       return kQ4_0[r - 1][t - 1];
-    case GgmlType::kQ8_0:
-      return kQ8_0[r - 1][t - 1];
     default:
-      return kQ6_K[r - 1][t - 1];
+      return kQ8_0[r - 1][t - 1];
   }
 }
 

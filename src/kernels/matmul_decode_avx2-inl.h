@@ -16,8 +16,9 @@
 //
 // AVX3 shares these 256-bit kernels: decode is bound by memory there too, and AVX-512 without
 // VNNI has no wider int8 dot product to gain from. AVX3_DL takes them for the types its VNNI
-// kernels (matmul_decode-inl.h) do not cover: Q4_K, Q5_K, Q5_0, Q4_1, Q5_1 (bench_matmul q4_k
-// 5632x2048 ntok:1, one thread, in cache: 45.9 GFLOP/s unpacking rows, 62.9 with this kernel).
+// kernels (matmul_decode-inl.h) do not cover: Q4_K, Q5_K, Q6_K, Q5_0, Q4_1, Q5_1 (bench_matmul
+// q4_k 5632x2048 ntok:1, one thread, in cache: 45.9 GFLOP/s unpacking rows, 62.9 with this
+// kernel).
 //
 // Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
 

@@ -3,8 +3,8 @@
 //
 // Few tokens (kDecodeRows / kInt8Rows / kFloatRows): weight rows are the vector lanes; a tile of
 // up to 4 rows x 4 tokens reads each weight row once per 4 tokens. Decode is bound by the bytes
-// of weights read, so this path only has to keep up with memory: Q4_0, Q8_0 and Q6_K read their
-// blocks directly (matmul_decode-inl.h), the other types unpack 4 rows at a time into scratch.
+// of weights read, so this path only has to keep up with memory: the quantized types read their
+// blocks directly (matmul_decode-inl.h, matmul_decode_avx2-inl.h); other targets unpack rows.
 //
 // Many tokens (kInt8Lanes / kFloatLanes): tokens are the vector lanes. A weight is broadcast
 // (4 bytes = 4 int8 weights for vpdpbusd, or one float for FMA) and multiplied into 16 tokens
@@ -91,8 +91,8 @@ int64_t DecodeActBytes(GgmlType, int64_t, int64_t) { return 0; }
 #endif
 
 // Fewest tokens for which the token-lane kernels beat the row tiles (measured with
-// bench_matmul on AVX3_DL; Q4_0 / Q8_0 / Q6_K have the faster fused row kernel, so they switch
-// later).
+// bench_matmul on AVX3_DL; types with a direct decode kernel have the faster row kernel, so
+// they switch later).
 constexpr int64_t kInt8LanesMinTokens = 8;
 constexpr int64_t kDecodeLanesMinTokens = 12;
 constexpr int64_t kFloatLanesMinTokens = 20;
@@ -208,12 +208,6 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin
       std::fill(sa + n_group, sa + a->sc_stride, 0.0f);
       continue;
     }
-#if HWY_TARGET == HWY_AVX3_DL
-    if (a->layout == ActLayout::kDecodeRows && a->weight_type == GgmlType::kQ6_K) {
-      PrepareQ6_K(blocks, n, a->qs.get<uint8_t>() + t * a->qs_stride);
-      continue;
-    }
-#endif
     int8_t* qs =
         row_buf.ensure<int8_t>(static_cast<size_t>((n + 63) / 64 * 64 + 8 * a->n_group_pad));
     float* d = reinterpret_cast<float*>(qs + (n + 63) / 64 * 64);
