@@ -253,10 +253,10 @@ HWY_INLINE __m256i SumLanes8(const __m256i (&s)[8]) {
 }
 
 // The same for blocks whose lanes are small: any two lanes of one s[b] sum to at most 2^15 - 1
-// in magnitude (Q4_0 / Q4_1: 4 * 15 * 127 = 7620 per lane, Q5_0 / Q5_1: 15748). The lanes then fit int16, so
-// two blocks are packed into one vector (vpackssdw, exact) and summed pairwise by vpmaddwd:
-// 6 packs and 6 madds instead of 6 vphaddd, which take more of the shuffle ports that the
-// nibble unpacking needs too. The same exact int32 sums, lane b = block b.
+// in magnitude (Q4_0 / Q4_1: 4 * 15 * 127 = 7620 per lane, Q5_0 / Q5_1: 15748). The lanes
+// then fit int16, so two blocks are packed into one vector (vpackssdw, exact) and summed
+// pairwise by vpmaddwd: 6 packs and 6 madds instead of 6 vphaddd, which take more of the
+// shuffle ports that the nibble unpacking needs too. The same exact int32 sums, lane b = block b.
 HWY_INLINE __m256i SumLanes8Small(const __m256i (&s)[8]) {
   const __m256i one = _mm256_set1_epi16(1);
   // Lane halves: [s_a lanes 0-1 summed, 2-3, s_b 0-1, 2-3 | the same of lanes 4-7].
