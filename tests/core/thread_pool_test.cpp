@@ -15,6 +15,17 @@
 namespace tova {
 namespace {
 
+// Sleeps 1 ms at a time until count reaches target; false if it has not after 20 s. For tests
+// where one piece of work waits for all the others, which another thread must take over.
+bool WaitForCount(const std::atomic<int>& count, int target) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (count.load() < target) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 TEST(ThreadPool, SizeIsAtLeastOne) {
   EXPECT_EQ(ThreadPool(0).size(), 1);
   EXPECT_EQ(ThreadPool(-3).size(), 1);
@@ -85,22 +96,15 @@ TEST(ThreadPool, ParallelForRangesFinishesWhenAThreadIsHeldUp) {
   // The first piece blocks until every other piece is done: only a pool whose threads take the
   // pieces left in another thread's range (rather than a fixed range each) gets there.
   ThreadPool pool(2);
-  constexpr int64_t kPieces = 40;
-  std::atomic<int64_t> others_done{0};
+  constexpr int kPieces = 40;
+  std::atomic<int> others_done{0};
   std::atomic<bool> waited_out{false};
   pool.parallel_for_ranges(kPieces, 1, [&](int64_t begin, int64_t) {
     if (begin != 0) {
       others_done.fetch_add(1);
       return;
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (others_done.load() < kPieces - 1) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        waited_out.store(true);
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    if (!WaitForCount(others_done, kPieces - 1)) waited_out.store(true);
   });
   EXPECT_FALSE(waited_out.load());
   EXPECT_EQ(others_done.load(), kPieces - 1);
@@ -141,14 +145,7 @@ TEST(ThreadPool, ForEachDynamicBalancesUnevenItems) {
       others_done.fetch_add(1);
       return;
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (others_done.load() < kN - 1) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        waited_out.store(true);
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    if (!WaitForCount(others_done, kN - 1)) waited_out.store(true);
   });
   EXPECT_FALSE(waited_out.load());
   EXPECT_EQ(others_done.load(), kN - 1);
