@@ -189,27 +189,20 @@ HWY_INLINE __m256i FifthBits32(const uint8_t* p) {
 
 // ---- Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: blocks of 32, one float multiply-add per block ----
 
+// The block layout (quant_blocks.h) of each type, and its size.
+template <GgmlType kType>
+constexpr auto BlockOf() {
+  if constexpr (kType == GgmlType::kQ4_0) return detail::Q4_0{};
+  else if constexpr (kType == GgmlType::kQ4_1) return detail::Q4_1{};
+  else if constexpr (kType == GgmlType::kQ5_0) return detail::Q5_0{};
+  else if constexpr (kType == GgmlType::kQ5_1) return detail::Q5_1{};
+  else return detail::Q8_0{};
+}
+template <GgmlType kType>
+using Block = decltype(BlockOf<kType>());
 template <GgmlType kType>
 constexpr int BlockBytes() {
-  return kType == GgmlType::kQ4_0   ? detail::Q4_0::kBytes
-         : kType == GgmlType::kQ4_1 ? detail::Q4_1::kBytes
-         : kType == GgmlType::kQ5_0 ? detail::Q5_0::kBytes
-         : kType == GgmlType::kQ5_1 ? detail::Q5_1::kBytes
-                                    : detail::Q8_0::kBytes;
-}
-
-// Where a block's quants (and Q5's fifth bits) start.
-template <GgmlType kType>
-constexpr int BlockQs() {
-  return kType == GgmlType::kQ4_0   ? detail::Q4_0::kQs
-         : kType == GgmlType::kQ4_1 ? detail::Q4_1::kQs
-         : kType == GgmlType::kQ5_0 ? detail::Q5_0::kQs
-         : kType == GgmlType::kQ5_1 ? detail::Q5_1::kQs
-                                    : detail::Q8_0::kQs;
-}
-template <GgmlType kType>
-constexpr int BlockQh() {
-  return kType == GgmlType::kQ5_1 ? detail::Q5_1::kQh : detail::Q5_0::kQh;
+  return Block<kType>::kBytes;
 }
 
 template <GgmlType kType>
@@ -217,7 +210,7 @@ HWY_INLINE __m256i LoadBlockWeights(const uint8_t* blk) {
   if constexpr (kType == GgmlType::kQ8_0) {
     return Load256(blk + detail::Q8_0::kQs);
   } else {
-    constexpr int kQs = BlockQs<kType>();
+    constexpr int kQs = Block<kType>::kQs;
     // The 16 quant bytes in both lanes, the upper lane shifted by 4: [low nibbles | high
     // nibbles] = elements 0..15 | 16..31 (a broadcast load and one shift, no lane insert).
     const __m256i q =
@@ -225,7 +218,7 @@ HWY_INLINE __m256i LoadBlockWeights(const uint8_t* blk) {
     __m256i w = _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
                                  _mm256_set1_epi8(0x0F));
     if constexpr (kType == GgmlType::kQ5_0 || kType == GgmlType::kQ5_1) {
-      w = _mm256_or_si256(w, FifthBits32(blk + BlockQh<kType>()));
+      w = _mm256_or_si256(w, FifthBits32(blk + Block<kType>::kQh));
     }
     return w;
   }
@@ -362,32 +355,6 @@ void GemvBlocksAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int6
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) out[r * T + t] = HSum(acc[r][t]);
   }
-}
-
-template <int R, int T>
-void GemvQ4_0Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
-                  int64_t prefetch, float* out) {
-  GemvBlocksAvx2<GgmlType::kQ4_0, R, T>(rows, acts, n, prefetch, out);
-}
-template <int R, int T>
-void GemvQ4_1Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
-                  int64_t prefetch, float* out) {
-  GemvBlocksAvx2<GgmlType::kQ4_1, R, T>(rows, acts, n, prefetch, out);
-}
-template <int R, int T>
-void GemvQ5_1Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
-                  int64_t prefetch, float* out) {
-  GemvBlocksAvx2<GgmlType::kQ5_1, R, T>(rows, acts, n, prefetch, out);
-}
-template <int R, int T>
-void GemvQ5_0Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
-                  int64_t prefetch, float* out) {
-  GemvBlocksAvx2<GgmlType::kQ5_0, R, T>(rows, acts, n, prefetch, out);
-}
-template <int R, int T>
-void GemvQ8_0Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
-                  int64_t prefetch, float* out) {
-  GemvBlocksAvx2<GgmlType::kQ8_0, R, T>(rows, acts, n, prefetch, out);
 }
 
 // ---- k-quants: super-blocks of 256 ----
@@ -620,14 +587,20 @@ inline bool HasGemvDecodeAvx2(GgmlType type) {
 inline GemvDecodeFn PickGemvDecodeAvx2(GgmlType type, int r, int t) {
 #define TOVA_ROW(F, R) {&F<R, 1>, &F<R, 2>, &F<R, 3>, &F<R, 4>}
 #define TOVA_TABLE(F) {TOVA_ROW(F, 1), TOVA_ROW(F, 2)}
-  static constexpr GemvDecodeFn kQ4_0[2][4] = TOVA_TABLE(GemvQ4_0Avx2);
-  static constexpr GemvDecodeFn kQ4_1[2][4] = TOVA_TABLE(GemvQ4_1Avx2);
-  static constexpr GemvDecodeFn kQ5_0[2][4] = TOVA_TABLE(GemvQ5_0Avx2);
-  static constexpr GemvDecodeFn kQ5_1[2][4] = TOVA_TABLE(GemvQ5_1Avx2);
-  static constexpr GemvDecodeFn kQ8_0[2][4] = TOVA_TABLE(GemvQ8_0Avx2);
+#define TOVA_BLOCKS_ROW(K, R)                                               \
+  {&GemvBlocksAvx2<K, R, 1>, &GemvBlocksAvx2<K, R, 2>, &GemvBlocksAvx2<K, R, 3>, \
+   &GemvBlocksAvx2<K, R, 4>}
+#define TOVA_BLOCKS_TABLE(K) {TOVA_BLOCKS_ROW(K, 1), TOVA_BLOCKS_ROW(K, 2)}
+  static constexpr GemvDecodeFn kQ4_0[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ4_0);
+  static constexpr GemvDecodeFn kQ4_1[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ4_1);
+  static constexpr GemvDecodeFn kQ5_0[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ5_0);
+  static constexpr GemvDecodeFn kQ5_1[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ5_1);
+  static constexpr GemvDecodeFn kQ8_0[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ8_0);
   static constexpr GemvDecodeFn kQ4_K[2][4] = TOVA_TABLE(GemvQ4_KAvx2);
   static constexpr GemvDecodeFn kQ5_K[2][4] = TOVA_TABLE(GemvQ5_KAvx2);
   static constexpr GemvDecodeFn kQ6_K[2][4] = TOVA_TABLE(GemvQ6_KAvx2);
+#undef TOVA_BLOCKS_TABLE
+#undef TOVA_BLOCKS_ROW
 #undef TOVA_TABLE
 #undef TOVA_ROW
   switch (type) {
