@@ -60,6 +60,8 @@ namespace tova::kernels::HWY_NAMESPACE {
 // the weights' min m multiplies (the reference's m * s term).
 // Q8_K activations (Q4_K, Q5_K, Q6_K), nb super-blocks of 256:
 //   qs[nb][256] int8 | d[nb] float | bsums[nb][16] int16
+// with bsums the negated Q8_K bsums (Q6_K: of 16 elements each), or (Q4_K, Q5_K) 8 zeros and
+// the negated sums of the 8 sub-blocks of 32.
 
 // vpmaddwd kept apart from the add that follows it where clang would fuse them. Highway 1.0's
 // AVX3_DL target string lists avxvnni, so clang fuses madd + add into AVX-VNNI's VEX vpdpwssd,
@@ -110,7 +112,20 @@ inline void PrepareAvx2Decode(GgmlType type, const uint8_t* blocks, int64_t n, u
       const uint8_t* blk = blocks + b * detail::Q8_K::kBytes;
       std::memcpy(out + b * 256, blk + detail::Q8_K::kQs, 256);
       d[b] = detail::load_f32(blk + detail::Q8_K::kD);
-      std::memcpy(bsums + b * 32, blk + detail::Q8_K::kBsums, 32);
+      // Negated, so that the mins' (offset's) term is a plain sum. Q6_K: the 16 sums of 16.
+      // Q4_K / Q5_K: 8 zero words, then the 8 sums of 32 (one per sub-block), the lanes of
+      // the scales and mins vector of GemvQKAvx2.
+      int16_t s16[16];
+      std::memcpy(s16, blk + detail::Q8_K::kBsums, 32);
+      int16_t v[16] = {};
+      for (int g = 0; g < 16; ++g) {
+        if (type == GgmlType::kQ6_K) {
+          v[g] = static_cast<int16_t>(-s16[g]);
+        } else if (g < 8) {
+          v[8 + g] = static_cast<int16_t>(-(s16[2 * g] + s16[2 * g + 1]));
+        }
+      }
+      std::memcpy(bsums + b * 32, v, 32);
     }
     return;
   }
@@ -152,7 +167,7 @@ inline Q8_0Row Q8_0RowOf(const uint8_t* p, int64_t nb) {
 struct Q8_KRow {
   const uint8_t* qs;
   const float* d;
-  const uint8_t* bsums;  // int16 [nb][16]
+  const uint8_t* bsums;  // int16 [nb][16], negated (see above)
 };
 inline Q8_KRow Q8_KRowOf(const uint8_t* p, int64_t nb) {
   return {p, reinterpret_cast<const float*>(p + nb * 256), p + nb * 260};
@@ -408,18 +423,49 @@ HWY_INLINE __m256i BitTo4(__m256i h, int bit) {
   }
 }
 
+// The first 16 bytes of a Q4_K / Q5_K super-block (f16 d, f16 dmin, 12 bytes of 6-bit scales
+// and mins, in both 128-bit lanes of x) as int16 [sc0 .. sc7 | m0 .. m7]: two vpshufb gather
+// each value's bytes into the low byte of its word, a shift and masks keep its bits. Eight
+// vector instructions; the same on the integer ALUs (ScalesMinsK4 and a move to a vector) took
+// some twenty, and instructions are what a one-thread Q4_K decode is bound by on Zen 4.
+HWY_INLINE __m256i ScalesMinsK4Words(__m256i x) {
+  const int8_t z = -128;  // vpshufb: a zero byte
+  // Scale bytes q[i] = x[4 + i]. Low bits: sc_k = q[k] (k < 4), q[k + 4] (k >= 4, low nibble);
+  // m_k = q[k + 4] (k < 4), q[k + 4] (k >= 4, high nibble).
+  const __m256i low = _mm256_shuffle_epi8(
+      x, _mm256_setr_epi8(4, z, 5, z, 6, z, 7, z, 12, z, 13, z, 14, z, 15, z,  //
+                          8, z, 9, z, 10, z, 11, z, 12, z, 13, z, 14, z, 15, z));
+  // Top 2 bits of sc_k / m_k (k >= 4): bits 6-7 of q[k - 4] / q[k].
+  const __m256i top = _mm256_shuffle_epi8(
+      x, _mm256_setr_epi8(z, z, z, z, z, z, z, z, 4, z, 5, z, 6, z, 7, z,  //
+                          z, z, z, z, z, z, z, z, 8, z, 9, z, 10, z, 11, z));
+  const __m256i low_bits =
+      _mm256_and_si256(_mm256_srlv_epi32(low, _mm256_setr_epi32(0, 0, 0, 0, 0, 0, 4, 4)),
+                       _mm256_setr_epi16(63, 63, 63, 63, 15, 15, 15, 15,  //
+                                         63, 63, 63, 63, 15, 15, 15, 15));
+  return _mm256_or_si256(low_bits,
+                         _mm256_and_si256(_mm256_srli_epi16(top, 2), _mm256_set1_epi16(0x30)));
+}
+
 // Q4_K / Q5_K (kFive): per 64 elements one 32-byte load of quants; sub-block j (32 elements)
-// has scale sc[j] and min m[j]: sum = d * sum_j sc_j <q_j, a_j> - dmin * sum_j m_j bsum32_j.
+// has scale sc[j] and min m[j]: sum = d * sum_j sc_j <q_j, a_j> - dmin * sum_j m_j bsum32_j
+// (the activations' bsums are stored negated, so the min term is a plain sum).
 template <bool kFive, int R, int T>
 void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
                 int64_t prefetch, float* out) {
   constexpr int kBytes = kFive ? detail::Q5_K::kBytes : detail::Q4_K::kBytes;
   constexpr int kQs = kFive ? detail::Q5_K::kQs : detail::Q4_K::kQs;
+  // ScalesMinsK4Words and the [d, dmin] conversion read the first 16 bytes of a block.
+  static_assert(detail::Q4_K::kD == 0 && detail::Q4_K::kDmin == 2 && detail::Q4_K::kScales == 4 &&
+                detail::Q5_K::kD == 0 && detail::Q5_K::kDmin == 2 && detail::Q5_K::kScales == 4);
   const int64_t nb = n / 256;
   Q8_KRow a[T];
   for (int t = 0; t < T; ++t) a[t] = Q8_KRowOf(acts[t], nb);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i x10 = _mm256_set1_epi8(0x10);
+  // [d, dmin] of the pair converted below, to [d d dmin dmin | d d dmin dmin] (the lanes of
+  // the vphaddd of the scaled sums and the min sums).
+  const __m256i dd_idx = _mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1);
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -433,19 +479,18 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
         _mm_prefetch(next + 64, _MM_HINT_T0);
         _mm_prefetch(next + 128, _MM_HINT_T0);
       }
-      alignas(16) uint8_t sm[16];  // 8 scales, then 8 mins
-      ScalesMinsK4(blk + detail::Q4_K::kScales, sm, sm + 8);
-      const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-      // Scales as int16 in both lanes, for the per-sub-block broadcasts below.
-      const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
-      // Mins, each twice: [m0 m0 m1 m1 ...] times the 16 bsums of 16 gives m_j * bsum32_j.
-      const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm8, sm8));
+      const __m256i x =
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      const __m256i sm16 = ScalesMinsK4Words(x);
+      // The scales in both lanes, for the per-sub-block broadcasts below.
+      const __m256i sc16 = _mm256_permute4x64_epi64(sm16, 0x44);
       __m256i hbits = _mm256_setzero_si256();
       if constexpr (kFive) hbits = Load256(blk + detail::Q5_K::kQh);
       __m256i isum[T], msum[T];
       for (int t = 0; t < T; ++t) {
         isum[t] = _mm256_setzero_si256();
-        msum[t] = MaddWd(mins16, Load256(a[t].bsums + 32 * b));
+        // [0 | -m_j * bsum32_j]: the activations' bsums are [0 x 8 | -bsum32].
+        msum[t] = MaddWd(sm16, Load256(a[t].bsums + 32 * b));
       }
       for (int j = 0; j < 4; ++j) {
         const __m256i q = Load256(blk + kQs + 32 * j);
@@ -465,15 +510,14 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
                                                                MaddWd(p_hi, s_hi)));
         }
       }
-      const float d = LoadF16(blk + detail::Q4_K::kD);
-      const float dmin = LoadF16(blk + detail::Q4_K::kDmin);
+      // [d, dmin] (bytes 0-3 of x) in one conversion, for [d d dmin dmin | d d dmin dmin].
+      const __m256 dd =
+          _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_cvtph_ps(_mm256_castsi256_si128(x))),
+                                   dd_idx);
       for (int t = 0; t < T; ++t) {
-        const float da = a[t].d[b];
-        // One add on the chain through acc per super-block, not two dependent FMAs.
-        const __m256 part = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * da),
-                                            _mm256_mul_ps(_mm256_cvtepi32_ps(msum[t]),
-                                                          _mm256_set1_ps(-dmin * da)));
-        acc[r][t] = _mm256_add_ps(acc[r][t], part);
+        const __m256 sums = _mm256_cvtepi32_ps(_mm256_hadd_epi32(isum[t], msum[t]));
+        acc[r][t] = _mm256_fmadd_ps(sums, _mm256_mul_ps(dd, _mm256_set1_ps(a[t].d[b])),
+                                    acc[r][t]);
       }
     }
   }
@@ -519,9 +563,9 @@ void GemvQ6_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + detail::Q6_K::kScales)));
       __m256i isum[T];
       for (int t = 0; t < T; ++t) {
-        // -32 * sum_j sc_j * bsum_j, spread over 8 int32 lanes (all summed in the end).
+        // -32 * sum_j sc_j * bsum_j (bsums stored negated), over 8 int32 lanes (all summed in
+        // the end).
         isum[t] = _mm256_slli_epi32(MaddWd(sc16, Load256(a[t].bsums + 32 * b)), 5);
-        isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), isum[t]);
       }
       for (int h = 0; h < 2; ++h) {
         const __m256i ql0 = Load256(blk + detail::Q6_K::kQl + 64 * h);
