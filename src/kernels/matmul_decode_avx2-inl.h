@@ -77,6 +77,18 @@ HWY_INLINE __m256i MaddWd(__m256i a, __m256i b) {
   return r;
 }
 
+// acc + MaddWd(a, b). AVX3_DL: one vpdpwssd (AVX512_VNNI), in asm so that the assembler's
+// default, the EVEX encoding, is what runs: compilers given Highway 1.0's AVX3_DL target
+// string (it lists avxvnni) may emit the VEX form of AVX-VNNI, which Zen 4 and Ice Lake lack.
+HWY_INLINE __m256i MaddWdAdd(__m256i acc, __m256i a, __m256i b) {
+#if HWY_TARGET == HWY_AVX3_DL
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+#else
+  return _mm256_add_epi32(acc, MaddWd(a, b));
+#endif
+}
+
 // Q4_1 / Q5_1: weights d * q + m, activations with their Q8_1 sum.
 constexpr bool HasMin(GgmlType type) {
   return type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1;
@@ -473,7 +485,7 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
   for (int64_t b = 0; b < nb; ++b) {
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = rows[r] + b * kBytes;
-      if (prefetch != 0) {
+      {  // no test of prefetch == 0: the block itself then, already on its way
         const char* next = reinterpret_cast<const char*>(blk + prefetch);
         _mm_prefetch(next, _MM_HINT_T0);
         _mm_prefetch(next + 64, _MM_HINT_T0);
@@ -486,9 +498,11 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
       const __m256i sc16 = _mm256_permute4x64_epi64(sm16, 0x44);
       __m256i hbits = _mm256_setzero_si256();
       if constexpr (kFive) hbits = Load256(blk + detail::Q5_K::kQh);
-      __m256i isum[T], msum[T];
+      // Two chains of sums (sub-blocks 2j and 2j + 1): vpdpwssd's latency per super-block.
+      __m256i isum[T], isum2[T], msum[T];
       for (int t = 0; t < T; ++t) {
         isum[t] = _mm256_setzero_si256();
+        isum2[t] = _mm256_setzero_si256();
         // [0 | -m_j * bsum32_j]: the activations' bsums are [0 x 8 | -bsum32].
         msum[t] = MaddWd(sm16, Load256(a[t].bsums + 32 * b));
       }
@@ -506,8 +520,8 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
           const uint8_t* aq = a[t].qs + 256 * b + 64 * j;
           const __m256i p_lo = _mm256_maddubs_epi16(lo, Load256(aq));
           const __m256i p_hi = _mm256_maddubs_epi16(hi, Load256(aq + 32));
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(MaddWd(p_lo, s_lo),
-                                                               MaddWd(p_hi, s_hi)));
+          isum[t] = MaddWdAdd(isum[t], p_lo, s_lo);
+          isum2[t] = MaddWdAdd(isum2[t], p_hi, s_hi);
         }
       }
       // [d, dmin] (bytes 0-3 of x) in one conversion, for [d d dmin dmin | d d dmin dmin].
@@ -515,7 +529,8 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
           _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_cvtph_ps(_mm256_castsi256_si128(x))),
                                    dd_idx);
       for (int t = 0; t < T; ++t) {
-        const __m256 sums = _mm256_cvtepi32_ps(_mm256_hadd_epi32(isum[t], msum[t]));
+        const __m256 sums =
+            _mm256_cvtepi32_ps(_mm256_hadd_epi32(_mm256_add_epi32(isum[t], isum2[t]), msum[t]));
         acc[r][t] = _mm256_fmadd_ps(sums, _mm256_mul_ps(dd, _mm256_set1_ps(a[t].d[b])),
                                     acc[r][t]);
       }
