@@ -562,7 +562,6 @@ void GemvQ6_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_
   Q8_KRow a[T];
   for (int t = 0; t < T; ++t) a[t] = Q8_KRowOf(acts[t], nb);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m2 = _mm256_set1_epi8(0x03);
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -570,46 +569,56 @@ void GemvQ6_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_
   for (int64_t b = 0; b < nb; ++b) {
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = rows[r] + b * detail::Q6_K::kBytes;
-      if (prefetch != 0) {
+      {  // no test of prefetch == 0: the block itself then, already on its way
         const char* next = reinterpret_cast<const char*>(blk + prefetch);
         for (int line = 0; line < 256; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
       }
       const __m256i sc16 = _mm256_cvtepi8_epi16(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + detail::Q6_K::kScales)));
-      __m256i isum[T];
+      // Two chains of sums (even and odd chunks), for vpdpwssd's latency on AVX3_DL.
+      __m256i isum[T], isum2[T];
       for (int t = 0; t < T; ++t) {
         // -32 * sum_j sc_j * bsum_j (bsums stored negated), over 8 int32 lanes (all summed in
         // the end).
         isum[t] = _mm256_slli_epi32(MaddWd(sc16, Load256(a[t].bsums + 32 * b)), 5);
+        isum2[t] = _mm256_setzero_si256();
       }
       for (int h = 0; h < 2; ++h) {
         const __m256i ql0 = Load256(blk + detail::Q6_K::kQl + 64 * h);
         const __m256i ql1 = Load256(blk + detail::Q6_K::kQl + 64 * h + 32);
         const __m256i qh = Load256(blk + detail::Q6_K::kQh + 32 * h);
+        // Bits 2c, 2c + 1 of qh to bits 4, 5 by one 16-bit shift each (the bits a shift brings
+        // across from the other byte are masked off), or none for c = 2.
+        const __m256i x30 = _mm256_set1_epi8(0x30);
         __m256i q[4];
         q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4),
-                               _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+                               _mm256_and_si256(_mm256_slli_epi16(qh, 4), x30));
         q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+                               _mm256_and_si256(_mm256_slli_epi16(qh, 2), x30));
         q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+                               _mm256_and_si256(qh, x30));
         q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), x30));
         // The 8 scales of this half in both lanes.
         const __m256i sch = h == 0 ? _mm256_permute4x64_epi64(sc16, 0x44)
                                    : _mm256_permute4x64_epi64(sc16, 0xEE);
         for (int c = 0; c < 4; ++c) {
           const __m256i s = _mm256_shuffle_epi8(sch, WordBcast(2 * c, 2 * c + 1));
           for (int t = 0; t < T; ++t) {
-            const __m256i p = _mm256_maddubs_epi16(q[c], Load256(a[t].qs + 256 * b + 128 * h + 32 * c));
-            isum[t] = _mm256_add_epi32(isum[t], MaddWd(p, s));
+            const __m256i p =
+                _mm256_maddubs_epi16(q[c], Load256(a[t].qs + 256 * b + 128 * h + 32 * c));
+            if (c % 2 == 0) {
+              isum[t] = MaddWdAdd(isum[t], p, s);
+            } else {
+              isum2[t] = MaddWdAdd(isum2[t], p, s);
+            }
           }
         }
       }
       const float d = LoadF16(blk + detail::Q6_K::kD);
       for (int t = 0; t < T; ++t) {
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * a[t].d[b]),
-                                    acc[r][t]);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(isum[t], isum2[t])),
+                                    _mm256_set1_ps(d * a[t].d[b]), acc[r][t]);
       }
     }
   }
