@@ -5,9 +5,9 @@
 // per KV head on a whole group of query heads: one sweep over the K rows scores every head of the
 // group (a tile of K rows is read from memory once and then served from L1), a softmax per head,
 // and one sweep over the V rows accumulates every head's output. Up to four heads share each
-// load of a float K or V row (kMaxBlockHeads), and F16 rows are widened in registers as they are
-// loaded (on x86 with F16C; elsewhere once per tile into a float buffer); BF16 rows are widened
-// in registers on every target.
+// load of a float K or V row (kMaxScoreHeads, kMaxOutputHeads), and F16 rows are widened in
+// registers as they are loaded (on x86 with F16C; elsewhere once per tile into a float buffer);
+// BF16 rows are widened in registers on every target.
 //
 // Quantized keys (q8_0, q4_0) are stored in tiles of 16 slots (core/kv_type.h): per block, four
 // bytes of each slot side by side, so one int8 dot-product instruction adds four products into
@@ -147,9 +147,32 @@ HWY_INLINE void Reduce4(D d, V v0, V v1, V v2, V v3, float scale, float* out) {
 #define TOVA_ATTN_F16_IN_REGISTERS 0
 #endif
 
-// Query heads that share one pass over a block of K or V rows: enough accumulators to reuse
-// every row load (and F16 widening) across the heads, without spilling registers.
-constexpr int kMaxBlockHeads = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
+// Query heads that share one pass over a block of K rows (scores) or V rows (outputs), K rows
+// per score block, and vectors of columns per output pass: enough accumulators to reuse every
+// row load (and F16/BF16 widening) across the heads without spilling registers. AVX-512 (32
+// registers): 4 heads x 4 rows, 4 heads x 4 column vectors. Below it (16 registers): 2 heads x
+// 4 rows; outputs on AVX2 (tuned on Zen 4) 4 heads x 2 column vectors, which widens each V row
+// half as often as 2 heads x 4 did (and 2 x 4 spilled an accumulator of BF16 rows to the stack).
+constexpr int kMaxScoreHeads = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
+#if HWY_TARGET == HWY_AVX2
+constexpr int kMaxOutputHeads = 4;
+constexpr int kFloatColumnVectors = 2;
+#else
+constexpr int kMaxOutputHeads = kMaxScoreHeads;
+constexpr int kFloatColumnVectors = 4;
+#endif
+
+// Pins an accumulator to a register once per loop step on AVX2: GCC 12 otherwise keeps one of
+// the 8 accumulators of a 4-head block on the stack although registers are free (seen in the
+// F16 and BF16 output loops), which puts a store and a reload into that FMA chain every step
+// (2x slower). The empty asm emits no instruction.
+template <class V>
+HWY_INLINE V InRegister(V v) {
+#if HWY_TARGET == HWY_AVX2 && defined(__GNUC__)
+  asm("" : "+x"(v.raw));
+#endif
+  return v;
+}
 
 // The element a float K or V row is read as: float, IEEE half (uint16_t) widened in registers,
 // or bfloat16 widened in registers (exact: its bits are a float's upper half).
@@ -194,6 +217,37 @@ HWY_INLINE void ScoreBlock(D d, const float* const* q, const T* const* k, int hd
     Reduce4(d, acc[h][0], acc[h][1], acc[h][2], acc[h][3], scale, out[h]);
 }
 
+// BF16 V rows on AVX2 are read 16 columns per load and widened by interleaving with zero
+// (vpunpcklwd / vpunpckhwd: one instruction per 8 floats, against zero-extend + shift), which
+// yields the columns in the order [0-3, 8-11] and [4-7, 12-15]. The accumulators hold the
+// columns in that order from their load to their store, so every output element sees the same
+// FMAs in the same order as with the plain widening (same bits).
+template <class D, class T, int kV>
+constexpr bool kBf16Pairs = HWY_TARGET == HWY_AVX2 && std::is_same_v<T, hwy::bfloat16_t> &&
+                            hn::MaxLanes(D()) == 8 && kV % 2 == 0;
+#if HWY_TARGET == HWY_AVX2
+// Columns [0-7], [8-15] <-> [0-3, 8-11], [4-7, 12-15] (its own inverse).
+template <class D, class V>
+HWY_INLINE void SwapPairOrder(D d, V& a, V& b) {
+  const V lo = hn::ConcatLowerLower(d, b, a);
+  b = hn::ConcatUpperUpper(d, b, a);
+  a = lo;
+}
+// 16 BF16 values as floats in the pair order.
+template <class D, class V>
+HWY_INLINE void LoadBf16Pair(D d, const hwy::bfloat16_t* p, V& a, V& b) {
+  const hn::Repartition<uint16_t, D> du16;
+  const auto w = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p));
+  a = hn::BitCast(d, hn::InterleaveLower(du16, hn::Zero(du16), w));
+  b = hn::BitCast(d, hn::InterleaveUpper(du16, hn::Zero(du16), w));
+}
+#else
+template <class D, class V>
+HWY_INLINE void SwapPairOrder(D, V&, V&) {}
+template <class D, class T, class V>
+HWY_INLINE void LoadBf16Pair(D, const T*, V&, V&) {}
+#endif
+
 // out[h][c .. c + kV*lanes) += sum over the listed slots of p[h][slot] * v_row, for kH heads,
 // in slot order.
 template <int kH, int kV, class D, class T>
@@ -204,16 +258,28 @@ HWY_INLINE void AccumulateBlock(D d, const float* const* p, const int* slots, co
   V acc[kH][kV];
   for (int h = 0; h < kH; ++h) {
     for (int x = 0; x < kV; ++x) acc[h][x] = hn::LoadU(d, out[h] + c + x * nl);
+    if constexpr (kBf16Pairs<D, T, kV>) {
+      for (int x = 0; x < kV; x += 2) SwapPairOrder(d, acc[h][x], acc[h][x + 1]);
+    }
   }
   for (int i = 0; i < n; ++i) {
     V v[kV];
-    for (int x = 0; x < kV; ++x) v[x] = LoadRow(d, vrows[i] + c + x * nl);
+    if constexpr (kBf16Pairs<D, T, kV>) {
+      for (int x = 0; x < kV; x += 2) LoadBf16Pair(d, vrows[i] + c + x * nl, v[x], v[x + 1]);
+    } else {
+      for (int x = 0; x < kV; ++x) v[x] = LoadRow(d, vrows[i] + c + x * nl);
+    }
     for (int h = 0; h < kH; ++h) {
       const V ph = hn::Set(d, p[h][slots[i]]);
-      for (int x = 0; x < kV; ++x) acc[h][x] = hn::MulAdd(ph, v[x], acc[h][x]);
+      for (int x = 0; x < kV; ++x) {
+        acc[h][x] = InRegister(hn::MulAdd(ph, v[x], acc[h][x]));
+      }
     }
   }
   for (int h = 0; h < kH; ++h) {
+    if constexpr (kBf16Pairs<D, T, kV>) {
+      for (int x = 0; x < kV; x += 2) SwapPairOrder(d, acc[h][x], acc[h][x + 1]);
+    }
     for (int x = 0; x < kV; ++x) hn::StoreU(acc[h][x], d, out[h] + c + x * nl);
   }
 }
@@ -241,9 +307,43 @@ HWY_INLINE void AccumulateHeads(D d, const float* const* p, const int* live, con
                                 int n, int hd, float* const* out) {
   const int nl = static_cast<int>(hn::Lanes(d));
   int c = 0;
-  for (; c + 4 * nl <= hd; c += 4 * nl) AccumulateBlock<kH, 4>(d, p, live, vrows, n, c, out);
+  constexpr int kV = kFloatColumnVectors;
+  for (; c + kV * nl <= hd; c += kV * nl) AccumulateBlock<kH, kV>(d, p, live, vrows, n, c, out);
   for (; c < hd; c += nl) AccumulateBlock<kH, 1>(d, p, live, vrows, n, c, out);
 }
+
+// exp(x) for the softmax's x in [-104, 0] (scores minus their maximum, clamped).
+#if HWY_TARGET == HWY_AVX2
+// On AVX2 Highway's Exp (hwy/contrib/math/math-inl.h) spends ~30 instructions per vector; this is
+// its algorithm step for step (same rounding of x / ln 2, same two-part reduction, same Estrin
+// polynomial), with the parts the range makes unnecessary left out, so it gives the same bits:
+// |q| <= 151 needs none of ConvertTo's overflow fix-ups; 2^q is applied as 2^(q + 64) (exact:
+// normal for q >= -150) times 2^-64, which rounds the same exact product once, as Highway's two
+// halves 2^(q >> 1) and 2^(q - (q >> 1)) do; x >= -104 makes its final range test always true.
+HWY_INLINE hn::Vec<DF> SoftmaxExp(DF d, hn::Vec<DF> x) {
+  using V = hn::Vec<DF>;
+  const hn::RebindToSigned<DF> di;
+  // Highway's q = trunc(x / ln 2 + copysign(0.5, x)); x = +0 gives q = 0 with either sign.
+  const V t = hn::MulAdd(x, hn::Set(d, 1.442695040888963407359924681f), hn::Set(d, -0.5f));
+  const hn::Vec<decltype(di)> q{_mm256_cvttps_epi32(t.raw)};
+  const V qf = hn::ConvertTo(d, q);
+  V r = hn::MulAdd(qf, hn::Set(d, -0.693145751953125f), x);
+  r = hn::MulAdd(qf, hn::Set(d, -1.428606765330187045e-6f), r);
+  const V r2 = hn::Mul(r, r);
+  const V r4 = hn::Mul(r2, r2);
+  const V poly = hn::MulAdd(
+      r4, hn::MulAdd(hn::Set(d, 0.000198527617612853646278381f), r,
+                     hn::Set(d, 0.00139304355252534151077271f)),
+      hn::MulAdd(r2, hn::MulAdd(hn::Set(d, 0.00833336077630519866943359f), r,
+                                hn::Set(d, 0.0416664853692054748535156f)),
+                 hn::MulAdd(hn::Set(d, 0.166666671633720397949219f), r, hn::Set(d, 0.5f))));
+  const V y = hn::Add(hn::MulAdd(poly, r2, r), hn::Set(d, 1.f));
+  const V pow2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(q, hn::Set(di, 127 + 64))));
+  return hn::Mul(hn::Mul(y, pow2), hn::Set(d, 0x1p-64f));
+}
+#else
+HWY_INLINE hn::Vec<DF> SoftmaxExp(DF d, hn::Vec<DF> x) { return hn::Exp(d, x); }
+#endif
 
 // In-place softmax of one head's row; entries equal to -inf (unseen slots) become exactly 0,
 // and a row with no visible slot all zeros.
@@ -276,7 +376,7 @@ void SoftmaxRow(float* x, int n) {
     const V v = hn::LoadU(d, p);
     // Highway's Exp is 1 ulp on [-FLT_MAX, 104] but converts its argument to int32, so clamp;
     // exp(-104) already rounds to 0 in float, and unseen slots are zeroed explicitly.
-    const V e = hn::IfThenZeroElse(hn::Eq(v, vneg_inf), hn::Exp(d, hn::Max(hn::Sub(v, vmx), vmin)));
+    const V e = hn::IfThenZeroElse(hn::Eq(v, vneg_inf), SoftmaxExp(d, hn::Max(hn::Sub(v, vmx), vmin)));
     hn::StoreU(e, d, p);
 #if HWY_TARGET == HWY_SCALAR
     sum += hn::GetLane(e);
@@ -302,12 +402,12 @@ void SoftmaxRow(float* x, int n) {
   for (; i < n; ++i) x[i] *= inv;
 }
 
-// Calls fn.template operator()<kH>(j) over heads [0, n) in blocks of kMaxBlockHeads, then
+// Calls fn.template operator()<kH>(j) over heads [0, n) in blocks of kMax (2 or 4) heads, then
 // smaller ones.
-template <class F>
+template <int kMax, class F>
 HWY_INLINE void ForHeadBlocks(int n, F&& fn) {
   int j = 0;
-  if constexpr (kMaxBlockHeads >= 4) {
+  if constexpr (kMax >= 4) {
     for (; j + 4 <= n; j += 4) fn.template operator()<4>(j);
     if (n - j == 3) {
       fn.template operator()<3>(j);
@@ -424,7 +524,7 @@ void FloatScores(D d, const Run& r, int s_begin, int s_end, float* const* rows, 
     for (int i = n_live; i < n_live + 3; ++i) krows[i] = krows[n_live - 1];
     for (int i = 0; i < n_live; i += 4) {
       const int m = std::min(4, n_live - i);
-      ForHeadBlocks(r.n_head, [&]<int kH>(int j) {
+      ForHeadBlocks<kMaxScoreHeads>(r.n_head, [&]<int kH>(int j) {
         ScoreHeads<kH>(d, r.q + j, krows + i, live + i, m, r.hd, r.a.scale, rows + j);
       });
     }
@@ -443,7 +543,7 @@ void FloatOutputs(D d, const Run& r, const float* const* p, float* tile_buf) {
     const int n_live = ListVisible(r, s0, std::min(tile, r.end - s0), live);
     if (n_live == 0) continue;
     values.Gather(live, n_live, vrows);
-    ForHeadBlocks(r.n_head, [&]<int kH>(int j) {
+    ForHeadBlocks<kMaxOutputHeads>(r.n_head, [&]<int kH>(int j) {
       AccumulateHeads<kH>(d, p + j, live, vrows, n_live, r.hd, r.out + j);
     });
   }
