@@ -355,6 +355,10 @@ TEST(Attention, EveryTarget) {
       {6, 2, 48, 17, kQ8, Mask::kMixed, static_cast<int>(kQ4)},
       {4, 1, 8, 20, kQ4, Mask::kMostlyMasked, static_cast<int>(kBF16)},
       {16, 1, 128, 129, kBF16, Mask::kMixed},   {8, 1, 16, 40, kQ8, Mask::kAllVisible, -1, true},
+      // AVX2's output passes (4 heads x 16 columns, BF16 read 16 columns per load): groups of 3
+      // and 5, head sizes 40 and 48 (pairs of vectors and a single one left over).
+      {6, 2, 40, 33, kBF16, Mask::kMixed},
+      {10, 2, 48, 70, kF16, Mask::kAllVisible, static_cast<int>(kBF16)},
   };
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
