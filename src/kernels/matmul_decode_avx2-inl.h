@@ -61,7 +61,7 @@ namespace tova::kernels::HWY_NAMESPACE {
 // Q8_K activations (Q4_K, Q5_K, Q6_K), nb super-blocks of 256:
 //   qs[nb][256] int8 | d[nb] float | bsums[nb][16] int16
 // with bsums the negated Q8_K bsums (Q6_K: of 16 elements each), or (Q4_K, Q5_K) 8 zeros and
-// the negated sums of the 8 sub-blocks of 32.
+// the negated sums of the 8 sub-blocks of 32; Q4_K's qs in the lane order of its kernel.
 
 // vpmaddwd kept apart from the add that follows it where clang would fuse them. Highway 1.0's
 // AVX3_DL target string lists avxvnni, so clang fuses madd + add into AVX-VNNI's VEX vpdpwssd,
@@ -122,7 +122,21 @@ inline void PrepareAvx2Decode(GgmlType type, const uint8_t* blocks, int64_t n, u
     uint8_t* bsums = out + nb * 260;
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = blocks + b * detail::Q8_K::kBytes;
-      std::memcpy(out + b * 256, blk + detail::Q8_K::kQs, 256);
+      if (type == GgmlType::kQ4_K) {
+        // Per 128 elements (sub-blocks s = 4J .. 4J + 3 of 32): [s0 0-15 | s2 0-15], [s0 16-31 |
+        // s2 16-31], [s1 0-15 | s3 0-15], [s1 16-31 | s3 16-31], the lanes GemvQKAvx2's Q4_K
+        // path pairs (sub-blocks 2j and 2j + 2 in one vector).
+        for (int J = 0; J < 2; ++J) {
+          const uint8_t* src = blk + detail::Q8_K::kQs + 128 * J;
+          uint8_t* dst = out + b * 256 + 128 * J;
+          for (int k = 0; k < 8; ++k) {
+            const int sub = (k / 4) + 2 * (k % 2), half = (k / 2) % 2;
+            std::memcpy(dst + 16 * k, src + 32 * sub + 16 * half, 16);
+          }
+        }
+      } else {
+        std::memcpy(out + b * 256, blk + detail::Q8_K::kQs, 256);
+      }
       d[b] = detail::load_f32(blk + detail::Q8_K::kD);
       // Negated, so that the mins' (offset's) term is a plain sum. Q6_K: the 16 sums of 16.
       // Q4_K / Q5_K: 8 zero words, then the 8 sums of 32 (one per sub-block), the lanes of
@@ -506,7 +520,37 @@ void GemvQKAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t 
         // [0 | -m_j * bsum32_j]: the activations' bsums are [0 x 8 | -bsum32].
         msum[t] = MaddWd(sm16, Load256(a[t].bsums + 32 * b));
       }
-      for (int j = 0; j < 4; ++j) {
+      if constexpr (!kFive) {
+        // Q4_K: sub-blocks 2j and 2j + 2 (of the quant bytes of j = 2J and 2J + 1) share a
+        // vector, one per 128-bit lane, first and second 16 elements apart: their int16 pair
+        // sums add exactly (|sum| <= 4 * 15 * 128) before one vpmaddwd by [sc_2j | sc_2j+2],
+        // one scale shuffle and one vpmaddwd per 64 elements instead of two each.
+        for (int J = 0; J < 2; ++J) {
+          const uint8_t* q = blk + kQs + 64 * J;
+          const __m256i w1 = _mm256_inserti128_si256(
+              _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))),
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 32)), 1);
+          const __m256i w2 = _mm256_inserti128_si256(
+              _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16))),
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 48)), 1);
+          const __m256i lo1 = _mm256_and_si256(w1, m4);
+          const __m256i lo2 = _mm256_and_si256(w2, m4);
+          const __m256i hi1 = _mm256_and_si256(_mm256_srli_epi16(w1, 4), m4);
+          const __m256i hi2 = _mm256_and_si256(_mm256_srli_epi16(w2, 4), m4);
+          const __m256i s_lo = _mm256_shuffle_epi8(sc16, WordBcast(4 * J, 4 * J + 2));
+          const __m256i s_hi = _mm256_shuffle_epi8(sc16, WordBcast(4 * J + 1, 4 * J + 3));
+          for (int t = 0; t < T; ++t) {
+            const uint8_t* aq = a[t].qs + 256 * b + 128 * J;
+            const __m256i p_lo = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, Load256(aq)),
+                                                  _mm256_maddubs_epi16(lo2, Load256(aq + 32)));
+            const __m256i p_hi = _mm256_add_epi16(_mm256_maddubs_epi16(hi1, Load256(aq + 64)),
+                                                  _mm256_maddubs_epi16(hi2, Load256(aq + 96)));
+            isum[t] = MaddWdAdd(isum[t], p_lo, s_lo);
+            isum2[t] = MaddWdAdd(isum2[t], p_hi, s_hi);
+          }
+        }
+      }
+      for (int j = 0; j < (kFive ? 4 : 0); ++j) {
         const __m256i q = Load256(blk + kQs + 32 * j);
         __m256i lo = _mm256_and_si256(q, m4);
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
