@@ -203,8 +203,9 @@ HWY_INLINE void ScoreBlock(D d, const float* const* q, const T* const* k, int hd
     for (int j = 0; j < 4; ++j) acc[h][j] = hn::Zero(d);
   }
   for (int c = 0; c < hd; c += nl) {
-    const V k0 = LoadRow(d, k[0] + c), k1 = LoadRow(d, k[1] + c);
-    const V k2 = LoadRow(d, k[2] + c), k3 = LoadRow(d, k[3] + c);
+    // In registers: GCC otherwise reads F32 rows again as an FMA operand for every head.
+    const V k0 = InRegister(LoadRow(d, k[0] + c)), k1 = InRegister(LoadRow(d, k[1] + c));
+    const V k2 = InRegister(LoadRow(d, k[2] + c)), k3 = InRegister(LoadRow(d, k[3] + c));
     for (int h = 0; h < kH; ++h) {
       const V qh = hn::LoadU(d, q[h] + c);
       acc[h][0] = hn::MulAdd(qh, k0, acc[h][0]);
