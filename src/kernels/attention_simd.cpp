@@ -154,13 +154,8 @@ HWY_INLINE void Reduce4(D d, V v0, V v1, V v2, V v3, float scale, float* out) {
 // 4 rows; outputs on AVX2 (tuned on Zen 4) 4 heads x 2 column vectors, which widens each V row
 // half as often as 2 heads x 4 did (and 2 x 4 spilled an accumulator of BF16 rows to the stack).
 constexpr int kMaxScoreHeads = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
-#if HWY_TARGET == HWY_AVX2
-constexpr int kMaxOutputHeads = 4;
-constexpr int kFloatColumnVectors = 2;
-#else
 constexpr int kMaxOutputHeads = kMaxScoreHeads;
 constexpr int kFloatColumnVectors = 4;
-#endif
 
 // Pins an accumulator to a register once per loop step on AVX2: GCC 12 otherwise keeps one of
 // the 8 accumulators of a 4-head block on the stack although registers are free (seen in the
@@ -203,9 +198,8 @@ HWY_INLINE void ScoreBlock(D d, const float* const* q, const T* const* k, int hd
     for (int j = 0; j < 4; ++j) acc[h][j] = hn::Zero(d);
   }
   for (int c = 0; c < hd; c += nl) {
-    // In registers: GCC otherwise reads F32 rows again as an FMA operand for every head.
-    const V k0 = InRegister(LoadRow(d, k[0] + c)), k1 = InRegister(LoadRow(d, k[1] + c));
-    const V k2 = InRegister(LoadRow(d, k[2] + c)), k3 = InRegister(LoadRow(d, k[3] + c));
+    const V k0 = LoadRow(d, k[0] + c), k1 = LoadRow(d, k[1] + c);
+    const V k2 = LoadRow(d, k[2] + c), k3 = LoadRow(d, k[3] + c);
     for (int h = 0; h < kH; ++h) {
       const V qh = hn::LoadU(d, q[h] + c);
       acc[h][0] = hn::MulAdd(qh, k0, acc[h][0]);
@@ -273,7 +267,8 @@ HWY_INLINE void AccumulateBlock(D d, const float* const* p, const int* slots, co
     for (int h = 0; h < kH; ++h) {
       const V ph = hn::Set(d, p[h][slots[i]]);
       for (int x = 0; x < kV; ++x) {
-        acc[h][x] = InRegister(hn::MulAdd(ph, v[x], acc[h][x]));
+        acc[h][x] = hn::MulAdd(ph, v[x], acc[h][x]);
+        if constexpr (kBf16Pairs<D, T, kV>) acc[h][x] = InRegister(acc[h][x]);
       }
     }
   }
