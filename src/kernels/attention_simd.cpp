@@ -5,7 +5,7 @@
 // per KV head on a whole group of query heads: one sweep over the K rows scores every head of the
 // group (a tile of K rows is read from memory once and then served from L1), a softmax per head,
 // and one sweep over the V rows accumulates every head's output. Up to four heads share each
-// load of a float K or V row (kMaxScoreHeads, kMaxOutputHeads), and F16 rows are widened in
+// load of a float K or V row (kMaxBlockHeads), and F16 rows are widened in
 // registers as they are loaded (on x86 with F16C; elsewhere once per tile into a float buffer);
 // BF16 rows are widened in registers on every target.
 //
@@ -147,18 +147,15 @@ HWY_INLINE void Reduce4(D d, V v0, V v1, V v2, V v3, float scale, float* out) {
 #define TOVA_ATTN_F16_IN_REGISTERS 0
 #endif
 
-// Query heads that share one pass over a block of K rows (scores) or V rows (outputs), K rows
-// per score block, and vectors of columns per output pass: enough accumulators to reuse every
-// row load (and F16/BF16 widening) across the heads without spilling registers. AVX-512 (32
-// registers): 4 heads x 4 rows, 4 heads x 4 column vectors. Below it (16 registers): 2 heads x
-// 4 rows; outputs on AVX2 (tuned on Zen 4) 4 heads x 2 column vectors, which widens each V row
-// half as often as 2 heads x 4 did (and 2 x 4 spilled an accumulator of BF16 rows to the stack).
-constexpr int kMaxScoreHeads = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
-constexpr int kMaxOutputHeads = kMaxScoreHeads;
-constexpr int kFloatColumnVectors = 4;
+// Query heads that share one pass over a block of K rows (scores, 4 rows at a time) or V rows
+// (outputs, 4 column vectors at a time): enough accumulators to reuse every row load (and
+// F16/BF16 widening) across the heads without spilling registers: 4 heads with AVX-512's 32
+// registers, 2 below it. (An AVX2 output pass of 4 heads x 2 column vectors was faster in cache
+// but slower from memory, as it reads each V row's cache lines in two passes: not kept.)
+constexpr int kMaxBlockHeads = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
 
 // Pins an accumulator to a register once per loop step on AVX2: GCC 12 otherwise keeps one of
-// the 8 accumulators of a 4-head block on the stack although registers are free (seen in the
+// the 8 accumulators of a 2-head block on the stack although registers are free (seen in the
 // F16 and BF16 output loops), which puts a store and a reload into that FMA chain every step
 // (2x slower). The empty asm emits no instruction.
 template <class V>
@@ -303,8 +300,7 @@ HWY_INLINE void AccumulateHeads(D d, const float* const* p, const int* live, con
                                 int n, int hd, float* const* out) {
   const int nl = static_cast<int>(hn::Lanes(d));
   int c = 0;
-  constexpr int kV = kFloatColumnVectors;
-  for (; c + kV * nl <= hd; c += kV * nl) AccumulateBlock<kH, kV>(d, p, live, vrows, n, c, out);
+  for (; c + 4 * nl <= hd; c += 4 * nl) AccumulateBlock<kH, 4>(d, p, live, vrows, n, c, out);
   for (; c < hd; c += nl) AccumulateBlock<kH, 1>(d, p, live, vrows, n, c, out);
 }
 
@@ -398,12 +394,12 @@ void SoftmaxRow(float* x, int n) {
   for (; i < n; ++i) x[i] *= inv;
 }
 
-// Calls fn.template operator()<kH>(j) over heads [0, n) in blocks of kMax (2 or 4) heads, then
+// Calls fn.template operator()<kH>(j) over heads [0, n) in blocks of kMaxBlockHeads, then
 // smaller ones.
-template <int kMax, class F>
+template <class F>
 HWY_INLINE void ForHeadBlocks(int n, F&& fn) {
   int j = 0;
-  if constexpr (kMax >= 4) {
+  if constexpr (kMaxBlockHeads >= 4) {
     for (; j + 4 <= n; j += 4) fn.template operator()<4>(j);
     if (n - j == 3) {
       fn.template operator()<3>(j);
@@ -520,7 +516,7 @@ void FloatScores(D d, const Run& r, int s_begin, int s_end, float* const* rows, 
     for (int i = n_live; i < n_live + 3; ++i) krows[i] = krows[n_live - 1];
     for (int i = 0; i < n_live; i += 4) {
       const int m = std::min(4, n_live - i);
-      ForHeadBlocks<kMaxScoreHeads>(r.n_head, [&]<int kH>(int j) {
+      ForHeadBlocks(r.n_head, [&]<int kH>(int j) {
         ScoreHeads<kH>(d, r.q + j, krows + i, live + i, m, r.hd, r.a.scale, rows + j);
       });
     }
@@ -539,7 +535,7 @@ void FloatOutputs(D d, const Run& r, const float* const* p, float* tile_buf) {
     const int n_live = ListVisible(r, s0, std::min(tile, r.end - s0), live);
     if (n_live == 0) continue;
     values.Gather(live, n_live, vrows);
-    ForHeadBlocks<kMaxOutputHeads>(r.n_head, [&]<int kH>(int j) {
+    ForHeadBlocks(r.n_head, [&]<int kH>(int j) {
       AccumulateHeads<kH>(d, p + j, live, vrows, n_live, r.hd, r.out + j);
     });
   }
