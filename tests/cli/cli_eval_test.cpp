@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
+#include "cli_util.h"
 #include "test_data.h"
 
 namespace tova::testing {
@@ -22,24 +24,13 @@ struct RunResult {
   std::string out, err;
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string tova_binary() { return binary_dir() + "/bin/tova"; }
 
 class CliEval : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (shared_dir().empty()) GTEST_SKIP() << "shared data folder not found";
-    if (!fs::exists(tova_binary())) {
-      const char* ci = std::getenv("CI");
-      if (ci != nullptr && std::string(ci) == "true") FAIL() << tova_binary() << " not built";
-      GTEST_SKIP() << tova_binary() << " not built";
-    }
+    // test_cli depends on the tova program: it is always built.
+    TOVA_REQUIRE_SHARED();
     dir_ = make_temp_dir();
     model_ = shared_path("models/stories260K.gguf");
   }

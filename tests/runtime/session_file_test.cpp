@@ -9,7 +9,7 @@
 
 #include "core/hash.h"
 
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 #include "runtime/session_file.h"
 #include "runtime/session_impl.h"
 #include "tova/engine.h"
