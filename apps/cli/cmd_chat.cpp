@@ -169,7 +169,7 @@ void add_chat_command(CLI::App& app) {
       chat.chat_template = "chatml";
       note("the model has no chat template: using chatml (--chat-template NAME to choose another)");
     }
-    const tok::ChatTemplate tmpl = or_fail(e.chat_template(chat.chat_template));
+    const tok::ChatTemplate tmpl = or_fail(tok::ChatTemplate::resolve(chat.chat_template, e.chat_template_text()));
     chat.chat_template = std::string(tmpl.name());
     Session& s = *session;
     std::vector<tok::ChatMessage>& messages = chat.messages;

@@ -26,8 +26,7 @@ class Model;
 }
 namespace tok {
 class Tokenizer;
-class ChatTemplate;
-}  // namespace tok
+}
 
 struct EngineOptions {
   std::string model_path;  // empty: the bundled stories260K (see bundled_model_path)
@@ -71,10 +70,6 @@ class Engine {
 
   // The model's tokenizer.chat_template (Jinja text), empty if it has none.
   std::string chat_template_text() const;
-  // The chat template to render conversations with: `name` (one of tok::ChatTemplate::names())
-  // if given, else the one recognised from the model's tokenizer.chat_template. The error says
-  // what to do when there is none.
-  Result<tok::ChatTemplate> chat_template(std::string_view name = {}) const;
 
   // A fresh session of this model.
   Result<std::unique_ptr<Session>> new_session(const SessionOptions& o) const;

@@ -9,9 +9,9 @@
 #include <string_view>
 
 #include "core/result.h"
-#include "kv/kv_type.h"
-#include "kv/policy_registry.h"
-#include "kv/positions.h"
+#include "tova/kv_format.h"
+#include "tova/policy_spec.h"
+#include "tova/position_mode.h"
 
 namespace tova {
 

@@ -47,6 +47,10 @@ std::optional<KvType> kv_type_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+size_t KvFormat::slot_bytes(int head_dim) const {
+  return kv_row_bytes(k, head_dim) + kv_row_bytes(v, head_dim);
+}
+
 std::optional<KvType> kv_type_from_tag(uint8_t tag) {
   if (tag >= kKvTypeCount) return std::nullopt;
   return static_cast<KvType>(tag);

@@ -46,7 +46,7 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
     so.lengths = {trained > 16 ? static_cast<int>(std::min<int64_t>(trained, 1 << 24)) : 4096};
   }
   if (o.chat || !o.chat_template.empty()) {
-    TOVA_ASSIGN_OR_RETURN(so.chat, engine.chat_template(o.chat_template));
+    TOVA_ASSIGN_OR_RETURN(so.chat, tok::ChatTemplate::resolve(o.chat_template, engine.chat_template_text()));
   }
 
   TaskReport rep;

@@ -65,6 +65,8 @@ std::vector<std::string> all_policy_examples() {
   return out;
 }
 
+bool PolicySpec::bounded() const { return info != nullptr && info->bounded; }
+
 std::string PolicySpec::label() const {
   if (!base.empty()) return name + ":" + base;
   return arg ? name + ":" + std::to_string(*arg) : name;

@@ -11,6 +11,7 @@
 
 #include "core/result.h"
 #include "kv/kv_policy.h"
+#include "tova/policy_spec.h"
 
 namespace tova::kv {
 
@@ -48,20 +49,6 @@ std::string policy_choices();
 // Every registered policy in the forms it is worth running ("sink:4", "adakv:tova", ...),
 // sorted by name: what every-policy tests iterate over.
 std::vector<std::string> all_policy_examples();
-
-// A validated "NAME[:ARG]" with its budget, as given on the command line.
-struct PolicySpec {
-  std::string name;
-  std::optional<int> arg;
-  std::string base;  // PolicyInfo::arg_is_policy: the BASE as given ("snapkv:16"), validated
-  int budget = 0;  // ignored (0) for unbounded policies
-  const PolicyInfo* info = nullptr;
-
-  std::string label() const;  // "sink:4", "adakv:tova" (no budget)
-  bool bounded() const { return info != nullptr && info->bounded; }
-  // The arguments a factory receives (layer and shape fields left at their defaults).
-  PolicyArgs args() const;
-};
 
 // The layer plan of spec for these arguments (its PolicyInfo::plan, or the plain budget).
 LayerPlan layer_plan(const PolicySpec& spec, const PolicyArgs& args);

@@ -10,14 +10,9 @@
 #include <vector>
 
 #include "core/result.h"
+#include "tova/position_mode.h"
 
 namespace tova::kv {
-
-enum class PositionMode {
-  kAbsolute,  // m_i = p_i (the paper's evaluations)
-  kGap,       // m_i = G(d_0) + ... + G(d_i): gaps over 10 compressed doubly-logarithmically
-  kRank,      // m_i = i (StreamingLLM's pos_shift)
-};
 
 // "absolute" | "gap" | "rank"; the error lists the choices.
 Result<PositionMode> parse_position_mode(std::string_view text);

@@ -69,11 +69,15 @@ std::string kv_format_text(std::string_view both, std::string_view k, std::strin
 }
 
 std::string CacheOptions::label() const {
-  const std::string k = policy.bounded() ? " k=" + std::to_string(policy.budget) : "";
-  return policy.label() + k + " " + prefill.label() + " " + kv_type.label() +
-         (positions == kv::PositionMode::kAbsolute
-              ? ""
-              : " " + std::string(kv::position_mode_name(positions)));
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on the one chained
+  // expression once PolicySpec::bounded() is out of line.
+  std::string s = policy.label();
+  if (policy.bounded()) s += fmt::format(" k={}", policy.budget);
+  s += fmt::format(" {} {}", prefill.label(), kv_type.label());
+  if (positions != kv::PositionMode::kAbsolute) {
+    s += fmt::format(" {}", kv::position_mode_name(positions));
+  }
+  return s;
 }
 
 Result<CacheOptions> parse_cache_options(std::string_view policy, int budget,

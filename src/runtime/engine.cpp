@@ -11,7 +11,6 @@
 #include "runtime/batch_scheduler.h"
 #include "runtime/sequence.h"
 #include "runtime/session_impl.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tova {
@@ -61,10 +60,6 @@ bool Engine::is_eog(int32_t id) const { return tokenizer().is_eog(id); }
 std::string Engine::chat_template_text() const {
   auto t = model_->file().get_string("tokenizer.chat_template");
   return t.ok() ? *t : std::string();
-}
-
-Result<tok::ChatTemplate> Engine::chat_template(std::string_view name) const {
-  return tok::ChatTemplate::resolve(name, chat_template_text());
 }
 
 Result<std::unique_ptr<Session>> Engine::new_session(const SessionOptions& o) const {
