@@ -89,30 +89,48 @@ TEST(KvTypes, QuantizedCachesStayCloseToF32) {
   }
 }
 
+// Every K/V format the registry knows: each type for keys and values alike, each quantized one
+// also rotated, and one mixed pair.
+std::vector<std::string> every_format() {
+  std::vector<std::string> out;
+  for (int i = 0; i < kKvTypeCount; ++i) {
+    const std::optional<KvType> t = kv_type_from_tag(static_cast<uint8_t>(i));
+    EXPECT_TRUE(t.has_value()) << "tag " << i;
+    if (!t) continue;
+    out.emplace_back(kv_type_name(*t));
+    if (kv_quantized(*t)) out.push_back(std::string(kv_type_name(*t)) + "+rot");
+  }
+  out.push_back("k=q8_0,v=f16");
+  return out;
+}
+
 // In every format: a budget that holds every token equals `full` bit for bit, and sequences of
-// four formats decoding in
-// one batch give what each gives alone (booklm's single sequences split attention by slots over
-// two threads from ~256 held states on; the batch uses the fused kernel per sequence).
+// every format (under four policies in turn) decoding in one batch give what each gives alone
+// (booklm's single sequences split attention by slots over two threads from ~256 held states on;
+// the batch uses the fused kernel per sequence).
 TEST(KvTypes, EveryFormatKeepsTheInvariants) {
   TOVA_REQUIRE_SHARED();
   auto m = load("booklm-3m.gguf");
   const auto ids = booklm_ids(320);
   ThreadPool pool(2);
   const int n_vocab = m->config().n_vocab;
-  const char* const formats[] = {"q8_0", "q4_0+rot", "k=q8_0,v=f16", "bf16"};
-  for (const char* fmt : formats) {
+  const std::vector<std::string> formats = every_format();
+  ASSERT_GE(formats.size(), 8u);  // f32 f16 bf16 q8_0 q8_0+rot q4_0 q4_0+rot k=q8_0,v=f16
+  for (const std::string& fmt : formats) {
     SCOPED_TRACE(fmt);
     const auto full = all_logits(*m, ids, options("full", 0, fmt), 64, pool);
     EXPECT_EQ(full, all_logits(*m, ids, options("tova", 400, fmt), 64, pool));
   }
-  // Decode 8 steps after 300 tokens: alone, then the four formats (tova k=64 or full) together.
+  // Decode 8 steps after 300 tokens: alone, then every format (tova k=64, full, h2o or window)
+  // together.
   const std::vector<const char*> policies = {"tova", "full", "h2o", "window"};
+  const size_t n = formats.size();
   std::vector<std::vector<float>> alone;
   std::vector<std::unique_ptr<kv::MultiState>> together;
   model::ForwardScratch scratch;
   std::vector<float> logits(n_vocab);
-  for (size_t i = 0; i < 4; ++i) {
-    const auto o = options(policies[i], 64, formats[i]);
+  for (size_t i = 0; i < n; ++i) {
+    const auto o = options(policies[i % policies.size()], 64, formats[i]);
     std::unique_ptr<kv::MultiState> st;
     all_logits(*m, std::vector<int32_t>(ids.begin(), ids.begin() + 300), o, 64, pool, &st);
     together.push_back(st->clone());
@@ -124,12 +142,12 @@ TEST(KvTypes, EveryFormatKeepsTheInvariants) {
     }
     alone.push_back(out);
   }
-  std::vector<float> rows(4 * n_vocab);
+  std::vector<float> rows(n * n_vocab);
   for (int t = 0; t < 8; ++t) {
     std::vector<model::BatchToken> batch;
     for (auto& st : together) batch.push_back({.token = ids[300 + t], .state = st.get(), .logits = true});
     ASSERT_TRUE(m->forward(batch, pool, scratch, rows.data()).ok());
-    for (size_t i = 0; i < 4; ++i) {
+    for (size_t i = 0; i < n; ++i) {
       ASSERT_EQ(0, std::memcmp(&rows[i * n_vocab], &alone[i][t * n_vocab], n_vocab * sizeof(float)))
           << formats[i] << " step " << t;
     }

@@ -84,8 +84,8 @@ TEST(PositionsGolden, EveryPolicyBudgetAndMode) {
 }
 
 // With k >= sequence length nothing is evicted, every gap is 1, and gap and rank rotate each key
-// by its own position: every (policy, mode) equals absolute `full` bit for bit; so does `full`
-// itself in every mode, in exact and chunked prefill.
+// by its own position: every (policy, mode) of the registries equals absolute `full` bit for bit
+// (`full` itself included), in exact and chunked prefill.
 TEST(PositionsGolden, NothingEvictedIsFullBitForBit) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(shared_path("models/stories260K.gguf"));
@@ -94,8 +94,10 @@ TEST(PositionsGolden, NothingEvictedIsFullBitForBit) {
   ids.resize(200);
   ThreadPool pool(2);
   const auto full = all_logits(**m, ids, cache_options("full", 0), 32, pool);
-  for (kv::PositionMode mode : {kv::PositionMode::kGap, kv::PositionMode::kRank}) {
-    for (const char* p : {"full", "window", "sink:4", "h2o-head", "tova", "tova-head"}) {
+  const std::vector<std::string> policies = every_policy();
+  ASSERT_GE(policies.size(), 12u);
+  for (kv::PositionMode mode : kv::kPositionModes) {
+    for (const std::string& p : policies) {
       const auto got = all_logits(**m, ids, cache_options(p, 256, mode), 32, pool);
       EXPECT_EQ(0, std::memcmp(got.data(), full.data(), full.size() * sizeof(float)))
           << p << " " << kv::position_mode_name(mode);
