@@ -43,12 +43,21 @@ struct Exchange {
   std::chrono::steady_clock::time_point start;
   bool open = false;
   bool client_left = false;
+  // Answered before its body was read: the connection ends with a lingering close.
+  bool linger = false;
 };
 thread_local Exchange t_ex;
 
 void send_json(Response& res, const json& j, int status = 200) {
   res.status = status;
   res.set_content(to_json_text(j), "application/json");
+}
+
+// An answer given before the request's body was read: the connection cannot carry another
+// request, and it closes only after the client stops sending (linger_close).
+void answer_early(Response& res) {
+  res.set_header("Connection", "close");
+  t_ex.linger = true;
 }
 
 void send_error(Response& res, const ApiError& e) {
@@ -497,8 +506,7 @@ void HttpServer::install_hooks() {
                     .open = true};
     res.set_header("X-Request-Id", t_ex.rec.id);
     if (auto e = check_content_length(req, o_.max_body_bytes)) {
-      // The body is not read: this connection cannot carry another request.
-      res.set_header("Connection", "close");
+      answer_early(res);
       send_error(res, *e);
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -506,6 +514,9 @@ void HttpServer::install_hooks() {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     if (!bearer_matches(req.get_header_value("Authorization"), o_.api_key)) {
+      if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
+        answer_early(res);
+      }
       send_error(res, {.status = 401,
                        .message = "invalid or missing API key (Authorization: Bearer KEY)",
                        .type = "authentication_error",
@@ -537,10 +548,14 @@ void HttpServer::install_hooks() {
       res.set_header("Access-Control-Max-Age", "600");
     }
   });
-  // Every error httplib produces itself (400 parse, 413 body, ...) gets an error object.
+  // Every error httplib produces itself (400 parse, 413 body, ...) gets an error object. A 413
+  // (a chunked body over --max-body) leaves the rest of the body unread. (A request line or
+  // header httplib cannot parse gets its 400 before the connection's address is known: httplib
+  // then reads on, taking what follows as the next request, so the client is not cut off.)
   s.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const Request&, Response& res) {
+      httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
         if (res.body.empty()) {
+          if (res.status == 413 && req.remote_port > 0) answer_early(res);
           ApiError e{.status = res.status, .message = default_message(res.status)};
           if (res.status == 404) e.code = "not_found";
           if (res.status >= 500) e.type = "server_error";
@@ -581,7 +596,9 @@ void HttpServer::install_hooks() {
       std::lock_guard<std::mutex> l(log_mu);
       std::fwrite(line.data(), 1, line.size(), stderr);
     }
+    const bool linger = t_ex.linger;
     t_ex = Exchange{};
+    if (linger) linger_close(connection_socket(req));
   });
 
   routes();

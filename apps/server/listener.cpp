@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -63,6 +65,33 @@ Result<int> Listener::bind(const std::string& host, int port, int backlog) {
   }
   port_ = bound;
   return bound;
+}
+
+void linger_close(int fd, const LingerLimits& limits) {
+  if (fd < 0) return;
+  ::shutdown(fd, SHUT_WR);
+  using Clock = std::chrono::steady_clock;
+  const auto until =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(limits.seconds * 1000));
+  char buf[64 * 1024];
+  size_t dropped = 0;
+  while (dropped < limits.max_bytes) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+    const int wait =
+        static_cast<int>(std::min<int64_t>(left, static_cast<int64_t>(limits.idle_seconds * 1000)));
+    const int ready = poll(&p, 1, wait);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;  // silence (or an error): stop waiting
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the client closed its side (or reset it)
+    dropped += static_cast<size_t>(n);
+  }
+  // Whatever comes later is not a request: httplib's next read sees the end.
+  ::shutdown(fd, SHUT_RD);
 }
 
 namespace {

@@ -25,6 +25,22 @@ class Listener : public httplib::Server {
   int port_ = -1;
 };
 
+// How long and how much a lingering close reads and drops (nginx's lingering_close, with
+// shorter times: a worker thread is held meanwhile).
+struct LingerLimits {
+  double seconds = 5;       // the whole wait (nginx: lingering_time 30 s)
+  double idle_seconds = 1;  // the longest silence from the client (nginx: lingering_timeout 5 s)
+  size_t max_bytes = size_t{64} << 20;
+};
+
+// For an answer written before the request's body was read (413, 401, a bad Content-Length):
+// ends our side of connection `fd` (FIN after the answer), reads and drops what the client still
+// sends until it closes its side or a limit is reached, then stops reading. Closing with unread
+// bytes instead would send a reset, which takes the answer from a client that sends its whole
+// body before it reads (Python's urllib, curl, the openai client). httplib closes the socket
+// after. fd < 0: nothing.
+void linger_close(int fd, const LingerLimits& limits = {});
+
 // The socket of the connection a request arrived on (its peer address and port and our port
 // identify it among this process's sockets), or -1. Valid while the request's handler runs.
 int connection_socket(const httplib::Request& req);

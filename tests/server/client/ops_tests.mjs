@@ -4,7 +4,7 @@
 // while draining, hostile Content-Length, 405 with Allow, the bearer scheme's case, CORS, the
 // access log (text and JSON), the latency histograms, chat with the bundled model.
 // Usage: node ops_tests.mjs BUILD_DIR MODEL.gguf     (exit 0: all passed)
-import { readFileSync } from 'node:fs';
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { resolve } from 'node:path';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -204,6 +204,88 @@ await check('Content-Length absurd, negative or not a number: a 4xx at once', as
       assert.ok(r.ms < 2000, `Content-Length ${len}: answered after ${r.ms} ms`);
       const body = JSON.parse(r.data.slice(r.data.indexOf('\r\n\r\n') + 4));
       assert.match(body.error.message, /Content-Length|--max-body/);
+    }
+    await health(s.url);
+  } finally {
+    await stopServer(s);
+  }
+});
+
+// A client that sends its whole body before it reads (Python's urllib, curl, the openai client)
+// must read the 413 error object, not "Broken pipe" or "Connection reset": the server answers
+// at once, then reads and drops what is still coming before it closes (a lingering close).
+await check('an oversized body: urllib, curl and the openai client each read the 413 object',
+  async () => {
+    const s = await startServer(['--max-body', '4096']);
+    const big = 'x'.repeat(16 << 20);  // 16 MiB: more than the kernel's socket buffers hold
+    const file = resolve(process.env.TMPDIR || '/tmp', `tova-413-${process.pid}.json`);
+    writeFileSync(file, JSON.stringify({ prompt: big }));
+    const expect413 = (text, who) => {
+      const j = JSON.parse(text);
+      assert.equal(j.error.code, 'request_too_large', `${who}: ${text.slice(0, 200)}`);
+      assert.match(j.error.message, /larger than the server's limit \(--max-body 4096 bytes\)/);
+    };
+    try {
+      const py = spawnSync('python3', ['-c', `
+import sys, urllib.request, urllib.error
+body = open(sys.argv[2], 'rb').read()
+req = urllib.request.Request(sys.argv[1] + '/v1/completions', data=body,
+                             headers={'Content-Type': 'application/json'})
+try:
+    urllib.request.urlopen(req, timeout=30)
+    print('no error')
+except urllib.error.HTTPError as e:
+    print(e.code)
+    print(e.read().decode())
+`, s.url, file], { encoding: 'utf8' });
+      assert.equal(py.status, 0, py.stderr);
+      const [code, ...rest] = py.stdout.split('\n');
+      assert.equal(code, '413', py.stdout.slice(0, 200));
+      expect413(rest.join('\n'), 'urllib');
+
+      const curl = spawnSync('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}',
+        '-H', 'Content-Type: application/json', '--data-binary', `@${file}`,
+        `${s.url}/v1/completions`], { encoding: 'utf8' });
+      assert.equal(curl.status, 0, curl.stderr);
+      const lines = curl.stdout.trimEnd().split('\n');
+      assert.equal(lines.at(-1), '413', curl.stdout.slice(0, 200));
+      expect413(lines.slice(0, -1).join('\n'), 'curl');
+
+      const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+      const e = await client.completions.create({ model: 'm', prompt: big }).then(
+        () => null, (err) => err);
+      assert.ok(e instanceof OpenAI.APIError, String(e));
+      assert.equal(e.status, 413, String(e));
+      assert.equal(e.error?.code, 'request_too_large', JSON.stringify(e.error));
+      await health(s.url);
+    } finally {
+      unlinkSync(file);
+      await stopServer(s);
+    }
+  });
+
+// The same for the other answers given before a body is read: a bad API key, a Content-Length
+// that is not a number. (httplib's own 400 for a request line it cannot parse comes before the
+// connection is known; httplib then reads on, so its client is not cut off either.)
+await check('early answers with a body still coming: the error object, then a close', async () => {
+  const s = await startServer(['--max-body', '4096', '--api-key', 'sekret']);
+  const body = 'x'.repeat(4000);
+  try {
+    const send = (head, n = 0) => rawRequest(s.port, head + body.repeat(n), 5000);
+    for (const [what, head, n, want] of [
+      ['a bad key', 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer no\r\n' +
+        'Content-Length: 4000\r\n\r\n', 1, 401],
+      ['a body over the limit', 'POST /v1/completions HTTP/1.1\r\nHost: x\r\n' +
+        'Authorization: Bearer sekret\r\nContent-Length: 4000000\r\n\r\n', 1000, 413],
+      ['a Content-Length that is no number', 'POST /v1/completions HTTP/1.1\r\nHost: x\r\n' +
+        'Authorization: Bearer sekret\r\nContent-Length: 4e6\r\n\r\n', 1000, 400],
+    ]) {
+      const r = await send(head, n);
+      assert.equal(r.status, want, `${what}: ${r.data.slice(0, 200)} ${r.error}`);
+      assert.equal(r.error, null, `${what}: ${r.error}`);
+      assert.match(r.data, /\r\nConnection: close\r\n/i, what);
+      const j = JSON.parse(r.data.slice(r.data.indexOf('\r\n\r\n') + 4));
+      assert.equal(typeof j.error.message, 'string', what);
     }
     await health(s.url);
   } finally {
