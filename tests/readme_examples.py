@@ -3,7 +3,7 @@
 Every `tova ...` command in a ```sh block of README.md (continuation lines joined) runs with:
 the model (-m) replaced by the bundled stories260K, files the README only names (model.gguf,
 story.txt, book.txt, ids.json) made small in a temporary folder, --out and /tmp paths moved
-there, and sizes cut (-n, bench's -p/-d, --ctx, --lengths, --samples, --window, --chunks 1
+there, and sizes cut (-n, bench's -p/-d, -c, --lengths, --samples, --window, --chunks 1
 added to a chunked ppl, --chat-template chatml beside --chat: the bundled model has none).
 Everything else, flags and policies included, is the README's. A
 command that fails fails the test (its command line and stderr are printed). `tova serve` is
@@ -47,7 +47,8 @@ SMALL = {
     "-n": ("8", None),
     "-p": ("16", {"bench"}),
     "-d": ("0,32", {"bench"}),
-    "--ctx": ("128", None),
+    "-c": ("128", None),
+    "--ctx-size": ("128", None),
     "--lengths": ("1536", None),
     "--samples": ("1", None),
     "--window": ("32", None),
@@ -76,7 +77,7 @@ def adapt(args, tmp, root, bundled):
             i += 2
             continue
         if a in ("--budgets", "--kv-budget") and v is not None:
-            # Within the cut sizes (a budget must stay below --ctx in ppl and throughput).
+            # Within the cut sizes (a budget must stay below -c in ppl and throughput).
             out += [a, ",".join(str(min(int(b), 24 + 8 * n)) for n, b in enumerate(v.split(",")))]
             i += 2
             continue

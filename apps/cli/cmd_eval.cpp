@@ -127,12 +127,12 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--seed", flags->run.seed, "seed of the samples")->capture_default_str();
-  cmd->add_option("--policies", flags->run.policies,
+  cmd->add_option("--kv-policy", flags->run.policies,
                   "comma-separated policies NAME[:ARG] (" + kv::policy_choices() +
                       "); full runs once, the others once per budget")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--budgets", flags->run.budgets, "comma-separated budgets k (states per layer)")
+  cmd->add_option("--kv-budget", flags->run.budgets, "comma-separated budgets k (states per layer)")
       ->delimiter(',');
   cmd->add_option("--kv-prefill", flags->run.prefill, "exact | chunk:C | chunk:inf")
       ->capture_default_str();
@@ -152,7 +152,7 @@ void add_eval_command(CLI::App& app) {
                   "write results.json, results.csv and the plots (acc-TASK, heat-TASK) here");
   cmd->add_flag("--force", flags->force, "replace a non-empty --out folder");
   cmd->add_flag("--no-plot", flags->no_plot, "do not draw plots (no gnuplot needed)");
-  cmd->add_option("-b,--batch", flags->run.n_batch, "prompt positions per sequence and forward pass")
+  cmd->add_option("-b,--batch-size", flags->run.n_batch, "prompt positions per sequence and forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--no-batch", flags->no_batch,

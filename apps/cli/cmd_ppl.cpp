@@ -173,13 +173,13 @@ void add_ppl_command(CLI::App& app) {
   cmd->add_option("--tokens", flags->tokens_file,
                   "JSON list of token ids to score instead of -f (used as given, no BOS added)")
       ->excludes(file_opt);
-  cmd->add_option("--policies", flags->policies,
+  cmd->add_option("--kv-policy", flags->policies,
                   "comma-separated policies NAME[:ARG] (" + kv::policy_choices() +
                       "); full runs once, the others once per budget")
       ->delimiter(',');
-  cmd->add_option("--budgets", flags->budgets, "comma-separated budgets k (states per layer)")
+  cmd->add_option("--kv-budget", flags->budgets, "comma-separated budgets k (states per layer)")
       ->delimiter(',');
-  cmd->add_option("--ctx", flags->ctx,
+  cmd->add_option("-c,--ctx-size", flags->ctx,
                   "tokens per chunk, BOS included (default: the model's training context)")
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--chunks", flags->chunks, "score only the first M chunks (default: all)")
@@ -189,7 +189,7 @@ void add_ppl_command(CLI::App& app) {
   cmd->add_flag("--force", flags->force, "replace a non-empty --out folder");
   flags->kv_type.add(*cmd, "f32", /*list=*/true);
   add_positions_option(*cmd, flags->positions);
-  cmd->add_option("-b,--batch", flags->n_batch,
+  cmd->add_option("-b,--batch-size", flags->n_batch,
                   "positions per sequence in one forward pass (all configurations share it)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
@@ -200,7 +200,7 @@ void add_ppl_command(CLI::App& app) {
                 "with full until its first eviction (same results; for comparison)");
   cmd->add_flag("--no-plot", flags->no_plot, "do not draw ppl.png / ppl.svg (no gnuplot needed)");
   cmd->add_flag("--stream", flags->stream,
-                "read the whole text (or its first --ctx tokens) as ONE sequence per "
+                "read the whole text (or its first -c tokens) as ONE sequence per "
                 "configuration and report perplexity per --window positions and cumulatively; "
                 "--kv-positions may then list several modes (absolute,gap,rank)");
   cmd->add_option("--window", flags->window, "--stream: positions per reported window")
@@ -250,7 +250,7 @@ void add_ppl_command(CLI::App& app) {
       }
     }
     if (f.policies.empty()) {
-      throw CLI::RuntimeError(fail("no policies given (--policies full,window,tova,...)"));
+      throw CLI::RuntimeError(fail("no policies given (--kv-policy full,window,tova,...)"));
     }
     if (f.text_file.empty() && f.tokens_file.empty()) {
       throw CLI::RuntimeError(fail("nothing to score: give a text (-f) or token ids (--tokens)"));

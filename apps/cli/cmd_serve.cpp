@@ -36,7 +36,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--port", so.port, "port to listen on (0: any free port, printed)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  cmd->add_option("--parallel", so.loop.parallel, "most sequences processed at once (also -np, as llama-server)")
+  cmd->add_option("--parallel", so.loop.parallel, "most sequences processed at once (-np, as llama-server)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--queue", so.loop.queue, "most requests waiting; beyond that: 503")
@@ -45,13 +45,13 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-memory", flags->kv_memory,
                   "total K/V memory for admission (bytes, or 768M, 1.5G, ...)")
       ->capture_default_str();
-  cmd->add_option("-c,--ctx", so.loop.ctx,
+  cmd->add_option("-c,--ctx-size", so.loop.ctx,
                   "most tokens of an unbounded (full) sequence; what it reserves (per sequence, "
                   "unlike llama-server's -c, which all slots share)")
       ->capture_default_str()
       ->check(CLI::Range(2, 1 << 24));
-  cmd->add_option("--step-tokens", so.loop.step_tokens,
-                  "most tokens in one batched forward pass (prompt chunks + decoding; also -ub, as "
+  cmd->add_option("--ubatch-size", so.loop.step_tokens,
+                  "most tokens in one batched forward pass (prompt chunks + decoding; -ub, as "
                   "llama-server)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));

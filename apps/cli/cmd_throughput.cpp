@@ -45,9 +45,9 @@ void add_throughput_command(CLI::App& app) {
                   "K/V bytes for all sequences together (e.g. 805306368, 768M, 1.5G)");
   cmd->add_option("--full-batch", flags->full_batch,
                   "instead of --kv-memory: the budget that holds this many `full` sequences of "
-                  "--ctx tokens in the first --kv-type (the paper: 8)")
+                  "-c tokens in the first --kv-type (the paper: 8)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--ctx", flags->ctx, "tokens each sequence has seen when decoding starts")
+  cmd->add_option("-c,--ctx-size", flags->ctx, "tokens each sequence has seen when decoding starts")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 22));
   cmd->add_option("--kv-policy", flags->policy,

@@ -62,11 +62,11 @@ void add_trace_command(CLI::App& app) {
       app.add_subcommand("trace", "record which tokens a policy keeps, per layer, on one sequence");
   flags->model.add(*cmd);
   auto* file_opt = cmd->add_option("-f,--file", flags->text_file,
-                                   "text to feed (BOS + its tokens, up to --ctx)");
+                                   "text to feed (BOS + its tokens, up to -c)");
   cmd->add_option("--tokens", flags->tokens_file,
                   "JSON list of token ids to feed instead of -f (used as given)")
       ->excludes(file_opt);
-  cmd->add_option("--ctx", flags->ctx,
+  cmd->add_option("-c,--ctx-size", flags->ctx,
                   "tokens to feed at most (default: the model's training context)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--out", flags->out, "write trace.json and trace.png into this folder")

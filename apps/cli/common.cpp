@@ -113,8 +113,8 @@ void KvTypeFlags::add(CLI::App& app, const std::string& default_type, bool list)
                                      (list ? ", comma-separated" : "") +
                                      " (q8_0/q4_0: llama.cpp's blocks along the head dimension)")
                       ->capture_default_str());
-  opts_.push_back(app.add_option("--kv-type-k", k, "key storage type, if not --kv-type (-ctk)"));
-  opts_.push_back(app.add_option("--kv-type-v", v, "value storage type, if not --kv-type (-ctv)"));
+  opts_.push_back(app.add_option("--cache-type-k", k, "key storage type, if not --kv-type (-ctk)"));
+  opts_.push_back(app.add_option("--cache-type-v", v, "value storage type, if not --kv-type (-ctv)"));
   opts_.push_back(app.add_flag("--kv-rotate", rotate,
                                "store quantized keys and values rotated by a fixed Hadamard "
                                "transform (queries and outputs rotated to match)"));

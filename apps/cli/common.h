@@ -40,7 +40,7 @@ struct ModelFlags {
 };
 
 // K/V storage: --kv-type T (keys and values; a comma-separated list where a command takes
-// several), --kv-type-k / --kv-type-v (llama.cpp's -ctk / -ctv) for one side, --kv-rotate.
+// several), -ctk/--cache-type-k and -ctv/--cache-type-v (llama.cpp's) for one side, --kv-rotate.
 struct KvTypeFlags {
   std::string both;
   std::string k, v;

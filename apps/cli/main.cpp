@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.h"
@@ -59,8 +60,9 @@ int main(int argc, char** argv) {
   }
   // llama.cpp's multi-letter short flags, which CLI11 cannot declare (a single dash takes one
   // letter): -ngl and -fa on every command (GPU flags, accepted with a note), -ctk and -ctv
-  // (--kv-type-k, --kv-type-v) and llama-server's `tova serve -np N` (--parallel N) and `-ub N`
-  // (--step-tokens N).
+  // (--cache-type-k, --cache-type-v) and llama-server's `tova serve -np N` (--parallel N) and
+  // `-ub N` (--ubatch-size N). Then the spellings older releases used, kept for one release
+  // and left out of --help (docs/CLI.md lists them): the same option under its one name.
   struct Alias {
     const char* command;  // nullptr: every command
     const char* flag;
@@ -69,16 +71,35 @@ int main(int argc, char** argv) {
   static constexpr Alias kAliases[] = {
       {nullptr, "-ngl", "--gpu-layers"},
       {nullptr, "-fa", "--flash-attn"},
-      {nullptr, "-ctk", "--kv-type-k"},
-      {nullptr, "-ctv", "--kv-type-v"},
+      {nullptr, "-ctk", "--cache-type-k"},
+      {nullptr, "-ctv", "--cache-type-v"},
       {"serve", "-np", "--parallel"},
-      {"serve", "-ub", "--step-tokens"},
+      {"serve", "-ub", "--ubatch-size"},
+      // Old spellings (0.1).
+      {nullptr, "--kv-type-k", "--cache-type-k"},
+      {nullptr, "--kv-type-v", "--cache-type-v"},
+      {"serve", "--ctx", "--ctx-size"},
+      {"serve", "--step-tokens", "--ubatch-size"},
+      {"ppl", "--ctx", "--ctx-size"},
+      {"ppl", "--policies", "--kv-policy"},
+      {"ppl", "--budgets", "--kv-budget"},
+      {"ppl", "--batch", "--batch-size"},
+      {"eval", "--policies", "--kv-policy"},
+      {"eval", "--budgets", "--kv-budget"},
+      {"eval", "--batch", "--batch-size"},
+      {"throughput", "--ctx", "--ctx-size"},
+      {"trace", "--ctx", "--ctx-size"},
   };
   std::vector<std::string> args(argv, argv + argc);
   for (size_t i = 2; i < args.size(); ++i) {
     for (const Alias& a : kAliases) {
-      if (args[i] == a.flag && (a.command == nullptr || args[1] == a.command)) {
+      if (a.command != nullptr && args[1] != a.command) continue;
+      const std::string_view flag = a.flag;
+      if (args[i] == flag) {
         args[i] = a.long_flag;
+      } else if (flag.starts_with("--") && args[i].size() > flag.size() &&
+                 args[i].compare(0, flag.size(), flag) == 0 && args[i][flag.size()] == '=') {
+        args[i] = a.long_flag + args[i].substr(flag.size());  // --ctx=64
       }
     }
   }
