@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/field_names.h"
 #include "eval/perplexity.h"
 #include "eval/task_run.h"
 #include "kv/policy_registry.h"
@@ -28,14 +30,31 @@ using namespace pybind11::literals;
 namespace tova::python {
 namespace {
 
-// Errors reach Python as exceptions whose message is the library's one line.
+// The library's option names as the Python keywords spell them (core/field_names.h).
+constexpr FieldSpelling kKeywords[] = {
+    {field::kTemperature, "temperature"},   {field::kTopP, "top_p"},
+    {field::kMinP, "min_p"},                {field::kRepeatPenalty, "repeat_penalty"},
+    {field::kRepeatLastN, "repeat_last_n"}, {field::kKvBudget, "budget"},
+    {field::kKvRotate, "kv_type"},          {field::kTokenIds, "tokens"},
+    {field::kPolicies, "policies"},         {field::kPositions, "positions"},
+    {field::kKvTypes, "kv_type"},           {field::kWindow, "window"},
+    {field::kContext, "ctx"},
+};
+
+// Errors reach Python as exceptions whose message is the library's one line, options named as
+// the keywords are: ValueError for token ids outside the vocabulary, else RuntimeError.
+[[noreturn]] void raise(const std::string& message) {
+  const std::string spelled = spell_field(message, kKeywords);
+  if (message.starts_with(field::kTokenIds)) throw py::value_error(spelled);
+  throw std::runtime_error(spelled);
+}
 template <typename T>
 T unwrap(Result<T> r) {
-  if (!r.ok()) throw std::runtime_error(r.message());
+  if (!r.ok()) raise(r.message());
   return std::move(r).value();
 }
 void unwrap(const Status& s) {
-  if (!s.ok()) throw std::runtime_error(s.message());
+  if (!s.ok()) raise(s.message());
 }
 
 // The model a bare Engine() loads: the bundled stories260K of the source tree this module was
@@ -94,11 +113,6 @@ class Generator {
         return stream_->next();
       }();
       Piece piece = unwrap(std::move(p));
-      // Ended by max_tokens or the context: the last token's text was handed out, so it joins
-      // the history (queued; the next feed, generate or save feeds it), as in `tova chat`.
-      if (piece.finish == Finish::kLength && stream_->unfed() >= 0) {
-        session_->queue(stream_->unfed());
-      }
       if (!piece.text.empty()) return piece.text;
     }
     throw py::stop_iteration();
@@ -170,12 +184,7 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False)
           "text of control tokens as those tokens.")
       .def(
           "detokenize", [](const Engine& e, const std::vector<int32_t>& ids) {
-            for (int32_t id : ids) {
-              if (id < 0 || id >= e.n_vocab()) {
-                throw py::value_error("token id " + std::to_string(id) + " is outside the vocabulary");
-              }
-            }
-            return py::bytes(e.detokenize(ids)).attr("decode")("utf-8", "replace");
+            return py::bytes(unwrap(e.detokenize(ids))).attr("decode")("utf-8", "replace");
           },
           "tokens"_a, "The text of token ids.")
       .def("is_eog", &Engine::is_eog, "token"_a, "End of generation (EOS, EOT, ...)?")
@@ -229,13 +238,11 @@ bounded by its policy, its sampler, the tokens it has seen. Made by Engine.sessi
       .def(
           "feed",
           [](Session& s, const std::vector<int32_t>& tokens) {
-            for (int32_t id : tokens) {
-              if (id < 0 || id >= s.n_vocab()) {
-                throw py::value_error("token id " + std::to_string(id) + " is outside the vocabulary");
-              }
-            }
-            py::gil_scoped_release release;
-            unwrap(s.feed(tokens));
+            Status st = [&] {
+              py::gil_scoped_release release;
+              return s.feed(tokens);
+            }();
+            unwrap(st);
           },
           "tokens"_a, "Feeds token ids (their logits are then logits()).")
       .def(
@@ -267,10 +274,20 @@ bounded by its policy, its sampler, the tokens it has seen. Made by Engine.sessi
           [](const std::shared_ptr<Session>& s, const py::object& prompt, int max_tokens,
              std::vector<std::string> stop, bool ignore_eos, int64_t max_context) {
             s->queue(prompt_tokens(*s, prompt));
+            // A `full` cache allocates the turn's tokens before it starts, as run and chat do:
+            // the copy of a growing cache happens here, not in the middle of the answer.
+            const int64_t n_history = static_cast<int64_t>(s->history().size());
+            const int64_t n_hold =
+                max_tokens >= 0 ? n_history + max_tokens : std::max<int64_t>(max_context, 0);
+            if (n_hold > 0) {
+              unwrap(s->reserve(max_context > 0 ? std::min(n_hold, max_context) : n_hold));
+            }
+            // The token that hits max_tokens joins the history (as in `tova chat`).
             return Generator(s, {.max_tokens = max_tokens,
                                  .stop = std::move(stop),
                                  .ignore_eos = ignore_eos,
-                                 .max_context = max_context});
+                                 .max_context = max_context,
+                                 .keep_length_token = true});
           },
           "prompt"_a = py::none(), "max_tokens"_a = 256, "stop"_a = std::vector<std::string>{},
           "ignore_eos"_a = false, "max_context"_a = 0,

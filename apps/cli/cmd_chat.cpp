@@ -229,7 +229,11 @@ void add_chat_command(CLI::App& app) {
       // A `full` cache allocates this turn's tokens before it starts: the copy of a growing
       // cache happens here, not in the middle of the answer (bounded caches: no-op).
       or_fail(s.reserve(static_cast<int64_t>(s.history().size()) + f.n_predict));
-      TextStream stream(s, {.max_tokens = f.n_predict, .ignore_eos = f.ignore_eos});
+      // The answer's last token joins the conversation when it hit the length limit (an
+      // end-of-generation token does not: the template closes the turn its own way).
+      TextStream stream(s, {.max_tokens = f.n_predict,
+                            .ignore_eos = f.ignore_eos,
+                            .keep_length_token = true});
       std::string answer;
       g_answering = true;
       while (!stream.done()) {
@@ -240,9 +244,6 @@ void add_chat_command(CLI::App& app) {
       }
       g_answering = false;
       fmt::print("{}\n", stream.finish() == Finish::kCancelled ? " [stopped]" : "");
-      // The answer's last token joins the conversation (an end-of-generation token does not:
-      // the template closes the turn its own way).
-      if (stream.finish() == Finish::kLength) s.queue(stream.unfed());
       or_fail(s.feed({}));
       consumed += answer;
       messages.push_back({"assistant", answer});

@@ -249,9 +249,6 @@ void add_ppl_command(CLI::App& app) {
         o.positions.push_back(mode);
       }
     }
-    if (f.policies.empty()) {
-      throw CLI::RuntimeError(fail("no policies given (--kv-policy full,window,tova,...)"));
-    }
     if (f.text_file.empty() && f.tokens_file.empty()) {
       throw CLI::RuntimeError(fail("nothing to score: give a text (-f) or token ids (--tokens)"));
     }

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/field_names.h"
 #include "core/timer.h"
 #include "eval/token_list.h"
 #include "kv/policy_registry.h"
@@ -177,8 +178,22 @@ SamplerParams SamplingFlags::params() const {
   return q;
 }
 
+namespace {
+
+// The library's option names as the CLI spells them (core/field_names.h).
+constexpr FieldSpelling kFlags[] = {
+    {field::kTemperature, "--temp"},         {field::kTopP, "--top-p"},
+    {field::kMinP, "--min-p"},               {field::kRepeatPenalty, "--repeat-penalty"},
+    {field::kRepeatLastN, "--repeat-last-n"}, {field::kKvBudget, "--kv-budget"},
+    {field::kKvRotate, "--kv-rotate"},       {field::kPolicies, "--kv-policy"},
+    {field::kPositions, "--kv-positions"},   {field::kKvTypes, "--kv-type"},
+    {field::kWindow, "--window"},            {field::kContext, "-c"},
+};
+
+}  // namespace
+
 int fail(const std::string& message) {
-  std::string m = message;
+  std::string m = spell_field(message, kFlags);
   for (char& ch : m) {
     if (ch == '\n') ch = ' ';
   }

@@ -11,6 +11,7 @@
 #include "plan.h"
 #include "web_assets.h"
 #include "worker_pool.h"
+#include "core/field_names.h"
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
 #include "runtime/cache_options.h"
@@ -60,9 +61,23 @@ void answer_early(Response& res) {
   t_ex.linger = true;
 }
 
+// The library's option names as a request spells them (core/field_names.h).
+constexpr FieldSpelling kJsonFields[] = {
+    {field::kTemperature, "temperature"},    {field::kTopP, "top_p"},
+    {field::kMinP, "min_p"},                 {field::kRepeatPenalty, "repeat_penalty"},
+    {field::kRepeatLastN, "repeat_last_n"},  {field::kKvBudget, "kv_budget"},
+    {field::kKvRotate, "kv_type"},           {field::kTokenIds, "tokens"},
+};
+
+// The error object, its message naming options as requests spell them.
+json api_error_json(ApiError e) {
+  e.message = spell_field(e.message, kJsonFields);
+  return error_json(e);
+}
+
 void send_error(Response& res, const ApiError& e) {
   if (e.status == 503) res.set_header("Retry-After", "1");
-  send_json(res, error_json(e), e.status);
+  send_json(res, api_error_json(e), e.status);
   t_ex.rec.error = e.message;
 }
 
@@ -424,7 +439,7 @@ class StreamedAnswer {
     State& st = *s_;
     if (ev.error) {
       t_ex.rec.error = ev.error->message;
-      return sse_event(error_json(*ev.error)) + "data: [DONE]\n\n";
+      return sse_event(api_error_json(*ev.error)) + "data: [DONE]\n\n";
     }
     std::string out;
     const auto* lps = st.job->request.logprobs >= 0 ? &ev.logprobs : nullptr;
@@ -687,7 +702,9 @@ void HttpServer::routes() {
   add_route(s, "/detokenize", {{"POST", [this](const Request& req, Response& res) {
               auto r = decode_detokenize_request(req.body, engine_.n_vocab());
               if (auto* e = std::get_if<ApiError>(&r)) return send_error(res, *e);
-              send_json(res, {{"content", engine_.detokenize(std::get<std::vector<int32_t>>(r))}});
+              auto text = engine_.detokenize(std::get<std::vector<int32_t>>(r));
+              if (!text.ok()) return send_error(res, bad_request("tokens", text.message()));
+              send_json(res, {{"content", *text}});
             }}});
   // What a conversation's state holds: ID is the X-Request-Id of the request that last extended
   // it (while it generates, and afterwards while the state is held).

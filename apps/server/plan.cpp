@@ -31,11 +31,8 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
     if (!text.ok()) return bad_request("messages", text.message());
     g.prompt = tok::encode_chat_prompt(engine.tokenizer(), *text);
   } else if (r.prompt_is_ids) {
-    for (int32_t t : r.prompt_ids) {
-      if (t >= engine.n_vocab()) {
-        return bad_request("prompt",
-                           fmt::format("a token id in 'prompt' is not in [0, {})", engine.n_vocab()));
-      }
+    if (Status st = engine.check_token_ids(r.prompt_ids); !st.ok()) {
+      return bad_request("prompt", st.message());
     }
     g.prompt = r.prompt_ids;
   } else {
@@ -50,10 +47,8 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
                     .param = prompt_field,
                     .code = "context_length_exceeded"};
   }
-  if (const KvFormat& kf = g.cache.kv_type; kf.rotate && !kf.any_quantized()) {
-    return bad_request("kv_type", fmt::format("K/V type '{}': +rot rotates quantized rows (q8_0, "
-                                              "q4_0)",
-                                              kf.label()));
+  if (Status st = check_kv_rotation(g.cache.kv_type); !st.ok()) {
+    return bad_request("kv_type", st.message());
   }
   if (Status st = check_kv_format(g.cache.kv_type, engine.model().config().head_dim); !st.ok()) {
     return bad_request("kv_type", st.message());

@@ -65,7 +65,10 @@ class Engine {
   // tokens ("<|im_end|>") as those tokens.
   std::vector<int32_t> tokenize(std::string_view text, bool add_bos = true,
                                 bool parse_special = false) const;
-  std::string detokenize(std::span<const int32_t> ids) const;
+  // The text of ids; an error (check_token_ids) if one is not in the vocabulary.
+  Result<std::string> detokenize(std::span<const int32_t> ids) const;
+  // Every id in [0, n_vocab()), or an error naming the first that is not ("token ids: ...").
+  Status check_token_ids(std::span<const int32_t> ids) const;
   bool is_eog(int32_t id) const;  // end of generation (EOS, EOT, ...)
 
   // The model's tokenizer.chat_template (Jinja text), empty if it has none.

@@ -43,6 +43,11 @@ struct GenerateOptions {
   // The most tokens an unbounded (`full`) session may hold (0: no limit): generation ends
   // ("length") once one more token would reach it. Bounded sessions never fill.
   int64_t max_context = 0;
+  // A conversation's turn: the token that ends the stream at the length limit (whose text was
+  // handed out) joins the history, queued on the session (the next feed, generate or save
+  // feeds it; unfed() is then -1). Otherwise it stays unfed() for the caller (a session file
+  // keeps it as pending).
+  bool keep_length_token = false;
 };
 
 struct Piece {

@@ -53,14 +53,19 @@ def test_errors_name_the_culprit(engine):
         tova.Engine("/nonexistent/m.gguf")
     with pytest.raises(RuntimeError, match="lru"):
         engine.session(policy="lru", budget=8)
-    with pytest.raises(RuntimeError, match="top-p"):
+    # The library names the field; Python puts the keyword there.
+    with pytest.raises(RuntimeError, match="^top_p must be > 0"):
         engine.session(top_p=0)
+    with pytest.raises(RuntimeError, match="^budget: KV policy 'tova' needs at least 1 state"):
+        engine.session(policy="tova", budget=0)
+    with pytest.raises(RuntimeError, match=r"^kv_type: \+rot needs a quantized type"):
+        engine.session(kv_type="f16+rot")
     s = engine.session()
     with pytest.raises(ValueError, match="9999"):
         s.feed([1, 9999])
     with pytest.raises(RuntimeError, match="no logits"):
         s.logits()
-    with pytest.raises(ValueError, match="9999"):
+    with pytest.raises(ValueError, match=r"^tokens: 9999 is outside the vocabulary \[0, 512\)"):
         engine.detokenize([9999])
 
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/field_names.h"
 #include "core/half.h"
 
 namespace tova {
@@ -45,6 +46,12 @@ std::optional<KvType> kv_type_from_name(std::string_view name) {
     if (kNames[i] == name) return static_cast<KvType>(i);
   }
   return std::nullopt;
+}
+
+Status check_kv_rotation(const KvFormat& f) {
+  if (!f.rotate || f.any_quantized()) return ok_status();
+  return make_error("{}: +rot needs a quantized type (q8_0, q4_0); the K/V types are {}",
+                    field::kKvRotate, KvFormat(f.k, f.v).label());
 }
 
 size_t KvFormat::slot_bytes(int head_dim) const {

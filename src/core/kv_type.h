@@ -39,6 +39,9 @@ size_t kv_row_bytes(KvType t, int head_dim);
 
 // A format's types must both suit head_dim; the error names the type.
 Status check_kv_format(const KvFormat& f, int head_dim);
+// Rotation (+rot) needs a quantized type on at least one side: the one check, the one message
+// ("kv rotate: +rot needs a quantized type ...", field::kKvRotate).
+Status check_kv_rotation(const KvFormat& f);
 
 // ---- key pool layout ----
 // Slots per key tile: kKeyTileSlots for quantized types, 1 for float ones.

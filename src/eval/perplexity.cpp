@@ -4,6 +4,7 @@
 #include <climits>
 #include <filesystem>
 
+#include "core/field_names.h"
 #include "core/timer.h"
 #include "eval/report.h"
 #include "model/model.h"
@@ -207,16 +208,16 @@ Result<PplReport> run_stream(const Engine& e, const PplOptions& o, const Input& 
 
 Result<PplReport> run_ppl(const Engine& engine, const PplOptions& o) {
   Timer wall;
-  if (o.policies.empty()) return make_error("no policies given (--policies full,window,tova,...)");
-  if (o.positions.empty()) return make_error("no position mode given");
+  if (o.policies.empty()) return make_error("{}: none given (full,window,tova,...)", field::kPolicies);
+  if (o.positions.empty()) return make_error("{}: no position mode given", field::kPositions);
   if (o.positions.size() > 1 && !o.stream) {
-    return make_error(
-        "--kv-positions lists several modes; that needs --stream (or one sweep per mode)");
+    return make_error("{}: several modes need a streamed sweep (or one sweep per mode)",
+                      field::kPositions);
   }
   if (o.kv_types.size() > 1 && o.stream) {
-    return make_error("--kv-type lists several formats; --stream takes one");
+    return make_error("{}: a streamed sweep takes one format, not several", field::kKvTypes);
   }
-  if (o.window < 1) return make_error("--window must be at least 1, got {}", o.window);
+  if (o.window < 1) return make_error("{} must be at least 1, got {}", field::kWindow, o.window);
   TOVA_ASSIGN_OR_RETURN(const Input in, input_of(engine, o));
   return o.stream ? run_stream(engine, o, in, wall) : run_chunks(engine, o, in, wall);
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "core/field_names.h"
 #include "core/timer.h"
 #include "eval/bench.h"
 #include "eval/token_source.h"
@@ -72,7 +73,7 @@ Result<uint64_t> bytes_per_sequence(const model::Model& m, const kv::PolicySpec&
 
 Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
                                         const ThroughputOptions& o) {
-  if (o.ctx < 1) return make_error("--ctx must be at least 1, got {}", o.ctx);
+  if (o.ctx < 1) return make_error("{} must be at least 1, got {}", field::kContext, o.ctx);
   if (o.n_steps < 1 || o.repetitions < 1 || o.warmup_steps < 0) {
     return make_error("steps ({}) and repetitions ({}) must be at least 1", o.n_steps,
                       o.repetitions);

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <map>
 
+#include "core/field_names.h"
+
 namespace tova::kv {
 namespace {
 
@@ -134,7 +136,7 @@ Result<PolicySpec> parse_policy(std::string_view text, int budget) {
   }
   if (spec.info->bounded) {
     if (budget < 1) {
-      return make_error("KV policy '{}' needs a budget of at least 1 state (--kv-budget), got {}",
+      return make_error("{}: KV policy '{}' needs at least 1 state, got {}", field::kKvBudget,
                         spec.label(), budget);
     }
     spec.budget = budget;

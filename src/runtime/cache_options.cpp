@@ -54,10 +54,7 @@ Result<KvFormat> parse_kv_format(std::string_view text) {
     TOVA_ASSIGN_OR_RETURN(const kv::KvType both, parse_kv_type(t));
     f.k = f.v = both;
   }
-  if (f.rotate && !f.any_quantized()) {
-    return make_error("KV type '{}': +rot rotates quantized rows (q8_0, q4_0); {} is not",
-                      text, f.k == f.v ? kv_type_name(f.k) : "neither");
-  }
+  TOVA_RETURN_IF_ERROR(check_kv_rotation(f));
   return f;
 }
 

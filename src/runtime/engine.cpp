@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/field_names.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "model/model.h"
@@ -51,7 +52,18 @@ std::vector<int32_t> Engine::tokenize(std::string_view text, bool add_bos,
   return tokenizer().encode(text, add_bos, parse_special);
 }
 
-std::string Engine::detokenize(std::span<const int32_t> ids) const {
+Status Engine::check_token_ids(std::span<const int32_t> ids) const {
+  for (int32_t id : ids) {
+    if (id < 0 || id >= n_vocab()) {
+      return make_error("{}: {} is outside the vocabulary [0, {})", field::kTokenIds, id,
+                        n_vocab());
+    }
+  }
+  return ok_status();
+}
+
+Result<std::string> Engine::detokenize(std::span<const int32_t> ids) const {
+  TOVA_RETURN_IF_ERROR(check_token_ids(ids));
   return tokenizer().decode(ids);
 }
 

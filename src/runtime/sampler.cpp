@@ -6,16 +6,18 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "core/field_names.h"
+
 namespace tova {
 
 Status validate(const SamplerParams& p) {
-  if (!std::isfinite(p.temp)) return make_error("--temp must be a finite number");
-  if (!(p.top_p > 0.f) || !std::isfinite(p.top_p)) return make_error("--top-p must be > 0");
-  if (p.min_p < 0.f || p.min_p > 1.f) return make_error("--min-p must be in [0, 1]");
+  if (!std::isfinite(p.temp)) return make_error("{} must be a finite number", field::kTemperature);
+  if (!(p.top_p > 0.f) || !std::isfinite(p.top_p)) return make_error("{} must be > 0", field::kTopP);
+  if (p.min_p < 0.f || p.min_p > 1.f) return make_error("{} must be in [0, 1]", field::kMinP);
   if (!(p.repeat_penalty > 0.f) || !std::isfinite(p.repeat_penalty)) {
-    return make_error("--repeat-penalty must be > 0");
+    return make_error("{} must be > 0", field::kRepeatPenalty);
   }
-  if (p.repeat_last_n < 0) return make_error("--repeat-last-n must be >= 0");
+  if (p.repeat_last_n < 0) return make_error("{} must be >= 0", field::kRepeatLastN);
   return ok_status();
 }
 

@@ -26,6 +26,7 @@ Status Session::set_sampling(const SamplerParams& p) {
 }
 
 Status Session::feed(std::span<const int32_t> tokens) {
+  TOVA_RETURN_IF_ERROR(impl_->engine->check_token_ids(tokens));
   queue(tokens);
   if (n_pending() == 0) return ok_status();
   Impl& s = *impl_;
@@ -132,10 +133,7 @@ Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOp
   if (d.state == nullptr) return make_error("session data without a multi-state");
   if (const KvFormat to = o.kv_override.applied_to(d.state->kv_type());
       !(to == d.state->kv_type())) {
-    if (to.rotate && !to.any_quantized()) {
-      return make_error("--kv-rotate rotates quantized rows; the session's K/V would be {}",
-                        to.label());
-    }
+    TOVA_RETURN_IF_ERROR(check_kv_rotation(to));
     TOVA_ASSIGN_OR_RETURN(d.state, d.state->with_kv_type(to));
   }
   auto s = std::make_unique<Session::Impl>();

@@ -136,7 +136,11 @@ Piece TextStream::advance() {
   std::string text = s.pending.substr(0, ready);
   s.pending.erase(0, ready);
   if ((s.o.max_tokens > 0 && s.st.n_generated >= s.o.max_tokens) || s.context_full()) {
-    s.unfed = id;
+    if (s.o.keep_length_token) {
+      session.queue(id);
+    } else {
+      s.unfed = id;
+    }
     return s.end(std::move(text), Finish::kLength);
   }
   session.queue(id);

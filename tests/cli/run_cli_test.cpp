@@ -101,7 +101,8 @@ TEST(Cli, KvTypesAndLlamaCppAliases) {
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.err.find("allocated (k=q4_0,v=f32+rot)"), std::string::npos) << c.err;
   EXPECT_ONE_LINE_ERROR(run_tova(run + " --kv-type q5_1"), "invalid KV type 'q5_1'");
-  EXPECT_ONE_LINE_ERROR(run_tova(run + " --kv-type f16 --kv-rotate"), "+rot rotates quantized");
+  EXPECT_ONE_LINE_ERROR(run_tova(run + " --kv-type f16 --kv-rotate"),
+                        "tova: error: --kv-rotate: +rot needs a quantized type");
   const CmdResult n = run_tova("run -m " + shared_path("models/niah-13m-f16.gguf") +
                                " -n 4 -t 2 --kv-type q4_0 -p \"The special magic number\"");
   EXPECT_EQ(n.code, 0) << n.err;
@@ -127,7 +128,10 @@ TEST(Cli, BadInputIsOneClearError) {
   EXPECT_ONE_LINE_ERROR(run_tova("run -m " + dir + "/trunc.gguf"), "trunc.gguf");
   EXPECT_ONE_LINE_ERROR(run_tova("run -m " + dir + "/mamba.gguf"), "unsupported architecture 'mamba'");
   EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy lru --kv-budget 8"), "full, h2o, h2o-head");
-  EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy tova --kv-budget 0"), "at least 1");
+  // The library names the field ("kv budget", "top p"); the CLI puts its flag there.
+  EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy tova --kv-budget 0"),
+                        "tova: error: --kv-budget: KV policy 'tova' needs at least 1 state");
+  EXPECT_ONE_LINE_ERROR(run_tova("run --top-p 0"), "tova: error: --top-p must be > 0");
   EXPECT_ONE_LINE_ERROR(run_tova("run --kv-policy sink:8 --kv-budget 8"), "N < the budget");
   EXPECT_ONE_LINE_ERROR(run_tova("run --kv-prefill chunk:0 --kv-policy tova --kv-budget 8"), "invalid prefill mode");
   EXPECT_ONE_LINE_ERROR(run_tova("run --kv-type q4"), "invalid KV type");

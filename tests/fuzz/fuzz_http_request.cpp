@@ -129,7 +129,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       const auto& ids = std::get<std::vector<int32_t>>(r);
-      (void)server::to_json_text(nlohmann::json{{"content", g_engine->detokenize(ids)}});
+      auto text = g_engine->detokenize(ids);
+      if (text.ok()) (void)server::to_json_text(nlohmann::json{{"content", *text}});
       break;
     }
     default:

@@ -176,6 +176,24 @@ TEST(TextStream, MaxTokensAndTheContextEndWithLength) {
   EXPECT_EQ(free.stats().n_generated, 12);
 }
 
+// A conversation's turn (chat, Python's generate): the token that hit the length limit joins
+// the history, queued; otherwise it stays unfed for the caller.
+TEST(TextStream, TheLengthTokenJoinsTheHistoryWhenAsked) {
+  const int32_t the = word("the");
+  for (bool keep : {false, true}) {
+    SCOPED_TRACE(keep);
+    auto s = session();
+    s->queue(stories().tokenize("Hi"));
+    const size_t n_prompt = s->history().size();
+    TextStream ts(*s, {.max_tokens = 2, .keep_length_token = keep});
+    EXPECT_EQ(script(ts, *s, the).finish, Finish::kNone);
+    EXPECT_EQ(script(ts, *s, the).finish, Finish::kLength);
+    EXPECT_EQ(ts.unfed(), keep ? -1 : the);
+    EXPECT_EQ(s->history().size(), n_prompt + (keep ? 2 : 1));
+    EXPECT_EQ(s->history().back(), the);
+  }
+}
+
 TEST(TextStream, NothingToGenerateFromIsAnError) {
   auto s = session();
   TextStream ts(*s, {});

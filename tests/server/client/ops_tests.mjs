@@ -293,6 +293,26 @@ await check('early answers with a body still coming: the error object, then a cl
   }
 });
 
+// The library names a field as it knows it ("kv budget", "kv rotate"); the server puts the
+// request's field name in its place.
+await check('errors name the request fields: kv_budget, kv_type', async () => {
+  const s = await startServer();
+  try {
+    for (const [body, want] of [
+      [{ prompt: 'x', kv_policy: 'tova', kv_budget: 0 },
+        /^kv_budget: KV policy 'tova' needs at least 1 state/],
+      [{ prompt: 'x', kv_type: 'f16+rot' }, /^kv_type: \+rot needs a quantized type/],
+    ]) {
+      const r = await post(s.url, '/v1/completions', body);
+      assert.equal(r.status, 400);
+      const j = await r.json();
+      assert.match(j.error.message, want, JSON.stringify(body));
+    }
+  } finally {
+    await stopServer(s);
+  }
+});
+
 await check('a wrong method: 405 with Allow and an error object; OPTIONS answers Allow',
   async () => {
     const s = await startServer();
