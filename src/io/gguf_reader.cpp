@@ -18,6 +18,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <span>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -234,6 +235,236 @@ Status read_value(Cursor& c, GgufValueType type, int depth, Budget& budget, Gguf
   return make_error("value type {} is not handled", static_cast<uint32_t>(type));
 }
 
+// ---- GgufFile::parse in steps: header, metadata, alignment, tensor table, data section ----
+
+struct Header {
+  uint32_t version = 0;
+  uint64_t n_tensors = 0;
+  uint64_t n_kv = 0;
+};
+
+// The magic, a supported version (2 or 3, little-endian) and the two counts, which must fit in
+// what follows the header: checked before anything is allocated.
+Result<Header> read_header(Cursor& c, std::span<const uint8_t> file, const std::string& p) {
+  if (file.size() < sizeof(fmt_::kMagic)) {
+    return make_error("{}: not a GGUF file: only {} bytes", p, file.size());
+  }
+  if (std::memcmp(file.data(), fmt_::kMagic, sizeof(fmt_::kMagic)) != 0) {
+    return make_error(
+        "{}: not a GGUF file: magic bytes are {:02x} {:02x} {:02x} {:02x}, "
+        "expected 'GGUF'",
+        p, file[0], file[1], file[2], file[3]);
+  }
+  Header h;
+  char magic[4];
+  TOVA_RETURN_IF_ERROR(c.read(magic, "magic"));
+  Status s = c.read(h.version, "the version");
+  if (!s.ok()) return make_error("{}: header: {}", p, s.message());
+  if (h.version == 1) {
+    return make_error("{}: GGUF version 1 is not supported (only versions 2 and 3)", p);
+  }
+  if (h.version == 0x02000000u || h.version == 0x03000000u) {
+    return make_error(
+        "{}: big-endian GGUF file (version bytes 0x{:08x}); only little-endian "
+        "files are supported",
+        p, h.version);
+  }
+  if (h.version != 2 && h.version != 3) {
+    return make_error("{}: unsupported GGUF version {} (only versions 2 and 3)", p, h.version);
+  }
+  s = c.read(h.n_tensors, "the tensor count");
+  if (s.ok()) s = c.read(h.n_kv, "the metadata count");
+  if (!s.ok()) return make_error("{}: header: {}", p, s.message());
+  const uint64_t rest = c.remaining();
+  if (h.n_kv > rest / kMinKvBytes) {
+    return make_error(
+        "{}: header claims {} metadata entries but the {} bytes after the header "
+        "hold at most {}",
+        p, h.n_kv, rest, rest / kMinKvBytes);
+  }
+  if (h.n_tensors > rest / kMinTensorInfoBytes ||
+      h.n_kv * kMinKvBytes + h.n_tensors * kMinTensorInfoBytes > rest) {
+    return make_error(
+        "{}: header claims {} tensors (and {} metadata entries) but the {} bytes "
+        "after the header cannot hold their descriptions",
+        p, h.n_tensors, h.n_kv, rest);
+  }
+  return h;
+}
+
+using Metadata = std::vector<std::pair<std::string, GgufValue>>;
+
+// n_kv entries of non-empty, distinct keys with their values.
+Result<Metadata> read_metadata(Cursor& c, uint64_t n_kv, const std::string& p) {
+  Metadata kv;
+  kv.reserve(n_kv);
+  std::unordered_set<std::string> keys;
+  keys.reserve(n_kv);
+  Budget budget;
+  for (uint64_t k = 0; k < n_kv; ++k) {
+    std::string key;
+    Status s = c.read_string(key, kMaxNameBytes, "key");
+    if (!s.ok()) return make_error("{}: metadata entry {} of {}: {}", p, k, n_kv, s.message());
+    if (key.empty()) return make_error("{}: metadata entry {} of {}: empty key", p, k, n_kv);
+    if (!keys.insert(key).second) return make_error("{}: duplicate key {}", p, quoted(key));
+    GgufValue value;
+    Result<GgufValueType> type = read_value_type(c, "value type");
+    if (type.ok()) s = read_value(c, *type, 0, budget, value);
+    if (!type.ok() || !s.ok()) {
+      return make_error("{}: key {}: {}", p, quoted(key), type.ok() ? s.message() : type.message());
+    }
+    kv.emplace_back(std::move(key), std::move(value));
+  }
+  return kv;
+}
+
+// general.alignment if given (a u32 power of two), else the default.
+Result<uint64_t> read_alignment(const Metadata& kv, const std::string& p) {
+  for (const auto& [key, a] : kv) {
+    if (key != fmt_::kAlignmentKey) continue;
+    if (a.type != GgufValueType::kUint32) {
+      return make_error("{}: key '{}' has type {}, expected u32", p, fmt_::kAlignmentKey,
+                        value_type_name(a.type));
+    }
+    if (!is_power_of_two(a.u)) {
+      return make_error("{}: key '{}' is {}, expected a nonzero power of two", p,
+                        fmt_::kAlignmentKey, a.u);
+    }
+    return a.u;
+  }
+  return uint64_t{fmt_::kDefaultAlignment};
+}
+
+// A tensor's dimensions (1 to kMaxDims, each >= 1) and their element count, checked for
+// overflow; `tn` is the quoted name for errors.
+Status read_dims(Cursor& c, const std::string& tn, const std::string& p, GgufTensorInfo& info) {
+  uint32_t n_dims = 0;
+  Status s = c.read(n_dims, "the number of dimensions");
+  if (!s.ok()) return make_error("{}: tensor {}: {}", p, tn, s.message());
+  if (n_dims < 1 || n_dims > fmt_::kMaxDims) {
+    return make_error("{}: tensor {}: {} dimensions, expected 1 to {}", p, tn, n_dims,
+                      fmt_::kMaxDims);
+  }
+  info.dims.resize(n_dims);
+  int64_t n_elements = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    uint64_t dim = 0;
+    s = c.read(dim, "a dimension");
+    if (!s.ok()) return make_error("{}: tensor {}: {}", p, tn, s.message());
+    if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return make_error("{}: tensor {}: dimension {} is {}, expected at least 1", p, tn, d,
+                        static_cast<int64_t>(dim));
+    }
+    info.dims[d] = static_cast<int64_t>(dim);
+    if (__builtin_mul_overflow(n_elements, info.dims[d], &n_elements)) {
+      return make_error("{}: tensor {}: element count of dimensions {} overflows int64", p, tn,
+                        fmt::join(info.dims.begin(), info.dims.begin() + d + 1, " x "));
+    }
+  }
+  info.n_elements = n_elements;
+  return ok_status();
+}
+
+// A tensor's ggml type (known, its block dividing the row) and its byte size, checked for
+// overflow.
+Status read_type(Cursor& c, const std::string& tn, const std::string& p, GgufTensorInfo& info) {
+  uint32_t type_id = 0;
+  Status s = c.read(type_id, "the type");
+  if (!s.ok()) return make_error("{}: tensor {}: {}", p, tn, s.message());
+  const TypeTraits* traits = find_type_traits(type_id);
+  if (traits == nullptr) {
+    return make_error("{}: tensor {}: unknown ggml type id {}", p, tn, type_id);
+  }
+  info.type = static_cast<GgmlType>(type_id);
+  if (info.dims[0] % traits->block_size != 0) {
+    return make_error("{}: tensor {}: row length {} is not a multiple of the {} block size {}", p,
+                      tn, info.dims[0], traits->name, traits->block_size);
+  }
+  // n_bytes = blocks per row * block bytes * rows, each product checked.
+  uint64_t n_bytes = static_cast<uint64_t>(info.dims[0] / traits->block_size);
+  bool overflow =
+      __builtin_mul_overflow(n_bytes, static_cast<uint64_t>(traits->type_size), &n_bytes);
+  for (size_t d = 1; d < info.dims.size() && !overflow; ++d) {
+    overflow = __builtin_mul_overflow(n_bytes, static_cast<uint64_t>(info.dims[d]), &n_bytes);
+  }
+  if (overflow) return make_error("{}: tensor {}: byte size overflows uint64", p, tn);
+  info.n_bytes = n_bytes;
+  return ok_status();
+}
+
+// n_tensors descriptions: distinct non-empty names, dimensions, type, an aligned data offset.
+Result<std::vector<GgufTensorInfo>> read_tensor_table(Cursor& c, uint64_t n_tensors,
+                                                      uint64_t alignment, const std::string& p) {
+  std::vector<GgufTensorInfo> tensors;
+  tensors.reserve(n_tensors);
+  std::unordered_set<std::string> names;
+  names.reserve(n_tensors);
+  for (uint64_t t = 0; t < n_tensors; ++t) {
+    GgufTensorInfo info;
+    Status s = c.read_string(info.name, kMaxNameBytes, "tensor name");
+    if (!s.ok()) return make_error("{}: tensor {} of {}: {}", p, t, n_tensors, s.message());
+    if (info.name.empty()) {
+      return make_error("{}: tensor {} of {}: empty name", p, t, n_tensors);
+    }
+    const std::string tn = quoted(info.name);
+    if (!names.insert(info.name).second) return make_error("{}: duplicate tensor {}", p, tn);
+    TOVA_RETURN_IF_ERROR(read_dims(c, tn, p, info));
+    TOVA_RETURN_IF_ERROR(read_type(c, tn, p, info));
+    s = c.read(info.offset, "the data offset");
+    if (!s.ok()) return make_error("{}: tensor {}: {}", p, tn, s.message());
+    if (info.offset % alignment != 0) {
+      return make_error("{}: tensor {}: data offset {} is not a multiple of the alignment {}", p,
+                        tn, info.offset, alignment);
+    }
+    tensors.push_back(std::move(info));
+  }
+  return tensors;
+}
+
+// Where the data section starts (the tables' end, padded to the alignment); every tensor's
+// bytes inside it, no two overlapping. A file without tensors may end right after its tables,
+// unpadded (llama.cpp's vocab-only files do), so a data start past the end just means an empty
+// data section.
+Result<uint64_t> place_data(const std::vector<GgufTensorInfo>& tensors, uint64_t table_end,
+                            uint64_t alignment, uint64_t file_size, const std::string& p) {
+  const uint64_t padding = (alignment - table_end % alignment) % alignment;
+  const uint64_t data_offset =
+      padding <= file_size - table_end ? table_end + padding : file_size;
+  const uint64_t data_size = file_size - data_offset;
+  for (const GgufTensorInfo& info : tensors) {
+    if (info.offset > data_size || info.n_bytes > data_size - info.offset) {
+      const uint64_t begin = info.offset;
+      if (begin > std::numeric_limits<uint64_t>::max() - data_offset ||
+          info.n_bytes > std::numeric_limits<uint64_t>::max() - data_offset - begin) {
+        return make_error(
+            "{}: tensor {}: data offset {} (+{} bytes) is far past the end of the "
+            "file ({} bytes)",
+            p, quoted(info.name), begin, info.n_bytes, file_size);
+      }
+      return make_error(
+          "{}: tensor {}: data [{}, {}) extends past the end of the file ({} "
+          "bytes)",
+          p, quoted(info.name), data_offset + begin, data_offset + begin + info.n_bytes,
+          file_size);
+    }
+  }
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return tensors[a].offset < tensors[b].offset; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const GgufTensorInfo& a = tensors[order[k - 1]];
+    const GgufTensorInfo& b = tensors[order[k]];
+    if (a.offset + a.n_bytes > b.offset) {  // no overflow: both lie inside the data section
+      return make_error("{}: tensors {} (data [{}, {})) and {} (data [{}, {})) overlap", p,
+                        quoted(a.name), data_offset + a.offset,
+                        data_offset + a.offset + a.n_bytes, quoted(b.name),
+                        data_offset + b.offset, data_offset + b.offset + b.n_bytes);
+    }
+  }
+  return data_offset;
+}
+
 }  // namespace
 
 GgufFile::~GgufFile() { unmap_region(MappedRegion{map_, size_}); }
@@ -269,197 +500,13 @@ Result<std::unique_ptr<GgufFile>> GgufFile::from_bytes(std::span<const uint8_t> 
 }
 
 Status GgufFile::parse() {
-  const std::string& p = path_;
   Cursor c(base_, size_);
-
-  // Header.
-  if (size_ < sizeof(fmt_::kMagic)) {
-    return make_error("{}: not a GGUF file: only {} bytes", p, size_);
-  }
-  if (std::memcmp(base_, fmt_::kMagic, sizeof(fmt_::kMagic)) != 0) {
-    return make_error(
-        "{}: not a GGUF file: magic bytes are {:02x} {:02x} {:02x} {:02x}, "
-        "expected 'GGUF'",
-        p, base_[0], base_[1], base_[2], base_[3]);
-  }
-  char magic[4];
-  TOVA_RETURN_IF_ERROR(c.read(magic, "magic"));
-  Status s = c.read(version_, "the version");
-  if (!s.ok()) return make_error("{}: header: {}", p, s.message());
-  if (version_ == 1) {
-    return make_error("{}: GGUF version 1 is not supported (only versions 2 and 3)", p);
-  }
-  if (version_ == 0x02000000u || version_ == 0x03000000u) {
-    return make_error(
-        "{}: big-endian GGUF file (version bytes 0x{:08x}); only little-endian "
-        "files are supported",
-        p, version_);
-  }
-  if (version_ != 2 && version_ != 3) {
-    return make_error("{}: unsupported GGUF version {} (only versions 2 and 3)", p, version_);
-  }
-  uint64_t n_tensors = 0;
-  uint64_t n_kv = 0;
-  s = c.read(n_tensors, "the tensor count");
-  if (s.ok()) s = c.read(n_kv, "the metadata count");
-  if (!s.ok()) return make_error("{}: header: {}", p, s.message());
-  // Both tables must fit in what follows the header; checked before anything is allocated.
-  const uint64_t rest = c.remaining();
-  if (n_kv > rest / kMinKvBytes) {
-    return make_error(
-        "{}: header claims {} metadata entries but the {} bytes after the header "
-        "hold at most {}",
-        p, n_kv, rest, rest / kMinKvBytes);
-  }
-  if (n_tensors > rest / kMinTensorInfoBytes ||
-      n_kv * kMinKvBytes + n_tensors * kMinTensorInfoBytes > rest) {
-    return make_error(
-        "{}: header claims {} tensors (and {} metadata entries) but the {} bytes "
-        "after the header cannot hold their descriptions",
-        p, n_tensors, n_kv, rest);
-  }
-
-  // Metadata.
-  kv_.clear();
-  kv_.reserve(n_kv);
-  std::unordered_set<std::string> keys;
-  keys.reserve(n_kv);
-  Budget budget;
-  for (uint64_t k = 0; k < n_kv; ++k) {
-    std::string key;
-    s = c.read_string(key, kMaxNameBytes, "key");
-    if (!s.ok()) return make_error("{}: metadata entry {} of {}: {}", p, k, n_kv, s.message());
-    if (key.empty()) return make_error("{}: metadata entry {} of {}: empty key", p, k, n_kv);
-    if (!keys.insert(key).second) return make_error("{}: duplicate key {}", p, quoted(key));
-    GgufValue value;
-    Result<GgufValueType> type = read_value_type(c, "value type");
-    if (type.ok()) s = read_value(c, *type, 0, budget, value);
-    if (!type.ok() || !s.ok()) {
-      return make_error("{}: key {}: {}", p, quoted(key), type.ok() ? s.message() : type.message());
-    }
-    kv_.emplace_back(std::move(key), std::move(value));
-  }
-
-  alignment_ = fmt_::kDefaultAlignment;
-  if (const GgufValue* a = find(fmt_::kAlignmentKey); a != nullptr) {
-    if (a->type != GgufValueType::kUint32) {
-      return make_error("{}: key '{}' has type {}, expected u32", p, fmt_::kAlignmentKey,
-                        value_type_name(a->type));
-    }
-    if (!is_power_of_two(a->u)) {
-      return make_error("{}: key '{}' is {}, expected a nonzero power of two", p,
-                        fmt_::kAlignmentKey, a->u);
-    }
-    alignment_ = a->u;
-  }
-
-  // Tensor table.
-  tensors_.clear();
-  tensors_.reserve(n_tensors);
-  std::unordered_set<std::string> names;
-  names.reserve(n_tensors);
-  for (uint64_t t = 0; t < n_tensors; ++t) {
-    GgufTensorInfo info;
-    s = c.read_string(info.name, kMaxNameBytes, "tensor name");
-    if (!s.ok()) return make_error("{}: tensor {} of {}: {}", p, t, n_tensors, s.message());
-    if (info.name.empty()) {
-      return make_error("{}: tensor {} of {}: empty name", p, t, n_tensors);
-    }
-    const std::string tn = quoted(info.name);
-    if (!names.insert(info.name).second) return make_error("{}: duplicate tensor {}", p, tn);
-
-    uint32_t n_dims = 0;
-    s = c.read(n_dims, "the number of dimensions");
-    if (!s.ok()) return make_error("{}: tensor {}: {}", p, tn, s.message());
-    if (n_dims < 1 || n_dims > fmt_::kMaxDims) {
-      return make_error("{}: tensor {}: {} dimensions, expected 1 to {}", p, tn, n_dims,
-                        fmt_::kMaxDims);
-    }
-    info.dims.resize(n_dims);
-    int64_t n_elements = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      uint64_t dim = 0;
-      s = c.read(dim, "a dimension");
-      if (!s.ok()) return make_error("{}: tensor {}: {}", p, tn, s.message());
-      if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return make_error("{}: tensor {}: dimension {} is {}, expected at least 1", p, tn, d,
-                          static_cast<int64_t>(dim));
-      }
-      info.dims[d] = static_cast<int64_t>(dim);
-      if (__builtin_mul_overflow(n_elements, info.dims[d], &n_elements)) {
-        return make_error("{}: tensor {}: element count of dimensions {} overflows int64", p, tn,
-                          fmt::join(info.dims.begin(), info.dims.begin() + d + 1, " x "));
-      }
-    }
-    info.n_elements = n_elements;
-
-    uint32_t type_id = 0;
-    s = c.read(type_id, "the type");
-    if (!s.ok()) return make_error("{}: tensor {}: {}", p, tn, s.message());
-    const TypeTraits* traits = find_type_traits(type_id);
-    if (traits == nullptr) {
-      return make_error("{}: tensor {}: unknown ggml type id {}", p, tn, type_id);
-    }
-    info.type = static_cast<GgmlType>(type_id);
-    if (info.dims[0] % traits->block_size != 0) {
-      return make_error("{}: tensor {}: row length {} is not a multiple of the {} block size {}", p,
-                        tn, info.dims[0], traits->name, traits->block_size);
-    }
-    // n_bytes = blocks per row * block bytes * rows, each product checked.
-    uint64_t n_bytes = static_cast<uint64_t>(info.dims[0] / traits->block_size);
-    bool overflow =
-        __builtin_mul_overflow(n_bytes, static_cast<uint64_t>(traits->type_size), &n_bytes);
-    for (uint32_t d = 1; d < n_dims && !overflow; ++d) {
-      overflow = __builtin_mul_overflow(n_bytes, static_cast<uint64_t>(info.dims[d]), &n_bytes);
-    }
-    if (overflow) return make_error("{}: tensor {}: byte size overflows uint64", p, tn);
-    info.n_bytes = n_bytes;
-
-    s = c.read(info.offset, "the data offset");
-    if (!s.ok()) return make_error("{}: tensor {}: {}", p, tn, s.message());
-    if (info.offset % alignment_ != 0) {
-      return make_error("{}: tensor {}: data offset {} is not a multiple of the alignment {}", p,
-                        tn, info.offset, alignment_);
-    }
-    tensors_.push_back(std::move(info));
-  }
-
-  // Data section. A file without tensors may end right after its tables, unpadded (llama.cpp's
-  // vocab-only files do), so a data start past the end just means an empty data section.
-  const uint64_t table_end = c.pos();
-  const uint64_t padding = (alignment_ - table_end % alignment_) % alignment_;
-  data_offset_ = padding <= size_ - table_end ? table_end + padding : size_;
-  const uint64_t data_size = size_ - data_offset_;
-  for (GgufTensorInfo& info : tensors_) {
-    if (info.offset > data_size || info.n_bytes > data_size - info.offset) {
-      const uint64_t begin = info.offset;
-      if (begin > std::numeric_limits<uint64_t>::max() - data_offset_ ||
-          info.n_bytes > std::numeric_limits<uint64_t>::max() - data_offset_ - begin) {
-        return make_error(
-            "{}: tensor {}: data offset {} (+{} bytes) is far past the end of the "
-            "file ({} bytes)",
-            p, quoted(info.name), begin, info.n_bytes, size_);
-      }
-      return make_error(
-          "{}: tensor {}: data [{}, {}) extends past the end of the file ({} "
-          "bytes)",
-          p, quoted(info.name), data_offset_ + begin, data_offset_ + begin + info.n_bytes, size_);
-    }
-  }
-  std::vector<size_t> order(tensors_.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return tensors_[a].offset < tensors_[b].offset; });
-  for (size_t k = 1; k < order.size(); ++k) {
-    const GgufTensorInfo& a = tensors_[order[k - 1]];
-    const GgufTensorInfo& b = tensors_[order[k]];
-    if (a.offset + a.n_bytes > b.offset) {  // no overflow: both lie inside the data section
-      return make_error("{}: tensors {} (data [{}, {})) and {} (data [{}, {})) overlap", p,
-                        quoted(a.name), data_offset_ + a.offset,
-                        data_offset_ + a.offset + a.n_bytes, quoted(b.name),
-                        data_offset_ + b.offset, data_offset_ + b.offset + b.n_bytes);
-    }
-  }
+  TOVA_ASSIGN_OR_RETURN(const Header h, read_header(c, {base_, size_}, path_));
+  version_ = h.version;
+  TOVA_ASSIGN_OR_RETURN(kv_, read_metadata(c, h.n_kv, path_));
+  TOVA_ASSIGN_OR_RETURN(alignment_, read_alignment(kv_, path_));
+  TOVA_ASSIGN_OR_RETURN(tensors_, read_tensor_table(c, h.n_tensors, alignment_, path_));
+  TOVA_ASSIGN_OR_RETURN(data_offset_, place_data(tensors_, c.pos(), alignment_, size_, path_));
   for (GgufTensorInfo& info : tensors_) info.data = base_ + data_offset_ + info.offset;
   return ok_status();
 }
