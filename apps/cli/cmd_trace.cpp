@@ -41,23 +41,206 @@ std::string cell_text(const std::string& t) {
   return "`" + s + "`";
 }
 
+std::string num(double v, const char* f) {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(f), v) : std::string("-");
+}
+
+struct TraceFlags {
+  ModelFlags model;
+  CacheFlags cache;
+  std::string text_file;
+  std::string tokens_file;
+  int ctx = 0;
+  std::string out;
+  bool force = false;
+  int top = 20;
+  int64_t far_age = 0;
+  bool no_plot = false;
+  std::string compare_kv_types;
+};
+
+// The per-layer summary of a trace on stdout.
+void print_layers(const eval::TraceResult& r, int64_t far_age) {
+  fmt::print("Survival = later tokens whose attention included the token (see --help).\n\n");
+  fmt::print(
+      "| layer | first token survival | median survival (evicted) | p90 (evicted) "
+      "| evicted on arrival | survived >= 2k | recent k/2 share | mean age held "
+      "| held >= {} back |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+      far_age);
+  for (int il = 0; il < r.n_layer; ++il) {
+    fmt::print("| {} | {:.1f} | {} | {} | {} | {} | {} | {} | {} |\n", il,
+               r.first_token_survival[il], num(r.survival_median[il], "{:.1f}"),
+               num(r.survival_p90[il], "{:.1f}"), num(r.evicted_on_arrival[il] * 100, "{:.1f}%"),
+               num(r.kept_over_2k[il] * 100, "{:.1f}%"), num(r.recent_share[il], "{:.3f}"),
+               num(r.mean_age[il], "{:.1f}"), num(r.far_share[il] * 100, "{:.1f}%"));
+  }
+  fmt::print(
+      "\nRecent share, mean age and the share held from {} or more positions back "
+      "(--far) are averaged over the steps that evict (t >= k) and KV heads.\n",
+      far_age);
+  if (std::isfinite(r.recent_share_mean)) {
+    fmt::print(
+        "\nShare of held states among the k/2 most recent positions, mean over layers "
+        "and the steps that evict: {:.3f} (0.5 by construction for window, sink and h2o "
+        "with an even k)\n",
+        r.recent_share_mean);
+  }
+}
+
+// --compare-kv-type: per layer and compared format, how the evictions differ.
+void print_comparisons(const eval::TraceRun& run, const KvFormat& base) {
+  if (run.comparisons.empty()) return;
+  fmt::print(
+      "\nEvictions against --kv-type {} (each type traced on its own): the share of the "
+      "(KV head, step) pairs with an eviction where the evicted state differs, and the share "
+      "of the states held under {} that are also held under the other type (mean over the "
+      "steps that evict):\n\n| layer |",
+      base.label(), base.label());
+  std::string rule = "|---:|";
+  for (const KvFormat& kt : run.compared) {
+    fmt::print(" {0} different eviction | {0} held overlap | {0} first difference |",
+               kt.label());
+    rule += "---:|---:|---:|";
+  }
+  fmt::print("\n{}\n", rule);
+  auto pct = [](double v) { return num(v * 100, "{:.1f}%"); };
+  const int n_layer = run.trace.n_layer;
+  for (int il = 0; il <= n_layer; ++il) {
+    fmt::print("{}", il < n_layer ? fmt::format("| {} |", il) : std::string("| mean |"));
+    for (const eval::EvictionComparison& c : run.comparisons) {
+      if (il < n_layer) {
+        fmt::print(" {} | {} | {} |", pct(c.differ[il]), pct(c.overlap[il]),
+                   c.first_difference[il] < 0 ? std::string("-")
+                                              : std::to_string(c.first_difference[il]));
+      } else {
+        fmt::print(" {} | {} | |", pct(c.differ_mean), pct(c.overlap_mean));
+      }
+    }
+    fmt::print("\n");
+  }
+}
+
+// The token strings kept longest.
+void print_longest(const eval::TraceResult& r, const tok::Tokenizer& tk, int top) {
+  if (top <= 0) return;
+  fmt::print(
+      "\nToken strings kept longest (mean survival over layers, KV heads and "
+      "occurrences):\n\n| rank | token | mean survival | count |\n|---:|---|---:|---:|\n");
+  int rank = 0;
+  auto text_of = [&tk](int32_t id) { return tk.token_text(id); };
+  for (const eval::TokenSurvival& ts : eval::longest_kept(r, text_of, top)) {
+    fmt::print("| {} | {} | {:.1f} | {} |\n", ++rank, cell_text(ts.text), ts.mean_survival,
+               ts.count);
+  }
+}
+
+// The ids to feed: BOS + the text's tokens (or the token file as given), at most ctx.
+std::vector<int32_t> trace_ids(const TraceFlags& f, const Engine& engine, int ctx) {
+  const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
+  const InputIds in = or_fail(read_input_ids(f.tokens_file, f.text_file, engine));
+  std::vector<int32_t> ids;
+  if (in.from_text && engine.tokenizer().bos() >= 0) ids.push_back(engine.tokenizer().bos());
+  ids.insert(ids.end(), in.ids.begin(), in.ids.end());
+  if (ids.empty()) throw CLI::RuntimeError(fail("'" + input + "' gives no tokens"));
+  if (static_cast<int>(ids.size()) > ctx) ids.resize(ctx);
+  return ids;
+}
+
+// trace.json (and trace.png) into the --out folder.
+void write_outputs(const TraceFlags& f, const eval::TraceRun& run, const tok::Tokenizer& tk,
+                   const std::string& title, int ctx, int64_t far_age, double wall_seconds,
+                   eval::OutputDir& od) {
+  const eval::TraceResult& r = run.trace;
+  const nlohmann::ordered_json header = {
+      {"model", f.model.model_path()},
+      {"text",
+       f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file) : nlohmann::ordered_json()},
+      {"tokens_file",
+       f.tokens_file.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.tokens_file)},
+      {"ctx", ctx},
+      {"far_age", far_age},
+      {"kv_type", f.cache.kv_type.text()},
+      {"kv_positions", f.cache.positions},
+      {"f32_activations", f.model.f32_activations},
+      {"trace_seconds", r.seconds},
+      {"wall_seconds", wall_seconds},
+  };
+  auto text_of = [&tk](int32_t id) { return tk.token_text(id); };
+  nlohmann::ordered_json json = eval::trace_json(r, header, text_of, f.top);
+  if (!run.comparisons.empty()) json["kv_type_comparison"] = eval::comparison_json(run);
+  auto st = eval::write_file(od.file("trace.json"), json.dump() + "\n");
+  if (st.ok() && !f.no_plot) {
+    st = eval::plot_trace(r, title, od.tmp_path());
+    if (!st.ok()) st = make_error("{} (--no-plot skips the plot)", st.message());
+  }
+  if (st.ok()) st = od.commit();
+  if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
+  fmt::print(stderr, "traced {} tokens in {:.2f} s; wrote trace.json{} to {}\n", r.n_tokens,
+             r.seconds, f.no_plot ? "" : ", trace.png", od.path());
+}
+
+// The whole command once its flags are read.
+void run_trace_command(const TraceFlags& f) {
+  Timer wall;
+  if (f.cache.prefill != "exact") {
+    throw CLI::RuntimeError(
+        fail("tova trace feeds one token per step; --kv-prefill must be exact"));
+  }
+  const CacheOptions cache = or_fail(f.cache.options());
+  if (f.text_file.empty() && f.tokens_file.empty()) {
+    throw CLI::RuntimeError(fail("nothing to feed: give a text (-f) or token ids (--tokens)"));
+  }
+  std::vector<KvFormat> compare;
+  for (const std::string& t :
+       f.compare_kv_types.empty() ? std::vector<std::string>{} : split_list(f.compare_kv_types)) {
+    compare.push_back(or_fail(parse_kv_format(t)));
+  }
+  const auto engine = or_fail(f.model.load());
+  const model::Model& m = engine->model();
+  const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 0 ? m.config().n_ctx_train : 512);
+  if (cache.policy.bounded() && cache.policy.budget > ctx) {
+    throw CLI::RuntimeError(fail(
+        fmt::format("budget {} is above the context of {} tokens", cache.policy.budget, ctx)));
+  }
+  auto out = or_fail(eval::OutputDir::create(f.out, f.force));
+  const std::vector<int32_t> ids = trace_ids(f, *engine, ctx);
+  const int64_t far_age = f.far_age > 0 ? f.far_age : m.config().n_ctx_train;
+  eval::TraceOptions to{.policy = cache.policy,
+                        .kv_type = cache.kv_type,
+                        .positions = cache.positions,
+                        .far_age = far_age};
+  const bool tty = ::isatty(2) != 0;
+  Timer t;
+  if (tty) {
+    to.on_progress = [&t, last = -1.0](int64_t done, int64_t total) mutable {
+      if (t.seconds() - last < 0.1 && done < total) return;  // ~10 redraws/s
+      last = t.seconds();
+      fmt::print(stderr, "\r{}", eval::progress_line(done, total, t.seconds()));
+      std::fflush(stderr);
+    };
+  }
+  auto res = eval::run_trace_compared(m, engine->pool(), ids, to, compare);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  const eval::TraceRun run = or_fail(std::move(res));
+  const eval::TraceResult& r = run.trace;
+  const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
+  const std::string title =
+      fmt::format("{} on {}: {}, k = {}, {} tokens",
+                  std::filesystem::path(f.model.model_path()).filename().string(),
+                  std::filesystem::path(input).filename().string(), r.policy,
+                  r.budget >= 0 ? std::to_string(r.budget) : "unbounded", r.n_tokens);
+  fmt::print("## Trace: {}\n\n", title);
+  print_layers(r, far_age);
+  print_comparisons(run, to.kv_type);
+  print_longest(r, engine->tokenizer(), f.top);
+  write_outputs(f, run, engine->tokenizer(), title, ctx, far_age, wall.seconds(), *out);
+}
+
 }  // namespace
 
 void add_trace_command(CLI::App& app) {
-  struct Flags {
-    ModelFlags model;
-    CacheFlags cache;
-    std::string text_file;
-    std::string tokens_file;
-    int ctx = 0;
-    std::string out;
-    bool force = false;
-    int top = 20;
-    int64_t far_age = 0;
-    bool no_plot = false;
-    std::string compare_kv_types;
-  };
-  auto flags = std::make_shared<Flags>();
+  auto flags = std::make_shared<TraceFlags>();
   CLI::App* cmd =
       app.add_subcommand("trace", "record which tokens a policy keeps, per layer, on one sequence");
   flags->model.add(*cmd);
@@ -90,197 +273,7 @@ void add_trace_command(CLI::App& app) {
       "included it, i.e. e - p if the policy evicted it at step e (after that step's "
       "attention), or T - 1 - p if it is still held after the last of T tokens (alive at "
       "end). Prefill is always exact (one token per step).");
-  cmd->callback([flags] {
-    const Flags& f = *flags;
-    Timer wall;
-    if (f.cache.prefill != "exact") {
-      throw CLI::RuntimeError(
-          fail("tova trace feeds one token per step; --kv-prefill must be "
-               "exact"));
-    }
-    auto cache = f.cache.options();
-    if (!cache.ok()) throw CLI::RuntimeError(fail(cache.message()));
-    if (f.text_file.empty() && f.tokens_file.empty()) {
-      throw CLI::RuntimeError(fail("nothing to feed: give a text (-f) or token ids (--tokens)"));
-    }
-    std::vector<KvFormat> compare_types;
-    for (const std::string& t :
-         f.compare_kv_types.empty() ? std::vector<std::string>{} : split_list(f.compare_kv_types)) {
-      compare_types.push_back(or_fail(parse_kv_format(t)));
-    }
-    if (!compare_types.empty() && !cache->policy.bounded()) {
-      throw CLI::RuntimeError(fail(fmt::format(
-          "--compare-kv-type compares evictions; --kv-policy {} never evicts",
-          cache->policy.label())));
-    }
-    const auto engine = or_fail(f.model.load());
-    const model::Model& m = engine->model();
-    const tok::Tokenizer& tk = engine->tokenizer();
-    const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 0 ? m.config().n_ctx_train : 512);
-    if (cache->policy.bounded() && cache->policy.budget > ctx) {
-      throw CLI::RuntimeError(fail(
-          fmt::format("budget {} is above the context of {} tokens", cache->policy.budget, ctx)));
-    }
-    auto out = eval::OutputDir::create(f.out, f.force);
-    if (!out.ok()) throw CLI::RuntimeError(fail(out.message()));
-
-    const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-    auto in = read_input_ids(f.tokens_file, f.text_file, *engine);
-    if (!in.ok()) throw CLI::RuntimeError(fail(in.message()));
-    std::vector<int32_t> ids;
-    if (in->from_text && tk.bos() >= 0) ids.push_back(tk.bos());
-    ids.insert(ids.end(), in->ids.begin(), in->ids.end());
-    if (ids.empty()) throw CLI::RuntimeError(fail("'" + input + "' gives no tokens"));
-    if (static_cast<int>(ids.size()) > ctx) ids.resize(ctx);
-
-    ThreadPool& pool = engine->pool();
-    const int64_t far_age = f.far_age > 0 ? f.far_age : m.config().n_ctx_train;
-    eval::TraceOptions to{.policy = cache->policy,
-                          .kv_type = cache->kv_type,
-                          .positions = cache->positions,
-                          .far_age = far_age};
-    const bool tty = ::isatty(2) != 0;
-    Timer t;
-    if (tty) {
-      to.on_progress = [&t, last = -1.0](int64_t done, int64_t total) mutable {
-        if (t.seconds() - last < 0.1 && done < total) return;  // ~10 redraws/s
-        last = t.seconds();
-        fmt::print(stderr, "\r{}", eval::progress_line(done, total, t.seconds()));
-        std::fflush(stderr);
-      };
-    }
-    auto res = eval::run_trace(m, pool, ids, to);
-    if (tty) fmt::print(stderr, "\r\033[K");
-    if (!res.ok()) throw CLI::RuntimeError(fail(res.message()));
-    const eval::TraceResult& r = *res;
-    std::vector<eval::EvictionComparison> comparisons;
-    for (const KvFormat& kt : compare_types) {
-      eval::TraceOptions other = to;
-      other.kv_type = kt;
-      auto o = eval::run_trace(m, pool, ids, other);
-      if (tty) fmt::print(stderr, "\r\033[K");
-      if (!o.ok()) throw CLI::RuntimeError(fail(o.message()));
-      comparisons.push_back(or_fail(eval::compare_evictions(r, *o)));
-    }
-    auto text_of = [&tk](int32_t id) { return tk.token_text(id); };
-
-    const std::string title =
-        fmt::format("{} on {}: {}, k = {}, {} tokens",
-                    std::filesystem::path(f.model.model_path()).filename().string(),
-                    std::filesystem::path(input).filename().string(), r.policy,
-                    r.budget >= 0 ? std::to_string(r.budget) : "unbounded", r.n_tokens);
-    fmt::print("## Trace: {}\n\n", title);
-    fmt::print("Survival = later tokens whose attention included the token (see --help).\n\n");
-    auto num = [](double v, const char* f) {
-      return std::isfinite(v) ? fmt::format(fmt::runtime(f), v) : std::string("-");
-    };
-    fmt::print(
-        "| layer | first token survival | median survival (evicted) | p90 (evicted) "
-        "| evicted on arrival | survived >= 2k | recent k/2 share | mean age held "
-        "| held >= {} back |\n"
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        far_age);
-    for (int il = 0; il < r.n_layer; ++il) {
-      fmt::print("| {} | {:.1f} | {} | {} | {} | {} | {} | {} | {} |\n", il,
-                 r.first_token_survival[il], num(r.survival_median[il], "{:.1f}"),
-                 num(r.survival_p90[il], "{:.1f}"), num(r.evicted_on_arrival[il] * 100, "{:.1f}%"),
-                 num(r.kept_over_2k[il] * 100, "{:.1f}%"), num(r.recent_share[il], "{:.3f}"),
-                 num(r.mean_age[il], "{:.1f}"), num(r.far_share[il] * 100, "{:.1f}%"));
-    }
-    fmt::print(
-        "\nRecent share, mean age and the share held from {} or more positions back "
-        "(--far) are averaged over the steps that evict (t >= k) and KV heads.\n",
-        far_age);
-    if (std::isfinite(r.recent_share_mean)) {
-      fmt::print(
-          "\nShare of held states among the k/2 most recent positions, mean over layers "
-          "and the steps that evict: {:.3f} (0.5 by construction for window, sink and h2o "
-          "with an even k)\n",
-          r.recent_share_mean);
-    }
-    if (!comparisons.empty()) {
-      fmt::print(
-          "\nEvictions against --kv-type {} (each type traced on its own): the share of the "
-          "(KV head, step) pairs with an eviction where the evicted state differs, and the share "
-          "of the states held under {} that are also held under the other type (mean over the "
-          "steps that evict):\n\n| layer |",
-          to.kv_type.label(), to.kv_type.label());
-      std::string rule = "|---:|";
-      for (const KvFormat& kt : compare_types) {
-        fmt::print(" {0} different eviction | {0} held overlap | {0} first difference |",
-                   kt.label());
-        rule += "---:|---:|---:|";
-      }
-      fmt::print("\n{}\n", rule);
-      auto pct = [&num](double v) { return num(v * 100, "{:.1f}%"); };
-      for (int il = 0; il <= r.n_layer; ++il) {
-        fmt::print("{}", il < r.n_layer ? fmt::format("| {} |", il) : std::string("| mean |"));
-        for (const eval::EvictionComparison& c : comparisons) {
-          if (il < r.n_layer) {
-            fmt::print(" {} | {} | {} |", pct(c.differ[il]), pct(c.overlap[il]),
-                       c.first_difference[il] < 0 ? std::string("-")
-                                                  : std::to_string(c.first_difference[il]));
-          } else {
-            fmt::print(" {} | {} | |", pct(c.differ_mean), pct(c.overlap_mean));
-          }
-        }
-        fmt::print("\n");
-      }
-    }
-    if (f.top > 0) {
-      fmt::print(
-          "\nToken strings kept longest (mean survival over layers, KV heads and "
-          "occurrences):\n\n| rank | token | mean survival | count |\n|---:|---|---:|---:|\n");
-      int rank = 0;
-      for (const eval::TokenSurvival& ts : eval::longest_kept(r, text_of, f.top)) {
-        fmt::print("| {} | {} | {:.1f} | {} |\n", ++rank, cell_text(ts.text), ts.mean_survival,
-                   ts.count);
-      }
-    }
-
-    const nlohmann::ordered_json header = {
-        {"model", f.model.model_path()},
-        {"text",
-         f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file) : nlohmann::ordered_json()},
-        {"tokens_file",
-         f.tokens_file.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.tokens_file)},
-        {"ctx", ctx},
-        {"far_age", far_age},
-        {"kv_type", f.cache.kv_type.text()},
-        {"kv_positions", f.cache.positions},
-        {"f32_activations", f.model.f32_activations},
-        {"trace_seconds", r.seconds},
-        {"wall_seconds", wall.seconds()},
-    };
-    eval::OutputDir& od = **out;
-    nlohmann::ordered_json json = eval::trace_json(r, header, text_of, f.top);
-    if (!comparisons.empty()) {
-      auto& list = json["kv_type_comparison"] = nlohmann::ordered_json::array();
-      for (size_t i = 0; i < comparisons.size(); ++i) {
-        const eval::EvictionComparison& c = comparisons[i];
-        auto finite = [](const std::vector<double>& v) {
-          nlohmann::ordered_json a = nlohmann::ordered_json::array();
-          for (double x : v) a.push_back(std::isfinite(x) ? nlohmann::ordered_json(x) : nullptr);
-          return a;
-        };
-        list.push_back({{"kv_type", compare_types[i].label()},
-                        {"differ", finite(c.differ)},
-                        {"overlap", finite(c.overlap)},
-                        {"first_difference", c.first_difference},
-                        {"differ_mean", finite({c.differ_mean})[0]},
-                        {"overlap_mean", finite({c.overlap_mean})[0]}});
-      }
-    }
-    auto st = eval::write_file(od.file("trace.json"), json.dump() + "\n");
-    if (st.ok() && !f.no_plot) {
-      st = eval::plot_trace(r, title, od.tmp_path());
-      if (!st.ok()) st = make_error("{} (--no-plot skips the plot)", st.message());
-    }
-    if (st.ok()) st = od.commit();
-    if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
-    fmt::print(stderr, "traced {} tokens in {:.2f} s; wrote trace.json{} to {}\n", r.n_tokens,
-               r.seconds, f.no_plot ? "" : ", trace.png", od.path());
-  });
+  cmd->callback([flags] { run_trace_command(*flags); });
 }
 
 }  // namespace tova::cli

@@ -85,4 +85,45 @@ Result<EvictionComparison> compare_evictions(const TraceResult& ref, const Trace
   return c;
 }
 
+Result<TraceRun> run_trace_compared(const model::Model& m, ThreadPool& pool,
+                                    std::span<const int32_t> tokens, const TraceOptions& o,
+                                    std::span<const KvFormat> compare) {
+  if (!compare.empty() && !o.policy.bounded()) {
+    return make_error("comparing K/V types compares evictions; KV policy {} never evicts",
+                      o.policy.label());
+  }
+  TraceRun run;
+  TOVA_ASSIGN_OR_RETURN(run.trace, run_trace(m, pool, tokens, o));
+  for (const KvFormat& f : compare) {
+    TraceOptions other = o;
+    other.kv_type = f;
+    Result<TraceResult> r = run_trace(m, pool, tokens, other);
+    if (!r.ok()) return make_error("K/V type {}: {}", f.label(), r.message());
+    TOVA_ASSIGN_OR_RETURN(EvictionComparison c, compare_evictions(run.trace, *r));
+    run.compared.push_back(f);
+    run.comparisons.push_back(std::move(c));
+  }
+  return run;
+}
+
+nlohmann::ordered_json comparison_json(const TraceRun& run) {
+  auto finite = [](double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nullptr; };
+  auto finite_list = [&finite](const std::vector<double>& v) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (double x : v) a.push_back(finite(x));
+    return a;
+  };
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < run.comparisons.size(); ++i) {
+    const EvictionComparison& c = run.comparisons[i];
+    list.push_back({{"kv_type", run.compared[i].label()},
+                    {"differ", finite_list(c.differ)},
+                    {"overlap", finite_list(c.overlap)},
+                    {"first_difference", c.first_difference},
+                    {"differ_mean", finite(c.differ_mean)},
+                    {"overlap_mean", finite(c.overlap_mean)}});
+  }
+  return list;
+}
+
 }  // namespace tova::eval

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
 #include <vector>
 
 #include "core/result.h"
@@ -30,5 +32,21 @@ struct EvictionComparison {
 
 // ref and other must trace the same tokens with the same layers, KV heads and budget.
 Result<EvictionComparison> compare_evictions(const TraceResult& ref, const TraceResult& other);
+
+// What `tova trace` reports: a trace, and the same trace in each other K/V format with its
+// evictions compared to the first.
+struct TraceRun {
+  TraceResult trace;
+  std::vector<KvFormat> compared;                // the other formats
+  std::vector<EvictionComparison> comparisons;  // [compared.size()]
+};
+// Traces `tokens` under o, then again under o with each format of `compare`; the error names
+// the format whose run failed. Comparing needs a policy that evicts.
+Result<TraceRun> run_trace_compared(const model::Model& m, ThreadPool& pool,
+                                    std::span<const int32_t> tokens, const TraceOptions& o,
+                                    std::span<const KvFormat> compare);
+// trace.json's "kv_type_comparison" list: per compared format, its per-layer shares (null where
+// there is no figure).
+nlohmann::ordered_json comparison_json(const TraceRun& run);
 
 }  // namespace tova::eval
