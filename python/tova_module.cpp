@@ -144,11 +144,8 @@ std::vector<int32_t> prompt_tokens(const Session& s, const py::object& prompt) {
   return prompt.cast<std::vector<int32_t>>();
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_tova, m) {
-  m.doc() = "tova: bounded-memory LLM inference (compiled part; import tova)";
-
+// tova.Engine: loading, text, new and saved sessions.
+void bind_engine(py::module_& m) {
   py::class_<Engine, std::shared_ptr<Engine>>(m, "Engine", R"(A loaded GGUF model, its tokenizer and the
 thread pool that runs it. Immutable and shared by its sessions.
 
@@ -232,9 +229,11 @@ kv_type: K/V storage (f32 | f16 | bf16 | q8_0 | q4_0, or k=TYPE,v=TYPE); tempera
           "A session saved by Session.save (or tova run --session), continuing where it stopped; "
           "its cache options are the file's. The sampler (and its random state) too, when the "
           "file holds one.");
+}
 
-  py::class_<Session, std::shared_ptr<Session>>(m, "Session", R"(One conversation's state: a multi-state
-bounded by its policy, its sampler, the tokens it has seen. Made by Engine.session().)")
+// tova.Session: feeding, logits, sampling, generation.
+void bind_session_generation(py::class_<Session, std::shared_ptr<Session>>& cls) {
+  cls
       .def(
           "feed",
           [](Session& s, const std::vector<int32_t>& tokens) {
@@ -296,7 +295,12 @@ ids; None: continue from what the session holds). Returns an iterator of text pi
 UTF-8); it ends at an end-of-generation token, a stop string (not included), max_tokens
 (-1: no limit) or max_context (the most tokens a `full` session may hold; 0: none). Its
 finish_reason is then "stop" or "length". The generated tokens join the session's history (an
-end-of-generation token and the one that completed a stop string do not).)")
+end-of-generation token and the one that completed a stop string do not).)");
+}
+
+// tova.Session: history, statistics, save, clone, reset.
+void bind_session_state(py::class_<Session, std::shared_ptr<Session>>& cls) {
+  cls
       .def_property_readonly("history", &Session::history,
                              "every token of the conversation (fed, then queued)")
       .def_property_readonly("n_seen", &Session::n_seen, "tokens the multi-state has seen")
@@ -329,6 +333,14 @@ allocated), kv_held (bytes of the states held), n_seen, layers [{n_held, n_evict
       .def(
           "reset", [](Session& s) { unwrap(s.reset()); },
           "Forgets everything: a fresh multi-state, an empty history.");
+}
+
+// tova.Session and its Generator.
+void bind_session(py::module_& m) {
+  py::class_<Session, std::shared_ptr<Session>> cls(m, "Session", R"(One conversation's state: a multi-state
+bounded by its policy, its sampler, the tokens it has seen. Made by Engine.session().)");
+  bind_session_generation(cls);
+  bind_session_state(cls);
 
   py::class_<Generator>(m, "Generator", "The text pieces of Session.generate().")
       .def("__iter__", &Generator::iter, py::return_value_policy::reference_internal)
@@ -342,7 +354,10 @@ allocated), kv_held (bytes of the states held), n_seen, layers [{n_held, n_evict
                              "the last sampled token when it ended the generation unfed, else -1")
       .def("stats", &Generator::stats,
            "n_prompt, prompt_seconds, n_generated, n_decoded, decode_seconds");
+}
 
+// tova.policies().
+void bind_policies(py::module_& m) {
   m.def(
       "policies",
       [] {
@@ -353,7 +368,10 @@ allocated), kv_held (bytes of the states held), n_seen, layers [{n_held, n_evict
         return names;
       },
       "The registered KV policies (NAME or NAME:ARG).");
+}
 
+// tova.ppl(): perplexity sweeps (eval/perplexity).
+void bind_ppl(py::module_& m) {
   m.def(
       "ppl",
       [](const std::shared_ptr<Engine>& e, std::optional<std::string> text,
@@ -402,7 +420,10 @@ of its results.json ({"header": ..., "results": [...]}). text= is tokenized with
 into chunks of ctx tokens (BOS first); tokens= are used as given. stream=True reads the whole
 input as one sequence per configuration, windows of `window` positions; positions may then
 list several modes.)");
+}
 
+// tova.eval(): long-context tasks (eval/task_run).
+void bind_eval(py::module_& m) {
   m.def(
       "eval",
       [](const std::shared_ptr<Engine>& e, const py::object& tasks, std::vector<int> lengths,
@@ -458,6 +479,17 @@ budget, as `tova eval` runs them; returns its results.json (the run's settings, 
 in turn; template: a needle template's JSON text; haystack: the text around the needles
 (default: RULER's noise). Its warnings (a length past the trained context, a budget that
 equals full, ...) are issued as UserWarning.)");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tova, m) {
+  m.doc() = "tova: bounded-memory LLM inference (compiled part; import tova)";
+  bind_engine(m);
+  bind_session(m);
+  bind_policies(m);
+  bind_ppl(m);
+  bind_eval(m);
 }
 
 }  // namespace tova::python
