@@ -1,5 +1,7 @@
 #include "runtime/sampler.h"
 
+#include "grammar/gbnf.h"
+
 #include <sstream>
 
 #include <algorithm>
@@ -16,6 +18,7 @@ Status validate(const SamplerParams& p) {
     return make_error("--repeat-penalty must be > 0");
   }
   if (p.repeat_last_n < 0) return make_error("--repeat-last-n must be >= 0");
+  if (!p.grammar.empty()) TOVA_RETURN_IF_ERROR(grammar::parse_gbnf(p.grammar));
   return ok_status();
 }
 
@@ -31,7 +34,8 @@ int32_t argmax(const float* logits, int n) {
   return best;
 }
 
-Sampler::Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) {}
+Sampler::Sampler(const SamplerParams& p, std::optional<grammar::Constraint> grammar)
+    : p_(p), rng_(p.seed), grammar_(std::move(grammar)) {}
 
 std::string Sampler::rng_state() const {
   std::ostringstream out;
@@ -49,23 +53,59 @@ Status Sampler::set_rng_state(const std::string& text) {
 }
 
 int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_t> history) {
-  cands_.resize(n_vocab);
-  for (int i = 0; i < n_vocab; ++i) cands_[i] = {i, logits[i]};
+  if (!grammar_) return draw(logits, n_vocab, history, nullptr);
+  // The piece after nothing but BOS loses a SentencePiece leading space (TextStream's `prev`).
+  const int32_t bos = grammar_->bos();
+  const bool at_start = history.empty() || (bos >= 0 && history.back() == bos);
+  int32_t id = draw(logits, n_vocab, history, nullptr);
+  if (grammar_->accept(id, at_start)) return id;
+  ++n_masked_;
+  const int n_allowed = grammar_->mask(at_start, allowed_);
+  allowed_.resize(n_vocab, 0);  // logits past the tokenizer's vocabulary have no text
+  if (n_allowed == 0) {
+    const int32_t eog = grammar_->first_eog();
+    return eog >= 0 ? eog : id;
+  }
+  id = draw(logits, n_vocab, history, &allowed_);
+  grammar_->accept(id, at_start);
+  return id;
+}
+
+int32_t Sampler::draw(const float* logits, int n_vocab, std::span<const int32_t> history,
+                      const std::vector<char>* allowed) {
+  cands_.clear();
+  if (allowed == nullptr) {
+    cands_.resize(n_vocab);
+    for (int i = 0; i < n_vocab; ++i) cands_[i] = {i, logits[i]};
+  } else {
+    for (int i = 0; i < n_vocab; ++i) {
+      if ((*allowed)[i]) cands_.push_back({i, logits[i]});
+    }
+  }
   if (p_.repeat_penalty != 1.f && p_.repeat_last_n > 0) {
     const size_t n = std::min<size_t>(history.size(), p_.repeat_last_n);
     std::unordered_set<int32_t> seen(history.end() - n, history.end());
     for (int32_t id : seen) {
       if (id < 0 || id >= n_vocab) continue;
-      float& l = cands_[id].logit;
+      Cand* c = nullptr;
+      if (allowed == nullptr) {
+        c = &cands_[id];
+      } else {
+        auto it = std::lower_bound(cands_.begin(), cands_.end(), id,
+                                   [](const Cand& a, int32_t b) { return a.id < b; });
+        if (it == cands_.end() || it->id != id) continue;
+        c = &*it;
+      }
+      float& l = c->logit;
       l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
     }
   }
   if (p_.temp <= 0.f) {
-    int32_t best = 0;
-    for (int i = 1; i < n_vocab; ++i) {
+    size_t best = 0;
+    for (size_t i = 1; i < cands_.size(); ++i) {
       if (cands_[i].logit > cands_[best].logit) best = i;
     }
-    return best;
+    return cands_[best].id;
   }
   auto by_logit = [](const Cand& a, const Cand& b) {
     return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
