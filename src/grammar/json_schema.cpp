@@ -351,6 +351,15 @@ class Converter {
       }
       return out;
     }
+    if (s.contains("enum") && s["enum"].is_array()) {
+      std::set<std::string> out;
+      for (const auto& v : s["enum"]) out.insert(of_value(v));
+      return out;
+    }
+    if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) {
+      return {"object"};
+    }
+    if (s.contains("items") || s.contains("prefixItems")) return {"array"};
     return all;
   }
 
