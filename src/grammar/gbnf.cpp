@@ -1,7 +1,6 @@
 #include "grammar/gbnf.h"
 
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 
 namespace tova::grammar {
@@ -433,27 +432,35 @@ class Parser {
         }
       }
     }
+    // Iterative (a chain of repetition rules can be hundreds of thousands deep).
     std::vector<char> mark(n, 0);  // 0 new, 1 on the path, 2 done
-    std::vector<uint32_t> path;
-    std::function<void(uint32_t)> visit = [&](uint32_t r) {
-      mark[r] = 1;
-      path.push_back(r);
-      for (uint32_t s : left[r]) {
+    std::vector<std::pair<uint32_t, size_t>> path;  // (rule, next edge to try)
+    for (size_t start = 0; start < n; ++start) {
+      if (mark[start] != 0) continue;
+      mark[start] = 1;
+      path.push_back({static_cast<uint32_t>(start), 0});
+      while (!path.empty()) {
+        auto& [r, k] = path.back();
+        if (k == left[r].size()) {
+          mark[r] = 2;
+          path.pop_back();
+          continue;
+        }
+        const uint32_t s = left[r][k++];
         if (mark[s] == 1) {
           std::string cycle;
-          auto it = std::find(path.begin(), path.end(), s);
-          for (; it != path.end(); ++it) cycle += shown_name(*it) + " -> ";
+          size_t i = 0;
+          while (path[i].first != s) ++i;
+          for (; i < path.size(); ++i) cycle += shown_name(path[i].first) + " -> ";
           cycle += shown_name(s);
           throw ParseError{rules_[s].defined_at,
                            fmt::format("rule '{}' is left-recursive ({})", shown_name(s), cycle)};
         }
-        if (mark[s] == 0) visit(s);
+        if (mark[s] == 0) {
+          mark[s] = 1;
+          path.push_back({s, 0});
+        }
       }
-      path.pop_back();
-      mark[r] = 2;
-    };
-    for (size_t r = 0; r < n; ++r) {
-      if (mark[r] == 0) visit(static_cast<uint32_t>(r));
     }
 
     g.names.reserve(n);

@@ -9,6 +9,7 @@
 #include "core/timer.h"
 #include "grammar/gbnf.h"
 #include "grammar/token_trie.h"
+#include "runtime/grammar_vocab.h"
 #include "model/model.h"
 #include "runtime/batch_scheduler.h"
 #include "runtime/sequence.h"
@@ -63,22 +64,7 @@ bool Engine::is_eog(int32_t id) const { return tokenizer().is_eog(id); }
 std::shared_ptr<const grammar::TokenTrie> Engine::grammar_vocab() const {
   if (!tokenizer_) return nullptr;
   std::call_once(grammar_once_, [&] {
-    const tok::Tokenizer& tk = *tokenizer_;
-    grammar::VocabText v;
-    const int32_t n = tk.n_vocab();
-    v.text.resize(n);
-    v.eog.resize(n);
-    v.bos = tk.bos();
-    // The piece after an ordinary token: any id that is not BOS (the only token after which
-    // a piece reads differently).
-    const int32_t after = v.bos == 0 ? 1 : 0;
-    for (int32_t id = 0; id < n; ++id) {
-      v.text[id] = tk.token_to_piece(id, after);
-      v.eog[id] = tk.is_eog(id) ? 1 : 0;
-      if (!v.strip_space_at_start && tk.token_to_piece(id, -1) != v.text[id]) {
-        v.strip_space_at_start = true;
-      }
-    }
+    grammar::VocabText v = runtime::grammar_vocab_text(*tokenizer_);
     grammar_vocab_ = std::make_shared<const grammar::TokenTrie>(std::move(v));
   });
   return grammar_vocab_;

@@ -26,6 +26,17 @@ Status Session::set_sampling(const SamplerParams& p) {
   return ok_status();
 }
 
+Status Session::set_grammar(const std::string& gbnf) {
+  SamplerParams p = impl_->sampling;
+  p.grammar = gbnf;
+  TOVA_RETURN_IF_ERROR(validate(p));
+  TOVA_ASSIGN_OR_RETURN(auto sampler, runtime::make_sampler(*impl_->engine, p));
+  TOVA_RETURN_IF_ERROR(sampler->set_rng_state(impl_->sampler->rng_state()));
+  impl_->sampling = p;
+  impl_->sampler = std::move(sampler);
+  return ok_status();
+}
+
 Status Session::feed(std::span<const int32_t> tokens) {
   queue(tokens);
   if (n_pending() == 0) return ok_status();
