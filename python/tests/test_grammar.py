@@ -6,6 +6,7 @@
 import json
 import os
 import pathlib
+import subprocess
 
 import jsonschema
 import pytest
@@ -67,3 +68,33 @@ def test_grammar_and_errors():
         s.generate("a", json_schema={"properties": {"a": {"type": "integer", "multipleOf": 2}}})
     with pytest.raises(ValueError, match="not both"):
         s.generate("a", grammar='root ::= "a"', json_schema={})
+
+
+def test_cli_grammar_and_json_schema(tmp_path):
+    tova_bin = BUILD / "bin" / "tova"
+    schema = SOURCE / "tests/data/grammar/person.schema.json"
+    v = validator()
+    for seed in range(5):
+        r = subprocess.run([str(tova_bin), "run", "-t", "1", "-p", "Once", "-n", "600", "--temp", "1",
+                            "--top-k", "0", "--top-p", "1", "--min-p", "0", "-s", str(seed),
+                            "--no-display-prompt", "--json-schema", str(schema)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        obj = json.loads(r.stdout)
+        assert not [e.message for e in v.iter_errors(obj)], r.stdout
+    bad = tmp_path / "bad.gbnf"
+    bad.write_text('root ::= "a" item\nitem ::= [0-9\n')
+    r = subprocess.run([str(tova_bin), "run", "-p", "Once", "--grammar", str(bad)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        f"tova: error: --grammar {bad}: grammar: line 2, column 10: unterminated character class "
+        "(in rule 'item')"], r.stderr
+    bad_schema = tmp_path / "bad.json"
+    bad_schema.write_text('{"type": "object", "properties": {"x": {"not": {}}}}')
+    r = subprocess.run([str(tova_bin), "run", "-p", "Once", "--json-schema", str(bad_schema)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        f"tova: error: --json-schema {bad_schema}: json_schema: /properties/x: 'not' is not "
+        "supported"], r.stderr

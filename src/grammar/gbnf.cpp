@@ -1,5 +1,7 @@
 #include "grammar/gbnf.h"
 
+#include "grammar/quote.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -135,7 +137,7 @@ class Parser {
     space(true);
     std::vector<Seq> alts = alternates(false);
     if (!at_end() && s_[p_] != '\n' && s_[p_] != '\r') {
-      fail(fmt::format("unexpected '{}' (expected the end of the rule's line)", s_[p_]));
+      fail(fmt::format("unexpected '{}' (expected the end of the rule's line)", quote(s_[p_])));
     }
     const uint32_t id = id_of(n, start);
     RuleInfo& r = rules_[id];
@@ -212,7 +214,7 @@ class Parser {
       case 'u': digits = 4; break;
       case 'U': digits = 8; break;
       default:
-        fail_at(esc, fmt::format("unknown escape '\\{}'", e));
+        fail_at(esc, fmt::format("unknown escape '\\{}'", quote(e)));
     }
     uint32_t v = 0;
     for (int i = 0; i < digits; ++i) {
@@ -285,10 +287,11 @@ class Parser {
     while (!at_end()) {
       const char c = s_[p_];
       if (c == '"') {
+        const size_t open = p_;
         ++p_;
         item = seq.size();
         while (peek() != '"') {
-          if (at_end()) fail("unterminated string literal");
+          if (at_end()) fail_at(open, "unterminated string literal");
           CharClass k;
           const uint32_t ch = character();
           k.ranges.push_back({ch, ch});
@@ -297,6 +300,7 @@ class Parser {
         ++p_;
         if (seq.size() == item) item = SIZE_MAX;  // "" is nothing to repeat
       } else if (c == '[') {
+        const size_t open = p_;
         ++p_;
         CharClass k;
         if (peek() == '^') {
@@ -304,7 +308,7 @@ class Parser {
           ++p_;
         }
         while (peek() != ']') {
-          if (at_end()) fail("unterminated character class");
+          if (at_end()) fail_at(open, "unterminated character class");
           const uint32_t lo = character();
           uint32_t hi = lo;
           if (peek() == '-' && peek(1) != ']' && p_ + 1 < s_.size()) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/gbnf.h"
+#include "grammar/quote.h"
 #include "tova/grammar.h"
 
 namespace tova::grammar {
@@ -772,7 +773,8 @@ Result<std::string> json_schema_to_gbnf(std::string_view schema_json) {
   try {
     gbnf = Converter(schema).run();
   } catch (const SchemaError& e) {
-    return make_error("json_schema: {}: {}", e.path.empty() ? "/" : e.path, e.message);
+    return make_error("json_schema: {}: {}", e.path.empty() ? "/" : quote(e.path, 200),
+                      quote(e.message, 400));
   }
   // The grammar made must be one the matcher runs (a schema that refers to itself before
   // writing anything is left-recursive).

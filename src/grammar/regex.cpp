@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "grammar/json_schema.h"
+#include "grammar/quote.h"
 
 namespace tova::grammar {
 
@@ -66,7 +67,7 @@ class Regex {
       end = true;
       ++p_;
     }
-    if (p_ != s_.size()) fail(fmt::format("unexpected '{}' at offset {}", s_[p_], p_));
+    if (p_ != s_.size()) fail(fmt::format("unexpected '{}' at offset {}", quote(s_[p_]), p_));
     if (alts.size() > 1 && (start || end)) {
       fail("'^' or '$' with a top-level '|' (write ^(a|b)$)");
     }
@@ -147,7 +148,7 @@ class Regex {
     }
     if (e >= '1' && e <= '9') fail("back-references are not supported");
     if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z')) {
-      fail(fmt::format("the escape '\\{}' is not supported", e));
+      fail(fmt::format("the escape '\\{}' is not supported", quote(e)));
     }
     return static_cast<uint8_t>(e);
   }
@@ -184,7 +185,7 @@ class Regex {
         Ranges er;
         bool eneg = false;
         if (class_escape(e, er, eneg)) {
-          if (eneg) fail(fmt::format("'\\{}' inside a character class is not supported", e));
+          if (eneg) fail(fmt::format("'\\{}' inside a character class is not supported", quote(e)));
           r.insert(r.end(), er.begin(), er.end());
           continue;
         }
@@ -290,7 +291,7 @@ Result<std::string> regex_to_gbnf(std::string_view pattern, const std::string& c
   try {
     return Regex(pattern, chars).run();
   } catch (const RegexError& e) {
-    return make_error("pattern '{}': {}", pattern, e.message);
+    return make_error("pattern '{}': {}", quote(pattern), e.message);
   }
 }
 

@@ -53,12 +53,19 @@ Status Sampler::set_rng_state(const std::string& text) {
 }
 
 int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_t> history) {
-  if (!grammar_) return draw(logits, n_vocab, history, nullptr);
+  prepare(logits, n_vocab, history, nullptr);
+  if (!grammar_) return pick();
   // The piece after nothing but BOS loses a SentencePiece leading space (TextStream's `prev`).
   const int32_t bos = grammar_->bos();
   const bool at_start = history.empty() || (bos >= 0 && history.back() == bos);
-  int32_t id = draw(logits, n_vocab, history, nullptr);
-  if (grammar_->accept(id, at_start)) return id;
+  // Rejection first: independent draws from the unconstrained chain until the grammar takes
+  // one (given acceptance, exactly a draw from the masked chain); greedy has one candidate.
+  const int tries = greedy_ >= 0 ? 1 : kTries;
+  int32_t id = -1;
+  for (int k = 0; k < tries; ++k) {
+    id = pick();
+    if (grammar_->accept(id, at_start)) return id;
+  }
   ++n_masked_;
   const int n_allowed = grammar_->mask(at_start, allowed_);
   allowed_.resize(n_vocab, 0);  // logits past the tokenizer's vocabulary have no text
@@ -66,13 +73,27 @@ int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_
     const int32_t eog = grammar_->first_eog();
     return eog >= 0 ? eog : id;
   }
-  id = draw(logits, n_vocab, history, &allowed_);
+  prepare(logits, n_vocab, history, &allowed_);
+  id = pick();
   grammar_->accept(id, at_start);
   return id;
 }
 
-int32_t Sampler::draw(const float* logits, int n_vocab, std::span<const int32_t> history,
+int32_t Sampler::pick() {
+  if (greedy_ >= 0) return greedy_;
+  std::uniform_real_distribution<double> u(0.0, wsum_);
+  double r = u(rng_);
+  const size_t n = w_.size();
+  for (size_t i = 0; i < n; ++i) {
+    r -= w_[i];
+    if (r <= 0) return cands_[i].id;
+  }
+  return cands_[n - 1].id;
+}
+
+void Sampler::prepare(const float* logits, int n_vocab, std::span<const int32_t> history,
                       const std::vector<char>* allowed) {
+  greedy_ = -1;
   cands_.clear();
   if (allowed == nullptr) {
     cands_.resize(n_vocab);
@@ -105,7 +126,8 @@ int32_t Sampler::draw(const float* logits, int n_vocab, std::span<const int32_t>
     for (size_t i = 1; i < cands_.size(); ++i) {
       if (cands_[i].logit > cands_[best].logit) best = i;
     }
-    return cands_[best].id;
+    greedy_ = cands_[best].id;
+    return;
   }
   auto by_logit = [](const Cand& a, const Cand& b) {
     return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
@@ -142,20 +164,13 @@ int32_t Sampler::draw(const float* logits, int n_vocab, std::span<const int32_t>
     while (keep < n && prob[keep] >= p_.min_p * prob[0]) ++keep;
     n = keep;
   }
-  // Temperature, then draw.
-  std::vector<double> w(n);
-  double wsum = 0;
+  // Temperature: the weights pick() draws from.
+  w_.resize(n);
+  wsum_ = 0;
   for (size_t i = 0; i < n; ++i) {
-    w[i] = std::exp((static_cast<double>(cands_[i].logit) - cands_[0].logit) / p_.temp);
-    wsum += w[i];
+    w_[i] = std::exp((static_cast<double>(cands_[i].logit) - cands_[0].logit) / p_.temp);
+    wsum_ += w_[i];
   }
-  std::uniform_real_distribution<double> u(0.0, wsum);
-  double r = u(rng_);
-  for (size_t i = 0; i < n; ++i) {
-    r -= w[i];
-    if (r <= 0) return cands_[i].id;
-  }
-  return cands_[n - 1].id;
 }
 
 }  // namespace tova::runtime

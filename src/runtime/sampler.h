@@ -16,14 +16,15 @@ namespace tova::runtime {
 
 // With a grammar (SamplerParams::grammar, compiled against the vocabulary: make_sampler in
 // session_impl.h) the chain draws only tokens the grammar allows, and the grammar moves past
-// each drawn token. The draw is first made unconstrained and kept when the grammar allows it;
-// only when it does not is the full mask built (one walk of the vocabulary's trie) and the
-// draw repeated over the allowed tokens. Without truncation (top-k, top-p, min-p off) that is
-// exactly a draw from the masked distribution (an allowed token keeps its probability, and a
-// refusal redraws in proportion to the allowed ones); greedy always takes the allowed argmax;
-// with truncation the first draw sees the truncated set of all tokens, as llama.cpp's sampler
-// does. When nothing is allowed (the vocabulary cannot write what the grammar needs) an
-// end-of-generation token is returned.
+// each drawn token. Draws are first made unconstrained, up to kTries independent ones, and the
+// first the grammar allows is kept (one check of one token's text each); only when all are
+// refused is the full mask built (one walk of the vocabulary's trie) and the draw made among
+// the allowed tokens. Either way the token follows the chain's distribution restricted to the
+// allowed tokens (rejection sampling conditions exactly); greedy takes the allowed argmax. With
+// top-k/top-p/min-p on, the unconstrained draws see the chain's truncated set of all tokens
+// (as llama.cpp's sampler does), the masked one the truncation of the allowed tokens. When
+// nothing is allowed (the vocabulary cannot write what the grammar needs) an end-of-generation
+// token is returned.
 class Sampler {
  public:
   explicit Sampler(const SamplerParams& p, std::optional<grammar::Constraint> grammar = {});
@@ -42,13 +43,19 @@ class Sampler {
     int32_t id;
     float logit;
   };
-  // The chain over every token (allowed null) or over those allowed[id] != 0.
-  int32_t draw(const float* logits, int n_vocab, std::span<const int32_t> history,
+  static constexpr int kTries = 8;
+  // The chain's distribution over every token (allowed null) or those allowed[id] != 0:
+  // greedy_ for greedy, else weights w_ of cands_[0, w_.size()).
+  void prepare(const float* logits, int n_vocab, std::span<const int32_t> history,
                const std::vector<char>* allowed);
+  int32_t pick();  // one draw from what prepare() made
 
   SamplerParams p_;
   std::mt19937_64 rng_;
   std::vector<Cand> cands_;
+  std::vector<double> w_;
+  double wsum_ = 0;
+  int32_t greedy_ = -1;
   std::optional<grammar::Constraint> grammar_;
   std::vector<char> allowed_;  // [n_vocab] the grammar's mask when it was built
   int64_t n_masked_ = 0;

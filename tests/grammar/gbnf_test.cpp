@@ -116,9 +116,9 @@ TEST(Gbnf, ErrorsNameLineColumnAndRule) {
   EXPECT_EQ(error_of("root ::= [\\x4]"),
             "grammar: line 1, column 11: bad escape: '\\x' needs 2 hex digits (in rule 'root')");
   EXPECT_EQ(error_of("root ::= \"abc"),
-            "grammar: line 1, column 14: unterminated string literal (in rule 'root')");
+            "grammar: line 1, column 10: unterminated string literal (in rule 'root')");
   EXPECT_EQ(error_of("root ::= [ab"),
-            "grammar: line 1, column 13: unterminated character class (in rule 'root')");
+            "grammar: line 1, column 10: unterminated character class (in rule 'root')");
   EXPECT_EQ(error_of("root ::= (\"a\" | \"b\""),
             "grammar: line 1, column 20: expected ')' (in rule 'root')");
   EXPECT_EQ(error_of("root ::= \"a\"\nroot ::= \"b\""),
