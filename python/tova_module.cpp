@@ -20,6 +20,7 @@
 #include "eval/task_run.h"
 #include "kv/policy_registry.h"
 #include "tova/engine.h"
+#include "tova/grammar.h"
 #include "tova/options.h"
 #include "tova/session.h"
 #include "tova/text_stream.h"
@@ -271,7 +272,23 @@ void bind_session_generation(py::class_<Session, std::shared_ptr<Session>>& cls)
       .def(
           "generate",
           [](const std::shared_ptr<Session>& s, const py::object& prompt, int max_tokens,
-             std::vector<std::string> stop, bool ignore_eos, int64_t max_context) {
+             std::vector<std::string> stop, bool ignore_eos, int64_t max_context,
+             std::optional<std::string> grammar, const py::object& json_schema) {
+            // The constraint is this generation's: set from its root each time (or cleared).
+            std::string g = grammar.value_or("");
+            if (!json_schema.is_none()) {
+              if (grammar) throw py::value_error("give grammar or json_schema, not both");
+              const std::string schema =
+                  py::isinstance<py::str>(json_schema)
+                      ? json_schema.cast<std::string>()
+                      : py::module_::import("json").attr("dumps")(json_schema).cast<std::string>();
+              Result<std::string> r = json_schema_grammar(schema);
+              if (!r.ok()) throw py::value_error(r.message());
+              g = std::move(*r);
+            }
+            if (!g.empty() || !s->sampling().grammar.empty()) {
+              if (Status st = s->set_grammar(g); !st.ok()) throw py::value_error(st.message());
+            }
             s->queue(prompt_tokens(*s, prompt));
             // A `full` cache allocates the turn's tokens before it starts, as run and chat do:
             // the copy of a growing cache happens here, not in the middle of the answer.
@@ -289,13 +306,17 @@ void bind_session_generation(py::class_<Session, std::shared_ptr<Session>>& cls)
                                  .keep_length_token = true});
           },
           "prompt"_a = py::none(), "max_tokens"_a = 256, "stop"_a = std::vector<std::string>{},
-          "ignore_eos"_a = false, "max_context"_a = 0,
+          "ignore_eos"_a = false, "max_context"_a = 0, "grammar"_a = py::none(),
+          "json_schema"_a = py::none(),
           R"(Generates text after prompt (a str, tokenized with BOS on a fresh session; a list of token
 ids; None: continue from what the session holds). Returns an iterator of text pieces (whole
 UTF-8); it ends at an end-of-generation token, a stop string (not included), max_tokens
 (-1: no limit) or max_context (the most tokens a `full` session may hold; 0: none). Its
 finish_reason is then "stop" or "length". The generated tokens join the session's history (an
-end-of-generation token and the one that completed a stop string do not).)");
+end-of-generation token and the one that completed a stop string do not).
+grammar: a GBNF grammar (llama.cpp's notation) the text must follow; json_schema: a JSON Schema
+(a dict or JSON text) the text must validate against (docs/GRAMMAR.md: the keywords supported).
+Either constrains this generation only; a malformed one raises ValueError naming its fault.)")
 }
 
 // tova.Session: history, statistics, save, clone, reset.

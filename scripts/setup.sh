@@ -10,6 +10,7 @@ packages=(build-essential cmake ninja-build pkg-config libhwy-dev nlohmann-json3
           gnuplot-nox clang libclang-rt-14-dev  # clang: the sanitizer pass and libFuzzer (scripts/fuzz.sh)
           chromium nginx curl  # the server's web page in a browser, replicas behind nginx, README examples
           python3-dev pybind11-dev python3-pytest python3-numpy  # import tova (python/) and its tests
+          python3-jsonschema  # validating constrained output (python/tests/test_grammar.py, tests/server)
           tmux)  # the terminal test of tova chat (line editing, Ctrl-C)
 missing=()
 for p in "${packages[@]}"; do

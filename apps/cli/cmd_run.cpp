@@ -8,6 +8,7 @@
 #include "common.h"
 #include "core/timer.h"
 #include "tokenizer/tokenizer.h"
+#include "tova/grammar.h"
 #include "tova/text_stream.h"
 
 namespace tova::cli {
@@ -37,6 +38,8 @@ void add_run_command(CLI::App& app) {
     bool no_display_prompt = false;
     std::vector<std::string> stop;
     std::string session;
+    std::string grammar_file;
+    std::string json_schema_file;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("run", "generate text from a prompt, streaming it");
@@ -66,11 +69,32 @@ void add_run_command(CLI::App& app) {
                 "print only the generated text, not the prompt before it");
   cmd->add_option("--stop", flags->stop,
                   "end the text where this string begins (not printed); may be repeated");
+  CLI::Option* grammar_opt = cmd->add_option(
+      "--grammar", flags->grammar_file,
+      "constrain the text to a GBNF grammar (llama.cpp's notation) read from this file");
+  cmd->add_option("--json-schema", flags->json_schema_file,
+                  "constrain the text to JSON that validates against the JSON Schema in this "
+                  "file (docs/GRAMMAR.md lists the keywords supported)")
+      ->excludes(grammar_opt);
   flags->sampling.add(*cmd);
   flags->cache.add(*cmd);
   cmd->callback([flags, prompt_opt, ctx_opt] {
     const Flags& f = *flags;
     CacheOptions cache = or_fail(f.cache.options());
+    SamplerParams sampling = f.sampling.params();
+    if (!f.grammar_file.empty()) {
+      sampling.grammar = or_fail(read_text_file(f.grammar_file));
+      if (auto st = check_grammar(sampling.grammar); !st.ok()) {
+        throw CLI::RuntimeError(fail(fmt::format("--grammar {}: {}", f.grammar_file, st.message())));
+      }
+    } else if (!f.json_schema_file.empty()) {
+      const std::string schema = or_fail(read_text_file(f.json_schema_file));
+      auto g = json_schema_grammar(schema);
+      if (!g.ok()) {
+        throw CLI::RuntimeError(fail(fmt::format("--json-schema {}: {}", f.json_schema_file, g.message())));
+      }
+      sampling.grammar = std::move(*g);
+    }
     // A resumed session continues its text: no default prompt, and no BOS.
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
     std::string prompt = resume && prompt_opt->count() == 0 ? std::string() : f.prompt;
@@ -82,7 +106,7 @@ void add_run_command(CLI::App& app) {
     const int64_t n_prompt = static_cast<int64_t>(ids.size());
 
     const SessionOptions so{.cache = cache,
-                            .sampling = f.sampling.params(),
+                            .sampling = sampling,
                             .n_prompt_hint = n_prompt,
                             .n_batch = f.n_batch,
                             // A resumed state is converted to the K/V types given.

@@ -7,6 +7,7 @@
 
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
+#include "tova/grammar.h"
 
 namespace tova::server {
 
@@ -138,6 +139,56 @@ std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const json
   return out;
 }
 
+// Constrained output: response_format (OpenAI's json_object / json_schema) or llama.cpp's
+// `grammar` (GBNF text), as the sampler's grammar; a malformed one is a 400 naming it.
+std::optional<ApiError> decode_grammar(const json& j, std::string& grammar) {
+  if (present(j, "grammar")) {
+    if (!j["grammar"].is_string()) return bad_request("grammar", "'grammar' must be a string (GBNF)");
+    grammar = j["grammar"].get<std::string>();
+    if (auto st = check_grammar(grammar); !st.ok()) return bad_request("grammar", st.message());
+  }
+  if (!present(j, "response_format")) return std::nullopt;
+  const json& f = j["response_format"];
+  if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) {
+    return bad_request("response_format", "'response_format' must be {\"type\": ...}");
+  }
+  const std::string type = f["type"].get<std::string>();
+  if (type == "text") return std::nullopt;
+  if (!grammar.empty()) {
+    return bad_request("response_format", "'response_format' and 'grammar' together: give one");
+  }
+  if (type == "json_object" && !f.contains("schema")) {
+    grammar = json_object_grammar();
+    return std::nullopt;
+  }
+  // {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": ...}}, and
+  // llama-server's {"type": "json_object", "schema": {...}}.
+  const json* schema = nullptr;
+  if (type == "json_schema") {
+    if (!f.contains("json_schema") || !f["json_schema"].is_object()) {
+      return bad_request("response_format",
+                         "response_format 'json_schema' needs a 'json_schema' object");
+    }
+    const json& js = f["json_schema"];
+    if (js.contains("schema")) schema = &js["schema"];
+  } else if (type == "json_object") {
+    schema = &f["schema"];
+  } else {
+    return bad_request("response_format",
+                       fmt::format("response_format '{}' is not supported: 'text', "
+                                   "'json_object' or 'json_schema'",
+                                   shown(type)));
+  }
+  if (schema == nullptr) {
+    grammar = json_object_grammar();  // a json_schema without a schema: any JSON object
+    return std::nullopt;
+  }
+  auto g = json_schema_grammar(schema->dump());
+  if (!g.ok()) return bad_request("response_format", g.message());
+  grammar = std::move(*g);
+  return std::nullopt;
+}
+
 }  // namespace
 
 ApiError bad_request(const std::string& param, const std::string& message) {
@@ -169,9 +220,9 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
       "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "stream",
       "stream_options", "repetition_penalty", "frequency_penalty", "presence_penalty",
       "kv_policy", "kv_budget", "kv_positions", "kv_type", "kv_type_k", "kv_type_v", "n", "user", "logprobs", "logit_bias",
-      "cache_prompt", "ignore_eos", "metadata", "store"};
+      "cache_prompt", "ignore_eos", "metadata", "store", "response_format", "grammar"};
   static const std::set<std::string> kChat = {"messages", "max_completion_tokens",
-                                              "top_logprobs", "response_format"};
+                                              "top_logprobs"};
   static const std::set<std::string> kCompletion = {"prompt", "echo", "suffix", "best_of"};
   for (const auto& [key, value] : j.items()) {
     if (kCommon.count(key) == 0 && (chat ? kChat : kCompletion).count(key) == 0) {
@@ -237,19 +288,6 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
     int64_t best_of = 1;
     if (auto e = integer(j, "best_of", 1, 1, best_of)) return *e;
   }
-  if (chat && present(j, "response_format")) {
-    const json& f = j["response_format"];
-    if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) {
-      return bad_request("response_format", "'response_format' must be {\"type\": ...}");
-    }
-    const std::string type = f["type"].get<std::string>();
-    if (type != "text") {
-      return bad_request("response_format",
-                         fmt::format("response_format '{}' is not supported (no constrained "
-                                     "decoding): only 'text'",
-                                     shown(type)));
-    }
-  }
   if (present(j, "logit_bias") && !(j["logit_bias"].is_object() && j["logit_bias"].empty())) {
     return bad_request("logit_bias", "'logit_bias' is not supported");
   }
@@ -279,6 +317,7 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
   int64_t seed = -1;
   if (auto e = integer(j, "seed", INT64_MIN, INT64_MAX, seed)) return *e;
   s.seed = present(j, "seed") ? static_cast<uint64_t>(seed) : std::random_device{}();
+  if (auto e = decode_grammar(j, s.grammar)) return *e;
 
   int64_t max_tokens = chat ? d.default_max_tokens : std::min<int64_t>(16, d.max_tokens_cap);
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {

@@ -21,6 +21,9 @@
 namespace tova {
 
 class ThreadPool;
+namespace grammar {
+class TokenTrie;
+}
 namespace model {
 class Model;
 }
@@ -86,6 +89,9 @@ class Engine {
   const model::Model& model() const { return *model_; }
   const tok::Tokenizer& tokenizer() const;  // requires has_tokenizer()
   ThreadPool& pool() const { return *pool_; }
+  // The vocabulary as grammars see it (token texts and their trie), made on first use and
+  // shared by every session; null without a tokenizer.
+  std::shared_ptr<const grammar::TokenTrie> grammar_vocab() const;
   // Held by whoever runs forward passes on pool() (see above).
   std::unique_lock<std::mutex> exclusive() const { return std::unique_lock<std::mutex>(run_mu_); }
 
@@ -96,6 +102,8 @@ class Engine {
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
   mutable std::mutex run_mu_;
+  mutable std::once_flag grammar_once_;
+  mutable std::shared_ptr<const grammar::TokenTrie> grammar_vocab_;
   double load_seconds_ = 0;
 };
 

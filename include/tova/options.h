@@ -80,8 +80,11 @@ struct SamplerParams {
   float repeat_penalty = 1.0f;  // 1: off
   int repeat_last_n = 64;       // how many recent tokens the penalty looks at
   uint64_t seed = 0;
+  // A GBNF grammar (tova/grammar.h) the generated text must follow, from its `root`; empty:
+  // unconstrained. Each new sampler (set_sampling, a new session) starts it afresh.
+  std::string grammar;
 };
-// An error names the parameter out of range.
+// An error names the parameter out of range, or the grammar's fault (line, column, rule).
 Status validate(const SamplerParams& p);
 
 }  // namespace tova

@@ -72,6 +72,10 @@ class Session {
   // A new sampler (its random state starts from p.seed); an error names a parameter out of
   // range and changes nothing.
   Status set_sampling(const SamplerParams& p);
+  // Constrains what is sampled next to a GBNF grammar (tova/grammar.h), from its root (empty:
+  // unconstrained), keeping the sampler's random state; an error names the grammar's fault
+  // and changes nothing.
+  Status set_grammar(const std::string& gbnf);
 
   // Feeds `tokens` and whatever was queued, on the engine's pool; the logits are then those
   // after the last token.

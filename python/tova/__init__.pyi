@@ -69,6 +69,8 @@ class Session:
         stop: Sequence[str] = (),
         ignore_eos: bool = False,
         max_context: int = 0,
+        grammar: Optional[str] = None,
+        json_schema: Union[dict, str, None] = None,
     ) -> Generator: ...
     @property
     def history(self) -> list[int]: ...

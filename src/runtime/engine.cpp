@@ -8,6 +8,9 @@
 #include "core/field_names.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
+#include "grammar/gbnf.h"
+#include "grammar/token_trie.h"
+#include "runtime/grammar_vocab.h"
 #include "model/model.h"
 #include "runtime/batch_scheduler.h"
 #include "runtime/sequence.h"
@@ -69,6 +72,28 @@ Result<std::string> Engine::detokenize(std::span<const int32_t> ids) const {
 
 bool Engine::is_eog(int32_t id) const { return tokenizer().is_eog(id); }
 
+std::shared_ptr<const grammar::TokenTrie> Engine::grammar_vocab() const {
+  if (!tokenizer_) return nullptr;
+  std::call_once(grammar_once_, [&] {
+    grammar::VocabText v = runtime::grammar_vocab_text(*tokenizer_);
+    grammar_vocab_ = std::make_shared<const grammar::TokenTrie>(std::move(v));
+  });
+  return grammar_vocab_;
+}
+
+namespace runtime {
+
+Result<std::unique_ptr<Sampler>> make_sampler(const Engine& e, const SamplerParams& p) {
+  if (p.grammar.empty()) return std::make_unique<Sampler>(p);
+  TOVA_ASSIGN_OR_RETURN(grammar::Grammar g, grammar::parse_gbnf(p.grammar));
+  auto vocab = e.grammar_vocab();
+  if (!vocab) return make_error("a grammar needs the model's tokenizer, which was not loaded");
+  return std::make_unique<Sampler>(
+      p, grammar::Constraint(std::make_shared<const grammar::Grammar>(std::move(g)), vocab));
+}
+
+}  // namespace runtime
+
 std::string Engine::chat_template_text() const {
   auto t = model_->file().get_string("tokenizer.chat_template");
   return t.ok() ? *t : std::string();
@@ -82,7 +107,7 @@ Result<std::unique_ptr<Session>> Engine::new_session(const SessionOptions& o) co
   s->sampling = o.sampling;
   s->n_batch = std::max(1, o.n_batch);
   TOVA_ASSIGN_OR_RETURN(s->state, runtime::make_state(*model_, o.cache, o.n_prompt_hint));
-  s->sampler = std::make_unique<runtime::Sampler>(o.sampling);
+  TOVA_ASSIGN_OR_RETURN(s->sampler, runtime::make_sampler(*this, o.sampling));
   s->logits.assign(n_vocab(), 0.0f);
   return runtime::SessionAccess::make(std::move(s));
 }

@@ -1,5 +1,7 @@
 #include "runtime/sampler.h"
 
+#include "grammar/gbnf.h"
+
 #include <sstream>
 
 #include <algorithm>
@@ -18,6 +20,7 @@ Status validate(const SamplerParams& p) {
     return make_error("{} must be > 0", field::kRepeatPenalty);
   }
   if (p.repeat_last_n < 0) return make_error("{} must be >= 0", field::kRepeatLastN);
+  if (!p.grammar.empty()) TOVA_RETURN_IF_ERROR(grammar::parse_gbnf(p.grammar));
   return ok_status();
 }
 
@@ -33,7 +36,8 @@ int32_t argmax(const float* logits, int n) {
   return best;
 }
 
-Sampler::Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) {}
+Sampler::Sampler(const SamplerParams& p, std::optional<grammar::Constraint> grammar)
+    : p_(p), rng_(p.seed), grammar_(std::move(grammar)) {}
 
 std::string Sampler::rng_state() const {
   std::ostringstream out;
@@ -51,23 +55,81 @@ Status Sampler::set_rng_state(const std::string& text) {
 }
 
 int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_t> history) {
-  cands_.resize(n_vocab);
-  for (int i = 0; i < n_vocab; ++i) cands_[i] = {i, logits[i]};
+  prepare(logits, n_vocab, history, nullptr);
+  if (!grammar_) return pick();
+  // The piece after nothing but BOS loses a SentencePiece leading space (TextStream's `prev`).
+  const int32_t bos = grammar_->bos();
+  const bool at_start = history.empty() || (bos >= 0 && history.back() == bos);
+  // Rejection first: independent draws from the unconstrained chain until the grammar takes
+  // one (given acceptance, exactly a draw from the masked chain); greedy has one candidate.
+  const int tries = greedy_ >= 0 ? 1 : kTries;
+  int32_t id = -1;
+  for (int k = 0; k < tries; ++k) {
+    id = pick();
+    if (grammar_->accept(id, at_start)) return id;
+  }
+  ++n_masked_;
+  const int n_allowed = grammar_->mask(at_start, allowed_);
+  allowed_.resize(n_vocab, 0);  // logits past the tokenizer's vocabulary have no text
+  if (n_allowed == 0) {
+    const int32_t eog = grammar_->first_eog();
+    return eog >= 0 ? eog : id;
+  }
+  prepare(logits, n_vocab, history, &allowed_);
+  id = pick();
+  grammar_->accept(id, at_start);
+  return id;
+}
+
+int32_t Sampler::pick() {
+  if (greedy_ >= 0) return greedy_;
+  std::uniform_real_distribution<double> u(0.0, wsum_);
+  double r = u(rng_);
+  const size_t n = w_.size();
+  for (size_t i = 0; i < n; ++i) {
+    r -= w_[i];
+    if (r <= 0) return cands_[i].id;
+  }
+  return cands_[n - 1].id;
+}
+
+void Sampler::prepare(const float* logits, int n_vocab, std::span<const int32_t> history,
+                      const std::vector<char>* allowed) {
+  greedy_ = -1;
+  cands_.clear();
+  if (allowed == nullptr) {
+    cands_.resize(n_vocab);
+    for (int i = 0; i < n_vocab; ++i) cands_[i] = {i, logits[i]};
+  } else {
+    for (int i = 0; i < n_vocab; ++i) {
+      if ((*allowed)[i]) cands_.push_back({i, logits[i]});
+    }
+  }
   if (p_.repeat_penalty != 1.f && p_.repeat_last_n > 0) {
     const size_t n = std::min<size_t>(history.size(), p_.repeat_last_n);
     std::unordered_set<int32_t> seen(history.end() - n, history.end());
     for (int32_t id : seen) {
       if (id < 0 || id >= n_vocab) continue;
-      float& l = cands_[id].logit;
+      Cand* c = nullptr;
+      if (allowed == nullptr) {
+        c = &cands_[id];
+      } else {
+        auto it = std::lower_bound(cands_.begin(), cands_.end(), id,
+                                   [](const Cand& a, int32_t b) { return a.id < b; });
+        if (it == cands_.end() || it->id != id) continue;
+        c = &*it;
+      }
+      float& l = c->logit;
       l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
     }
   }
   if (p_.temp <= 0.f) {
-    int32_t best = 0;
-    for (int i = 1; i < n_vocab; ++i) {
+    size_t best = 0;
+    for (size_t i = 1; i < cands_.size(); ++i) {
       if (cands_[i].logit > cands_[best].logit) best = i;
     }
-    return best;
+    greedy_ = cands_[best].id;
+    return;
   }
   auto by_logit = [](const Cand& a, const Cand& b) {
     return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
@@ -104,20 +166,13 @@ int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_
     while (keep < n && prob[keep] >= p_.min_p * prob[0]) ++keep;
     n = keep;
   }
-  // Temperature, then draw.
-  std::vector<double> w(n);
-  double wsum = 0;
+  // Temperature: the weights pick() draws from.
+  w_.resize(n);
+  wsum_ = 0;
   for (size_t i = 0; i < n; ++i) {
-    w[i] = std::exp((static_cast<double>(cands_[i].logit) - cands_[0].logit) / p_.temp);
-    wsum += w[i];
+    w_[i] = std::exp((static_cast<double>(cands_[i].logit) - cands_[0].logit) / p_.temp);
+    wsum_ += w_[i];
   }
-  std::uniform_real_distribution<double> u(0.0, wsum);
-  double r = u(rng_);
-  for (size_t i = 0; i < n; ++i) {
-    r -= w[i];
-    if (r <= 0) return cands_[i].id;
-  }
-  return cands_[n - 1].id;
 }
 
 }  // namespace tova::runtime

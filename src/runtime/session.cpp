@@ -20,8 +20,20 @@ const SamplerParams& Session::sampling() const { return impl_->sampling; }
 
 Status Session::set_sampling(const SamplerParams& p) {
   TOVA_RETURN_IF_ERROR(validate(p));
+  TOVA_ASSIGN_OR_RETURN(auto sampler, runtime::make_sampler(*impl_->engine, p));
   impl_->sampling = p;
-  impl_->sampler = std::make_unique<runtime::Sampler>(p);
+  impl_->sampler = std::move(sampler);
+  return ok_status();
+}
+
+Status Session::set_grammar(const std::string& gbnf) {
+  SamplerParams p = impl_->sampling;
+  p.grammar = gbnf;
+  TOVA_RETURN_IF_ERROR(validate(p));
+  TOVA_ASSIGN_OR_RETURN(auto sampler, runtime::make_sampler(*impl_->engine, p));
+  TOVA_RETURN_IF_ERROR(sampler->set_rng_state(impl_->sampler->rng_state()));
+  impl_->sampling = p;
+  impl_->sampler = std::move(sampler);
   return ok_status();
 }
 
@@ -149,7 +161,7 @@ Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOp
   s->sampling = o.sampling;
   s->n_batch = std::max(1, o.n_batch);
   s->state = std::move(d.state);
-  s->sampler = std::make_unique<Sampler>(o.sampling);
+  TOVA_ASSIGN_OR_RETURN(s->sampler, make_sampler(e, o.sampling));
   if (!d.rng_state.empty()) TOVA_RETURN_IF_ERROR(s->sampler->set_rng_state(d.rng_state));
   s->history = std::move(d.history);
   // A sampled token not fed yet is the history's last token, queued again.

@@ -50,6 +50,10 @@ struct SessionAccess {
 inline kv::MultiState& state_of(Session& s) { return *SessionAccess::impl(s).state; }
 inline const kv::MultiState& state_of(const Session& s) { return *SessionAccess::impl(s).state; }
 
+// A sampler of `p` for sessions of `e`: its grammar, if any, compiled against e's vocabulary
+// (an error names the grammar's fault, or says that the model has no tokenizer).
+Result<std::unique_ptr<Sampler>> make_sampler(const Engine& e, const SamplerParams& p);
+
 // A session continuing from saved data (Engine::load_session reads it from a file; the server's
 // state store adjusts the history first).
 Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOptions& o,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "codec.h"
+#include "tova/grammar.h"
 
 namespace tova::server {
 namespace {
@@ -69,10 +70,21 @@ TEST(Codec, WhatIsNotImplementedIsA400NamingIt) {
        true, "messages", "content parts of type 'image_url' are not supported"},
       {chat({{{"role", "tool"}, {"content", "x"}}}), true, "messages", "role 'tool'"},
       {chat({{{"role", "user"}, {"content", "x"}, {"name", "bob"}}}), true, "messages", "'name'"},
-      {{{"messages", {user}}, {"response_format", {{"type", "json_object"}}}}, true,
-       "response_format", "response_format 'json_object' is not supported"},
+      {{{"messages", {user}}, {"response_format", {{"type", "xml"}}}}, true,
+       "response_format", "response_format 'xml' is not supported"},
       {{{"messages", {user}}, {"response_format", {{"type", "json_schema"}}}}, true,
-       "response_format", "'json_schema'"},
+       "response_format", "needs a 'json_schema' object"},
+      {{{"messages", {user}},
+        {"response_format",
+         {{"type", "json_schema"},
+          {"json_schema", {{"name", "x"}, {"schema", {{"type", "integer"}, {"multipleOf", 2}}}}}}}},
+       true, "response_format", "json_schema: /: 'multipleOf' is not supported"},
+      {{{"prompt", "x"}, {"grammar", "root ::= foo"}}, false, "grammar",
+       "grammar: line 1, column 10: undefined rule 'foo' (in rule 'root')"},
+      {{{"messages", {user}}, {"grammar", 5}}, true, "grammar", "must be a string"},
+      {{{"messages", {user}}, {"grammar", "root ::= \"a\""},
+        {"response_format", {{"type", "json_object"}}}},
+       true, "response_format", "together"},
       {{{"messages", {user}}, {"top_logprobs", 2}}, true, "top_logprobs", "needs 'logprobs'"},
       {{{"messages", {user}}, {"logprobs", true}, {"top_logprobs", 21}}, true, "top_logprobs",
        "[0, 20]"},
@@ -96,6 +108,25 @@ TEST(Codec, WhatIsNotImplementedIsA400NamingIt) {
     EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body.dump() << ": " << e.message;
     EXPECT_EQ(e.message.find('\n'), std::string::npos);
   }
+}
+
+TEST(Codec, ConstrainedOutputBecomesTheSamplersGrammar) {
+  const json user = {{"role", "user"}, {"content", "x"}};
+  auto r = ok_request({{"messages", {user}}, {"response_format", {{"type", "json_object"}}}}, true);
+  EXPECT_EQ(r.sampling.grammar, json_object_grammar());
+  const json schema = {{"type", "object"},
+                       {"properties", {{"n", {{"type", "integer"}}}}},
+                       {"required", {"n"}}};
+  r = ok_request({{"messages", {user}},
+                  {"response_format",
+                   {{"type", "json_schema"},
+                    {"json_schema", {{"name", "n"}, {"strict", true}, {"schema", schema}}}}}},
+                 true);
+  EXPECT_EQ(r.sampling.grammar, *json_schema_grammar(schema.dump()));
+  r = ok_request({{"prompt", "x"}, {"grammar", "root ::= [0-9]+"}}, false);
+  EXPECT_EQ(r.sampling.grammar, "root ::= [0-9]+");
+  r = ok_request({{"prompt", "x"}, {"response_format", {{"type", "text"}}}}, false);
+  EXPECT_EQ(r.sampling.grammar, "");
 }
 
 TEST(Codec, AcceptedFieldsDecode) {

@@ -144,7 +144,10 @@ await check('what real clients send: content parts, developer role, response_for
   assert.equal(r.choices[0].message.content, same.choices[0].message.content);
   assert.equal(r.usage.prompt_tokens, same.usage.prompt_tokens);
   for (const [body, param, says] of [
-    [{ response_format: { type: 'json_object' } }, 'response_format', /json_object.*not supported/],
+    [{ response_format: { type: 'xml' } }, 'response_format', /xml.*not supported/],
+    [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'email' } } } },
+      'response_format', /format 'email' is not supported/],
+    [{ grammar: 'root ::= "a" b' }, 'grammar', /undefined rule 'b'/],
     [{ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
       'messages', /image_url/],
     [{ messages: [{ role: 'tool', content: 'x', tool_call_id: '1' }] }, 'messages', /tool/],

@@ -1,0 +1,194 @@
+#include "grammar/matcher.h"
+
+#include <algorithm>
+
+namespace tova::grammar {
+
+namespace {
+
+constexpr uint32_t kPop = UINT32_MAX;  // step(): the stack continues at its parent
+// Past this many arena nodes an accepted step rewrites the arena to the live stacks.
+constexpr size_t kCompactAt = size_t{1} << 20;
+
+void sort_unique(std::vector<uint32_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+Matcher::Matcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
+  for (uint32_t a : g_->alts[g_->root]) {
+    expand(g_->elems[a].kind == ElemKind::kEnd ? kNil : push(a, kNil), cur_.stacks);
+  }
+  sort_unique(cur_.stacks);
+}
+
+void Matcher::expand(uint32_t st, std::vector<uint32_t>& out) {
+  const std::vector<Elem>& elems = g_->elems;
+  for (;;) {
+    if (st == kNil) {
+      out.push_back(kNil);
+      return;
+    }
+    const Node n = arena_[st];
+    const Elem e = elems[n.elem];
+    if (e.kind == ElemKind::kChars) {
+      out.push_back(st);
+      return;
+    }
+    if (e.kind == ElemKind::kEnd) {
+      st = n.parent;
+      continue;
+    }
+    // A reference: the stack continues after it (dropped when the alternative ends there, so
+    // right recursion keeps stacks flat), under each alternative of the rule.
+    const uint32_t next = n.elem + 1;
+    const uint32_t cont = elems[next].kind == ElemKind::kEnd ? n.parent : push(next, n.parent);
+    const std::vector<uint32_t>& alts = g_->alts[e.value];
+    for (size_t i = 0; i + 1 < alts.size(); ++i) {
+      expand(elems[alts[i]].kind == ElemKind::kEnd ? cont : push(alts[i], cont), out);
+    }
+    st = elems[alts.back()].kind == ElemKind::kEnd ? cont : push(alts.back(), cont);
+  }
+}
+
+void Matcher::step(const std::vector<uint32_t>& in, uint32_t c, std::vector<uint32_t>& out) {
+  const std::vector<Elem>& elems = g_->elems;
+  pend_.clear();
+  for (uint32_t st : in) {
+    if (st == kNil) continue;
+    const Node n = arena_[st];
+    if (!g_->classes[elems[n.elem].value].matches(c)) continue;
+    const uint32_t next = n.elem + 1;
+    const uint32_t at = elems[next].kind == ElemKind::kEnd ? kPop : next;
+    pend_.push_back((uint64_t{at} << 32) | n.parent);
+  }
+  // Readings that reach the same position over the same stack are one.
+  std::sort(pend_.begin(), pend_.end());
+  pend_.erase(std::unique(pend_.begin(), pend_.end()), pend_.end());
+  out.clear();
+  for (uint64_t p : pend_) {
+    const auto at = static_cast<uint32_t>(p >> 32);
+    const auto parent = static_cast<uint32_t>(p);
+    expand(at == kPop ? parent : push(at, parent), out);
+  }
+  sort_unique(out);
+}
+
+bool Matcher::viable(const std::vector<uint32_t>& stacks, uint32_t lo, uint32_t hi) const {
+  for (uint32_t st : stacks) {
+    if (st == kNil) continue;
+    if (g_->classes[g_->elems[arena_[st].elem].value].intersects(lo, hi)) return true;
+  }
+  return false;
+}
+
+bool Matcher::advance_byte(const State& from, uint8_t b, State& to) {
+  if (from.need == 0) {
+    if (b < 0x80) {
+      to.need = 0;
+      to.partial = 0;
+      step(from.stacks, b, to.stacks);
+      return !to.stacks.empty();
+    }
+    uint32_t v = 0;
+    uint8_t need = 0;
+    if ((b >> 5) == 6) {
+      v = b & 0x1F;
+      need = 1;
+    } else if ((b >> 4) == 14) {
+      v = b & 0x0F;
+      need = 2;
+    } else if ((b >> 3) == 30) {
+      v = b & 0x07;
+      need = 3;
+    } else {
+      return false;  // a continuation byte with no lead, or not UTF-8 at all
+    }
+    const uint32_t lo = v << (6 * need);
+    const uint32_t hi = lo | ((uint32_t{1} << (6 * need)) - 1);
+    if (lo > 0x10FFFF || !viable(from.stacks, lo, hi)) return false;
+    to.stacks = from.stacks;
+    to.partial = v;
+    to.need = need;
+    return true;
+  }
+  if ((b >> 6) != 2) return false;
+  const uint32_t v = (from.partial << 6) | (b & 0x3F);
+  const uint8_t need = from.need - 1;
+  if (need == 0) {
+    to.need = 0;
+    to.partial = 0;
+    step(from.stacks, v, to.stacks);
+    return !to.stacks.empty();
+  }
+  const uint32_t lo = v << (6 * need);
+  const uint32_t hi = lo | ((uint32_t{1} << (6 * need)) - 1);
+  if (!viable(from.stacks, lo, hi)) return false;
+  to.stacks = from.stacks;
+  to.partial = v;
+  to.need = need;
+  return true;
+}
+
+bool Matcher::accepts(std::string_view bytes) {
+  const size_t m = mark();
+  const State* s = &cur_;
+  int k = 0;
+  bool ok = true;
+  for (char ch : bytes) {
+    if (!advance_byte(*s, static_cast<uint8_t>(ch), tmp_[k])) {
+      ok = false;
+      break;
+    }
+    s = &tmp_[k];
+    k ^= 1;
+  }
+  rollback(m);
+  return ok;
+}
+
+bool Matcher::accept(std::string_view bytes) {
+  const size_t m = mark();
+  const State* s = &cur_;
+  int k = 0;
+  for (char ch : bytes) {
+    if (!advance_byte(*s, static_cast<uint8_t>(ch), tmp_[k])) {
+      rollback(m);
+      return false;
+    }
+    s = &tmp_[k];
+    k ^= 1;
+  }
+  if (s != &cur_) cur_ = *s;
+  if (arena_.size() > kCompactAt) compact();
+  return true;
+}
+
+bool Matcher::can_end() const {
+  return cur_.need == 0 && !cur_.stacks.empty() && cur_.stacks.back() == kNil;
+}
+
+void Matcher::compact() {
+  constexpr uint32_t kUnmapped = UINT32_MAX - 1;
+  std::vector<uint32_t> remap(arena_.size(), kUnmapped);
+  std::vector<Node> fresh;
+  std::vector<uint32_t> chain;
+  for (uint32_t& st : cur_.stacks) {
+    chain.clear();
+    for (uint32_t x = st; x != kNil && remap[x] == kUnmapped; x = arena_[x].parent) {
+      chain.push_back(x);
+    }
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      const Node n = arena_[*it];
+      fresh.push_back({n.elem, n.parent == kNil ? kNil : remap[n.parent]});
+      remap[*it] = static_cast<uint32_t>(fresh.size() - 1);
+    }
+    if (st != kNil) st = remap[st];
+  }
+  sort_unique(cur_.stacks);
+  arena_ = std::move(fresh);
+}
+
+}  // namespace tova::grammar

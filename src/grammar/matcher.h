@@ -1,0 +1,75 @@
+// Runs a Grammar over text as a pushdown automaton: the state is a set of stacks of grammar
+// positions (element indices), one per way the text so far can be read, plus a UTF-8 sequence
+// begun and not finished (a byte-level BPE token may end inside a code point). A stack's top is
+// always a character element (rule references are expanded as they are reached); an empty
+// stack means the root rule is complete. Stacks share their tails in an arena (a push is one
+// node, a copy is an index), so advancing and trying a whole vocabulary cost no allocation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "grammar/grammar.h"
+
+namespace tova::grammar {
+
+class Matcher {
+ public:
+  static constexpr uint32_t kNil = UINT32_MAX;  // the empty stack
+
+  struct State {
+    std::vector<uint32_t> stacks;  // sorted, unique (arena ids; kNil: the root is complete)
+    uint32_t partial = 0;          // the bits of an unfinished UTF-8 sequence
+    uint8_t need = 0;              // its continuation bytes still to come (0: none)
+  };
+
+  explicit Matcher(std::shared_ptr<const Grammar> g);
+
+  const Grammar& grammar() const { return *g_; }
+  const State& state() const { return cur_; }
+
+  // Consumes `bytes` if the grammar allows them from here (a prefix of some sentence of it);
+  // returns false and changes nothing otherwise.
+  bool accept(std::string_view bytes);
+  // Whether accept(bytes) would succeed (the state is unchanged).
+  bool accepts(std::string_view bytes);
+  // The text so far is a whole sentence of the grammar (an end of generation may come now).
+  bool can_end() const;
+  // Nothing but the end can follow.
+  bool only_end() const { return cur_.need == 0 && cur_.stacks.size() == 1 && can_end(); }
+
+  // The step the vocabulary walk takes: `to` = `from` advanced by one byte; false (and `to`
+  // unspecified) if no reading survives. Arena nodes made after mark() are dropped by
+  // rollback(mark) once no state made from them is kept.
+  bool advance_byte(const State& from, uint8_t byte, State& to);
+  size_t mark() const { return arena_.size(); }
+  void rollback(size_t mark) { arena_.resize(mark); }
+
+ private:
+  struct Node {
+    uint32_t elem;    // the position: an element index in grammar().elems
+    uint32_t parent;  // the stack below (kNil: none)
+  };
+  uint32_t push(uint32_t elem, uint32_t parent) {
+    arena_.push_back({elem, parent});
+    return static_cast<uint32_t>(arena_.size() - 1);
+  }
+  // Adds to `out` every stack with a character on top that `st` can become without reading.
+  void expand(uint32_t st, std::vector<uint32_t>& out);
+  // Every reading of `in` that takes code point `c`, expanded, into `out` (sorted, unique).
+  void step(const std::vector<uint32_t>& in, uint32_t c, std::vector<uint32_t>& out);
+  // Some stack's top can take a code point in [lo, hi].
+  bool viable(const std::vector<uint32_t>& stacks, uint32_t lo, uint32_t hi) const;
+  // Rewrites the arena to hold only what cur_ uses (it grows with every step otherwise).
+  void compact();
+
+  std::shared_ptr<const Grammar> g_;
+  std::vector<Node> arena_;
+  State cur_;
+  State tmp_[2];
+  std::vector<uint64_t> pend_;  // step(): (element or kPop, parent) pairs before expansion
+};
+
+}  // namespace tova::grammar
