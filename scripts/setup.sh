@@ -10,7 +10,8 @@ packages=(build-essential cmake ninja-build pkg-config libhwy-dev nlohmann-json3
           gnuplot-nox clang libclang-rt-14-dev  # clang: the sanitizer pass and libFuzzer (scripts/fuzz.sh)
           chromium nginx curl  # the server's web page in a browser, replicas behind nginx, README examples
           python3-dev pybind11-dev python3-pytest python3-numpy  # import tova (python/) and its tests
-          tmux)  # the terminal test of tova chat (line editing, Ctrl-C)
+          tmux  # the terminal test of tova chat (line editing, Ctrl-C)
+          python3-jinja2)  # the reference renderer of chat templates (tests/jinja, scripts/jinja_reference.py)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
