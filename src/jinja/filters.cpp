@@ -2,6 +2,7 @@
 // tojson (json.dumps keeping non-ASCII characters and key order).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "jinja/builtins.h"
@@ -277,7 +278,16 @@ Result<Value> f_round(Renderer&, const Value& v, CallArgs& a) {
     return make_error("method must be common, ceil or floor");
   }
   if (!v.is_float() && method == "common") return Value(v.as_int());
-  const double p = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(precision, -300, 300)));
+  precision = std::clamp<int64_t>(precision, -300, 300);
+  if (method == "common" && precision >= 0 && std::isfinite(v.as_double())) {
+    // Python's round(): correctly rounded from the exact binary value, ties to even, which is
+    // what printf's %.*f does (2.675 is 2.67499999... and rounds down).
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(std::min<int64_t>(precision, 100)),
+                  v.as_double());
+    return Value(std::strtod(buf, nullptr));
+  }
+  const double p = std::pow(10.0, static_cast<double>(precision));
   const double x = v.as_double() * p;
   const double rounded = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x)
                                                                                : std::nearbyint(x);

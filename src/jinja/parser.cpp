@@ -17,6 +17,7 @@ class Parser {
   Result<Body> run() {
     std::string stop;
     TOVA_ASSIGN_OR_RETURN(Body body, statements({}, stop));
+    if (!unknown_.empty()) return unknown_.front();
     return body;
   }
 
@@ -180,6 +181,7 @@ class Parser {
   }
 
   Result<NodePtr> parse_if(const Token& at) {
+    SoftScope soft(soft_, true);
     auto n = make_node(Node::Kind::kIf, at);
     while (true) {
       TOVA_ASSIGN_OR_RETURN(ExprPtr cond, tuple_expr(false));
@@ -217,6 +219,7 @@ class Parser {
   }
 
   Result<NodePtr> parse_for(const Token& at) {
+    SoftScope hard(soft_, false);
     auto n = make_node(Node::Kind::kFor, at);
     TOVA_RETURN_IF_ERROR(targets(*n));
     if (!skip_name("in")) return unexpected("'in'");
@@ -261,6 +264,7 @@ class Parser {
     }
     if (n->unpack || !n->text.empty()) return unexpected("'='");
     n->kind = Node::Kind::kSetBlock;
+    SoftScope hard(soft_, false);
     if (is_op("|")) {
       TOVA_ASSIGN_OR_RETURN(ExprPtr f, filters(nullptr));
       n->exprs.push_back(std::move(f));
@@ -292,6 +296,7 @@ class Parser {
   }
 
   Result<NodePtr> parse_macro(const Token& at) {
+    SoftScope hard(soft_, false);
     auto n = make_node(Node::Kind::kMacro, at);
     TOVA_ASSIGN_OR_RETURN(n->text, expect_name());
     TOVA_RETURN_IF_ERROR(params(*n));
@@ -309,6 +314,7 @@ class Parser {
   }
 
   Result<NodePtr> parse_call_block(const Token& at) {
+    SoftScope hard(soft_, false);
     auto n = make_node(Node::Kind::kCallBlock, at);
     if (is_op("(")) TOVA_RETURN_IF_ERROR(params(*n));
     TOVA_ASSIGN_OR_RETURN(ExprPtr call, expression());
@@ -327,6 +333,7 @@ class Parser {
   }
 
   Result<NodePtr> parse_filter_block(const Token& at) {
+    SoftScope hard(soft_, false);
     auto n = make_node(Node::Kind::kFilterBlock, at);
     TOVA_ASSIGN_OR_RETURN(ExprPtr f, filters(nullptr, /*start_inline=*/true));
     n->exprs.push_back(std::move(f));
@@ -339,6 +346,7 @@ class Parser {
   }
 
   Result<NodePtr> parse_with(const Token& at) {
+    SoftScope hard(soft_, false);
     auto n = make_node(Node::Kind::kWith, at);
     while (cur().kind != TK::kBlockEnd) {
       if (!n->targets.empty()) TOVA_RETURN_IF_ERROR(expect_op(","));
@@ -377,7 +385,10 @@ class Parser {
     DepthGuard g(depth_);
     TOVA_RETURN_IF_ERROR(check_depth());
     const Token at = cur();
+    const size_t unknown_before = unknown_.size();
     TOVA_ASSIGN_OR_RETURN(ExprPtr e, or_expr());
+    if (is_name("if")) unknown_.resize(unknown_before);  // the first branch was soft
+    SoftScope soft(soft_, soft_ || is_name("if"));
     while (skip_name("if")) {
       auto c = make(Expr::Kind::kCondExpr, at);
       TOVA_ASSIGN_OR_RETURN(ExprPtr cond, or_expr());
@@ -723,7 +734,7 @@ class Parser {
       start_inline = false;
       const Token at = cur();
       TOVA_ASSIGN_OR_RETURN(std::string name, dotted_name());
-      if (!has_filter(name)) return fail(at, "no filter named '" + name + "'");
+      if (!has_filter(name)) unknown(at, "no filter named '" + name + "'");
       auto f = make(Expr::Kind::kFilter, at);
       f->name = std::move(name);
       f->args.push_back(std::move(e));
@@ -738,7 +749,7 @@ class Parser {
     const bool negated = skip_name("not");
     const Token at = cur();
     TOVA_ASSIGN_OR_RETURN(std::string name, dotted_name());
-    if (!has_test(name)) return fail(at, "no test named '" + name + "'");
+    if (!has_test(name)) unknown(at, "no test named '" + name + "'");
     auto t = make(Expr::Kind::kTest, at);
     t->name = std::move(name);
     t->args.push_back(std::move(e));
@@ -758,7 +769,22 @@ class Parser {
     return n;
   }
 
+  // An unknown filter or test: jinja2 fails to compile the template, unless the name is inside
+  // an `if` or an inline if (its "soft" frames; a loop, macro or block body inside resets
+  // that), where it fails only when run. Errors here wait until the whole expression is known.
+  void unknown(const Token& at, std::string what) {
+    if (!soft_) unknown_.push_back(fail(at, what));
+  }
+  struct SoftScope {
+    SoftScope(bool& s, bool v) : s_(s), saved_(s) { s_ = v; }
+    ~SoftScope() { s_ = saved_; }
+    bool& s_;
+    bool saved_;
+  };
+
   const std::vector<Token>& t_;
+  std::vector<Error> unknown_;
+  bool soft_ = false;
   size_t i_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;
