@@ -102,7 +102,7 @@ Result<Value> f_tojson(Renderer& r, const Value& v, CallArgs& a) {
   } else if (!indent.is_none()) {
     return make_error("tojson: indent must be an integer or a string");
   }
-  if (o.indent) o.item_separator = ",";
+  if (o.indent) o.item_separator.assign(1, ',');
   const Value sep = arg_or(a, 99, "separators", Value::none());
   if (sep.is_list() && sep.items().size() == 2 && sep.items()[0].is_string() &&
       sep.items()[1].is_string()) {

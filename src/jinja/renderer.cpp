@@ -315,6 +315,25 @@ Result<Renderer::Flow> Renderer::exec_for(const Node& n, const ScopePtr& scope) 
   return Flow::kNormal;
 }
 
+Status Renderer::check_nesting(const Value& v, const DictData& target, int depth) {
+  if (depth > limits_.max_value_depth) {
+    return make_error("lists and dicts nested more than {} deep", limits_.max_value_depth);
+  }
+  if (v.is_list()) {
+    TOVA_RETURN_IF_ERROR(charge(1 + v.items().size() / 64));
+    for (const Value& x : v.items()) {
+      if (x.depth() > 0) TOVA_RETURN_IF_ERROR(check_nesting(x, target, depth + 1));
+    }
+  } else if (v.is_dict()) {
+    if (&v.dict_data() == &target) return make_error("a namespace cannot hold itself");
+    TOVA_RETURN_IF_ERROR(charge(1 + v.dict_data().items.size() / 64));
+    for (const auto& [k, x] : v.dict_data().items) {
+      if (x.depth() > 0) TOVA_RETURN_IF_ERROR(check_nesting(x, target, depth + 1));
+    }
+  }
+  return ok_status();
+}
+
 Status Renderer::exec_set(const Node& n, const ScopePtr& scope) {
   Value v;
   if (n.kind == Node::Kind::kSetBlock) {
@@ -330,6 +349,9 @@ Status Renderer::exec_set(const Node& n, const ScopePtr& scope) {
     TOVA_ASSIGN_OR_RETURN(Value ns, lookup(n.targets[0], scope));
     if (!ns.is_namespace()) return make_error("cannot assign attribute on non-namespace object");
     TOVA_RETURN_IF_ERROR(check_items(ns.dict_data().items.size() + 1));
+    // The only value a template can change: it must not come to hold itself (a cycle that
+    // printing would follow forever), nor nest deeper than the limit.
+    TOVA_RETURN_IF_ERROR(check_nesting(v, ns.dict_data(), 1));
     ns.mutable_dict().set(n.text, std::move(v));
     return ok_status();
   }
@@ -341,13 +363,17 @@ Status Renderer::exec_set(const Node& n, const ScopePtr& scope) {
 
 // A macro (or a call block's `caller`): a function whose body runs in a scope of its own,
 // below the scope it was defined in.
-Value Renderer::make_macro(const Node& n, const ScopePtr& closure) {
+Value Renderer::make_macro(const Node& n, const ScopePtr& scope) {
   const Node* node = &n;
+  // Weak: the macro is stored in the scope it closes over (a strong pointer would be a cycle).
+  std::weak_ptr<Scope> weak = scope;
   const bool takes_varargs = mentions(n.bodies[0], "varargs");
   const bool takes_kwargs = mentions(n.bodies[0], "kwargs");
   const bool takes_caller = mentions(n.bodies[0], "caller");
   std::string name = n.kind == Node::Kind::kMacro ? n.text : "caller";
   return Value::function(name, [=](Renderer& r, CallArgs& a) -> Result<Value> {
+    ScopePtr closure = weak.lock();
+    if (!closure) return make_error("macro '{}' was called after its scope ended", name);
     auto s = std::make_shared<Scope>();
     s->parent = closure;
     const auto& params = node->params;
@@ -431,6 +457,10 @@ Result<Value> Renderer::eval(const Expr& e, const ScopePtr& scope) {
   auto r = eval_inner(e, scope);
   --depth_;
   if (!r.ok()) return at(e.line, e.column, r.error());
+  if (r->depth() > limits_.max_value_depth) {
+    return make_error("line {}, column {}: lists and dicts nested more than {} deep", e.line,
+                      e.column, limits_.max_value_depth);
+  }
   return r;
 }
 
@@ -622,8 +652,7 @@ Result<Value> Renderer::get_attr(const Value& obj, const std::string& name) {
     if (const Value* v = obj.dict_data().find(name)) return *v;
     return Value::undefined("'dict object' has no attribute '" + name + "'");
   }
-  return Value::undefined("'" + std::string(obj.type_name()) + " object' has no attribute '" +
-                          name + "'");
+  return Value::undefined(fmt::format("'{} object' has no attribute '{}'", obj.type_name(), name));
 }
 
 Result<Value> Renderer::get_item(const Value& obj, const Value& key) {
@@ -648,8 +677,7 @@ Result<Value> Renderer::get_item(const Value& obj, const Value& key) {
     return Value(code_points(obj.str())[static_cast<size_t>(i)]);
   }
   if (key.is_string()) return get_attr(obj, key.str());
-  return Value::undefined("'" + std::string(obj.type_name()) + " object' has no element " +
-                          to_repr(key));
+  return Value::undefined(fmt::format("'{} object' has no element {}", obj.type_name(), to_repr(key)));
 }
 
 Result<Value> Renderer::slice(const Value& obj, const Value& start, const Value& stop,

@@ -27,6 +27,8 @@ struct RenderLimits {
   // Nested evaluation (expressions within expressions, macro calls within macro calls): bounds
   // the stack.
   int max_depth = 1000;
+  // Lists, dicts and namespaces nested in one value (printing and tojson recurse through them).
+  int max_value_depth = 256;
 };
 
 class Renderer {
@@ -56,8 +58,9 @@ class Renderer {
   Result<Flow> exec_node(const Node& n, const ScopePtr& scope);
   Result<Flow> exec_for(const Node& n, const ScopePtr& scope);
   Status exec_set(const Node& n, const ScopePtr& scope);
+  Status check_nesting(const Value& v, const DictData& target, int depth);
   Result<std::string> capture(const Body& body, const ScopePtr& scope);
-  Value make_macro(const Node& n, const ScopePtr& closure);
+  Value make_macro(const Node& n, const ScopePtr& scope);
 
   Result<Value> eval(const Expr& e, const ScopePtr& scope);
   Result<Value> eval_inner(const Expr& e, const ScopePtr& scope);

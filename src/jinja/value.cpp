@@ -1,5 +1,6 @@
 #include "jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@ const Value* DictData::find(std::string_view key) const {
 }
 
 void DictData::set(std::string key, Value v) {
+  depth = std::max(depth, v.depth() + 1);
   for (auto& [k, old] : items) {
     if (k == key) {
       old = std::move(v);
@@ -44,7 +46,9 @@ Value::Value(std::string s)
 Value Value::list(std::vector<Value> items, bool tuple) {
   Value v;
   v.kind_ = Kind::kList;
-  v.list_ = std::make_shared<ListData>(ListData{std::move(items), tuple});
+  int depth = 1;
+  for (const Value& x : items) depth = std::max(depth, x.depth() + 1);
+  v.list_ = std::make_shared<ListData>(ListData{std::move(items), tuple, depth});
   return v;
 }
 
@@ -67,6 +71,12 @@ Value Value::function(std::string name, Function f) {
   v.kind_ = Kind::kFunction;
   v.fn_ = std::make_shared<FunctionData>(FunctionData{std::move(name), std::move(f)});
   return v;
+}
+
+int Value::depth() const {
+  if (kind_ == Kind::kList) return list_->depth;
+  if (kind_ == Kind::kDict) return dict_->depth;
+  return 0;
 }
 
 const std::string& Value::undefined_hint() const {
@@ -156,7 +166,10 @@ std::string float_repr(double d) {
     return out;
   }
   out += digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
+  if (digits.size() > 1) {
+    out += '.';
+    out.append(digits, 1);
+  }
   char e[16];
   std::snprintf(e, sizeof(e), "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
   return out + e;

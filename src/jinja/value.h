@@ -31,11 +31,13 @@ using Function = std::function<Result<Value>(Renderer&, CallArgs&)>;
 struct ListData {
   std::vector<Value> items;
   bool tuple = false;  // printed as (a, b); a tuple never equals a list, as in Python
+  int depth = 1;       // containers nested inside, plus one (bounded by the renderer)
 };
 
 struct DictData {
   std::vector<std::pair<std::string, Value>> items;  // in insertion order, keys unique
   bool is_namespace = false;                           // namespace(): attributes may be set
+  int depth = 1;
   const Value* find(std::string_view key) const;
   void set(std::string key, Value v);
 };
@@ -83,6 +85,8 @@ class Value {
   const Function& fn() const { return fn_->fn; }
   const std::string& fn_name() const { return fn_->name; }
   const std::string& undefined_hint() const;
+  // How deep containers nest in this value (0 for a scalar).
+  int depth() const;
 
   // Python's truth value (an undefined is false).
   bool truthy() const;

@@ -505,6 +505,14 @@ TEST(Jinja, HostileTemplatesHitTheLimits) {
   std::string nested_ifs;
   for (int i = 0; i < 500; ++i) nested_ifs += "{% if true %}";
   EXPECT_NE(error_of(nested_ifs).find("levels deep"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = [ns] %}{{ ns }}").find("hold itself"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(l=[]) %}{% for i in range(1000) %}"
+                     "{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}")
+                .find("nested more than 256"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% macro f(x) %}{{ f([[[[x]]]]) }}{% endmacro %}{{ f(1) }}").find("nested"),
+            std::string::npos);
   EXPECT_NE(error_of("{{ 9223372036854775807 + 1 }}").find("overflow"), std::string::npos);
   EXPECT_NE(error_of("{{ 2 ** 64 }}").find("overflow"), std::string::npos);
   EXPECT_NE(error_of("{{ 99999999999999999999 }}").find("too large"), std::string::npos);
