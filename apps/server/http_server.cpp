@@ -151,7 +151,7 @@ bool public_path(const std::string& path) {
 Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
                                                        const ServerOptions& o) {
   if (!o.chat_template.empty()) {
-    auto r = tok::ChatTemplate::by_name(o.chat_template);
+    auto r = engine.chat_template(o.chat_template);  // a family's name or a .jinja file
     if (!r.ok()) return make_error("--chat-template: {}", r.message());
   }
   // The smallest request: one prompt token under the default multi-state.
@@ -177,7 +177,7 @@ HttpServer::HttpServer(const Engine& engine, const ServerOptions& o)
     notes_.push_back("the model has no chat template: chat requests use chatml "
                      "(--chat-template NAME to choose another)");
   }
-  auto r = tok::ChatTemplate::resolve(name, model_template);
+  auto r = engine_.chat_template(name);
   if (r.ok()) {
     chat_template_ = *r;
   } else {

@@ -71,9 +71,9 @@ class Engine {
 
   // The model's tokenizer.chat_template (Jinja text), empty if it has none.
   std::string chat_template_text() const;
-  // The chat template to render conversations with: `name` (one of tok::ChatTemplate::names())
-  // if given, else the one recognised from the model's tokenizer.chat_template. The error says
-  // what to do when there is none.
+  // The chat template to render conversations with: `name` (one of tok::ChatTemplate::names(),
+  // or a .jinja file) if given, else the model's own tokenizer.chat_template rendered as Jinja
+  // (with the tokenizer's BOS and EOS texts). The error says what to do when there is none.
   Result<tok::ChatTemplate> chat_template(std::string_view name = {}) const;
 
   // A fresh session of this model.

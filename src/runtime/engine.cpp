@@ -64,7 +64,13 @@ std::string Engine::chat_template_text() const {
 }
 
 Result<tok::ChatTemplate> Engine::chat_template(std::string_view name) const {
-  return tok::ChatTemplate::resolve(name, chat_template_text());
+  std::string bos;
+  std::string eos;
+  if (has_tokenizer()) {
+    if (tokenizer().bos() >= 0) bos = tokenizer().token_text(tokenizer().bos());
+    if (tokenizer().eos() >= 0) eos = tokenizer().token_text(tokenizer().eos());
+  }
+  return tok::ChatTemplate::resolve(name, chat_template_text(), bos, eos);
 }
 
 Result<std::unique_ptr<Session>> Engine::new_session(const SessionOptions& o) const {
