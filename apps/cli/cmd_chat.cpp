@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "runtime/chat_templates.h"
 #include "commands.h"
 #include "common.h"
 #include "line_editor.h"
@@ -117,7 +118,8 @@ void add_chat_command(CLI::App& app) {
       "chat", "chat in the terminal on one bounded session (/help lists the commands)");
   flags->model.add(*cmd);
   cmd->add_option("--chat-template", flags->chat_template,
-                  "chat template (chatml); default: detected from the model");
+                  "chat template: a name (chatml, llama3, ...) or a .jinja file; default: the "
+                  "model's own");
   cmd->add_option("--system", flags->system, "a system message to start with");
   cmd->add_option("--session", flags->session,
                   "conversation file: resume it if it exists, save it after every answer");
@@ -169,8 +171,8 @@ void add_chat_command(CLI::App& app) {
       chat.chat_template = "chatml";
       note("the model has no chat template: using chatml (--chat-template NAME to choose another)");
     }
-    const tok::ChatTemplate tmpl = or_fail(tok::ChatTemplate::resolve(chat.chat_template, e.chat_template_text()));
-    chat.chat_template = std::string(tmpl.name());
+    const tok::ChatTemplate tmpl = or_fail(runtime::chat_template_of(e, chat.chat_template));
+    chat.chat_template = tmpl.spec();  // "" for the model's own: resumed with it again
     Session& s = *session;
     std::vector<tok::ChatMessage>& messages = chat.messages;
     std::string& consumed = chat.consumed;  // the conversation text the session has been given

@@ -142,7 +142,7 @@ void add_eval_command(CLI::App& app) {
                 "wrap each prompt in the model's chat template (the task as the user turn, the "
                 "answer prefix after the assistant's header); default: the raw prompt after BOS");
   cmd->add_option("--chat-template", flags->run.chat_template,
-                  "--chat with this template: " + tok::ChatTemplate::names());
+                  "--chat with this template: a .jinja file or " + tok::ChatTemplate::names() + " (default: the model's own)");
   cmd->add_option("--max-new", flags->run.max_new,
                   "tokens to generate per answer (default: the task's, as RULER: niah 128, vt "
                   "30, cwe 120, fwe 50, passkey 16); generation stops early at EOS or once every "

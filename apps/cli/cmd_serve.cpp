@@ -57,8 +57,8 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' (not /health)");
   cmd->add_option("--chat-template", so.chat_template,
-                  "chat template (chatml, llama3, ...); default: detected from the model, chatml "
-                  "when it has none");
+                  "chat template: a name (chatml, llama3, ...) or a .jinja file; default: the "
+                  "model's own, chatml when it has none");
   cmd->add_option("--alias", so.api.model_id,
                   "the model name /v1/models lists and responses report (default: the file's "
                   "stem); requests may name any model");

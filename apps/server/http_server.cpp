@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/chat_templates.h"
 #include "listener.h"
 #include "plan.h"
 #include "web_assets.h"
@@ -175,7 +176,7 @@ bool public_path(const std::string& path) {
 Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
                                                        const ServerOptions& o) {
   if (!o.chat_template.empty()) {
-    auto r = tok::ChatTemplate::by_name(o.chat_template);
+    auto r = runtime::chat_template_of(engine, o.chat_template);  // a family's name or a .jinja file
     if (!r.ok()) return make_error("--chat-template: {}", r.message());
   }
   // The smallest request: one prompt token under the default multi-state.
@@ -201,7 +202,7 @@ HttpServer::HttpServer(const Engine& engine, const ServerOptions& o)
     notes_.push_back("the model has no chat template: chat requests use chatml "
                      "(--chat-template NAME to choose another)");
   }
-  auto r = tok::ChatTemplate::resolve(name, model_template);
+  auto r = runtime::chat_template_of(engine_, name);
   if (r.ok()) {
     chat_template_ = *r;
   } else {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "runtime/chat_templates.h"
 #include "core/timer.h"
 #include "eval/ppl_sweep.h"
 #include "eval/task_report.h"
@@ -46,7 +47,7 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
     so.lengths = {trained > 16 ? static_cast<int>(std::min<int64_t>(trained, 1 << 24)) : 4096};
   }
   if (o.chat || !o.chat_template.empty()) {
-    TOVA_ASSIGN_OR_RETURN(so.chat, tok::ChatTemplate::resolve(o.chat_template, engine.chat_template_text()));
+    TOVA_ASSIGN_OR_RETURN(so.chat, runtime::chat_template_of(engine, o.chat_template));
   }
 
   TaskReport rep;

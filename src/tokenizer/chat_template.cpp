@@ -1,8 +1,12 @@
 #include "tokenizer/chat_template.h"
 
 #include <array>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
+#include "jinja/template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tova::tok {
@@ -264,24 +268,71 @@ Result<ChatTemplate> ChatTemplate::by_name(std::string_view name) {
   return make_error("unknown chat template '{}' (known: {})", name, names());
 }
 
-Result<ChatTemplate> ChatTemplate::resolve(std::string_view name,
-                                           std::string_view model_template) {
+Result<ChatTemplate> ChatTemplate::from_jinja(std::string_view source, std::string bos_token,
+                                              std::string eos_token, std::string label) {
+  auto t = jinja::Template::parse(source);
+  if (!t.ok()) return make_error("chat template {}: {}", label, t.message());
+  ChatTemplate c(Family::kJinja);
+  c.jinja_ = std::make_shared<const jinja::Template>(std::move(*t));
+  c.bos_token_ = std::move(bos_token);
+  c.eos_token_ = std::move(eos_token);
+  c.label_ = std::move(label);
+  return c;
+}
+
+namespace {
+
+// --chat-template FILE: a path to a Jinja file rather than a family's name.
+bool names_a_file(std::string_view name) {
+  std::error_code ec;
+  return name.ends_with(".jinja") || name.find('/') != std::string_view::npos ||
+         std::filesystem::is_regular_file(std::string(name), ec);
+}
+
+constexpr size_t kMaxTemplateFileBytes = 4u << 20;
+
+Result<std::string> read_template_file(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return make_error("chat template file '{}': {}", path, ec.message());
+  if (size > kMaxTemplateFileBytes) {
+    return make_error("chat template file '{}' is {} bytes (at most {})", path, size,
+                      kMaxTemplateFileBytes);
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error("chat template file '{}' cannot be read", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Result<ChatTemplate> ChatTemplate::resolve(std::string_view name, std::string_view model_template,
+                                           std::string_view bos_token,
+                                           std::string_view eos_token) {
   if (!name.empty()) {
+    if (names_a_file(name)) {
+      TOVA_ASSIGN_OR_RETURN(std::string text, read_template_file(std::string(name)));
+      return from_jinja(text, std::string(bos_token), std::string(eos_token), std::string(name));
+    }
     auto t = by_name(name);
-    if (!t.ok()) return make_error("unknown chat template '{}' (valid: {})", name, names());
+    if (!t.ok()) {
+      return make_error("unknown chat template '{}' (valid: {}, or a .jinja file)", name, names());
+    }
     return t;
   }
   if (model_template.empty()) {
     return make_error(
         "the model has no chat template (tokenizer.chat_template); give --chat-template NAME "
-        "to chat with it (valid: {})",
+        "or a .jinja file to chat with it (valid: {})",
         names());
   }
-  auto t = detect(model_template);
+  auto t = from_jinja(model_template, std::string(bos_token), std::string(eos_token), "model");
   if (!t.ok()) {
     return make_error(
-        "the model's chat template is not one tova recognises ({}); give --chat-template NAME "
-        "(valid: {})",
+        "the model's chat template cannot be rendered here ({}); give --chat-template NAME "
+        "(valid: {}) or a .jinja file",
         t.message(), names());
   }
   return t;
@@ -297,14 +348,63 @@ std::string ChatTemplate::names() {
 }
 
 std::string_view ChatTemplate::name() const {
+  if (family_ == Family::kJinja) return label_;
   for (const auto& [f, n] : kNames) {
     if (f == family_) return n;
   }
   return "?";
 }
 
+std::string ChatTemplate::spec() const {
+  if (family_ == Family::kJinja) return label_ == "model" ? std::string() : label_;
+  return std::string(name());
+}
+
+jinja::Value ChatTemplate::context(const std::vector<ChatMessage>& messages,
+                                   const ChatOptions& options) const {
+  std::vector<jinja::Value> ms;
+  for (const ChatMessage& m : messages) {
+    jinja::Value d = jinja::Value::dict({{"role", m.role}});
+    d.mutable_dict().set("content", m.null_content ? jinja::Value::none() : jinja::Value(m.content));
+    if (!m.reasoning_content.empty()) d.mutable_dict().set("reasoning_content", m.reasoning_content);
+    if (!m.name.empty()) d.mutable_dict().set("name", m.name);
+    if (!m.tool_call_id.empty()) d.mutable_dict().set("tool_call_id", m.tool_call_id);
+    if (!m.tool_calls.is_undefined()) d.mutable_dict().set("tool_calls", m.tool_calls);
+    ms.push_back(std::move(d));
+  }
+  jinja::Value ctx = jinja::Value::dict({
+      {"messages", jinja::Value::list(std::move(ms))},
+      {"bos_token", bos_token_},
+      {"eos_token", eos_token_},
+      {"add_generation_prompt", options.add_generation_prompt},
+  });
+  if (!options.tools.is_undefined()) ctx.mutable_dict().set("tools", options.tools);
+  for (const auto& [k, v] : options.vars) ctx.mutable_dict().set(k, v);
+  return ctx;
+}
+
+Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
+                                         const ChatOptions& options) const {
+  if (family_ == Family::kJinja) {
+    auto r = jinja_->render(context(messages, options));
+    if (!r.ok()) return make_error("chat template {}: {}", label_, r.message());
+    return r;
+  }
+  if (!options.tools.is_undefined()) {
+    return make_error("chat template {}: tools need the model's own (Jinja) template", name());
+  }
+  if (!options.vars.empty()) {
+    return make_error("chat template {}: '{}' needs the model's own (Jinja) template", name(),
+                      options.vars.front().first);
+  }
+  return render(messages, options.add_generation_prompt);
+}
+
 Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                          bool add_generation_prompt) const {
+  if (family_ == Family::kJinja) {
+    return render(messages, ChatOptions{.add_generation_prompt = add_generation_prompt});
+  }
   TOVA_ASSIGN_OR_RETURN(std::string out, render_family(messages, add_generation_prompt));
   // Nothing silently ignored: some published templates drop a message without a word (Llama-2
   // and Gemma 3 fold the system message into the first user turn and lose it when there is
@@ -370,6 +470,8 @@ Result<std::string> ChatTemplate::render_family(const std::vector<ChatMessage>& 
       return tagged(messages, add_generation_prompt, "<|end|>", "<|endoftext|>");
     case Family::kZephyr:
       return tagged(messages, add_generation_prompt, "</s>", "");
+    case Family::kJinja:
+      break;
   }
   return make_error("chat template: unknown family");
 }

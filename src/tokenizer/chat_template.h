@@ -1,23 +1,47 @@
 // Chat templates: a conversation -> the exact prompt string a chat model was trained on. GGUF
-// files carry the template as Jinja text (tokenizer.chat_template); tova does not run Jinja but
-// recognises the common families by their text and renders each one in C++, to the same string
-// the published template gives. An unrecognised template is an error, never a guess.
+// files carry the template as Jinja text (tokenizer.chat_template): it is rendered with the Jinja
+// renderer (src/jinja/) as Hugging Face renders it, with bos_token, eos_token, messages,
+// add_generation_prompt, tools and the template's own switches (enable_thinking, ...). The
+// hand-written families below remain for `--chat-template NAME` and for files without a
+// template; `--chat-template FILE.jinja` renders that file.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
+#include "jinja/value.h"
+
+namespace tova::jinja {
+class Template;
+}
 
 namespace tova::tok {
 
 class Tokenizer;
 
 struct ChatMessage {
-  std::string role;  // "system" | "user" | "assistant"
+  std::string role;  // "system" | "user" | "assistant" | "tool" | what a template accepts
   std::string content;
+  // OpenAI's optional fields, given to a Jinja template as they are and left out when empty
+  // (the hand-written families read role and content only).
+  std::string reasoning_content;  // the thinking of an assistant turn
+  std::string name;               // a tool result's function name
+  std::string tool_call_id;       // the call a tool result answers
+  jinja::Value tool_calls;        // [{id, type, function: {name, arguments}}]; undefined: none
+  bool null_content = false;      // content is null (an assistant turn of tool calls only)
+};
+
+// What a Jinja template gets besides the messages.
+struct ChatOptions {
+  bool add_generation_prompt = true;
+  jinja::Value tools;  // the OpenAI tool list; undefined: no tools
+  // Template switches such as enable_thinking=false or reasoning_effort="high".
+  std::vector<std::pair<std::string, jinja::Value>> vars;
 };
 
 class ChatTemplate {
@@ -34,21 +58,35 @@ class ChatTemplate {
     kGemma3,   // Gemma, the system message prefixed to the first user turn
     kPhi3,     // <|user|>\n...<|end|>\n
     kZephyr,   // <|user|>\n...</s>\n
+    kJinja,    // a Jinja template: the model's own or a file's
   };
+
+  // A Jinja template (the model's tokenizer.chat_template or a file's text); `bos_token` and
+  // `eos_token` are the tokenizer's texts, `label` what name() reports ("model", a path).
+  static Result<ChatTemplate> from_jinja(std::string_view source, std::string bos_token,
+                                         std::string eos_token, std::string label);
 
   // Recognises the family from a GGUF's tokenizer.chat_template text.
   static Result<ChatTemplate> detect(std::string_view template_text);
   // By name (--chat-template): one of names().
   static Result<ChatTemplate> by_name(std::string_view name);
-  // What a front-end uses: the template named by `name` (an override such as --chat-template)
-  // if it is not empty, else the one recognised from the model's tokenizer.chat_template text
-  // (`model_template`, empty when the model has none). Each error says what to do about it.
-  static Result<ChatTemplate> resolve(std::string_view name, std::string_view model_template);
+  // What a front-end uses: `name` (an override such as --chat-template) if it is not empty: a
+  // path to a Jinja file (it names an existing file, or ends in .jinja) or one of names();
+  // else the model's tokenizer.chat_template text (`model_template`, empty when the model has
+  // none) rendered as Jinja. `bos_token`/`eos_token`: the tokenizer's texts, for Jinja. Each
+  // error says what to do about it.
+  static Result<ChatTemplate> resolve(std::string_view name, std::string_view model_template,
+                                      std::string_view bos_token = {},
+                                      std::string_view eos_token = {});
   // "chatml, qwen2.5, qwen3, llama2, llama3, llama3.1, mistral, gemma, gemma3, phi3, zephyr"
   static std::string names();
 
   Family family() const { return family_; }
+  // The family's name; for Jinja, "model" (the model's own) or the file's path.
   std::string_view name() const;
+  // What resolve() takes to give this template again: "" for the model's own.
+  std::string spec() const;
+  bool is_jinja() const { return family_ == Family::kJinja; }
 
   // The prompt string, special tokens as text (BOS included where the template writes it: the
   // caller tokenizes with special-token parsing and adds no BOS of its own). An error for what
@@ -56,6 +94,12 @@ class ChatTemplate {
   // system role, user/assistant not alternating where it requires so).
   Result<std::string> render(const std::vector<ChatMessage>& messages,
                              bool add_generation_prompt) const;
+  // With tools and template switches (a hand-written family refuses tools, and ignores no
+  // switch silently: it refuses those too).
+  Result<std::string> render(const std::vector<ChatMessage>& messages,
+                             const ChatOptions& options) const;
+  // The Jinja variables a render gets (messages, bos_token, ...): what `tova template` shows.
+  jinja::Value context(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
   // A conversation to answer: render(messages, true), and an error for no messages.
   Result<std::string> render_prompt(const std::vector<ChatMessage>& messages) const;
 
@@ -64,6 +108,11 @@ class ChatTemplate {
   Result<std::string> render_family(const std::vector<ChatMessage>& messages,
                                     bool add_generation_prompt) const;
   Family family_;
+  // Jinja only.
+  std::shared_ptr<const jinja::Template> jinja_;
+  std::string bos_token_;
+  std::string eos_token_;
+  std::string label_;
 };
 
 // The token ids of a rendered chat, special tokens parsed; BOS is added unless the template
