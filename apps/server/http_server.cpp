@@ -186,8 +186,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
         "--kv-memory {} bytes cannot hold one sequence of the default multi-state ({}{}, "
         "which needs {} bytes); raise --kv-memory or lower --kv-budget{}",
         o.loop.kv_memory, o.api.cache.label(),
-        o.api.cache.policy.bounded() ? "" : fmt::format(", --ctx {}", o.loop.ctx), need,
-        o.api.cache.policy.bounded() ? "" : " / --ctx");
+        o.api.cache.policy.bounded() ? "" : fmt::format(", -c {}", o.loop.ctx), need,
+        o.api.cache.policy.bounded() ? "" : " / -c");
   }
   return std::unique_ptr<HttpServer>(new HttpServer(engine, o));
 }

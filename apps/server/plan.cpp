@@ -58,7 +58,7 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
     return ApiError{
         .status = 400,
         .message = fmt::format("prompt ({} tokens) + max_tokens ({}) exceed the context of an "
-                               "unbounded ('full') sequence, {} tokens (--ctx); use a bounded "
+                               "unbounded ('full') sequence, {} tokens (-c); use a bounded "
                                "kv_policy or fewer tokens",
                                n_prompt, g.max_tokens, d.ctx),
         .param = "max_tokens",
@@ -67,7 +67,7 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
   // Memory: a bounded state grows to at most k + extra slots, and a budget whose slots cannot
   // fit in --kv-memory is refused (the library refuses it too: memory_limit); each choice
   // reserves only the slots it can reach (prompt + max_tokens), which its pool allocates at
-  // admission. A `full` state reserves --ctx tokens' worth.
+  // admission. A `full` state reserves -c tokens' worth.
   const uint64_t most = runtime::reserve_bytes(engine.model(), g.cache, n_prompt, d.ctx);
   if (most > d.kv_memory) {
     return ApiError{
@@ -77,7 +77,7 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
                                      "to {} bytes of K/V memory, more than the server's "
                                      "--kv-memory ({} bytes)",
                                      spec.budget, spec.budget, most, d.kv_memory)
-                       : fmt::format("a full multi-state of --ctx {} tokens needs {} bytes of K/V "
+                       : fmt::format("a full multi-state of -c {} tokens needs {} bytes of K/V "
                                      "memory, more than the server's --kv-memory ({} bytes)",
                                      d.ctx, most, d.kv_memory),
         .param = "kv_budget",

@@ -256,7 +256,7 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   }
   a->session->queue(std::span<const int32_t>(r.prompt).subspan(a->reused));
   // The pool allocates now what this request may hold (prompt + max_tokens; a `full` one
-  // within --ctx, a bounded one within k + extra): a new one once, a reused one copied once
+  // within -c, a bounded one within k + extra): a new one once, a reused one copied once
   // here, never a doubling copy inside a decode step.
   if (auto st = a->session->reserve(a->n_prompt + r.max_tokens, o_.ctx); !st.ok()) {
     fail(*job, ApiError{.message = st.message(), .param = "kv_budget"});

@@ -48,7 +48,10 @@ TEST(FlagAliases, EveryOldSpellingIsTheNewOption) {
       {"ppl --ctx 1", "ppl -c 1", "--ctx-size"},
       {"ppl --batch 0", "ppl -b 0", "--batch-size"},
       {"eval --batch 0", "eval -b 0", "--batch-size"},
-      {"eval --budgets 16 --policies lru", "eval --kv-budget 16 --kv-policy lru", "lru"},
+      {"eval --budgets x", "eval --kv-budget x", "--kv-budget"},
+      {"ppl --budgets x", "ppl --kv-budget x", "--kv-budget"},
+      {"ppl --policies lru --kv-budget 8 --tokens /nonexistent.json",
+       "ppl --kv-policy lru --kv-budget 8 --tokens /nonexistent.json", "nonexistent"},
       {"run --kv-type-k q5", "run -ctk q5", "q5"},
       {"run --kv-type-v q5", "run --cache-type-v q5", "q5"},
   };
