@@ -331,11 +331,13 @@ allocated), kv_held (bytes of the states held), n_seen, layers [{n_held, n_evict
       [] {
         std::vector<std::string> names;
         for (const kv::PolicyInfo* p : kv::all_policies()) {
-          names.push_back(p->arg_name.empty() ? p->name : p->name + ":" + p->arg_name);
+          names.push_back(p->suffix             ? "BASE+" + p->name
+                          : p->arg_name.empty() ? p->name
+                                                : p->name + ":" + p->arg_name);
         }
         return names;
       },
-      "The registered KV policies (NAME or NAME:ARG).");
+      "The registered KV policies (NAME, NAME:ARG, or BASE+NAME for a suffix such as merge).");
 
   m.def(
       "ppl",

@@ -27,6 +27,10 @@ struct PolicyInfo {
   bool arg_is_policy = false;
   // Made with PolicyArgs::head_wise, its objects give KvPolicy::head_scores (a valid BASE).
   bool head_scores = false;
+  // A suffix to any bounded policy that evicts by itself: "BASE+NAME" ("tova+merge", "sink:4+merge";
+  // not adakv, not another suffix). The factory gets BASE in PolicyArgs::base; "NAME" alone is
+  // not a policy.
+  bool suffix = false;
   // Checks budget and argument; an error says what is wrong.
   std::function<Status(int budget, std::optional<int> arg)> validate;
   // The layer's budget and pool (null: PolicyArgs::budget states per KV head, nothing else).
@@ -53,11 +57,12 @@ std::vector<std::string> all_policy_examples();
 struct PolicySpec {
   std::string name;
   std::optional<int> arg;
-  std::string base;  // PolicyInfo::arg_is_policy: the BASE as given ("snapkv:16"), validated
+  // PolicyInfo::arg_is_policy or suffix: the BASE as given ("snapkv:16"), validated
+  std::string base;
   int budget = 0;  // ignored (0) for unbounded policies
   const PolicyInfo* info = nullptr;
 
-  std::string label() const;  // "sink:4", "adakv:tova" (no budget)
+  std::string label() const;  // "sink:4", "adakv:tova", "tova+merge" (no budget)
   bool bounded() const { return info != nullptr && info->bounded; }
   // The arguments a factory receives (layer and shape fields left at their defaults).
   PolicyArgs args() const;
