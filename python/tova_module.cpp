@@ -384,11 +384,13 @@ void bind_policies(py::module_& m) {
       [] {
         std::vector<std::string> names;
         for (const kv::PolicyInfo* p : kv::all_policies()) {
-          names.push_back(p->arg_name.empty() ? p->name : p->name + ":" + p->arg_name);
+          names.push_back(p->suffix             ? "BASE+" + p->name
+                          : p->arg_name.empty() ? p->name
+                                                : p->name + ":" + p->arg_name);
         }
         return names;
       },
-      "The registered KV policies (NAME or NAME:ARG).");
+      "The registered KV policies (NAME, NAME:ARG, or BASE+NAME for a suffix such as merge).");
 }
 
 // tova.ppl(): perplexity sweeps (eval/perplexity).

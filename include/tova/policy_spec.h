@@ -14,11 +14,12 @@ struct PolicyArgs;  // what a policy factory receives
 struct PolicySpec {
   std::string name;
   std::optional<int> arg;
-  std::string base;  // PolicyInfo::arg_is_policy: the BASE as given ("snapkv:16"), validated
+  // PolicyInfo::arg_is_policy or suffix: the BASE as given ("snapkv:16"), validated
+  std::string base;
   int budget = 0;  // ignored (0) for unbounded policies
   const PolicyInfo* info = nullptr;
 
-  std::string label() const;  // "sink:4", "adakv:tova" (no budget)
+  std::string label() const;  // "sink:4", "adakv:tova", "tova+merge" (no budget)
   bool bounded() const;       // false for `full` (and an empty spec)
   // The arguments a factory receives (layer and shape fields left at their defaults).
   PolicyArgs args() const;

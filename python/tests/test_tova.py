@@ -71,7 +71,8 @@ def test_errors_name_the_culprit(engine):
 
 def test_policies_are_the_registry():
     names = tova.policies()
-    for p in ("full", "window", "tova", "h2o", "sink:N"):
+    for p in ("full", "window", "tova", "h2o", "sink:N", "expected-attention:W", "rkv:B",
+              "BASE+merge"):
         assert p in names
 
 

@@ -22,6 +22,35 @@ enum class ScoreNeed {
   kAccumulated,  // every query's probabilities, summed by the policy (h2o)
 };
 
+// How the model rotates a layer's queries and keys (RoPE), for policies that read pre-RoPE
+// queries (KvPolicy::needs_queries): dims [0, n_rot) turn in pairs, (2i, 2i+1) or, when neox,
+// (i, i + n_rot/2), by the angle p * theta[i] at position p; dims from n_rot on pass through.
+struct QueryRope {
+  int head_dim = 0;
+  int n_rot = 0;
+  bool neox = false;
+  std::vector<double> theta;  // [n_rot/2] radians per position
+  double scale = 0;           // the attention's logit scale (1/sqrt(head_dim) unless the model says)
+};
+
+// Held rows as floats, for policies that read them (KvPolicy::needs_rows): keys as the pool
+// stores them (after RoPE in `absolute` position mode), values, both widened from their
+// storage type and turned back from the Hadamard basis where stored rotated.
+struct SlotRows {
+  int head_dim = 0;
+  const float* keys = nullptr;    // [n_head_kv][n_slot][head_dim], held slots below end()
+  const float* values = nullptr;  // [n_head_kv][n_slot][head_dim]
+};
+
+// A merge the cache applies when it evicts (KvPolicy::merges): the value of the evicted `from`
+// slot of KV head head_kv, times weight, is added to the value of the held slot `to`.
+struct ValueMerge {
+  int head_kv = 0;
+  int from = 0;
+  int to = 0;
+  double weight = 0;
+};
+
 // One layer's multi-state as a policy sees it.
 struct SlotView {
   int n_head = 0;     // query heads
@@ -47,6 +76,12 @@ struct SlotView {
   // its KV head, each key normalised to length 1 first (kv::key_similarity). Keys as the pool
   // stores them: after RoPE in `absolute` position mode, before it in `gap` and `rank`.
   const double* key_similarity = nullptr;
+  // observe(), for policies with needs_queries(): the observed row's query before RoPE,
+  // [n_head][head_dim], and how the model rotates it (null otherwise).
+  const float* query = nullptr;
+  const QueryRope* rope = nullptr;
+  // choose_evictions() and merge(), for policies with needs_rows() (null otherwise).
+  const SlotRows* rows = nullptr;
   int end() const { return slot_end < 0 ? n_slot : slot_end; }
   int held_in(int head_kv) const { return n_held_head ? n_held_head[head_kv] : n_held; }
 };
@@ -93,7 +128,8 @@ class KvPolicy {
   }
 
   // One query row has attended: probs is [n_head][n_slot], post-softmax, 0 for slots the row
-  // did not see. Called once per query row, in order, and only if score_need() != kNone.
+  // did not see (null when score_need() is kNone). Called once per query row, in order, and
+  // only if score_need() != kNone or needs_queries() (then view.query holds the row's query).
   virtual void observe(const SlotView& view, const float* probs) {
     (void)view;
     (void)probs;
@@ -126,6 +162,27 @@ class KvPolicy {
   // True if choose_evictions() reads SlotView::key_similarity (the cache computes it then).
   virtual bool needs_key_similarity() const { return false; }
 
+  // True if observe() reads SlotView::query: the model then keeps each row's query before RoPE
+  // for this sequence (only in `absolute` position mode: MultiState::create refuses others).
+  virtual bool needs_queries() const { return false; }
+
+  // True if choose_evictions() and merge() read SlotView::rows (the cache widens them then).
+  virtual bool needs_rows() const { return false; }
+
+  // True if the policy merges evicted values into held ones (merge() is then called).
+  virtual bool merges() const { return false; }
+  // The cache has chosen to evict evicted[head_kv * n + j] (choose_evictions' answer); before
+  // it frees them, the policy says which held values take which evicted values (out, cleared
+  // first). Targets must be held and not evicted. The cache adds, per target, in float64, the
+  // sum of weight x evicted value to the held value, and stores the result in its type.
+  virtual void merge(const SlotView& view, int n, const int32_t* evicted,
+                     std::vector<ValueMerge>& out) {
+    (void)view;
+    (void)n;
+    (void)evicted;
+    out.clear();
+  }
+
   // The pool shrank to n_slot slots, every held state staying in its slot (all below n_slot):
   // per-slot state is cut to match (scoring::SlotTable::shrink). Only a pool that held a whole
   // prompt before cutting it (LayerPlan::holds_prompt) shrinks, once, after the cut.
@@ -139,6 +196,7 @@ struct PolicyArgs {
   std::string base;            // the BASE of "adakv:BASE" (a policy with its own argument)
   int n_head = 0;
   int n_head_kv = 0;
+  int head_dim = 0;
   int n_slot = 0;              // slots per KV head the cache allocated (see on_grow)
   int layer = 0;               // which layer, of n_layer
   int n_layer = 1;
@@ -161,6 +219,10 @@ struct LayerPlan {
   // Exact prefill holds every prompt state and the policy evicts only once the prompt's last
   // token has attended (snapkv); under chunk:C it evicts at each chunk's end as usual.
   bool holds_prompt = false;
+  // New states gather in a buffer: the layer evicts only when more than budget + buffer are
+  // held, and then down to budget (R-KV compresses once per `buffer` new tokens). Memory is
+  // that of budget + buffer states.
+  int buffer = 0;
 };
 
 }  // namespace tova::kv

@@ -38,10 +38,16 @@ class Followers {
  public:
   Followers(std::span<MultiState* const> followers, int il, int n_head, StepScratch& scratch)
       : followers_(followers), il_(il), n_head_(n_head), scratch_(scratch) {
-    for (const MultiState* f : followers_) scores_ |= f->score_need() != ScoreNeed::kNone;
+    for (const MultiState* f : followers_) {
+      scores_ |= f->score_need() != ScoreNeed::kNone;
+      observes_ |= f->score_need() != ScoreNeed::kNone || f->needs_queries();
+      queries_ |= f->needs_queries();
+    }
   }
 
   bool scores() const { return scores_; }
+  bool observes() const { return observes_; }
+  bool queries() const { return queries_; }
 
   // Same tokens in the same order into free stacks that hand out the lowest slot first: a
   // follower's slots match the leader's.
@@ -57,21 +63,33 @@ class Followers {
 
   // The leader's probabilities [n_head][its n_slot] as each follower's policy expects them,
   // [n_head][the follower's n_slot]: every held slot is below both pool sizes.
-  void observe(const LayerState& L, const float* probs, int64_t query_pos, int64_t last_pos) {
+  // query: the row's query before RoPE (null when none of the step's states reads it).
+  void observe(const LayerState& L, const float* probs, int64_t query_pos, int64_t last_pos,
+               const float* query, const QueryRope* rope) {
     for (MultiState* f : followers_) {
-      if (f->score_need() == ScoreNeed::kNone) continue;
+      const bool scores = f->score_need() != ScoreNeed::kNone;
+      if (!scores && !f->needs_queries()) continue;
       LayerState& F = f->layer(il_);
-      TOVA_CHECK(F.n_held() <= std::min(F.n_slot(), L.n_slot()));
-      scratch_.follower_probs.assign(static_cast<size_t>(n_head_) * F.n_slot(), 0.f);
-      const int n_copy = std::min(F.n_slot(), L.n_slot());
-      for (int h = 0; h < n_head_; ++h) {
-        std::copy_n(probs + static_cast<size_t>(h) * L.n_slot(), n_copy,
-                    &scratch_.follower_probs[static_cast<size_t>(h) * F.n_slot()]);
+      const float* fp = nullptr;
+      if (scores) {
+        TOVA_CHECK(F.n_held() <= std::min(F.n_slot(), L.n_slot()));
+        scratch_.follower_probs.assign(static_cast<size_t>(n_head_) * F.n_slot(), 0.f);
+        const int n_copy = std::min(F.n_slot(), L.n_slot());
+        for (int h = 0; h < n_head_; ++h) {
+          std::copy_n(probs + static_cast<size_t>(h) * L.n_slot(), n_copy,
+                      &scratch_.follower_probs[static_cast<size_t>(h) * F.n_slot()]);
+        }
+        fp = scratch_.follower_probs.data();
       }
       SlotView v = F.view();
       v.query_pos = query_pos;
       v.step_last_pos = last_pos;
-      F.policy().observe(v, scratch_.follower_probs.data());
+      if (f->needs_queries()) {
+        TOVA_CHECK(query != nullptr && rope != nullptr);
+        v.query = query;
+        v.rope = rope;
+      }
+      F.policy().observe(v, fp);
     }
   }
 
@@ -87,6 +105,8 @@ class Followers {
   int n_head_;
   StepScratch& scratch_;
   bool scores_ = false;
+  bool observes_ = false;  // some follower scores or reads queries
+  bool queries_ = false;   // some follower reads queries
 };
 
 }  // namespace
@@ -97,6 +117,12 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
   Followers fw(followers, il, n_head, scratch);
   const bool own_scores = ms.score_need() != ScoreNeed::kNone;
   const bool scores = own_scores || fw.scores();
+  // Policies that read the rows' queries before RoPE (expected-attention) observe every row,
+  // with or without probabilities.
+  const bool own_observes = own_scores || ms.needs_queries();
+  const bool observes = own_observes || fw.observes();
+  TOVA_CHECK(!(ms.needs_queries() || fw.queries()) ||
+             (rows.q_pre != nullptr && rows.rope != nullptr));
   scratch.slots.resize(L.n_head_kv());
 
   auto join = [&](int t) {
@@ -107,14 +133,21 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
   // Token t's probabilities to the policies; last_pos: the step's last position as
   // SlotView::step_last_pos gives it to the policy.
   auto observe = [&](int t, const float* probs, int64_t last_pos) {
-    const int64_t query_pos = rows.pos[rows.idx[t]];
-    if (own_scores) {
+    const int i = rows.idx[t];
+    const int64_t query_pos = rows.pos[i];
+    const float* query =
+        rows.q_pre != nullptr ? rows.q_pre + static_cast<size_t>(i) * rows.q_dim : nullptr;
+    if (own_observes) {
       SlotView v = L.view();
       v.query_pos = query_pos;
       v.step_last_pos = last_pos;
-      L.policy().observe(v, probs);
+      if (ms.needs_queries()) {
+        v.query = query;
+        v.rope = rows.rope;
+      }
+      L.policy().observe(v, own_scores ? probs : nullptr);
     }
-    if (fw.scores()) fw.observe(L, probs, query_pos, last_pos);
+    if (fw.observes()) fw.observe(L, probs, query_pos, last_pos, query, rows.rope);
   };
   // StepAttention writes every entry of a token's probabilities: no clearing (it would cost the
   // slots allocated, k + C after chunks, not the slots held). A pool without room made ahead
@@ -142,7 +175,7 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
       attention.joined(L);
       float* probs = probs_for(1);
       attention.attend(L, t, probs);
-      observe(t, probs, pos);
+      if (observes) observe(t, probs, pos);
       L.evict(pos);
       fw.check_held();
     }
@@ -165,9 +198,10 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
     const int t1 = std::min(n_tok, t0 + block);
     float* probs = probs_for(t1 - t0);
     attention.attend_many(L, t0, t1, probs, per_token);
-    if (!scores) continue;
+    if (!observes) continue;
     for (int t = t0; t < t1; ++t) {
-      observe(t, probs + (t - t0) * per_token, chunk ? last_pos : rows.pos[rows.idx[t]]);
+      observe(t, probs != nullptr ? probs + (t - t0) * per_token : nullptr,
+              chunk ? last_pos : rows.pos[rows.idx[t]]);
     }
   }
   if (chunk) {

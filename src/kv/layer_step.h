@@ -32,6 +32,11 @@ struct StepRows {
   std::span<const StoredRows> stored_k;
   std::span<const StoredRows> stored_v;
   int kv_dim = 0;  // n_head_kv * head_dim
+  // [batch][q_dim] the rows' queries before RoPE, and how the model rotates them: given when a
+  // sequence of the step or a follower reads them (MultiState::needs_queries), else null.
+  const float* q_pre = nullptr;
+  int q_dim = 0;  // n_head * head_dim
+  const QueryRope* rope = nullptr;
 };
 
 // What the model does between joining and evicting.

@@ -61,7 +61,7 @@ int64_t LayerState::n_held_total() const {
 bool LayerState::over_budget() const {
   if (limits_.budget < 0) return false;
   if (limits_.shared_heads) return n_held_total() > int64_t{limits_.budget} * n_head_kv_;
-  return n_held_ > limits_.budget;
+  return n_held_ > limits_.budget + limits_.buffer;
 }
 
 void LayerState::update_n_held() { n_held_ = *std::max_element(held_.begin(), held_.end()); }
@@ -212,9 +212,73 @@ int LayerState::evict_to(int budget, int64_t last_pos) {
   return n;
 }
 
+void LayerState::widen_rows(SlotView& v) {
+  // Scratch per thread, not per layer: a sequence's layers do not keep a float copy of their
+  // states between steps.
+  thread_local std::vector<float> keys, values;
+  thread_local std::vector<uint8_t> row;
+  const size_t n = static_cast<size_t>(n_head_kv_) * n_slot_ * head_dim_;
+  if (keys.size() < n) {
+    keys.resize(n);
+    values.resize(n);
+  }
+  row.resize(std::max(k_row_, v_row_));
+  for (int g = 0; g < n_head_kv_; ++g) {
+    for (int s = 0; s < v.end(); ++s) {
+      const size_t at = static_cast<size_t>(g) * n_slot_ + s;
+      if (pos_[at] < 0) continue;
+      float* k = &keys[at * head_dim_];
+      float* x = &values[at * head_dim_];
+      key_row(g, s, row.data());
+      kv_dequantize_row_ref(fmt_.k, row.data(), k, head_dim_);
+      if (k_rotated()) hadamard_ref(k, head_dim_);  // its own inverse
+      kv_dequantize_row_ref(fmt_.v, values_.data() + at * v_row_, x, head_dim_);
+      if (v_rotated()) hadamard_ref(x, head_dim_);
+    }
+  }
+  rows_ = SlotRows{.head_dim = head_dim_, .keys = keys.data(), .values = values.data()};
+  v.rows = &rows_;
+}
+
+void LayerState::apply_merges(const SlotView& v, int n, const int32_t* evicted) {
+  policy_->merge(v, n, evicted, merges_);
+  if (merges_.empty()) return;
+  // Per target, in the order the policy gave: the sum in double of its value and every weight x
+  // evicted value, read from the rows widened before any merge, then stored once in its type.
+  std::vector<double> acc(head_dim_);
+  std::vector<float> x(head_dim_);
+  std::vector<uint8_t> out(v_row_);
+  std::vector<char> done(merges_.size(), 0);
+  for (size_t i = 0; i < merges_.size(); ++i) {
+    if (done[i]) continue;
+    const int g = merges_[i].head_kv, to = merges_[i].to;
+    TOVA_CHECK(g >= 0 && g < n_head_kv_ && to >= 0 && to < v.end());
+    const size_t at_to = static_cast<size_t>(g) * n_slot_ + to;
+    TOVA_CHECK(pos_[at_to] >= 0);
+    for (int32_t e = 0; e < n; ++e) TOVA_CHECK(evicted[static_cast<size_t>(g) * n + e] != to);
+    const float* base = v.rows->values + at_to * head_dim_;
+    for (int d = 0; d < head_dim_; ++d) acc[d] = base[d];
+    for (size_t j = i; j < merges_.size(); ++j) {
+      const ValueMerge& m = merges_[j];
+      if (done[j] || m.head_kv != g || m.to != to) continue;
+      done[j] = 1;
+      TOVA_CHECK(m.from >= 0 && m.from < v.end());
+      const size_t at_from = static_cast<size_t>(g) * n_slot_ + m.from;
+      TOVA_CHECK(pos_[at_from] >= 0);
+      const float* from = v.rows->values + at_from * head_dim_;
+      for (int d = 0; d < head_dim_; ++d) acc[d] += m.weight * from[d];
+    }
+    for (int d = 0; d < head_dim_; ++d) x[d] = static_cast<float>(acc[d]);
+    if (v_rotated()) hadamard_ref(x.data(), head_dim_);
+    kv_quantize_row_ref(fmt_.v, x.data(), out.data(), head_dim_);
+    std::memcpy(values_.data() + at_to * v_row_, out.data(), v_row_);
+  }
+}
+
 SlotView LayerState::eviction_view(int64_t last_pos) {
   SlotView v = view();
   v.step_last_pos = last_pos;
+  if (policy_->needs_rows()) widen_rows(v);
   if (policy_->needs_key_similarity()) {
     key_similarity_.resize(static_cast<size_t>(n_head_kv_) * n_slot_);
     key_similarity(KeyRows{.keys = keys_.data(),
@@ -255,10 +319,12 @@ int LayerState::drop_shared(int budget, int64_t last_pos) {
 int LayerState::drop_to(int budget, int64_t last_pos) {
   if (budget < 0) return 0;
   if (limits_.shared_heads) return drop_shared(budget, last_pos);
-  if (n_held_ <= budget) return 0;
+  if (n_held_ <= budget + limits_.buffer) return 0;
   const int n = n_held_ - budget;
   evict_scratch_.assign(static_cast<size_t>(n) * n_head_kv_, -1);
-  policy_->choose_evictions(eviction_view(last_pos), n, evict_scratch_.data());
+  const SlotView ev = eviction_view(last_pos);
+  policy_->choose_evictions(ev, n, evict_scratch_.data());
+  if (policy_->merges()) apply_merges(ev, n, evict_scratch_.data());
   for (int g = 0; g < n_head_kv_; ++g) {
     for (int j = 0; j < n; ++j) {
       const int32_t s = evict_scratch_[static_cast<size_t>(g) * n + j];
@@ -460,6 +526,7 @@ PolicyArgs policy_args(const MultiStateOptions& o, int il) {
   PolicyArgs a = o.policy.args();
   a.n_head = o.n_head;
   a.n_head_kv = o.n_head_kv;
+  a.head_dim = o.head_dim;
   a.layer = il;
   a.n_layer = o.n_layer;
   a.prompt_end = o.prompt_end;
@@ -485,8 +552,12 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
     l.head_floor = plan.head_floor;
     l.holds_prompt = plan.holds_prompt && o.max_new == 1;
     l.prompt_end = o.prompt_end;
+    if (plan.buffer < 0) return make_error("KV policy '{}': negative buffer", o.policy.label());
+    l.buffer = plan.buffer;
   }
   if (window > 0) budget = budget < 0 ? window - 1 : std::min<int64_t>(budget, window - 1);
+  // A window layer never holds more than its window: the buffer fills at most what is left.
+  if (window > 0) l.buffer = static_cast<int>(std::clamp<int64_t>(window - 1 - budget, 0, l.buffer));
   l.budget = static_cast<int>(budget);
   // The most states one KV head holds between steps: its budget, or, when heads share the
   // layer's budget, all of it but the other heads' floors.
@@ -495,8 +566,9 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
                  : (l.shared_heads ? budget * o.n_head_kv -
                                          int64_t{o.n_head_kv - 1} * std::max(1, l.head_floor)
                                    : budget);
-  int64_t max_slots = budget >= 0 ? per_head + o.max_new : INT_MAX;
-  z.holds_all_until = budget >= 0 ? static_cast<int>(budget) : INT_MAX;
+  int64_t max_slots = budget >= 0 ? per_head + l.buffer + o.max_new : INT_MAX;
+  z.holds_all_until = budget >= 0 ? static_cast<int>(std::min<int64_t>(budget + l.buffer, INT_MAX))
+                                  : INT_MAX;
   // A prompt-holding layer holds the whole prompt until its cut, then shrinks; it first evicts
   // when the prompt's last token joins (if it holds more than its budget then).
   if (l.holds_prompt && o.prompt_end + 1 > max_slots) {
@@ -565,6 +637,13 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
       args.n_slot = z.n_slot;
       auto policy = o.policy.info->make(args);
       ms->score_need_ = policy->score_need();
+      ms->needs_queries_ = policy->needs_queries();
+      // Queries before RoPE are scored against keys stored after it at their true positions.
+      if (ms->needs_queries_ && o.positions != PositionMode::kAbsolute) {
+        return make_error("KV policy '{}' scores keys stored after RoPE at their positions: it "
+                          "needs the absolute position mode, not '{}'",
+                          o.policy.label(), position_mode_name(o.positions));
+      }
       ms->layers_.push_back(
           std::make_unique<LayerState>(o, z.n_slot, std::move(policy), z.limits));
     }
@@ -580,6 +659,7 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->spec_ = spec_;
   ms->kv_type_ = kv_type_;
   ms->score_need_ = score_need_;
+  ms->needs_queries_ = needs_queries_;
   ms->max_new_ = max_new_;
   ms->positions_ = positions_;
   ms->holds_all_until_ = holds_all_until_;

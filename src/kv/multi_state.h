@@ -74,6 +74,7 @@ struct LayerLimits {
   bool holds_prompt = false;
   int64_t prompt_end = 0;
   int settled_slots = 0;  // 0: the pool never shrinks
+  int buffer = 0;  // LayerPlan::buffer: evicts only past budget + buffer, then down to budget
 };
 
 // One layer of one sequence.
@@ -104,6 +105,7 @@ class LayerState {
   bool v_rotated() const { return fmt_.rotate && kv_quantized(fmt_.v); }
   int budget() const { return limits_.budget; }  // -1: unbounded
   int window() const { return limits_.window; }  // 0: no window
+  int buffer() const { return limits_.buffer; }  // LayerPlan::buffer (rkv)
   // The oldest position a query at position p sees in this layer.
   int64_t min_visible(int64_t p) const { return limits_.window > 0 ? p - limits_.window + 1 : 0; }
   const int64_t* pos() const { return pos_.data(); }  // [n_head_kv][n_slot], -1 = free
@@ -193,6 +195,10 @@ class LayerState {
   SlotView eviction_view(int64_t last_pos);  // view() plus what choose_evictions reads
   void update_n_held();
   int min_free() const;  // free slots of the KV head with fewest
+  // SlotView::rows for a policy that reads them: every held row widened to float.
+  void widen_rows(SlotView& v);
+  // Applies the policy's merges of the n evicted slots per KV head (before they are freed).
+  void apply_merges(const SlotView& v, int n, const int32_t* evicted);
 
   // Bytes of KV head g's key pool, and where slot s's key tile starts in keys_.
   size_t key_head_bytes() const { return key_pool_bytes(fmt_.k, head_dim_, n_slot_); }
@@ -225,6 +231,8 @@ class LayerState {
   int64_t n_evicted_ = 0;  // over the KV heads under shared heads, else per KV head
   std::vector<int32_t> window_scratch_;
   std::vector<double> key_similarity_;  // [n_head_kv][n_slot], for policies that read it
+  SlotRows rows_;                       // what widen_rows() last filled
+  std::vector<ValueMerge> merges_;
 };
 
 // How layer il of a multi-state made with o is bounded, and the slots its pool allocates at
@@ -260,6 +268,9 @@ class MultiState {
   LayerState& layer(int il) { return *layers_[il]; }
   const LayerState& layer(int il) const { return *layers_[il]; }
   ScoreNeed score_need() const { return score_need_; }
+  // The policy reads each row's query before RoPE (KvPolicy::needs_queries): the model keeps
+  // a copy for this sequence.
+  bool needs_queries() const { return needs_queries_; }
   // Most tokens that may join a layer before the policy evicts: 1 for exact processing, C for
   // chunked prefill.
   int max_new() const { return max_new_; }
@@ -286,6 +297,7 @@ class MultiState {
   PolicySpec spec_;
   KvFormat kv_type_;
   ScoreNeed score_need_ = ScoreNeed::kNone;
+  bool needs_queries_ = false;
   int max_new_ = 1;
   PositionMode positions_ = PositionMode::kAbsolute;
   int holds_all_until_ = 0;

@@ -48,6 +48,10 @@ std::string policy_choices() {
   std::string s;
   for (const PolicyInfo* p : all_policies()) {
     if (!s.empty()) s += ", ";
+    if (p->suffix) {
+      s += "BASE+" + p->name;
+      continue;
+    }
     s += p->name;
     if (!p->arg_name.empty()) s += p->arg_optional ? "[:" + p->arg_name + "]" : ":" + p->arg_name;
   }
@@ -70,6 +74,7 @@ std::vector<std::string> all_policy_examples() {
 bool PolicySpec::bounded() const { return info != nullptr && info->bounded; }
 
 std::string PolicySpec::label() const {
+  if (info != nullptr && info->suffix) return base + "+" + name;
   if (!base.empty()) return name + ":" + base;
   return arg ? name + ":" + std::to_string(*arg) : name;
 }
@@ -87,13 +92,51 @@ LayerPlan layer_plan(const PolicySpec& spec, const PolicyArgs& args) {
   return LayerPlan{.budget = args.budget};
 }
 
+namespace {
+
+// "BASE+NAME" for a registered suffix NAME, or nullptr.
+const PolicyInfo* suffix_of(std::string_view text) {
+  for (const auto& [name, info] : registry()) {
+    if (!info.suffix || text.size() <= name.size() + 1) continue;
+    if (text.ends_with(name) && text[text.size() - name.size() - 1] == '+') return &info;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Result<PolicySpec> parse_policy(std::string_view text, int budget) {
+  if (const PolicyInfo* sfx = suffix_of(text)) {
+    const std::string_view b = text.substr(0, text.size() - sfx->name.size() - 1);
+    // A base that is itself suffixed or shares a budget is refused before it is parsed.
+    const PolicyInfo* base_info = find_policy(b.substr(0, b.find(':')));
+    if (suffix_of(b) != nullptr || (base_info != nullptr && base_info->arg_is_policy)) {
+      return make_error("KV policy '{}': '+{}' takes a policy that evicts by itself, not '{}'",
+                        text, sfx->name, b);
+    }
+    auto base = parse_policy(b, budget);
+    if (!base.ok()) return make_error("KV policy '{}': {}", text, base.message());
+    if (!base->bounded()) {
+      return make_error("KV policy '{}': '{}' never evicts: nothing to {}", text, b, sfx->name);
+    }
+    PolicySpec spec;
+    spec.name = sfx->name;
+    spec.info = sfx;
+    spec.base = std::string(b);
+    spec.budget = base->budget;
+    if (sfx->validate) TOVA_RETURN_IF_ERROR(sfx->validate(spec.budget, spec.arg));
+    return spec;
+  }
   PolicySpec spec;
   const size_t colon = text.find(':');
   spec.name = std::string(text.substr(0, colon));
   spec.info = find_policy(spec.name);
   if (spec.info == nullptr) {
     return make_error("unknown KV policy '{}' (valid: {})", text, policy_choices());
+  }
+  if (spec.info->suffix) {
+    return make_error("KV policy '{}' is a suffix: BASE+{} (e.g. tova+{})", text, spec.name,
+                      spec.name);
   }
   if (spec.info->arg_is_policy) {
     const std::string_view b =

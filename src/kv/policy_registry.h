@@ -28,6 +28,10 @@ struct PolicyInfo {
   bool arg_is_policy = false;
   // Made with PolicyArgs::head_wise, its objects give KvPolicy::head_scores (a valid BASE).
   bool head_scores = false;
+  // A suffix to any bounded policy that evicts by itself: "BASE+NAME" ("tova+merge", "sink:4+merge";
+  // not adakv, not another suffix). The factory gets BASE in PolicyArgs::base; "NAME" alone is
+  // not a policy.
+  bool suffix = false;
   // Checks budget and argument; an error says what is wrong.
   std::function<Status(int budget, std::optional<int> arg)> validate;
   // The layer's budget and pool (null: PolicyArgs::budget states per KV head, nothing else).

@@ -351,6 +351,34 @@ void Model::prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s,
     s.rope_cs_params = rope;
     s.rope_cs_valid = true;
   }
+  // The queries before RoPE of the sequences whose policy reads them (expected-attention), with
+  // the rotation the policy averages over future positions.
+  s.any_q_pre = false;
+  for (const SequenceRun& run : s.runs) {
+    bool wants = run.state->needs_queries();
+    for (const kv::MultiState* f : run.followers) wants |= f->needs_queries();
+    if (!wants) continue;
+    if (!s.any_q_pre) {
+      resize(s.q_pre, static_cast<size_t>(n) * q_dim);
+      kv::QueryRope& r = s.query_rope;
+      r.head_dim = c.head_dim;
+      r.n_rot = rope.n_rot;
+      r.neox = rope.mode == kernels::RopeMode::kNeox;
+      r.scale = c.attn_scale > 0.f ? c.attn_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+      r.theta.resize(rope.n_rot / 2);
+      // theta_i as kernels::rope_cos_sin computes it, per unit of position.
+      for (int i = 0; i < rope.n_rot / 2; ++i) {
+        double th = static_cast<double>(rope.freq_scale) *
+                    std::pow(static_cast<double>(rope.freq_base), -2.0 * i / rope.n_rot);
+        if (rope.freq_factors != nullptr) th /= static_cast<double>(rope.freq_factors[i]);
+        r.theta[i] = th;
+      }
+      s.any_q_pre = true;
+    }
+    for (const int i : run.idx) {
+      std::copy_n(&s.q[i * q_dim], q_dim, &s.q_pre[i * q_dim]);
+    }
+  }
   // Sequences in a mode that moves positions keep q and k before RoPE here: attention rotates
   // them by their mapped positions.
   for (const SequenceRun& run : s.runs) {
@@ -403,7 +431,10 @@ void Model::attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch
                                    .v = s.v.data(),
                                    .stored_k = s.stored_k,
                                    .stored_v = s.stored_v,
-                                   .kv_dim = c.n_head_kv * c.head_dim};
+                                   .kv_dim = c.n_head_kv * c.head_dim,
+                                   .q_pre = s.any_q_pre ? s.q_pre.data() : nullptr,
+                                   .q_dim = c.n_head * c.head_dim,
+                                   .rope = s.any_q_pre ? &s.query_rope : nullptr};
   if (s.per_thread.size() < static_cast<size_t>(pool.size())) s.per_thread.resize(pool.size());
   auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* run_pool) {
     kv::StepRows rows = rows_of_batch;

@@ -71,6 +71,11 @@ struct ForwardScratch {
   };
   std::vector<Converted> conv_k, conv_v;
   std::vector<kv::StoredRows> stored_k, stored_v;  // what step_layer sees of them
+  // Queries before RoPE, [n_tok][q_dim], kept only for the sequences whose policy reads them
+  // (kv::MultiState::needs_queries), with the layer's rotation as the policy sees it.
+  std::vector<float> q_pre;
+  bool any_q_pre = false;
+  kv::QueryRope query_rope;
   // What one thread needs to step a sequence through a layer, reused (no allocation per step).
   struct AttendScratch {
     kv::StepScratch step;

@@ -177,5 +177,42 @@ TEST(LayerStep, FollowerTakesTheLeadersRowsAndProbabilities) {
   }
 }
 
+TEST(LayerStep, QueriesBeforeRopeReachThePoliciesThatReadThem) {
+  // expected-attention records every row's query (positions from 4 on) in its state: on its own
+  // at k = 6 (tokens 0..3 join first, 4..7 one at a time as it evicts) and as a follower of a
+  // `full` leader, it ends with the same ring of queries; attention computes no probabilities
+  // for it.
+  auto own = make_state("expected-attention:8", 6);
+  auto leader = make_state("full", 16), follower = make_state("expected-attention:8", 16);
+  const QueryRope rope{.head_dim = kHeadDim, .n_rot = 2, .theta = {0.5}, .scale = 0.5};
+  std::mt19937 rng(5);
+  std::vector<float> all_q;
+  StepScratch s1, s2;
+  for (int64_t p = 0; p < 8; p += 4) {
+    const Step step(p, 4, rng);
+    std::vector<float> q(4 * kHead * kHeadDim);
+    for (float& x : q) x = static_cast<float>(rng() % 64) / 8.f;
+    all_q.insert(all_q.end(), q.begin(), q.end());
+    StepRows rows = step.rows();
+    rows.q_pre = q.data();
+    rows.q_dim = kHead * kHeadDim;
+    rows.rope = &rope;
+    RecordingAttention a1(step.pos.data()), a2(step.pos.data());
+    step_layer(*own, {}, 0, rows, kHead, a1, s1);
+    EXPECT_EQ(a1.log().find("p "), std::string::npos) << a1.log();
+    MultiState* followers[] = {follower.get()};
+    step_layer(*leader, followers, 0, rows, kHead, a2, s2);
+    EXPECT_EQ(a2.log().find("p "), std::string::npos) << a2.log();
+    for (MultiState* m : {own.get(), leader.get(), follower.get()}) m->advance(4);
+  }
+  const std::vector<double> st = own->layer(0).policy().state();
+  ASSERT_EQ(st.size(), 1u + 8 * kHead * kHeadDim);
+  EXPECT_EQ(st[0], 4.0);  // rows 4..7
+  for (size_t i = 0; i < 4 * kHead * kHeadDim; ++i) {
+    EXPECT_EQ(st[1 + i], all_q[4 * kHead * kHeadDim + i]) << i;
+  }
+  EXPECT_EQ(follower->layer(0).policy().state(), st);
+}
+
 }  // namespace
 }  // namespace tova::kv

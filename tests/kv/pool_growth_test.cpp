@@ -34,10 +34,11 @@ std::unique_ptr<MultiState> make(const PolicySpec& spec, int initial, int max_ne
 void expect_growth_changes_nothing(const PolicySpec& spec, int max_new, int n_tok) {
   auto grow = make(spec, 1, max_new);
   auto whole = make(spec, 4096, max_new);
-  // k + extra slots, or more where the policy needs them (heads sharing a budget, adakv).
+  // k + extra slots (k + buffer + extra for a buffering policy, rkv), or more where the policy
+  // needs them (heads sharing a budget, adakv).
   const int max_slots = whole->layer(0).max_slots();
   if (spec.bounded() && !whole->layer(0).shared_heads()) {
-    ASSERT_EQ(max_slots, whole->layer(0).budget() + max_new);
+    ASSERT_EQ(max_slots, whole->layer(0).budget() + whole->layer(0).buffer() + max_new);
   }
   ASSERT_EQ(whole->layer(0).n_slot(), spec.bounded() ? max_slots : 4096);
   std::mt19937 rng(11);
@@ -97,15 +98,25 @@ void expect_growth_changes_nothing(const PolicySpec& spec, int max_new, int n_to
 TEST(PoolGrowth, EveryPolicyKeepsWhatAWholePoolKeeps) {
   for (const PolicyInfo* info : all_policies()) {
     if (!info->listed) continue;
-    for (int budget : {3, 9}) {
-      for (int max_new : {1, 4}) {
-        const std::string text = info->arg_is_policy                              ? info->name + ":tova"
-                                 : info->arg_name.empty() || info->arg_optional ? info->name
-                                                                                 : info->name + ":1";
-        auto spec = parse_policy(text, budget);
-        ASSERT_TRUE(spec.ok()) << spec.message();
-        SCOPED_TRACE(text);
-        expect_growth_changes_nothing(*spec, spec->bounded() ? max_new : 1, 40);
+    // Its plain form (a suffix's examples), and its examples that take these budgets (rkv:4,
+    // whose buffer fills within the sequence).
+    std::vector<std::string> texts;
+    if (!info->suffix) {
+      texts.push_back(info->arg_is_policy                              ? info->name + ":tova"
+                      : info->arg_name.empty() || info->arg_optional ? info->name
+                                                                      : info->name + ":1");
+    }
+    for (const std::string& e : info->examples) {
+      if (info->suffix || (parse_policy(e, 3).ok() && e != texts.front())) texts.push_back(e);
+    }
+    for (const std::string& text : texts) {
+      for (int budget : {3, 9}) {
+        for (int max_new : {1, 4}) {
+          auto spec = parse_policy(text, budget);
+          ASSERT_TRUE(spec.ok()) << spec.message();
+          SCOPED_TRACE(text);
+          expect_growth_changes_nothing(*spec, spec->bounded() ? max_new : 1, 40);
+        }
       }
     }
   }

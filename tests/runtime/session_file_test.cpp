@@ -59,7 +59,13 @@ void round_trip(const std::vector<std::string>& policies,
       SCOPED_TRACE(p + " " + std::string(kv::position_mode_name(mode)));
       // A 100-token prompt: prompt-holding policies cut it, then save what they chose.
       auto one = runtime::make_state(**m, options(p, 64, mode), 100);
-      ASSERT_TRUE(one.ok());
+      // A policy that scores pre-RoPE queries against keys stored after RoPE
+      // (expected-attention) refuses the modes that store keys before it.
+      if (!one.ok() && mode != kv::PositionMode::kAbsolute &&
+          one.message().find("needs the absolute position mode") != std::string::npos) {
+        continue;
+      }
+      ASSERT_TRUE(one.ok()) << one.message();
       const auto want = feed_logits(**m, **one, ids, 0, 500, pool);
 
       auto first = runtime::make_state(**m, options(p, 64, mode), 100);
