@@ -161,6 +161,9 @@ struct LayerPlan {
   // Exact prefill holds every prompt state and the policy evicts only once the prompt's last
   // token has attended (snapkv); under chunk:C it evicts at each chunk's end as usual.
   bool holds_prompt = false;
+  // The layer never evicts on its own: it holds every state that joins until a caller's pass
+  // cuts it to `budget` (LayerState::evict_to; kvzip's scoring pass, runtime/kvzip_pass.h).
+  bool cut_by_caller = false;
 };
 
 }  // namespace tova::kv
