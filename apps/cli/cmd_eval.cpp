@@ -78,9 +78,9 @@ void run(const Flags& f) {
   fmt::print("## Tasks: {}\n\n{}", rep.title, eval::accuracy_markdown(r.records));
   fmt::print(stderr,
              "ran {} samples x {} configurations in {:.2f} s ({} forward calls, {} token steps "
-             "computed, {} ridden along)\n",
+             "computed, {} ridden along, {} teacher-forced answer tokens, {} in scoring passes)\n",
              rep.n_samples, rep.n_configs, r.seconds, r.n_forward_calls, r.token_steps,
-             r.shared_steps);
+             r.shared_steps, r.nll_steps, r.pass_steps);
   if (!out) return;
   // An answer may hold bytes that are not UTF-8 (the model writes byte tokens; niah_multikey on
   // niah-13m did): they become U+FFFD in the JSON instead of an exception after the whole grid.
@@ -148,6 +148,12 @@ void add_eval_command(CLI::App& app) {
                   "30, cwe 120, fwe 50, passkey 16); generation stops early at EOS or once every "
                   "expected string is in the answer (its score cannot change after that)")
       ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--turns", flags->run.turns,
+                  "questions asked of each context in successive turns of one conversation on "
+                  "one state, each answer kept in the history before the next question "
+                  "(niah_multikey: up to 4 of its keys, vt: up to 4 chains; the order from the "
+                  "seed); accuracy is reported per turn")
+      ->capture_default_str();
   cmd->add_option("--out", flags->out,
                   "write results.json, results.csv and the plots (acc-TASK, heat-TASK) here");
   cmd->add_flag("--force", flags->force, "replace a non-empty --out folder");
@@ -164,7 +170,9 @@ void add_eval_command(CLI::App& app) {
       "Samples are generated from the seed: RULER's needle tasks (niah_single, niah_multikey, "
       "niah_multivalue, niah_multiquery), variable tracking (vt), common and frequent words "
       "(cwe, fwe) and llama.cpp's passkey. Each is scored with RULER's string match (the share "
-      "of expected strings in the greedy answer); accuracy is its mean.");
+      "of expected strings in the greedy answer); accuracy is its mean. Beside it, the "
+      "teacher-forced NLL of the expected answer under each configuration, and its paired "
+      "difference against full.");
   cmd->callback([flags] { run(*flags); });
 }
 

@@ -5,9 +5,13 @@
 #include <cstring>
 
 #include "core/timer.h"
+#include "eval/nll.h"
 #include "eval/tasks.h"
-#include "runtime/sampler.h"
+#include "runtime/continuation.h"
+#include "runtime/kvzip_pass.h"
 #include "runtime/sequence.h"
+#include "runtime/session_impl.h"
+#include "tova/text_stream.h"
 
 namespace tova::eval {
 
@@ -25,18 +29,36 @@ namespace {
 
 constexpr int kAutoSeqs = 32;
 
-// One configuration on one sample.
+// One configuration on one sample: a conversation of one or more turns.
 struct Seq {
   const TaskSample* sample = nullptr;
   int cfg = 0;
-  std::unique_ptr<kv::MultiState> state;
-  int leader = -1;        // while following: the sequence it rides along with
-  int64_t fed = 0;        // prompt tokens fed
-  std::vector<float> logits;  // after the last token fed
-  std::vector<int32_t> generated;
+  std::unique_ptr<Session> session;  // driven: the runner feeds it (runtime::driven_session)
+  std::unique_ptr<TextStream> stream;  // the current turn's answer
+  std::string text;                    // that answer's text so far
+  int turn = 0;                        // 0-based
+  bool scored = false;                 // the current turn's answer NLL is computed
+  int leader = -1;  // while following: the sequence it rides along with
   bool done = false;
-  EvalRecord record;
+  int64_t turn_prompt = 0;  // tokens in the history when the turn's prompt was fed
+  bool cuts = false;        // its policy is cut by a scoring pass (kvzip)
+  int64_t pass_tokens = 0;  // tokens the passes processed for the current turn
+  double nll_sum = 0;
+  int nll_tokens = 0;
+  // Chat prompts: the conversation so far and its text up to the end of the last answer.
+  std::vector<tok::ChatMessage> messages;
+  std::string rendered;
+  std::vector<EvalRecord> records;
 };
+
+int n_turns(const TaskSample& s) { return 1 + static_cast<int>(s.more.size()); }
+
+const std::vector<std::string>& expected_of(const TaskSample& s, int turn) {
+  return turn == 0 ? s.expected : s.more[turn - 1].expected;
+}
+const std::vector<int32_t>& answer_ids_of(const TaskSample& s, int turn) {
+  return turn == 0 ? s.answer_ids : s.more[turn - 1].answer_ids;
+}
 
 class Runner {
  public:
@@ -51,30 +73,43 @@ class Runner {
     for (const TaskSample& s : group) {
       const int first = static_cast<int>(seqs_.size());
       for (int c : cfgs) {
-        const CacheOptions co{
-            .policy = o_.configs[c],
-            .kv_type = o_.kv_type,
-            .prefill = o_.prefill,
-            .reserve = static_cast<int64_t>(s.prompt.size()) + s.max_new,
-            .positions = o_.positions};
-        TOVA_ASSIGN_OR_RETURN(auto st,
-                              runtime::make_state(m_, co, static_cast<int64_t>(s.prompt.size())));
+        // What the conversation may hold: the prompt, every later question (chat: rendered
+        // after each answer, about as long), every answer.
+        int64_t reserve = static_cast<int64_t>(s.prompt.size());
+        for (const SampleTurn& t : s.more) {
+          reserve += t.ids.empty() ? static_cast<int64_t>(t.question.size()) + 64 : t.ids.size();
+        }
+        reserve += static_cast<int64_t>(n_turns(s)) * (s.max_new + 1);
+        const CacheOptions co{.policy = o_.configs[c],
+                              .kv_type = o_.kv_type,
+                              .prefill = o_.prefill,
+                              .reserve = reserve,
+                              .positions = o_.positions};
+        TOVA_ASSIGN_OR_RETURN(
+            auto st, runtime::make_state(m_, co, static_cast<int64_t>(s.prompt.size()), true));
         Seq q;
+        q.cuts = runtime::cuts_by_caller(*st);
         q.sample = &s;
         q.cfg = c;
-        q.state = std::move(st);
-        q.logits.resize(n_vocab_);
+        q.session = runtime::driven_session(tk_, n_vocab_, std::move(st), SamplerParams{.temp = 0});
+        if (o_.chat) {
+          q.messages = {{.role = "user", .content = s.user}};
+          TOVA_ASSIGN_OR_RETURN(q.rendered, o_.chat->render(q.messages, true));
+          q.rendered += s.answer_prefix;
+        }
+        begin_turn(q, s.prompt);
         seqs_.push_back(std::move(q));
       }
       if (o_.batched && o_.share_prefix && o_.prefill.exact()) choose_leader(first, first + n_cfg);
     }
-    TOVA_RETURN_IF_ERROR(prefill());
-    TOVA_RETURN_IF_ERROR(decode());
-    for (Seq& q : seqs_) out.push_back(std::move(q.record));
+    TOVA_RETURN_IF_ERROR(run());
+    for (Seq& q : seqs_) {
+      for (EvalRecord& r : q.records) out.push_back(std::move(r));
+    }
     return ok_status();
   }
 
-  int64_t n_forward = 0, token_steps = 0, shared_steps = 0;
+  int64_t n_forward = 0, token_steps = 0, shared_steps = 0, nll_steps = 0, pass_steps = 0;
   EvalProgress progress;
 
  private:
@@ -83,19 +118,22 @@ class Runner {
   void choose_leader(int first, int last) {
     int lead = first;
     for (int s = first; s < last; ++s) {
-      if (seqs_[s].state->holds_all_until() > seqs_[lead].state->holds_all_until()) lead = s;
+      if (state(seqs_[s]).holds_all_until() > state(seqs_[lead]).holds_all_until()) lead = s;
     }
     for (int s = first; s < last; ++s) {
       if (s != lead) seqs_[s].leader = lead;
     }
   }
 
+  static kv::MultiState& state(Seq& q) { return runtime::state_of(*q.session); }
+  static const kv::MultiState& state(const Seq& q) { return runtime::state_of(*q.session); }
+
   // s may ride along with its leader through a call that brings both to n_after tokens.
   bool can_follow(const Seq& q, int64_t n_after) const {
     if (q.leader < 0) return false;
     const Seq& l = seqs_[q.leader];
-    return l.leader < 0 && !l.done && n_after <= q.state->holds_all_until() &&
-           n_after <= l.state->holds_all_until();
+    return l.leader < 0 && !l.done && n_after <= state(q).holds_all_until() &&
+           n_after <= state(l).holds_all_until();
   }
 
   void report() {
@@ -104,123 +142,271 @@ class Runner {
     o_.on_progress(progress);
   }
 
-  Status prefill() {
-    std::vector<model::BatchToken> batch;
-    std::vector<model::Follower> followers;
-    std::vector<int> with_logits;  // sequences whose last prompt token is in this call
-    for (;;) {
-      batch.clear();
-      followers.clear();
-      with_logits.clear();
-      for (int s = 0; s < static_cast<int>(seqs_.size()); ++s) {
-        Seq& q = seqs_[s];
-        const int64_t n = static_cast<int64_t>(q.sample->prompt.size());
-        if (q.fed >= n) continue;
-        const int step = q.state->max_new() > 1 ? q.state->max_new() : std::max(1, o_.n_batch);
-        const int64_t end = std::min<int64_t>(n, q.fed + step);
-        if (can_follow(q, end)) {
-          followers.push_back({.leader = seqs_[q.leader].state.get(), .state = q.state.get()});
-          shared_steps += end - q.fed;
-        } else {
-          q.leader = -1;  // on its own from here
-          for (int64_t i = q.fed; i < end; ++i) {
-            batch.push_back({.token = q.sample->prompt[i],
-                             .state = q.state.get(),
-                             .logits = i + 1 == n});
-          }
-          if (end == n) with_logits.push_back(s);
-          token_steps += end - q.fed;
-        }
-        progress.steps_done += end - q.fed;
-        q.fed = end;
-      }
-      if (batch.empty()) break;
-      TOVA_RETURN_IF_ERROR(forward(batch, followers, with_logits));
-      report();
-    }
-    return ok_status();
+  // Queues a turn's prompt and starts the stream that writes its answer.
+  void begin_turn(Seq& q, std::span<const int32_t> tokens) {
+    q.session->queue(tokens);
+    q.stream = std::make_unique<TextStream>(
+        *q.session, GenerateOptions{.max_tokens = q.sample->max_new, .ignore_eos = false});
+    q.text.clear();
+    q.scored = false;
   }
 
-  Status forward(const std::vector<model::BatchToken>& batch,
-                 const std::vector<model::Follower>& followers, const std::vector<int>& rows) {
-    logits_.resize(rows.size() * n_vocab_);
-    TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data(), followers));
-    ++n_forward;
-    for (size_t r = 0; r < rows.size(); ++r) {
-      std::memcpy(seqs_[rows[r]].logits.data(), &logits_[r * n_vocab_], sizeof(float) * n_vocab_);
-    }
-    // Followers' logits are their leader's.
-    for (Seq& q : seqs_) {
-      if (q.leader >= 0) q.logits = seqs_[q.leader].logits;
-    }
-    return ok_status();
+  const std::string& answer_prefix_of(const Seq& q) const {
+    return q.turn == 0 ? q.sample->answer_prefix : q.sample->more[q.turn - 1].answer_prefix;
   }
 
-  // Takes the greedy token from q's logits; finishes q when its answer is settled.
-  void take_token(Seq& q) {
-    const int32_t id = runtime::argmax(q.logits.data(), n_vocab_);
-    const bool eog = tk_.is_eog(id);
-    if (!eog) q.generated.push_back(id);
-    const std::string answer = clean_answer(tk_.decode(q.generated));
-    const double score = string_match_all(answer, q.sample->expected);
-    // String match only grows with the answer: once everything is found it cannot change.
-    if (eog || score == 1.0 || static_cast<int>(q.generated.size()) >= q.sample->max_new) {
-      finish(q, answer, score);
+  // Chat prompts: the conversation with the current answer closed and `next` as the next user
+  // turn, rendered with the assistant's header and `answer_prefix` after it; returns what it
+  // adds to the text fed so far. An error when the template does not render the conversation
+  // as it was fed (it rewrites the answer: trims it, drops parts), which `what` names.
+  Result<std::string> render_next(const Seq& q, const std::string& next,
+                                  const std::string& answer_prefix, std::string_view what,
+                                  std::string* rendered) const {
+    std::vector<tok::ChatMessage> msgs = q.messages;
+    msgs.push_back({.role = "assistant", .content = answer_prefix_of(q) + q.text});
+    msgs.push_back({.role = "user", .content = next});
+    const std::string before = q.rendered + q.text;
+    auto now = o_.chat->render(msgs, true);
+    if (!now.ok() || now->compare(0, before.size(), before) != 0) {
+      return make_error("chat template '{}' cannot render {} after the conversation as it was fed "
+                        "(task '{}' sample {}, turn {}){}",
+                        o_.chat->name(), what, q.sample->task, q.sample->index, q.turn + 1,
+                        now.ok() ? ": it rewrites the answer" : ": " + now.message());
     }
+    *now += answer_prefix;
+    if (rendered != nullptr) *rendered = *now;
+    return now->substr(before.size());
   }
 
-  void finish(Seq& q, const std::string& answer, double score) {
-    q.done = true;
+  // The tokens of the next turn after the current answer: the sample's (raw prompts), or the
+  // conversation rendered again past what was fed (chat).
+  Result<std::vector<int32_t>> next_turn_tokens(Seq& q) {
+    const SampleTurn& t = q.sample->more[q.turn];
+    if (!o_.chat) return t.ids;
+    std::string rendered;
+    TOVA_ASSIGN_OR_RETURN(const std::string added,
+                          render_next(q, t.question, t.answer_prefix, "the next question", &rendered));
+    q.messages.push_back({.role = "assistant", .content = answer_prefix_of(q) + q.text});
+    q.messages.push_back({.role = "user", .content = t.question});
+    q.rendered = std::move(rendered);
+    return runtime::continuation_ids(tk_, added, /*parse_special=*/true);
+  }
+
+  // The answer of q's turn is settled: its record, then the next turn's question (or the end).
+  Status end_turn(Seq& q) {
     const TaskSample& s = *q.sample;
     const kv::PolicySpec& p = o_.configs[q.cfg];
-    EvalRecord& r = q.record;
+    const std::string answer = clean_answer(q.text);
+    EvalRecord r;
     r.task = s.task;
     r.length = s.length;
-    r.prompt_tokens = static_cast<int>(s.prompt.size());
+    r.prompt_tokens = static_cast<int>(q.turn_prompt);
     r.depth = s.depth;
     r.sample = s.index;
     r.prompt_hash = s.prompt_hash;
-    r.needle_token = s.needle_token;
+    r.needle_token = q.turn == 0 ? s.needle_token : -1;
     r.policy = p.label();
     r.budget = p.bounded() ? p.budget : -1;
     r.prefill = o_.prefill.label();
     r.positions = std::string(kv::position_mode_name(o_.positions));
     r.answer = answer;
-    r.expected = s.expected;
-    r.score = score;
-    r.correct = score == 1.0;
-    r.n_generated = static_cast<int>(q.generated.size());
+    r.expected = expected_of(s, q.turn);
+    r.score = string_match_all(answer, r.expected);
+    r.correct = r.score == 1.0;
+    r.n_generated = q.stream->stats().n_generated;
+    r.turn = q.turn + 1;
+    r.n_turns = n_turns(s);
+    r.answer_nll = q.nll_tokens > 0 ? q.nll_sum / q.nll_tokens : 0.0;
+    r.answer_tokens = q.nll_tokens;
+    r.pass_tokens = q.pass_tokens;
+    q.pass_tokens = 0;
     progress.steps_done += s.max_new - r.n_generated;  // the bound counted them
+    q.records.push_back(std::move(r));
+    if (q.turn + 1 >= n_turns(s)) {
+      q.done = true;
+      return ok_status();
+    }
+    // The answer stays in the history: a token that hit the length limit joins it (an end of
+    // generation does not: the next turn's text, or the template's end of turn, follows).
+    const int32_t unfed = q.stream->unfed();
+    if (unfed >= 0 && !tk_.is_eog(unfed)) q.session->queue(unfed);
+    if (q.cuts) TOVA_RETURN_IF_ERROR(cut(q));  // at the turn's end, before the next question
+    TOVA_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, next_turn_tokens(q));
+    ++q.turn;
+    begin_turn(q, ids);
+    return ok_status();
   }
 
-  Status decode() {
+  // kvzip: the scoring pass over the conversation fed so far, then the cut to the budget. The
+  // sequence stays on its own from here (nothing it holds may differ from a leader's unseen).
+  Status cut(Seq& q) {
+    // The context is the whole history; a token queued and not fed yet (the answer's last)
+    // goes first, so the copy reads the conversation whole.
+    const std::vector<int32_t>& history = q.session->history();
+    std::string head(runtime::kKvzipRawHead);
+    if (o_.chat) {
+      TOVA_ASSIGN_OR_RETURN(head, render_next(q, std::string(runtime::kKvzipInstruction), "",
+                                              "kvzip's reconstruction prompt", nullptr));
+    }
+    std::vector<int32_t> recon(history.begin() + q.session->n_fed(), history.end());
+    const std::vector<int32_t> rest =
+        runtime::kvzip_reconstruction(tk_, head, o_.chat.has_value(), history);
+    recon.insert(recon.end(), rest.begin(), rest.end());
+    TOVA_ASSIGN_OR_RETURN(const int64_t n, runtime::kvzip_cut(m_, pool_, scratch_, state(q), recon));
+    q.pass_tokens += n;
+    pass_steps += n;
+    q.leader = -1;
+    for (Seq& f : seqs_) {
+      if (f.leader >= 0 && &seqs_[f.leader] == &q) f.leader = -1;
+    }
+    return ok_status();
+  }
+
+  // One generated token for q (it has logits): the stream samples it; the answer ends at the
+  // stream's end or once its score is settled (string match only grows with the answer).
+  Status take_token(Seq& q) {
+    Piece piece = q.stream->advance();
+    q.text += piece.text;
+    if (!q.stream->done() &&
+        string_match_all(clean_answer(q.text), expected_of(*q.sample, q.turn)) == 1.0) {
+      q.text += q.stream->cancel().text;
+    }
+    if (q.stream->done()) return end_turn(q);
+    return ok_status();
+  }
+
+  // The teacher-forced NLL of each listed sequence's expected answer after its turn's prompt:
+  // the first token from the prompt's logits, the others fed on a copy of the state (one token
+  // per pass under chunked prefill, as generation would feed them; all at once under exact
+  // prefill, which evicts exactly as one at a time).
+  Status score_answers(const std::vector<int>& which) {
+    struct Copy {
+      Seq* q;
+      std::unique_ptr<kv::MultiState> state;
+      std::span<const int32_t> ids;
+      size_t fed = 0;  // answer tokens fed (the next one is predicted by the last logits)
+    };
+    std::vector<Copy> copies;
+    std::vector<double> logp(n_vocab_);
+    for (int i : which) {
+      Seq& q = seqs_[i];
+      q.scored = true;
+      q.turn_prompt = q.session->n_fed();
+      const std::vector<int32_t>& ids = answer_ids_of(*q.sample, q.turn);
+      q.nll_sum = 0;
+      q.nll_tokens = 0;
+      if (ids.empty()) continue;
+      log_softmax(q.session->logits(), logp);
+      q.nll_sum = nll(logp, ids[0]);
+      q.nll_tokens = 1;
+      if (ids.size() > 1) copies.push_back({&q, state(q).clone(), ids, 0});
+    }
+    std::vector<model::BatchToken> batch;
+    std::vector<std::pair<Copy*, size_t>> rows;  // the copy and the answer token predicted
+    for (;;) {
+      batch.clear();
+      rows.clear();
+      for (Copy& c : copies) {
+        const size_t last = c.ids.size() - 1;  // tokens to feed: ids[0 .. last)
+        if (c.fed >= last) continue;
+        const size_t end = c.state->max_new() > 1 ? c.fed + 1 : last;
+        for (size_t j = c.fed; j < end; ++j) {
+          batch.push_back({.token = c.ids[j], .state = c.state.get(), .logits = true});
+          rows.push_back({&c, j + 1});
+        }
+        nll_steps += static_cast<int64_t>(end - c.fed);
+        c.fed = end;
+      }
+      if (batch.empty()) break;
+      logits_.resize(rows.size() * n_vocab_);
+      TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data()));
+      ++n_forward;
+      for (size_t r = 0; r < rows.size(); ++r) {
+        log_softmax(std::span<const float>(&logits_[r * n_vocab_], n_vocab_), logp);
+        Copy& c = *rows[r].first;
+        c.q->nll_sum += nll(logp, c.ids[rows[r].second]);
+        ++c.q->nll_tokens;
+      }
+    }
+    return ok_status();
+  }
+
+  // Until every conversation is done: each pass takes every sequence's pending tokens (a
+  // prompt in steps of n_batch, or of C under chunk:C; one generated token), followers riding
+  // along with their leader; then the sequences that received logits take their next token.
+  Status run() {
     std::vector<model::BatchToken> batch;
     std::vector<model::Follower> followers;
-    std::vector<int> rows;
+    struct Take {
+      int seq;
+      int64_t n;
+      bool last;  // the sequence's last pending token: it receives logits
+      int row;    // its logits row; -1: a follower (its leader's logits)
+    };
+    std::vector<Take> takes;
+    std::vector<int> to_score;
     for (;;) {
-      // Every sequence that has logits takes its next token (followers take their leader's).
-      for (Seq& q : seqs_) {
-        if (!q.done) take_token(q);
-      }
       batch.clear();
       followers.clear();
-      rows.clear();
+      takes.clear();
+      int n_rows = 0;
       for (int s = 0; s < static_cast<int>(seqs_.size()); ++s) {
         Seq& q = seqs_[s];
         if (q.done) continue;
-        if (can_follow(q, q.state->n_seen() + 1)) {
-          followers.push_back({.leader = seqs_[q.leader].state.get(), .state = q.state.get()});
-          ++shared_steps;
+        const int64_t n = q.session->n_pending();
+        if (n == 0) continue;
+        kv::MultiState& st = state(q);
+        const int step = st.max_new() > 1 ? st.max_new() : std::max(1, o_.n_batch);
+        const int64_t take = std::min<int64_t>(n, step);
+        const bool last = take == n;
+        if (can_follow(q, st.n_seen() + take)) {
+          followers.push_back({.leader = &state(seqs_[q.leader]), .state = &st});
+          shared_steps += take;
+          takes.push_back({s, take, last, -1});
         } else {
-          q.leader = -1;
-          batch.push_back({.token = q.generated.back(), .state = q.state.get(), .logits = true});
-          rows.push_back(s);
-          ++token_steps;
+          q.leader = -1;  // on its own from here
+          const std::span<const int32_t> toks = q.session->pending().first(take);
+          for (int64_t i = 0; i < take; ++i) {
+            batch.push_back({.token = toks[i], .state = &st, .logits = last && i + 1 == take});
+          }
+          token_steps += take;
+          takes.push_back({s, take, last, last ? n_rows++ : -1});
         }
-        ++progress.steps_done;
+        progress.steps_done += take;
       }
       if (batch.empty()) break;
-      TOVA_RETURN_IF_ERROR(forward(batch, followers, rows));
+      logits_.resize(static_cast<size_t>(n_rows) * n_vocab_);
+      TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data(), followers));
+      ++n_forward;
+      // Leaders first: a follower's logits are its leader's.
+      for (const Take& t : takes) {
+        if (t.row >= 0 || !t.last) {
+          runtime::mark_fed(*seqs_[t.seq].session, t.n,
+                            t.row >= 0 ? &logits_[static_cast<size_t>(t.row) * n_vocab_] : nullptr);
+        }
+      }
+      for (const Take& t : takes) {
+        if (t.row < 0 && t.last) {
+          Seq& q = seqs_[t.seq];
+          runtime::mark_fed(*q.session, t.n, seqs_[q.leader].session->logits().data());
+        }
+      }
+      // kvzip: a cut at the first prompt's end (under chunk:C, at each of its chunks' ends),
+      // before its answer's tokens are scored or generated.
+      for (const Take& t : takes) {
+        Seq& q = seqs_[t.seq];
+        if (q.cuts && q.turn == 0 && !q.scored && (t.last || state(q).max_new() > 1)) {
+          TOVA_RETURN_IF_ERROR(cut(q));
+        }
+      }
+      to_score.clear();
+      for (const Take& t : takes) {
+        if (t.last && !seqs_[t.seq].scored) to_score.push_back(t.seq);
+      }
+      TOVA_RETURN_IF_ERROR(score_answers(to_score));
+      for (const Take& t : takes) {
+        if (t.last) TOVA_RETURN_IF_ERROR(take_token(seqs_[t.seq]));
+      }
       report();
     }
     return ok_status();
@@ -251,9 +437,23 @@ Result<EvalResult> run_eval(const model::Model& m, const tok::Tokenizer& tk, Thr
   for (const TaskSample& s : samples) {
     if (s.prompt.empty()) return make_error("sample {} of task '{}' has no prompt", s.index, s.task);
     if (s.max_new < 1) return make_error("sample {} of task '{}' generates nothing", s.index, s.task);
-    for (int32_t id : s.prompt) {
-      if (id < 0 || id >= m.config().n_vocab) {
-        return make_error("task '{}': token id {} is outside the vocabulary", s.task, id);
+    std::vector<std::span<const int32_t>> lists = {s.prompt, s.answer_ids};
+    for (const SampleTurn& t : s.more) {
+      lists.push_back(t.ids);
+      lists.push_back(t.answer_ids);
+    }
+    for (std::span<const int32_t> ids : lists) {
+      for (int32_t id : ids) {
+        if (id < 0 || id >= m.config().n_vocab) {
+          return make_error("task '{}': token id {} is outside the vocabulary", s.task, id);
+        }
+      }
+    }
+    if (!o.chat) {
+      for (const SampleTurn& t : s.more) {
+        if (t.ids.empty()) {
+          return make_error("sample {} of task '{}': a later turn has no tokens", s.index, s.task);
+        }
       }
     }
   }
@@ -261,7 +461,9 @@ Result<EvalResult> run_eval(const model::Model& m, const tok::Tokenizer& tk, Thr
   Runner runner(m, tk, pool, o);
   const int n_cfg = static_cast<int>(o.configs.size());
   for (const TaskSample& s : samples) {
-    runner.progress.steps_total += (static_cast<int64_t>(s.prompt.size()) + s.max_new) * n_cfg;
+    int64_t steps = static_cast<int64_t>(s.prompt.size()) + s.max_new;
+    for (const SampleTurn& t : s.more) steps += static_cast<int64_t>(t.ids.size()) + s.max_new;
+    runner.progress.steps_total += steps * n_cfg;
   }
   EvalResult r;
   std::vector<int> all(n_cfg);
@@ -282,6 +484,8 @@ Result<EvalResult> run_eval(const model::Model& m, const tok::Tokenizer& tk, Thr
   r.n_forward_calls += runner.n_forward;
   r.token_steps += runner.token_steps;
   r.shared_steps = runner.shared_steps;
+  r.nll_steps = runner.nll_steps;
+  r.pass_steps = runner.pass_steps;
   r.seconds = t.seconds();
   return r;
 }

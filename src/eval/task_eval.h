@@ -1,11 +1,17 @@
 // Runs task samples (eval/task_samples.h) under many (policy, budget) configurations: every
 // configuration of a prompt, and the configurations of several prompts, in shared forward
-// passes; greedy answers scored with RULER's string match. Returns one record per (sample,
-// configuration); front-ends print and write them (eval/task_report.h).
+// passes. Each (sample, configuration) is a session whose answers the library's generation loop
+// (TextStream, as run/chat/serve use it) writes greedily; a sample with several questions
+// (--turns) asks them in successive turns of that one conversation, each answer kept in the
+// history before the next question. Every answer is scored with RULER's string match and by
+// the teacher-forced NLL of the expected answer under the configuration's state. Returns one
+// record per (sample, configuration, turn); front-ends print and write them
+// (eval/task_report.h).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +24,7 @@
 #include "model/model.h"
 #include "runtime/cache_options.h"
 #include "tova/options.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tova::eval {
@@ -43,6 +50,9 @@ struct EvalOptions {
   bool share_prefix = true;
   int max_seqs = 0;  // sequences per group of prompts; 0: 32
   std::function<void(const EvalProgress&)> on_progress;
+  // The template the samples' prompts were rendered in (SampleOptions::chat): later turns are
+  // rendered in it after each answer. None: raw prompts, later turns as the samples hold them.
+  std::optional<tok::ChatTemplate> chat;
 };
 
 struct EvalRecord {
@@ -65,6 +75,17 @@ struct EvalRecord {
   double score = 0;     // RULER's string_match_all: the share of expected strings in the answer
   bool correct = false;  // score == 1
   int n_generated = 0;
+  // The turn of the conversation (1-based) and how many the sample has (1: single-turn).
+  int turn = 1;
+  int n_turns = 1;
+  // The teacher-forced NLL of the expected answer's tokens after this turn's prompt, under this
+  // configuration's state (nats per token, mean over answer_tokens tokens): computed on a copy
+  // of the state, so the generated answer is not affected.
+  double answer_nll = 0;
+  int answer_tokens = 0;
+  // Tokens the policy's scoring passes processed for this turn (kvzip: the reconstruction at
+  // the prompt's end, or at the previous turn's end), beside the prompt and the answer.
+  int64_t pass_tokens = 0;
 };
 
 struct EvalResult {
@@ -72,6 +93,8 @@ struct EvalResult {
   int64_t n_forward_calls = 0;
   int64_t token_steps = 0;   // (sequence, token) steps computed
   int64_t shared_steps = 0;  // steps that rode along with a leader instead
+  int64_t nll_steps = 0;     // teacher-forced answer tokens fed on copies (answer NLL)
+  int64_t pass_steps = 0;    // tokens fed by scoring passes (kvzip's reconstructions)
   double seconds = 0;
 };
 

@@ -32,7 +32,8 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
                    .depths = o.depths,
                    .samples = o.samples,
                    .seed = o.seed,
-                   .max_new = o.max_new};
+                   .max_new = o.max_new,
+                   .turns = o.turns};
   if (!o.template_text.empty()) {
     TOVA_ASSIGN_OR_RETURN(so.custom, parse_needle_template(o.template_text, o.template_label));
   }
@@ -83,7 +84,8 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
                        .n_batch = o.n_batch,
                        .batched = o.batched,
                        .share_prefix = o.share_prefix,
-                       .on_progress = o.on_progress};
+                       .on_progress = o.on_progress,
+                       .chat = so.chat};
   {
     const auto running = engine.exclusive();
     TOVA_ASSIGN_OR_RETURN(rep.result, run_eval(m, tk, engine.pool(), samples.samples, eo));
@@ -101,6 +103,7 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
       {"depths", o.depths},
       {"samples", o.samples},
       {"seed", o.seed},
+      {"turns", o.turns},
       {"template", o.template_text.empty() ? nlohmann::ordered_json("ruler")
                                            : nlohmann::ordered_json(o.template_label)},
       {"haystack", so.haystack.source},
@@ -111,6 +114,8 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
       {"kv_type", kv_type.label()},
       {"scoring", "RULER string_match_all: the share of expected strings found in the answer "
                   "(case-insensitive); correct = all found"},
+      {"answer_nll", "teacher-forced mean NLL (nats per token) of the expected answer's tokens "
+                     "after each turn's prompt, on a copy of the configuration's state"},
       {"batched", o.batched},
       {"share_prefix", o.batched && o.share_prefix},
       {"n_batch", o.n_batch},
@@ -118,6 +123,8 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
       {"forward_calls", r.n_forward_calls},
       {"token_steps", r.token_steps},
       {"shared_steps", r.shared_steps},
+      {"nll_steps", r.nll_steps},
+      {"pass_steps", r.pass_steps},
       {"eval_seconds", r.seconds},
       {"wall_seconds", wall.seconds()},
       {"warnings", rep.warnings},

@@ -37,6 +37,9 @@ struct TaskRunOptions {
   bool chat = false;          // wrap prompts in the model's chat template
   std::string chat_template;  // a named template (implies chat)
   int max_new = 0;            // 0: each task's own
+  // Questions asked of each context in successive turns of one conversation (niah_multikey,
+  // vt); 1: single-turn, RULER's form.
+  int turns = 1;
   int n_batch = 32;
   bool batched = true;
   bool share_prefix = true;

@@ -6,9 +6,12 @@
 #include <set>
 
 #include "core/hash.h"
+#include "runtime/continuation.h"
 
 namespace tova::eval {
 namespace {
+
+using runtime::continuation_ids;
 
 // The text to tokenize and where the user text starts in it.
 struct Rendered {
@@ -30,12 +33,30 @@ std::vector<int32_t> tokenize(const tok::Tokenizer& tk, const std::string& text,
   return chat ? tok::encode_chat_prompt(tk, text) : tk.encode(text, true, false);
 }
 
+// Tokens the turns after the first add to a conversation, before their answers: exact for raw
+// prompts, for chat prompts the question rendered alone (an upper bound of what its turn adds).
+int64_t follow_up_tokens(const tok::Tokenizer& tk, const TaskText& t, const SampleOptions& o) {
+  int64_t n = 0;
+  for (const FollowUp& f : t.more) {
+    if (o.chat) {
+      auto head = o.chat->render({{.role = "user", .content = f.question}}, true);
+      n += static_cast<int64_t>(
+          tok::encode_chat_prompt(tk, (head.ok() ? *head : f.question) + f.answer_prefix).size());
+    } else {
+      n += static_cast<int64_t>(
+          continuation_ids(tk, t.separator + f.question + " " + f.answer_prefix).size());
+    }
+  }
+  return n;
+}
+
 }  // namespace
 
 Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o) {
   if (o.tasks.empty()) return make_error("no tasks given (valid: {})", task_choices());
   if (o.lengths.empty()) return make_error("no lengths given");
   if (o.samples < 1) return make_error("--samples must be at least 1, got {}", o.samples);
+  if (o.turns < 1) return make_error("--turns must be at least 1, got {}", o.turns);
   std::set<std::string> seen;
   std::vector<const TaskInfo*> tasks;
   for (const std::string& name : o.tasks) {
@@ -46,6 +67,11 @@ Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o)
       return make_error("--template replaces the needle phrasing of the niah tasks; task '{}' "
                         "has its own",
                         name);
+    }
+    if (o.turns > t->max_turns) {
+      return make_error("task '{}' asks at most {} question{} of one context; --turns {} asks "
+                        "more (tasks with several: niah_multikey, vt)",
+                        name, t->max_turns, t->max_turns == 1 ? "" : "s", o.turns);
     }
     tasks.push_back(t);
   }
@@ -59,7 +85,9 @@ Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o)
     const std::vector<int> depths = t->uses_depth ? o.depths : std::vector<int>{-1};
     if (depths.empty()) return make_error("no depths given for task '{}'", t->name);
     for (int length : o.lengths) {
-      const int budget = length - max_new;  // prompt tokens allowed
+      // Prompt tokens allowed (RULER counts the answer in the length; a conversation counts
+      // every answer and the later questions).
+      const int budget = length - max_new * o.turns;
       bool capped_warned = false;
       {
         for (int index = 0; index < o.samples; ++index) {
@@ -67,7 +95,8 @@ Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o)
           const uint64_t seed = sample_seed(o.seed, t->name, length, depth, index);
           const TaskContext ctx{.custom = o.custom ? &*o.custom : nullptr,
                                 .haystack = &o.haystack,
-                                .length = length};
+                                .length = length,
+                                .turns = o.turns};
           // The text for `size` from the sample's own random source: the same size always
           // gives the same text.
           auto build = [&](int size) -> Result<std::pair<TaskText, std::vector<int32_t>>> {
@@ -77,19 +106,23 @@ Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o)
             std::vector<int32_t> ids = tokenize(tk, r.text, o.chat.has_value());
             return std::make_pair(std::move(text), std::move(ids));
           };
+          // Prompt tokens a build costs against the budget: its prompt and its later questions.
+          auto cost = [&](const std::pair<TaskText, std::vector<int32_t>>& b) {
+            return static_cast<int64_t>(b.second.size()) + follow_up_tokens(tk, b.first, o);
+          };
           // The largest size whose prompt fits: doubling, then bisection.
           TOVA_ASSIGN_OR_RETURN(auto smallest, build(t->min_size));
-          if (static_cast<int>(smallest.second.size()) > budget) {
+          if (cost(smallest) > budget) {
             return make_error(
                 "length {} is too short for task '{}': its smallest prompt has {} tokens, and {} "
                 "more are generated",
-                length, t->name, smallest.second.size(), max_new);
+                length, t->name, cost(smallest), max_new * o.turns);
           }
           int lo = t->min_size, hi = t->min_size;
           while (hi < t->max_size) {
             const int next = std::min(t->max_size, hi * 2);
             TOVA_ASSIGN_OR_RETURN(auto b, build(next));
-            if (static_cast<int>(b.second.size()) > budget) {
+            if (cost(b) > budget) {
               hi = next;
               break;
             }
@@ -98,7 +131,7 @@ Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o)
           while (hi - lo > 1) {
             const int mid = lo + (hi - lo) / 2;
             TOVA_ASSIGN_OR_RETURN(auto b, build(mid));
-            (static_cast<int>(b.second.size()) <= budget ? lo : hi) = mid;
+            (cost(b) <= budget ? lo : hi) = mid;
           }
           TOVA_ASSIGN_OR_RETURN(auto best, build(lo));
           if (lo == t->max_size && !capped_warned) {
@@ -130,6 +163,20 @@ Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o)
             s.needle_token = static_cast<int64_t>(tokenize(tk, before, o.chat.has_value()).size());
           }
           s.prompt_hash = fnv1a(s.prompt.data(), s.prompt.size() * sizeof(int32_t));
+          s.user = best.first.user;
+          s.answer_prefix = best.first.answer_prefix;
+          s.answer_ids = continuation_ids(tk, best.first.answer_text);
+          for (const FollowUp& f : best.first.more) {
+            SampleTurn turn{.question = f.question,
+                            .answer_prefix = f.answer_prefix,
+                            .expected = f.expected,
+                            .answer_ids = continuation_ids(tk, f.answer_text)};
+            if (!o.chat) {
+              turn.text = best.first.separator + f.question + " " + f.answer_prefix;
+              turn.ids = continuation_ids(tk, turn.text);
+            }
+            s.more.push_back(std::move(turn));
+          }
           out.samples.push_back(std::move(s));
         }
       }

@@ -29,6 +29,21 @@ struct SampleOptions {
   // Wrap each prompt in this chat template (the task's text as the user turn, the answer prefix
   // after the assistant's header); none: raw text after BOS.
   std::optional<tok::ChatTemplate> chat;
+  // Questions asked of each context, one per turn of one conversation (TaskInfo::max_turns at
+  // most); the context is sized so that the whole conversation fits the length.
+  int turns = 1;
+};
+
+// A question after the first (--turns), asked once the previous answer is in the history.
+struct SampleTurn {
+  std::string question;       // the user text (a chat's user message)
+  std::string answer_prefix;  // the start of the answer
+  // Raw prompts: what follows the previous answer (the separator, the question, the answer
+  // prefix) and its tokens. Chat prompts: empty (eval/task_eval.h renders the conversation).
+  std::string text;
+  std::vector<int32_t> ids;
+  std::vector<std::string> expected;
+  std::vector<int32_t> answer_ids;  // the expected answer's tokens (teacher-forced NLL)
 };
 
 struct TaskSample {
@@ -42,6 +57,10 @@ struct TaskSample {
   int max_new = 0;
   int64_t needle_token = -1;  // about where the asked needle starts, in tokens; -1 if none
   uint64_t prompt_hash = 0;   // FNV-1a of the prompt ids
+  std::string user;           // the first turn's user text (a chat's first user message)
+  std::string answer_prefix;  // and the start of its answer
+  std::vector<int32_t> answer_ids;  // the expected answer's tokens after the prompt (its NLL)
+  std::vector<SampleTurn> more;     // turns 2..N
 };
 
 struct SampleSet {

@@ -110,6 +110,21 @@ TaskText niah(const TaskContext& c, int size, int depth, TaskRng& rng, int num_k
     query.push_back(keys[k]);
     for (const std::string& v : values[k]) out.expected.push_back(v);
   }
+  auto answer = [](const std::vector<std::string>& v) {
+    std::string a;
+    for (const std::string& x : v) a += (a.empty() ? " " : ", ") + x;
+    return a + ".";
+  };
+  out.answer_text = answer(out.expected);
+  // Later turns ask the other keys one at a time, in the seed's order (num_q == 1).
+  for (int turn = 1; turn < c.turns && turn < num_k; ++turn) {
+    const int k = order[turn];
+    out.more.push_back({.question = fill_in(t.question, keys[k]),
+                        .answer_prefix = fill_in(t.answer_prefix, keys[k]),
+                        .expected = values[k],
+                        .answer_text = answer(values[k])});
+  }
+  out.separator = t.separator;
   const std::string q = join_keys(query);
   size_t needle = 0;
   const std::string context = weave(units, inserts, unit_separator(h, t), mark, &needle);
@@ -139,6 +154,7 @@ TaskText passkey(const TaskContext& c, int size, int depth, TaskRng& rng) {
   out.user = head + context + " What is the pass key?";
   out.answer_prefix = "The pass key is";
   out.expected = {key};
+  out.answer_text = " " + key + ".";
   out.needle_offset = head.size() + needle;
   return out;
 }
@@ -149,60 +165,91 @@ std::string random_letters(TaskRng& rng, int n, char first) {
   return s;
 }
 
-// One chain of variable assignments "VAR X = VAR Y" from a 5-digit value, spread over the
-// haystack; the answer is every variable bound to the value.
-struct VtText {
-  std::string text;  // the whole question, answer prefix included
+// Chains of variable assignments "VAR X = VAR Y", each from a 5-digit value, spread over the
+// haystack; the answer to chain c's question is every variable bound to its value. One chain
+// unless several are asked in turns (each chain's own question).
+struct VtChain {
+  std::string value;
+  std::vector<std::string> vars;
+  std::string question;
   std::string answer_prefix;
-  std::string user;
-  std::vector<std::string> vars;
 };
-VtText vt_text(const Haystack& h, int size, TaskRng& rng, int name_len, int num_hops) {
-  std::vector<std::string> vars;
+struct VtText {
+  std::string user;  // instruction, context and chain 0's question
+  std::vector<VtChain> chains;
+};
+VtText vt_text(const Haystack& h, int size, TaskRng& rng, int name_len, int num_hops,
+               int num_chains = 1) {
   std::set<std::string> seen;
-  while (static_cast<int>(vars.size()) < num_hops + 1) {
-    std::string v = random_letters(rng, name_len, 'A');
-    if (seen.insert(v).second) vars.push_back(std::move(v));
+  std::vector<VtChain> chains(num_chains);
+  std::vector<std::string> assignments;  // chain by chain, in order
+  for (VtChain& ch : chains) {
+    while (static_cast<int>(ch.vars.size()) < num_hops + 1) {
+      std::string v = random_letters(rng, name_len, 'A');
+      if (seen.insert(v).second) ch.vars.push_back(std::move(v));
+    }
+    do ch.value = std::to_string(rng.between(10000, 99999));
+    while (std::count_if(chains.begin(), chains.end(),
+                         [&](const VtChain& o) { return o.value == ch.value; }) > 1);
+    assignments.push_back("VAR " + ch.vars[0] + " = " + ch.value);
+    for (int j = 0; j < num_hops; ++j) {
+      assignments.push_back("VAR " + ch.vars[j + 1] + " = VAR " + ch.vars[j]);
+    }
+    ch.question = "Question: Find all variables that are assigned the value " + ch.value +
+                  " in the text above.";
+    ch.answer_prefix = "Answer: According to the chain(s) of variable assignment in the text "
+                       "above, " +
+                       std::to_string(num_hops + 1) + " variables are assigned the value " +
+                       ch.value + ", they are: ";
   }
-  const std::string value = std::to_string(rng.between(10000, 99999));
-  std::vector<std::string> chain = {"VAR " + vars[0] + " = " + value};
-  for (int j = 0; j < num_hops; ++j) chain.push_back("VAR " + vars[j + 1] + " = VAR " + vars[j]);
   const std::vector<std::string> units = haystack_units(h, start_unit(h, rng), size);
-  // In order, at sorted random places (RULER's noise haystack puts each on a line of its own).
-  std::vector<size_t> at(chain.size());
-  for (size_t& a : at) a = rng.below(units.size() + 1);
-  std::sort(at.begin(), at.end());
+  // Each chain in order, at sorted random places (RULER's noise haystack puts each on a line of
+  // its own).
   std::vector<Insert> inserts;
-  for (size_t j = 0; j < chain.size(); ++j) {
-    inserts.push_back({at[j], h.from_file ? chain[j] + "." : chain[j]});
+  const size_t per_chain = static_cast<size_t>(num_hops) + 1;
+  for (int c = 0; c < num_chains; ++c) {
+    std::vector<size_t> at(per_chain);
+    for (size_t& a : at) a = rng.below(units.size() + 1);
+    std::sort(at.begin(), at.end());
+    for (size_t j = 0; j < per_chain; ++j) {
+      const std::string& a = assignments[c * per_chain + j];
+      inserts.push_back({at[j], h.from_file ? a + "." : a});
+    }
   }
   const std::string context = weave(units, inserts, h.from_file ? " " : "\n", 0, nullptr);
   VtText out;
   out.user = "Memorize and track the chain(s) of variable assignment hidden in the following "
              "text.\n\n" +
-             context + "\nQuestion: Find all variables that are assigned the value " + value +
-             " in the text above.";
-  out.answer_prefix = "Answer: According to the chain(s) of variable assignment in the text "
-                      "above, " +
-                      std::to_string(num_hops + 1) + " variables are assigned the value " +
-                      value + ", they are: ";
-  out.vars = vars;
+             context + "\n" + chains[0].question;
+  out.chains = std::move(chains);
   return out;
+}
+
+std::string join_vars(const std::vector<std::string>& vars) {
+  std::string s;
+  for (size_t i = 0; i < vars.size(); ++i) s += (i > 0 ? " " : "") + vars[i];
+  return s;
 }
 
 TaskText vt(const TaskContext& c, int size, int, TaskRng& rng) {
   // RULER shows one solved example first (three-letter names, a short haystack).
   const VtText example = vt_text(*c.haystack, 1, rng, 3, 4);
-  std::string shot = example.user + " " + example.answer_prefix;
-  for (size_t i = 0; i < example.vars.size(); ++i) {
-    if (i > 0) shot += ' ';
-    shot += example.vars[i];
-  }
-  const VtText main = vt_text(*c.haystack, size, rng, 5, 4);
+  const std::string shot =
+      example.user + " " + example.chains[0].answer_prefix + join_vars(example.chains[0].vars);
+  const VtText main = vt_text(*c.haystack, size, rng, 5, 4, std::max(1, c.turns));
   TaskText out;
   out.user = shot + "\n" + main.user;
-  out.answer_prefix = main.answer_prefix;
-  out.expected = main.vars;
+  out.answer_prefix = main.chains[0].answer_prefix;
+  out.expected = main.chains[0].vars;
+  out.answer_text = join_vars(main.chains[0].vars);
+  for (size_t i = 1; i < main.chains.size(); ++i) {
+    const VtChain& ch = main.chains[i];
+    out.more.push_back({.question = ch.question,
+                        .answer_prefix = ch.answer_prefix,
+                        .expected = ch.vars,
+                        .answer_text = join_vars(ch.vars)});
+  }
+  out.separator = "\n";
   out.units_used = static_cast<size_t>(size);
   return out;
 }
@@ -255,6 +302,9 @@ TaskText cwe(const TaskContext& c, int size, int, TaskRng& rng) {
   out.user = shot + "\n" + head + main.text + question;
   out.answer_prefix = answer_prefix;
   out.expected = main.common;
+  for (size_t i = 0; i < main.common.size(); ++i) {
+    out.answer_text += fmt::format(" {}. {}", i + 1, main.common[i]);
+  }
   return out;
 }
 
@@ -291,6 +341,7 @@ TaskText fwe(const TaskContext& c, int size, int, TaskRng& rng) {
   out.answer_prefix =
       "Answer: According to the coded text above, the three most frequently appeared words are:";
   out.expected = {vocab[1], vocab[2], vocab[3]};
+  out.answer_text = " " + vocab[1] + ", " + vocab[2] + ", " + vocab[3];
   return out;
 }
 
@@ -320,10 +371,12 @@ const std::vector<TaskInfo>& all_tasks() {
        .min_size = 10,
        .build = fwe},
       {.name = "niah_multikey",
-       .help = "4 needles with different keys in the haystack, one asked",
+       .help = "4 needles with different keys in the haystack, one asked (--turns N: N of them, "
+                "one per turn)",
        .uses_depth = true,
        .uses_template = true,
        .max_new = 128,
+       .max_turns = 4,
        .build = niah_build(4, 1, 1)},
       {.name = "niah_multiquery",
        .help = "4 needles with different keys, all asked: every value must be answered",
@@ -349,8 +402,10 @@ const std::vector<TaskInfo>& all_tasks() {
        .max_new = 16,
        .build = passkey},
       {.name = "vt",
-       .help = "variable tracking: every variable a chain of 4 assignments binds to a value",
+       .help = "variable tracking: every variable a chain of 4 assignments binds to a value "
+                "(--turns N: N chains, one asked per turn)",
        .max_new = 30,
+       .max_turns = 4,
        .build = vt},
   };
   return tasks;

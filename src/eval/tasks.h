@@ -18,6 +18,17 @@ struct TaskContext {
   const NeedleTemplate* custom = nullptr;  // --template: replaces RULER's needle phrasing
   const Haystack* haystack = nullptr;      // noise or a text file
   int length = 0;                          // the sample's length in tokens (fwe sizes by it)
+  // Questions asked of the one context in successive turns of a conversation (--turns): the
+  // first is the single-turn question, the others TaskText::more.
+  int turns = 1;
+};
+
+// A question asked after the first, of the same context, in the next turn of the conversation.
+struct FollowUp {
+  std::string question;       // the turn's user text (raw prompts: after TaskText::separator)
+  std::string answer_prefix;  // the start of its answer
+  std::vector<std::string> expected;
+  std::string answer_text;  // the expected answer as the model would write it (its NLL)
 };
 
 // One sample's text, before tokenization.
@@ -28,6 +39,13 @@ struct TaskText {
   // Where in `user` the asked needle starts (tasks with a depth); npos otherwise.
   size_t needle_offset = std::string::npos;
   size_t units_used = 0;  // haystack units taken (more than a file has: it was repeated)
+  // The expected answer as the model would write it after answer_prefix (" 1234567."): the
+  // text whose teacher-forced NLL is scored beside the string match.
+  std::string answer_text;
+  // Turns 2..N (TaskContext::turns), and what separates a raw prompt's previous answer from
+  // the next question.
+  std::vector<FollowUp> more;
+  std::string separator = " ";
 };
 
 struct TaskInfo {
@@ -38,6 +56,7 @@ struct TaskInfo {
   int max_new = 0;             // tokens to generate (RULER's tokens_to_generate)
   int min_size = 1;            // the smallest size build() takes
   int max_size = 1 << 20;      // and the largest
+  int max_turns = 1;           // questions one context can ask (TaskContext::turns)
   std::function<TaskText(const TaskContext&, int size, int depth, TaskRng&)> build;
 };
 

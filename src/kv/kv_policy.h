@@ -223,6 +223,9 @@ struct LayerPlan {
   // held, and then down to budget (R-KV compresses once per `buffer` new tokens). Memory is
   // that of budget + buffer states.
   int buffer = 0;
+  // The layer never evicts on its own: it holds every state that joins until a caller's pass
+  // cuts it to `budget` (LayerState::evict_to; kvzip's scoring pass, runtime/kvzip_pass.h).
+  bool cut_by_caller = false;
 };
 
 }  // namespace tova::kv

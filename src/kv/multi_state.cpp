@@ -541,6 +541,7 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   LayerLimits& l = z.limits;
   l.window = window;
   int64_t budget = -1;
+  int64_t cut_budget = -1;  // LayerPlan::cut_by_caller: the budget a caller's cut keeps
   if (o.policy.bounded()) {
     const LayerPlan plan = layer_plan(o.policy, policy_args(o, il));
     if (plan.budget < 1) {
@@ -554,6 +555,11 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
     l.prompt_end = o.prompt_end;
     if (plan.buffer < 0) return make_error("KV policy '{}': negative buffer", o.policy.label());
     l.buffer = plan.buffer;
+    if (plan.cut_by_caller) {
+      cut_budget = budget;
+      budget = -1;
+      l.holds_prompt = false;
+    }
   }
   if (window > 0) budget = budget < 0 ? window - 1 : std::min<int64_t>(budget, window - 1);
   // A window layer never holds more than its window: the buffer fills at most what is left.
@@ -578,6 +584,8 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   if (l.holds_prompt && o.prompt_end > budget) {
     z.holds_all_until = static_cast<int>(std::min<int64_t>(o.prompt_end - 1, INT_MAX));
   }
+  // It holds everything until a caller's cut keeps cut_budget states.
+  if (cut_budget >= 0) z.holds_all_until = static_cast<int>(std::min<int64_t>(z.holds_all_until, cut_budget));
   if (max_slots > INT_MAX) return make_error("budget {} is too large", budget);
   l.max_slots = static_cast<int>(max_slots);
   // Every pool starts at what the sequence can reach (initial_slots) and doubles up to its
@@ -614,7 +622,7 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   std::vector<LayerSizing> sizing;
   for (int il = 0; il < o.n_layer; ++il) {
     TOVA_ASSIGN_OR_RETURN(LayerSizing z, size_layer(o, il));
-    if (o.policy.bounded()) ms->max_bytes_ += layer_bytes(z.limits.max_slots);
+    if (o.policy.bounded() && z.limits.budget >= 0) ms->max_bytes_ += layer_bytes(z.limits.max_slots);
     ms->holds_all_until_ = std::min(ms->holds_all_until_, z.holds_all_until);
     sizing.push_back(z);
   }

@@ -103,6 +103,7 @@ Result<std::unique_ptr<Session>> Engine::new_session(const SessionOptions& o) co
   TOVA_RETURN_IF_ERROR(validate(o.sampling));
   auto s = std::make_unique<Session::Impl>();
   s->engine = this;
+  s->tokenizer = tokenizer_.get();
   s->cache = o.cache;
   s->sampling = o.sampling;
   s->n_batch = std::max(1, o.n_batch);

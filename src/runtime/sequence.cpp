@@ -6,7 +6,14 @@
 namespace tova::runtime {
 
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
-                                                   int64_t n_prompt) {
+                                                   int64_t n_prompt, bool runs_cuts) {
+  if (!runs_cuts && o.policy.bounded() &&
+      kv::layer_plan(o.policy, o.policy.args()).cut_by_caller) {
+    return make_error(
+        "KV policy '{}' evicts only in its scoring pass, which the task evaluation runs; "
+        "sessions, sweeps, traces and benchmarks do not",
+        o.policy.label());
+  }
   kv::MultiStateOptions so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));
   // What the sequence can reach: the caller's reserve (prompt + tokens to generate), at least
   // the prompt. Every pool starts there (a bounded one at most at k + extra) and doubles when

@@ -19,8 +19,10 @@ namespace tova::runtime {
 // A multi-state for this model, sized for a prompt of n_prompt tokens (chunk:inf needs it, and
 // so do policies that hold a whole prompt before choosing, LayerPlan::holds_prompt: they cut
 // it at its end). 0: no prompt known; every token is then a decoding step.
+// A policy that evicts only when a caller runs its scoring pass (kvzip, runtime/kvzip_pass.h)
+// is refused unless the caller says it runs that pass (runs_cuts).
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
-                                                   int64_t n_prompt);
+                                                   int64_t n_prompt, bool runs_cuts = false);
 
 // Feeds tokens to one sequence, in micro-batches of at most n_batch tokens (exact), or in
 // chunks of C (chunk:C). If last_logits is given, it receives the last token's logits.

@@ -107,6 +107,7 @@ std::unique_ptr<Session> Session::clone() const {
   const Impl& o = *impl_;
   auto s = std::make_unique<Impl>();
   s->engine = o.engine;
+  s->tokenizer = o.tokenizer;
   s->cache = o.cache;
   s->sampling = o.sampling;
   s->n_batch = o.n_batch;
@@ -150,6 +151,7 @@ Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOp
   }
   auto s = std::make_unique<Session::Impl>();
   s->engine = &e;
+  s->tokenizer = e.has_tokenizer() ? &e.tokenizer() : nullptr;
   // The cache options are the restored state's (a reset starts the same kind of cache again);
   // only the reserve comes from the caller.
   s->cache = o.cache;
@@ -180,6 +182,25 @@ Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOp
     s->has_logits = !pending;
   }
   return SessionAccess::make(std::move(s));
+}
+
+std::unique_ptr<Session> driven_session(const tok::Tokenizer& tk, int n_vocab,
+                                        std::unique_ptr<kv::MultiState> state,
+                                        const SamplerParams& sampling) {
+  auto s = std::make_unique<Session::Impl>();
+  s->tokenizer = &tk;
+  s->sampling = sampling;
+  s->state = std::move(state);
+  s->sampler = std::make_unique<Sampler>(sampling);
+  s->logits.assign(n_vocab, 0.0f);
+  return SessionAccess::make(std::move(s));
+}
+
+void mark_fed(Session& session, int64_t n, const float* logits) {
+  Session::Impl& s = SessionAccess::impl(session);
+  s.n_fed += n;
+  s.has_logits = logits != nullptr;
+  if (logits != nullptr) std::copy_n(logits, s.logits.size(), s.logits.begin());
 }
 
 SessionData session_data(const Session& session, int32_t unfed) {

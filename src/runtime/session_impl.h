@@ -22,7 +22,9 @@ class BatchScheduler;
 namespace tova {
 
 struct Session::Impl {
+  // Null for a driven session (runtime::driven_session): it has no engine, only a tokenizer.
   const Engine* engine = nullptr;
+  const tok::Tokenizer* tokenizer = nullptr;  // what TextStream detokenizes with
   CacheOptions cache;
   SamplerParams sampling;
   int n_batch = 512;
@@ -58,6 +60,18 @@ Result<std::unique_ptr<Sampler>> make_sampler(const Engine& e, const SamplerPara
 // state store adjusts the history first).
 Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOptions& o,
                                                 SessionData d);
+// A session whose forward passes someone else runs (an evaluation that batches many
+// configurations, some riding along with others: model::Follower): it has a multi-state, a
+// sampler, a history and logits, and a TextStream drives its generation as on any session; the
+// driver feeds its pending tokens itself and reports them with mark_fed. It has no engine:
+// feed, decode, reset, save, clone and engine() are not for it.
+std::unique_ptr<Session> driven_session(const tok::Tokenizer& tk, int n_vocab,
+                                        std::unique_ptr<kv::MultiState> state,
+                                        const SamplerParams& sampling);
+// The driver fed the first n pending tokens of s; `logits` ([n_vocab]) are those after the
+// last of them, given exactly when that was the last pending token.
+void mark_fed(Session& s, int64_t n, const float* logits);
+
 // What a session file needs to continue exactly from here; `unfed`: see SaveOptions. Requires
 // nothing pending.
 SessionData session_data(const Session& s, int32_t unfed);

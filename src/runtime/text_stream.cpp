@@ -2,10 +2,11 @@
 
 #include <algorithm>
 
+#include "core/check.h"
 #include "core/timer.h"
 #include "runtime/utf8_stream.h"
 #include "tokenizer/tokenizer.h"
-#include "tova/engine.h"
+#include "runtime/session_impl.h"
 #include "tova/session.h"
 
 namespace tova {
@@ -76,7 +77,8 @@ TextStream::TextStream(Session& session, const GenerateOptions& o)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.session = &session;
-  s.tk = &session.engine().tokenizer();
+  s.tk = runtime::SessionAccess::impl(session).tokenizer;
+  TOVA_CHECK(s.tk != nullptr);  // an engine loaded without its tokenizer cannot generate text
   s.o = o;
   s.o.stop.erase(std::remove(s.o.stop.begin(), s.o.stop.end(), std::string()), s.o.stop.end());
   s.prev = session.history().empty() ? -1 : session.history().back();

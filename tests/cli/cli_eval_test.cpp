@@ -380,5 +380,52 @@ TEST_F(CliEval, EvalWarnsAndRuns) {
   EXPECT_EQ(j["warnings"].size(), 3u);
 }
 
+
+// --turns: bad counts are one line each.
+TEST_F(CliEval, EvalRejectsBadTurns) {
+  expect_clean_failure(run("eval niah_multikey -m " + model_ +
+                           " --lengths 700 --samples 1 --turns 0 --out " + dir_ + "/res"),
+                       "--turns must be at least 1, got 0", {});
+  expect_clean_failure(run("eval niah_single -m " + model_ +
+                           " --lengths 700 --samples 1 --turns 2 --out " + dir_ + "/res"),
+                       "task 'niah_single' asks at most 1 question of one context; --turns 2", {});
+  expect_clean_failure(run("eval niah_multikey -m " + model_ +
+                           " --lengths 700 --samples 1 --turns 5 --out " + dir_ + "/res"),
+                       "asks at most 4 questions", {});
+}
+
+// Four questions of one haystack in one conversation on niah-13m: one record per turn carrying
+// it, full's accuracy per turn in the tables (the ceiling), the per-turn cells and the answer
+// NLL in the JSON, the turns plot written.
+TEST_F(CliEval, EvalNiah13mTurns) {
+  if (std::getenv("TOVA_SANITIZE_RUN") != nullptr) {
+    GTEST_SKIP() << "4 turns on 1,024-token prompts of a 13M model: slow under the sanitizers; "
+                    "TaskEval.Turns* run the same code on stories260K there";
+  }
+  const std::string out = dir_ + "/turns";
+  const RunResult r = run("eval niah_multikey -m " + shared_path("models/niah-13m-f16.gguf") +
+                          " --template " + shared_path("models/niah-13m.templates.json") +
+                          " --lengths 1024 --samples 1 --turns 4 --max-new 16 --policies "
+                          "full,window --budgets 256 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("### niah_multikey by turn"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| full | - | 1024 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("answer NLL"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out + "/results.json"));
+  ASSERT_EQ(j["records"].size(), 8u);
+  std::set<int> turns;
+  for (const auto& e : j["records"]) {
+    turns.insert(e["turn"].get<int>());
+    EXPECT_EQ(e["n_turns"], 4);
+    EXPECT_TRUE(e["answer_nll"].is_number());
+  }
+  EXPECT_EQ(turns, (std::set<int>{1, 2, 3, 4}));
+  EXPECT_EQ(j["turn_accuracy"].size(), 8u);
+  EXPECT_EQ(j["turns"], 4);
+  for (const char* f : {"/turns-niah_multikey.png", "/nll-niah_multikey.png"}) {
+    EXPECT_TRUE(fs::exists(out + f)) << f;
+  }
+}
+
 }  // namespace
 }  // namespace tova::testing

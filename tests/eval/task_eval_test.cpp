@@ -13,8 +13,11 @@
 #include "eval/task_report.h"
 #include "eval/task_samples.h"
 #include "eval/tasks.h"
+#include "eval/logits.h"
+#include "eval/nll.h"
 #include "eval/ppl_sweep.h"
 #include "kv/policy_registry.h"
+#include "runtime/cache_options.h"
 #include "test_data.h"
 
 namespace tova::eval {
@@ -250,6 +253,199 @@ TEST(TaskEval, ABudgetPastTheLengthEqualsFull) {
     EXPECT_EQ(r[i].answer, full.answer) << r[i].policy;
     EXPECT_EQ(r[i].n_generated, full.n_generated) << r[i].policy;
   }
+}
+
+
+// --turns: one context, several questions in successive turns of one conversation. The samples:
+// each later question asks another needle of the same haystack (niah_multikey), or another
+// chain (vt), in the seed's order; the first is the single-turn question.
+TEST(Tasks, TurnsAskTheOtherNeedlesOfOneContext) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load("models/stories260K.gguf");
+  auto one = make_samples(*l.tk, {.tasks = {"niah_multikey"}, .lengths = {700}, .depths = {50},
+                                  .samples = 2, .max_new = 8});
+  auto three = make_samples(*l.tk, {.tasks = {"niah_multikey"}, .lengths = {700}, .depths = {50},
+                                    .samples = 2, .max_new = 8, .turns = 3});
+  ASSERT_TRUE(one.ok() && three.ok()) << three.message();
+  for (size_t i = 0; i < three->samples.size(); ++i) {
+    const TaskSample& s = three->samples[i];
+    ASSERT_EQ(s.more.size(), 2u);
+    EXPECT_TRUE(one->samples[i].more.empty());
+    // The first question is the single-turn one (same key and value).
+    EXPECT_EQ(s.expected, one->samples[i].expected);
+    std::set<std::string> asked = {s.expected[0]};
+    int64_t extra = 0;
+    for (const SampleTurn& t : s.more) {
+      ASSERT_EQ(t.expected.size(), 1u);
+      EXPECT_TRUE(asked.insert(t.expected[0]).second) << "asked twice: " << t.expected[0];
+      EXPECT_NE(s.prompt_text.find(t.expected[0]), std::string::npos);  // its needle is there
+      EXPECT_FALSE(t.ids.empty());
+      EXPECT_FALSE(t.answer_ids.empty());
+      EXPECT_EQ(t.text.rfind("\nWhat is the special magic number for ", 0), 0u)
+          << t.text;  // the separator, then the question
+      extra += static_cast<int64_t>(t.ids.size());
+    }
+    // The whole conversation fits the length: prompt, later questions, every answer.
+    EXPECT_LE(static_cast<int64_t>(s.prompt.size()) + extra + 3 * s.max_new, s.length);
+  }
+  // vt asks one chain per turn; every chain's variables are in the text.
+  auto vt = make_samples(*l.tk, {.tasks = {"vt"}, .lengths = {1200}, .samples = 1, .max_new = 8,
+                                 .turns = 2});
+  ASSERT_TRUE(vt.ok()) << vt.message();
+  ASSERT_EQ(vt->samples[0].more.size(), 1u);
+  for (const std::string& v : vt->samples[0].more[0].expected) {
+    EXPECT_NE(vt->samples[0].prompt_text.find("VAR " + v + " = "), std::string::npos) << v;
+  }
+  EXPECT_NE(vt->samples[0].expected, vt->samples[0].more[0].expected);
+  // One chain (turns 1) is the task as before: the same sample as without the option.
+  auto vt1 = make_samples(*l.tk, {.tasks = {"vt"}, .lengths = {1200}, .samples = 1, .max_new = 8});
+  auto vt1b = make_samples(*l.tk, {.tasks = {"vt"}, .lengths = {1200}, .samples = 1, .max_new = 8,
+                                   .turns = 1});
+  ASSERT_TRUE(vt1.ok() && vt1b.ok());
+  EXPECT_EQ(vt1->samples[0].prompt_hash, vt1b->samples[0].prompt_hash);
+}
+
+TEST(Tasks, BadTurnsAreOneClearError) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load("models/stories260K.gguf");
+  auto err = [&](const SampleOptions& o) {
+    auto r = make_samples(*l.tk, o);
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.message().find('\n'), std::string::npos);
+    return r.ok() ? std::string() : r.message();
+  };
+  EXPECT_NE(err({.tasks = {"niah_multikey"}, .lengths = {700}, .turns = 0})
+                .find("--turns must be at least 1, got 0"),
+            std::string::npos);
+  EXPECT_NE(err({.tasks = {"niah_multikey"}, .lengths = {700}, .turns = 5})
+                .find("task 'niah_multikey' asks at most 4 questions of one context; --turns 5"),
+            std::string::npos);
+  EXPECT_NE(err({.tasks = {"niah_single"}, .lengths = {700}, .turns = 2})
+                .find("task 'niah_single' asks at most 1 question of one context"),
+            std::string::npos);
+}
+
+// A conversation per (sample, configuration): one record per turn, each carrying it; the same
+// records with 1 or 2 threads, batched or alone, riding along or not; a budget past the length
+// gives full's answers (and its NLL, to float32 rounding) at every turn.
+TEST(TaskEval, TurnsAreTheSameAloneBatchedAndOnAnyThreadCount) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load("models/stories260K.gguf");
+  auto samples = make_samples(*l.tk, {.tasks = {"niah_multikey"}, .lengths = {760},
+                                      .depths = {50}, .samples = 2, .max_new = 6, .turns = 3});
+  ASSERT_TRUE(samples.ok()) << samples.message();
+  auto cfgs = sweep_configs(std::vector<std::string>{"full", "window", "tova", "snapkv", "h2o", "kvzip"},
+                            std::vector<int>{24}, 1 << 30);
+  ASSERT_TRUE(cfgs.ok());
+  const auto base = run(l, samples->samples, *cfgs, 2, true, true);
+  ASSERT_EQ(base.size(), samples->samples.size() * cfgs->size() * 3);
+  for (size_t i = 0; i < base.size(); ++i) {
+    EXPECT_EQ(base[i].turn, 1 + static_cast<int>(i % 3));
+    EXPECT_EQ(base[i].n_turns, 3);
+    EXPECT_GT(base[i].answer_tokens, 0);
+    EXPECT_TRUE(std::isfinite(base[i].answer_nll));
+    EXPECT_GT(base[i].n_generated, 0);
+  }
+  // Each turn's prompt follows the previous turn's answer in one history.
+  EXPECT_GT(base[1].prompt_tokens, base[0].prompt_tokens + base[0].n_generated);
+  // The answers are the same bits; the answer NLL too on any thread count, and to float32's
+  // rounding when the forward calls hold other sequences (a row's matmul tile depends on where
+  // it sits in the call: the logits' last bits do, never the greedy token here).
+  auto same = [&](const std::vector<EvalRecord>& other, const std::string& what, double tol) {
+    expect_same(base, other, what);
+    ASSERT_EQ(base.size(), other.size());
+    for (size_t i = 0; i < base.size(); ++i) {
+      EXPECT_EQ(base[i].turn, other[i].turn) << what;
+      EXPECT_EQ(base[i].prompt_tokens, other[i].prompt_tokens) << what;
+      EXPECT_EQ(base[i].pass_tokens, other[i].pass_tokens) << what;
+      if (tol == 0) {
+        EXPECT_EQ(base[i].answer_nll, other[i].answer_nll) << what << " record " << i;
+      } else {
+        EXPECT_NEAR(base[i].answer_nll, other[i].answer_nll, tol * base[i].answer_nll)
+            << what << " record " << i;
+      }
+    }
+  };
+  same(run(l, samples->samples, *cfgs, 1, true, true), "1 thread", 0);
+  same(run(l, samples->samples, *cfgs, 2, false, true), "each alone", 1e-5);
+  same(run(l, samples->samples, *cfgs, 2, true, false), "no sharing", 1e-5);
+  // k past the whole conversation: full's records, turn by turn, NLL bit for bit.
+  auto big = sweep_configs(std::vector<std::string>{"full", "window", "tova", "snapkv", "h2o", "kvzip"},
+                           std::vector<int>{4096}, 1 << 30);
+  ASSERT_TRUE(big.ok());
+  const auto r = run(l, samples->samples, *big, 2, true, true);
+  const size_t per_sample = big->size() * 3;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const EvalRecord& full = r[(i / per_sample) * per_sample + i % 3];
+    ASSERT_EQ(full.policy, "full");
+    EXPECT_EQ(r[i].answer, full.answer) << r[i].policy << " turn " << r[i].turn;
+    EXPECT_NEAR(r[i].answer_nll, full.answer_nll, 1e-5 * full.answer_nll)
+        << r[i].policy << " turn " << r[i].turn;
+  }
+  // The tables: accuracy per turn beside the pooled one, and the answers' NLL against full.
+  const std::string md = accuracy_markdown(base);
+  EXPECT_NE(md.find("### niah_multikey by turn"), std::string::npos) << md;
+  EXPECT_NE(md.find("| turn 1 | turn 2 | turn 3 | all |"), std::string::npos) << md;
+  EXPECT_NE(md.find("### niah_multikey: answer NLL"), std::string::npos) << md;
+  EXPECT_EQ(turn_cells(base).size(), cfgs->size() * 3);
+}
+
+// The answer NLL is the expected answer's mean -log p fed after the prompt, computed here
+// independently: the prompt and the answer through all_logits (one sequence, full cache).
+TEST(TaskEval, AnswerNllIsTheTeacherForcedAnswer) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load("models/stories260K.gguf");
+  auto samples = make_samples(*l.tk, {.tasks = {"niah_single", "vt"}, .lengths = {720},
+                                      .depths = {25}, .samples = 1, .max_new = 4});
+  ASSERT_TRUE(samples.ok()) << samples.message();
+  auto cfgs = sweep_configs(std::vector<std::string>{"full"}, std::vector<int>{}, 1 << 30);
+  ASSERT_TRUE(cfgs.ok());
+  const auto r = run(l, samples->samples, *cfgs, 2, true, false);
+  ASSERT_EQ(r.size(), 2u);
+  ThreadPool pool(2);
+  const int n_vocab = l.model->config().n_vocab;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const TaskSample& s = samples->samples[i];
+    std::vector<int32_t> ids = s.prompt;
+    ids.insert(ids.end(), s.answer_ids.begin(), s.answer_ids.end());
+    auto co = parse_cache_options("full", 0);
+    ASSERT_TRUE(co.ok());
+    auto logits = all_logits(*l.model, pool, ids, *co, 64);
+    ASSERT_TRUE(logits.ok()) << logits.message();
+    std::vector<double> logp(n_vocab);
+    double sum = 0;
+    for (size_t j = 0; j < s.answer_ids.size(); ++j) {
+      const size_t row = s.prompt.size() - 1 + j;
+      log_softmax(std::span<const float>(&(*logits)[row * n_vocab], n_vocab), logp);
+      sum -= logp[s.answer_ids[j]];
+    }
+    EXPECT_EQ(r[i].answer_tokens, static_cast<int>(s.answer_ids.size()));
+    EXPECT_NEAR(r[i].answer_nll, sum / s.answer_ids.size(), 1e-5) << s.task;  // other batching
+  }
+}
+
+// The paired difference against full, by hand: three samples.
+TEST(TaskReport, NllCellsPairWithFull) {
+  std::vector<EvalRecord> recs;
+  const double full[] = {1.0, 2.0, 3.0}, window[] = {1.5, 2.0, 4.0};
+  for (int i = 0; i < 3; ++i) {
+    recs.push_back({.task = "t", .length = 100, .sample = i, .policy = "full", .budget = -1,
+                    .answer_nll = full[i], .answer_tokens = 2});
+  }
+  for (int i = 0; i < 3; ++i) {
+    recs.push_back({.task = "t", .length = 100, .sample = i, .policy = "window", .budget = 8,
+                    .answer_nll = window[i], .answer_tokens = 2});
+  }
+  const auto cells = nll_cells(recs);
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].policy, "full");
+  EXPECT_DOUBLE_EQ(cells[0].delta, 0.0);
+  EXPECT_EQ(cells[1].n_pairs, 3);
+  EXPECT_DOUBLE_EQ(cells[1].nll, 2.5);
+  EXPECT_DOUBLE_EQ(cells[1].delta, 0.5);  // diffs 0.5, 0, 1
+  EXPECT_NEAR(cells[1].delta_se, 0.5 / std::sqrt(3.0), 1e-12);  // sd 0.5
+  const std::string md = accuracy_markdown(recs);
+  EXPECT_NE(md.find("| window | 8 | 100 | 2.500 | +0.500 | 0.289 | 3 |"), std::string::npos) << md;
 }
 
 }  // namespace

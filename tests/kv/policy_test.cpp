@@ -100,7 +100,7 @@ TEST(PolicyRegistry, ListsEveryPolicyOfTheSpec) {
   for (const PolicyInfo* p : all_policies()) names.insert(p->name);
   // spec/POLICIES.md's seven, and those of docs/POLICIES-EXTRA.md.
   for (const char* n : {"full", "window", "sink", "h2o", "h2o-head", "tova", "tova-head",
-                        "snapkv", "snapkv+tova", "pyramidkv", "adakv", "keydiff"}) {
+                        "snapkv", "snapkv+tova", "pyramidkv", "adakv", "keydiff", "kvzip"}) {
     EXPECT_TRUE(names.count(n)) << n;
   }
   const std::string choices = policy_choices();
@@ -117,7 +117,11 @@ TEST(PolicyRegistry, EveryPolicyHasRunnableExamples) {
     ASSERT_TRUE(spec.ok()) << e << ": " << spec.message();
     covered.insert(spec->name);
   }
-  for (const PolicyInfo* p : all_policies()) EXPECT_TRUE(covered.count(p->name)) << p->name;
+  // An unlisted policy (kvzip: it evicts only in a pass the task evaluation runs) is left out
+  // of the per-step every-policy tests on purpose; it has tests of its own.
+  for (const PolicyInfo* p : all_policies()) {
+    if (p->listed) EXPECT_TRUE(covered.count(p->name)) << p->name;
+  }
 }
 
 TEST(PolicyRegistry, InvalidCombinationsAreOneClearError) {
