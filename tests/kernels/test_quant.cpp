@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <span>
 #include <string>
@@ -465,6 +467,64 @@ TEST(QuantRef, VecDotMeansTheDequantizedDot) {
     const bool f16_sum = t == GgmlType::kQ4_1 || t == GgmlType::kQ5_1;
     const double tol = (f16_sum ? 2e-3 : 1e-6) * abs_dot(t, w, act, n);
     EXPECT_LE(std::fabs(ref - exact), tol) << name_of(t);
+  }
+}
+
+// ---- ggml's own blocks (scripts/make_quant_blocks.sh: ggml's quantizers and dequantization) ----
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(QuantGgml, DequantizesGgmlBlocksBitExactlyOnEveryTarget) {
+  // Blocks written by ggml (commit 34af94cd) from the same floats as its dequantization beside
+  // them: every bit of the layout (scale packing, level tables, E8M0) has to agree.
+  struct Case {
+    const char* file;  // ggml's type name
+    GgmlType type;
+  };
+  for (const Case& c : {Case{"q2_K", GgmlType::kQ2_K}, Case{"q3_K", GgmlType::kQ3_K},
+                        Case{"iq4_nl", GgmlType::kIQ4_NL}, Case{"iq4_xs", GgmlType::kIQ4_XS},
+                        Case{"mxfp4", GgmlType::kMXFP4}}) {
+    SCOPED_TRACE(c.file);
+    const std::string base = std::string(TOVA_TEST_DATA_DIR) + "/quant/ggml-" + c.file;
+    const std::vector<uint8_t> blocks = read_bytes(base + ".blocks");
+    const std::vector<uint8_t> want_bytes = read_bytes(base + ".f32");
+    const int64_t n = static_cast<int64_t>(want_bytes.size() / 4);
+    ASSERT_GT(n, 0);
+    ASSERT_EQ(blocks.size(), bytes_of(c.type, n));
+    std::vector<float> want(static_cast<size_t>(n));
+    std::memcpy(want.data(), want_bytes.data(), want_bytes.size());
+    const std::vector<float> ref = dequantize_ref(c.type, blocks, n);
+    EXPECT_EQ(0, std::memcmp(ref.data(), want.data(), want_bytes.size()));
+    for (int64_t i = 0, bad = 0; i < n && bad < 5; ++i) {
+      if (ref[i] != want[i]) {
+        ADD_FAILURE() << "element " << i << ": tova " << ref[i] << ", ggml " << want[i];
+        ++bad;
+      }
+    }
+    // The int8 dot products on those blocks mean ggml's values, on every target.
+    const std::vector<float> xf = random_floats(n, 77);
+    const GgmlType at = vec_dot_type(c.type);
+    std::vector<uint8_t> act(bytes_of(at, n));
+    quantize_row_ref(at, xf.data(), act.data(), n);
+    std::vector<float> af(static_cast<size_t>(n));
+    dequantize_row_ref(at, act.data(), af.data(), n);
+    double exact = 0.0, scale = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      exact += static_cast<double>(want[i]) * af[i];
+      scale += std::fabs(static_cast<double>(want[i]) * af[i]);
+    }
+    const double ref_dot = vec_dot_ref(c.type, n, blocks.data(), act.data());
+    EXPECT_LE(std::fabs(ref_dot - exact), 1e-6 * scale);
+    for_each_target([&] {
+      std::vector<float> simd(static_cast<size_t>(n));
+      dequantize_row(c.type, blocks.data(), simd.data(), n);
+      EXPECT_EQ(0, std::memcmp(simd.data(), want.data(), want_bytes.size()));
+      const double d = vec_dot(c.type, n, blocks.data(), act.data());
+      EXPECT_LE(std::fabs(d - ref_dot), 2e-6 * scale);
+    });
   }
 }
 
