@@ -528,6 +528,44 @@ TEST(QuantGgml, DequantizesGgmlBlocksBitExactlyOnEveryTarget) {
   }
 }
 
+TEST(QuantGgml, DotProductsMatchGgmlsCpuBackend) {
+  // ggml's CPU backend (its own Q8 activations and SIMD vec_dot) on its blocks, against tova's
+  // activation conversion and int8 dot products on every target: only float summation order
+  // may differ.
+  for (const char* type : {"q2_K", "q3_K", "iq4_nl", "iq4_xs", "mxfp4"}) {
+    SCOPED_TRACE(type);
+    const std::string base = std::string(TOVA_TEST_DATA_DIR) + "/quant/ggml-" + type;
+    const GgmlType t = *parse_type_name(type);
+    const std::vector<uint8_t> blocks = read_bytes(base + ".blocks");
+    const std::vector<uint8_t> w_bytes = read_bytes(base + ".f32");
+    const std::vector<uint8_t> a_bytes = read_bytes(base + ".act.f32");
+    const std::vector<uint8_t> dot_bytes = read_bytes(base + ".dot.f32");
+    const int64_t n = static_cast<int64_t>(a_bytes.size() / 4);
+    const int64_t rows = static_cast<int64_t>(dot_bytes.size() / 4);
+    ASSERT_GT(n, 0);
+    ASSERT_EQ(w_bytes.size(), static_cast<size_t>(4 * n * rows));
+    ASSERT_EQ(blocks.size(), bytes_of(t, n * rows));
+    std::vector<float> w(static_cast<size_t>(n * rows)), a(static_cast<size_t>(n)),
+        want(static_cast<size_t>(rows));
+    std::memcpy(w.data(), w_bytes.data(), w_bytes.size());
+    std::memcpy(a.data(), a_bytes.data(), a_bytes.size());
+    std::memcpy(want.data(), dot_bytes.data(), dot_bytes.size());
+    const GgmlType at = vec_dot_type(t);
+    std::vector<uint8_t> act(bytes_of(at, n));
+    quantize_row_ref(at, a.data(), act.data(), n);
+    const size_t row_bytes = bytes_of(t, n);
+    for (int64_t r = 0; r < rows; ++r) {
+      double scale = 0.0;
+      for (int64_t i = 0; i < n; ++i) scale += std::fabs(static_cast<double>(w[r * n + i]) * a[i]);
+      const uint8_t* row = blocks.data() + r * row_bytes;
+      EXPECT_LE(std::fabs(vec_dot_ref(t, n, row, act.data()) - want[r]), 1e-5 * scale) << r;
+      for_each_target([&] {
+        EXPECT_LE(std::fabs(vec_dot(t, n, row, act.data()) - want[r]), 1e-5 * scale) << r;
+      });
+    }
+  }
+}
+
 TEST(QuantApi, VecDotTypes) {
   EXPECT_EQ(vec_dot_type(GgmlType::kF32), GgmlType::kF32);
   EXPECT_EQ(vec_dot_type(GgmlType::kF16), GgmlType::kF32);
