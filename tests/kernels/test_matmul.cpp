@@ -182,9 +182,9 @@ TEST(Matmul, TileShapesOfEveryTarget) {
   // The token-lane tiles hold 48 tokens on AVX3_DL and AVX3 (3 x 16) and 16 on AVX2 (2 x 8),
   // the decode tiles 4 rows x 4 tokens on AVX3_DL and 2 x 4 on AVX2 and AVX3: token counts on
   // both sides of each (and of the switch from decode rows to token lanes at 8 or 12 tokens),
-  // and 37 rows (a partial 4-row tile after a whole 32-row chunk), for every type with a
-  // quantized type (each has a direct decode kernel, a distinct int16 step count in the maddubs
-  // tiles, or the signed tiles).
+  // and 37 rows (a partial 4-row tile after a whole 32-row chunk), for every quantized type
+  // (each has a direct decode kernel, a distinct int16 step count in the maddubs tiles, or the
+  // signed tiles).
   ThreadPool pool(2);
   for (GgmlType t : kWeightTypes) {
     if (t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16) continue;
