@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -107,9 +108,8 @@ void bm_matmul(benchmark::State& state, GgmlType type, int64_t n_out, int64_t n_
 }
 
 void register_all() {
-  const GgmlType types[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kF16,  GgmlType::kBF16,
-                            GgmlType::kF32,  GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
-                            GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+  // Every type the kernels implement (the registry: core/dtype).
+  const std::span<const GgmlType> types = compute_types();
   struct Shape {
     int64_t n_out, n_in;
   };

@@ -29,7 +29,14 @@ constexpr std::array kTypes = {
     Entry{26, {"i32", 1, 4}},       Entry{27, {"i64", 1, 8}},
     Entry{28, {"f64", 1, 8}},       Entry{29, {"iq1_m", 256, 56}},
     Entry{30, {"bf16", 1, 2}},      Entry{34, {"tq1_0", 256, 54}},
-    Entry{35, {"tq2_0", 256, 66}},
+    Entry{35, {"tq2_0", 256, 66}},  Entry{39, {"mxfp4", 32, 17}},
+};
+
+constexpr std::array kComputeTypes = {
+    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+    GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+    GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
+    GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4,
 };
 
 }  // namespace
@@ -59,23 +66,13 @@ Result<GgmlType> parse_type_name(std::string_view name) {
 }
 
 bool is_compute_supported(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF32:
-    case GgmlType::kF16:
-    case GgmlType::kBF16:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ4_1:
-    case GgmlType::kQ5_0:
-    case GgmlType::kQ5_1:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K:
-      return true;
-    default:
-      return false;
+  for (GgmlType t : kComputeTypes) {
+    if (t == type) return true;
   }
+  return false;
 }
+
+std::span<const GgmlType> compute_types() { return kComputeTypes; }
 
 Result<uint64_t> bytes_per_row(GgmlType type, int64_t n) {
   const TypeTraits& t = type_traits(type);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "core/result.h"
@@ -43,6 +44,7 @@ enum class GgmlType : uint32_t {
   kBF16 = 30,
   kTQ1_0 = 34,
   kTQ2_0 = 35,
+  kMXFP4 = 39,
 };
 
 struct TypeTraits {
@@ -57,9 +59,12 @@ const TypeTraits& type_traits(GgmlType type);  // for known enum values only
 std::string_view type_name(GgmlType type);
 // Parses "q4_0", "F16", ... (case-insensitive).
 Result<GgmlType> parse_type_name(std::string_view name);
-// True for the types tova's kernels implement (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K, Q5_K, Q6_K).
+// True for the types tova's kernels implement: compute_types().
 bool is_compute_supported(GgmlType type);
+// The weight types tova's kernels implement, in a fixed order (F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4): the one list tests and tools
+// iterate.
+std::span<const GgmlType> compute_types();
 // Bytes of one row of n elements; an error if n is not a multiple of the block size.
 Result<uint64_t> bytes_per_row(GgmlType type, int64_t n);
 

@@ -32,6 +32,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "kernels/quant_blocks.h"
@@ -58,9 +59,10 @@ namespace tova::kernels::HWY_NAMESPACE {
 // where corr = -offset * sum(a) (offset 8 Q4_0, 16 Q5_0, 0 Q8_0) completes a block's sum.
 // Q8_1 activations (Q4_1, Q5_1 weights): the same with corr[nb] the float s = d * sum(a) that
 // the weights' min m multiplies (the reference's m * s term).
-// Q8_K activations (Q4_K, Q5_K, Q6_K), nb super-blocks of 256:
+// IQ4_NL and MXFP4 take the Q8_0 layout (corr: MXFP4's offset 12, IQ4_NL's signed levels none).
+// Q8_K activations (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS), nb super-blocks of 256:
 //   qs[nb][256] int8 | d[nb] float | bsums[nb][16] int16
-// with bsums the negated Q8_K bsums (Q6_K: of 16 elements each), or (Q4_K, Q5_K) 8 zeros and
+// with bsums the negated Q8_K bsums (Q6_K, Q3_K, Q2_K: of 16 elements each), or (Q4_K, Q5_K) 8 zeros and
 // the negated sums of the 8 sub-blocks of 32; Q4_K's qs in the lane order of its kernel.
 
 // vpmaddwd kept apart from the add that follows it where clang would fuse them. Highway 1.0's
@@ -94,8 +96,14 @@ constexpr bool HasMin(GgmlType type) {
   return type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1;
 }
 
+// The types whose activations are Q8_K super-blocks.
+constexpr bool IsSuperBlock(GgmlType type) {
+  return type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K ||
+         type == GgmlType::kQ2_K || type == GgmlType::kQ3_K || type == GgmlType::kIQ4_XS;
+}
+
 inline int64_t DecodeActBytesAvx2(GgmlType type, int64_t n) {
-  if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K) {
+  if (IsSuperBlock(type)) {
     const int64_t nb = n / 256;
     return (nb * (256 + 4 + 32) + 63) / 64 * 64;
   }
@@ -109,6 +117,8 @@ inline int Avx2DecodeOffset(GgmlType type) {
       return 8;
     case GgmlType::kQ5_0:
       return 16;
+    case GgmlType::kMXFP4:  // levels -12..12 as 0..24
+      return 12;
     default:
       return 0;
   }
@@ -116,7 +126,7 @@ inline int Avx2DecodeOffset(GgmlType type) {
 
 // From the ggml activation blocks (Q8_0 or Q8_K) of one token.
 inline void PrepareAvx2Decode(GgmlType type, const uint8_t* blocks, int64_t n, uint8_t* out) {
-  if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K) {
+  if (IsSuperBlock(type)) {
     const int64_t nb = n / 256;
     float* d = reinterpret_cast<float*>(out + nb * 256);
     uint8_t* bsums = out + nb * 260;
@@ -138,14 +148,15 @@ inline void PrepareAvx2Decode(GgmlType type, const uint8_t* blocks, int64_t n, u
         std::memcpy(out + b * 256, blk + detail::Q8_K::kQs, 256);
       }
       d[b] = detail::load_f32(blk + detail::Q8_K::kD);
-      // Negated, so that the mins' (offset's) term is a plain sum. Q6_K: the 16 sums of 16.
+      // Negated, so that the mins' (offset's) term is a plain sum. Q6_K, Q3_K, Q2_K (and
+      // IQ4_XS, which does not read them): the 16 sums of 16.
       // Q4_K / Q5_K: 8 zero words, then the 8 sums of 32 (one per sub-block), the lanes of
       // the scales and mins vector of GemvQKAvx2.
       int16_t s16[16];
       std::memcpy(s16, blk + detail::Q8_K::kBsums, 32);
       int16_t v[16] = {};
       for (int g = 0; g < 16; ++g) {
-        if (type == GgmlType::kQ6_K) {
+        if (type != GgmlType::kQ4_K && type != GgmlType::kQ5_K) {
           v[g] = static_cast<int16_t>(-s16[g]);
         } else if (g < 8) {
           v[8 + g] = static_cast<int16_t>(-(s16[2 * g] + s16[2 * g + 1]));
@@ -237,6 +248,8 @@ constexpr auto BlockOf() {
   else if constexpr (kType == GgmlType::kQ4_1) return detail::Q4_1{};
   else if constexpr (kType == GgmlType::kQ5_0) return detail::Q5_0{};
   else if constexpr (kType == GgmlType::kQ5_1) return detail::Q5_1{};
+  else if constexpr (kType == GgmlType::kIQ4_NL) return detail::IQ4_NL{};
+  else if constexpr (kType == GgmlType::kMXFP4) return detail::MXFP4{};
   else return detail::Q8_0{};
 }
 template <GgmlType kType>
@@ -244,6 +257,18 @@ using Block = decltype(BlockOf<kType>());
 template <GgmlType kType>
 constexpr int BlockBytes() {
   return Block<kType>::kBytes;
+}
+
+// Weights multiplied as signed bytes (|w| times a with w's sign): Q8_0 and IQ4_NL's levels
+// -127..113. Their pair sums can reach 2 * 127 * 128: SumLanes8, not SumLanes8Small.
+template <GgmlType kType>
+constexpr bool SignedBlocks() {
+  return kType == GgmlType::kQ8_0 || kType == GgmlType::kIQ4_NL;
+}
+
+// A 16-entry byte table in both 128-bit lanes, for vpshufb.
+HWY_INLINE __m256i CodeTable256(const CodeTable& t) {
+  return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.v)));
 }
 
 template <GgmlType kType>
@@ -261,6 +286,16 @@ HWY_INLINE __m256i LoadBlockWeights(const uint8_t* blk) {
     if constexpr (kType == GgmlType::kQ5_0 || kType == GgmlType::kQ5_1) {
       w = _mm256_or_si256(w, FifthBits32(blk + Block<kType>::kQh));
     }
+    if constexpr (kType == GgmlType::kIQ4_NL) {  // the levels as signed bytes
+      alignas(16) static constexpr CodeTable kLevels = [] {
+        CodeTable t{};
+        for (int i = 0; i < 16; ++i) t.v[i] = static_cast<uint8_t>(detail::kIQ4NLValues[i]);
+        return t;
+      }();
+      w = _mm256_shuffle_epi8(CodeTable256(kLevels), w);
+    } else if constexpr (kType == GgmlType::kMXFP4) {  // level + 12
+      w = _mm256_shuffle_epi8(CodeTable256(kMXFP4Codes), w);
+    }
     return w;
   }
 }
@@ -270,7 +305,7 @@ template <GgmlType kType>
 HWY_INLINE __m256i BlockDot(__m256i w, const uint8_t* a) {
   __m256i av = _mm256_load_si256(reinterpret_cast<const __m256i*>(a));
   __m256i wu = w;
-  if constexpr (kType == GgmlType::kQ8_0) {  // |w| times a with w's sign
+  if constexpr (SignedBlocks<kType>()) {  // |w| times a with w's sign
     av = _mm256_sign_epi8(av, w);
     wu = _mm256_sign_epi8(w, w);
   }
@@ -287,7 +322,8 @@ HWY_INLINE __m256i SumLanes8(const __m256i (&s)[8]) {
 }
 
 // The same for blocks whose lanes are small: any two lanes of one s[b] sum to at most 2^15 - 1
-// in magnitude (Q4_0 / Q4_1: 4 * 15 * 127 = 7620 per lane, Q5_0 / Q5_1: 15748). The lanes
+// in magnitude (Q4_0 / Q4_1: 4 * 15 * 127 = 7620 per lane, Q5_0 / Q5_1: 15748, MXFP4's 0..24:
+// 12192). The lanes
 // then fit int16, so two blocks are packed into one vector (vpackssdw, exact) and summed
 // pairwise by vpmaddwd: 6 packs and 6 madds instead of 6 vphaddd, which take more of the
 // shuffle ports that the nibble unpacking needs too. The same exact int32 sums, lane b = block b.
@@ -305,11 +341,35 @@ HWY_INLINE __m256i SumLanes8Small(const __m256i (&s)[8]) {
                           _mm256_permute2x128_si256(q0, q1, 0x31));
 }
 
+// MXFP4's E8M0 exponents of 8 consecutive blocks as the floats 2^(e - 128) (e8m0_half): the
+// exponent field e - 1, or for e < 2 the denormals 2^21 << e.
+HWY_INLINE __m256 E8M0Half8(const uint8_t* blk) {
+  constexpr int B = detail::MXFP4::kBytes;
+  uint64_t e8 = 0;
+  for (int i = 0; i < 8; ++i) e8 |= static_cast<uint64_t>(blk[i * B]) << (8 * i);
+  const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(e8)));
+  const __m256i norm = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i denorm = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(norm, denorm, small));
+}
+
+// A block's scale broadcast: f16 d, or MXFP4's E8M0 exponent.
+template <GgmlType kType>
+HWY_INLINE __m256 BlockScale(const uint8_t* blk) {
+  if constexpr (kType == GgmlType::kMXFP4) {
+    return _mm256_set1_ps(detail::e8m0_half(blk[detail::MXFP4::kE]));
+  } else {
+    return F16Bcast(blk);
+  }
+}
+
 // The f16 scales of 8 consecutive blocks as floats. Eight scalar 16-bit loads packed with
 // shifts and ors run on the integer ALUs, beside the vector work of the blocks; the gather of
 // the same words (vpgatherdd, microcoded on Zen 4) was where the 8-block loop stalled.
 template <GgmlType kType>
 HWY_INLINE __m256 Scales8(const uint8_t* blk) {
+  if constexpr (kType == GgmlType::kMXFP4) return E8M0Half8(blk);
   constexpr int B = BlockBytes<kType>();
   uint64_t half[2];
   for (int h = 0; h < 2; ++h) {
@@ -352,8 +412,8 @@ void GemvBlocksAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int6
       for (int i = 0; i < 8; ++i) {
         s[i] = BlockDot<kType>(LoadBlockWeights<kType>(blk + i * kBytes), a[0].qs + 32 * (b + i));
       }
-      __m256i sum = kType == GgmlType::kQ8_0 ? SumLanes8(s) : SumLanes8Small(s);
-      if constexpr (kType != GgmlType::kQ8_0 && !HasMin(kType)) {
+      __m256i sum = SignedBlocks<kType>() ? SumLanes8(s) : SumLanes8Small(s);
+      if constexpr (!SignedBlocks<kType>() && !HasMin(kType)) {
         sum = _mm256_add_epi32(sum, _mm256_loadu_si256(
                                         reinterpret_cast<const __m256i*>(a[0].corr + b)));
       }
@@ -373,7 +433,7 @@ void GemvBlocksAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int6
         _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch), _MM_HINT_T0);
       }
       const __m256i w = LoadBlockWeights<kType>(blk);
-      const __m256 dw = F16Bcast(blk);
+      const __m256 dw = BlockScale<kType>(blk);
       for (int t = 0; t < T; ++t) {
         if constexpr (HasMin(kType)) {
           // m * s joins lane 0 (the lanes are summed at the end).
@@ -671,6 +731,196 @@ void GemvQ6_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_
   }
 }
 
+// Q2_K (kQ3 false) and Q3_K: per 128-element half, 32 bytes of two-bit fields make four vectors
+// of 32 values (shifts 0, 2, 4, 6); vector j of half h covers sub-blocks 8h + 2j and 8h + 2j + 1
+// (one per 128-bit lane), as Q6_K's chunks. Q3_K's third bit, bit 4h + j of hmask[l], is moved
+// to bit 2 by one 16-bit shift (within each byte for shifts of at most 5). Q3_K's offset of 4
+// comes off once, -4 * sum_j sc_j * bsum_j; Q2_K's mins are -dmin * sum_j m_j * bsum_j.
+template <bool kQ3, int R, int T>
+void GemvQ23_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                   int64_t prefetch, float* out) {
+  using Blk = std::conditional_t<kQ3, detail::Q3_K, detail::Q2_K>;
+  const int64_t nb = n / 256;
+  Q8_KRow a[T];
+  for (int t = 0; t < T; ++t) a[t] = Q8_KRowOf(acts[t], nb);
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m256i x04 = _mm256_set1_epi8(4);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * Blk::kBytes;
+      {  // no test of prefetch == 0: the block itself then, already on its way
+        const char* next = reinterpret_cast<const char*>(blk + prefetch);
+        _mm_prefetch(next, _MM_HINT_T0);
+        _mm_prefetch(next + 64, _MM_HINT_T0);
+      }
+      // The 16 sub-block scales as int16 (Q3_K: sc - 32), and Q2_K's mins.
+      __m256i sc16, m16 = _mm256_setzero_si256();
+      if constexpr (kQ3) {
+        // Four scales per 32-bit word (scale_q3_k's layout): low nibbles from bytes 0-7, the
+        // top bit pairs from bytes 8-11, two bits further per group of four.
+        const uint8_t* q = blk + detail::Q3_K::kScales;
+        const uint32_t w0 = detail::load_u32(q), w1 = detail::load_u32(q + 4);
+        const uint32_t top = detail::load_u32(q + 8);
+        const uint32_t lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+        const __m128i s8 = _mm_setr_epi32(
+            static_cast<int>((w0 & lo4) | ((top & lo2) << 4)),
+            static_cast<int>((w1 & lo4) | (((top >> 2) & lo2) << 4)),
+            static_cast<int>(((w0 >> 4) & lo4) | (((top >> 4) & lo2) << 4)),
+            static_cast<int>(((w1 >> 4) & lo4) | (((top >> 6) & lo2) << 4)));
+        sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(s8), _mm256_set1_epi16(32));
+      } else {
+        const __m256i raw = _mm256_cvtepu8_epi16(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + detail::Q2_K::kScales)));
+        sc16 = _mm256_and_si256(raw, _mm256_set1_epi16(0x0F));
+        m16 = _mm256_srli_epi16(raw, 4);
+      }
+      __m256i hm = _mm256_setzero_si256();
+      if constexpr (kQ3) hm = Load256(blk + detail::Q3_K::kHmask);
+      // Two chains of sums (even and odd vectors), for vpdpwssd's latency on AVX3_DL.
+      __m256i isum[T], isum2[T], msum[T];
+      for (int t = 0; t < T; ++t) {
+        const __m256i sb = MaddWd(kQ3 ? sc16 : m16, Load256(a[t].bsums + 32 * b));
+        // bsums are stored negated: Q3_K -4 * sum sc_j bsum_j; Q2_K -sum m_j bsum_j.
+        isum[t] = kQ3 ? _mm256_slli_epi32(sb, 2) : _mm256_setzero_si256();
+        msum[t] = sb;
+        isum2[t] = _mm256_setzero_si256();
+      }
+      for (int h = 0; h < 2; ++h) {
+        const __m256i q = Load256(blk + Blk::kQs + 32 * h);
+        const __m256i sch = h == 0 ? _mm256_permute4x64_epi64(sc16, 0x44)
+                                   : _mm256_permute4x64_epi64(sc16, 0xEE);
+        for (int j = 0; j < 4; ++j) {
+          __m256i v = _mm256_and_si256(j == 0   ? q
+                                       : j == 1 ? _mm256_srli_epi16(q, 2)
+                                       : j == 2 ? _mm256_srli_epi16(q, 4)
+                                                : _mm256_srli_epi16(q, 6),
+                                       m3);
+          if constexpr (kQ3) {
+            const int bit = 4 * h + j;  // to bit 2
+            const __m256i hb = bit == 0   ? _mm256_slli_epi16(hm, 2)
+                               : bit == 1 ? _mm256_slli_epi16(hm, 1)
+                               : bit == 2 ? hm
+                               : bit == 3 ? _mm256_srli_epi16(hm, 1)
+                               : bit == 4 ? _mm256_srli_epi16(hm, 2)
+                               : bit == 5 ? _mm256_srli_epi16(hm, 3)
+                               : bit == 6 ? _mm256_srli_epi16(hm, 4)
+                                          : _mm256_srli_epi16(hm, 5);
+            v = _mm256_or_si256(v, _mm256_and_si256(hb, x04));
+          }
+          const __m256i sw = _mm256_shuffle_epi8(sch, WordBcast(2 * j, 2 * j + 1));
+          for (int t = 0; t < T; ++t) {
+            const __m256i p =
+                _mm256_maddubs_epi16(v, Load256(a[t].qs + 256 * b + 128 * h + 32 * j));
+            if (j % 2 == 0) {
+              isum[t] = MaddWdAdd(isum[t], p, sw);
+            } else {
+              isum2[t] = MaddWdAdd(isum2[t], p, sw);
+            }
+          }
+        }
+      }
+      const float d = LoadF16(blk + Blk::kD);
+      for (int t = 0; t < T; ++t) {
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(isum[t], isum2[t])),
+                                    _mm256_set1_ps(d * a[t].d[b]), acc[r][t]);
+        if constexpr (!kQ3) {
+          const float dmin = LoadF16(blk + detail::Q2_K::kDmin);
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum[t]),
+                                      _mm256_set1_ps(dmin * a[t].d[b]), acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) out[r * T + t] = HSum(acc[r][t]);
+  }
+}
+
+template <int R, int T>
+void GemvQ2_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  GemvQ23_KAvx2<false, R, T>(rows, acts, n, prefetch, out);
+}
+template <int R, int T>
+void GemvQ3_KAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                  int64_t prefetch, float* out) {
+  GemvQ23_KAvx2<true, R, T>(rows, acts, n, prefetch, out);
+}
+
+// IQ4_XS: per sub-block of 32 one 16-byte load, its nibbles [low | high] = elements in order,
+// looked up as signed levels (vpshufb) and multiplied as |w| times a with w's sign; the int16
+// pair sums (at most 2 * 127 * 127) times the sub-block's scale ls - 32 by vpmaddwd, so the
+// super-block sums exactly in int32 (at most 8 * 2 * 32258 * 32 per lane) before one float
+// multiply-add, as the reference.
+template <int R, int T>
+void GemvIQ4_XSAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                    int64_t prefetch, float* out) {
+  const int64_t nb = n / 256;
+  Q8_KRow a[T];
+  for (int t = 0; t < T; ++t) a[t] = Q8_KRowOf(acts[t], nb);
+  alignas(16) static constexpr CodeTable kLevels = [] {
+    CodeTable t{};
+    for (int i = 0; i < 16; ++i) t.v[i] = static_cast<uint8_t>(detail::kIQ4NLValues[i]);
+    return t;
+  }();
+  const __m256i levels = CodeTable256(kLevels);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i shift = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * detail::IQ4_XS::kBytes;
+      {  // no test of prefetch == 0: the block itself then, already on its way
+        const char* next = reinterpret_cast<const char*>(blk + prefetch);
+        _mm_prefetch(next, _MM_HINT_T0);
+        _mm_prefetch(next + 64, _MM_HINT_T0);
+        _mm_prefetch(next + 128, _MM_HINT_T0);
+      }
+      // The eight scales ls - 32: nibble j of scales_l | bits 2j..2j+1 of scales_h << 4.
+      const uint32_t sl = detail::load_u32(blk + detail::IQ4_XS::kScalesL);
+      const uint32_t sh = detail::load_u16(blk + detail::IQ4_XS::kScalesH);
+      __m256i isum[T], isum2[T];
+      for (int t = 0; t < T; ++t) {
+        isum[t] = _mm256_setzero_si256();
+        isum2[t] = _mm256_setzero_si256();
+      }
+      for (int j = 0; j < 8; ++j) {
+        const int ls = static_cast<int>(((sl >> (4 * j)) & 0xF) | (((sh >> (2 * j)) & 3) << 4));
+        const __m256i sw = _mm256_set1_epi16(static_cast<int16_t>(ls - 32));
+        const __m256i q = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + detail::IQ4_XS::kQs + 16 * j)));
+        const __m256i w =
+            _mm256_shuffle_epi8(levels, _mm256_and_si256(_mm256_srlv_epi32(q, shift), m4));
+        const __m256i wabs = _mm256_sign_epi8(w, w);
+        for (int t = 0; t < T; ++t) {
+          const __m256i av = _mm256_sign_epi8(Load256(a[t].qs + 256 * b + 32 * j), w);
+          const __m256i p = _mm256_maddubs_epi16(wabs, av);
+          if (j % 2 == 0) {
+            isum[t] = MaddWdAdd(isum[t], p, sw);
+          } else {
+            isum2[t] = MaddWdAdd(isum2[t], p, sw);
+          }
+        }
+      }
+      const float d = LoadF16(blk + detail::IQ4_XS::kD);
+      for (int t = 0; t < T; ++t) {
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(isum[t], isum2[t])),
+                                    _mm256_set1_ps(d * a[t].d[b]), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) out[r * T + t] = HSum(acc[r][t]);
+  }
+}
+
 // ---- dispatch (the same interface as the AVX3_DL kernels) ----
 
 using GemvDecodeFn = void (*)(const uint8_t* const*, const uint8_t* const*, int64_t, int64_t,
@@ -688,6 +938,11 @@ inline bool HasGemvDecodeAvx2(GgmlType type) {
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
     case GgmlType::kQ6_K:
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
+    case GgmlType::kIQ4_NL:
+    case GgmlType::kIQ4_XS:
+    case GgmlType::kMXFP4:
       return true;
     default:
       return false;
@@ -711,6 +966,11 @@ inline GemvDecodeFn PickGemvDecodeAvx2(GgmlType type, int r, int t) {
   static constexpr GemvDecodeFn kQ4_K[2][4] = TOVA_TABLE(GemvQ4_KAvx2);
   static constexpr GemvDecodeFn kQ5_K[2][4] = TOVA_TABLE(GemvQ5_KAvx2);
   static constexpr GemvDecodeFn kQ6_K[2][4] = TOVA_TABLE(GemvQ6_KAvx2);
+  static constexpr GemvDecodeFn kQ2_K[2][4] = TOVA_TABLE(GemvQ2_KAvx2);
+  static constexpr GemvDecodeFn kQ3_K[2][4] = TOVA_TABLE(GemvQ3_KAvx2);
+  static constexpr GemvDecodeFn kIQ4_XS[2][4] = TOVA_TABLE(GemvIQ4_XSAvx2);
+  static constexpr GemvDecodeFn kIQ4_NL[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kIQ4_NL);
+  static constexpr GemvDecodeFn kMXFP4[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kMXFP4);
 #undef TOVA_BLOCKS_TABLE
 #undef TOVA_BLOCKS_ROW
 #undef TOVA_TABLE
@@ -730,6 +990,16 @@ inline GemvDecodeFn PickGemvDecodeAvx2(GgmlType type, int r, int t) {
       return kQ4_K[r - 1][t - 1];
     case GgmlType::kQ5_K:
       return kQ5_K[r - 1][t - 1];
+    case GgmlType::kQ2_K:
+      return kQ2_K[r - 1][t - 1];
+    case GgmlType::kQ3_K:
+      return kQ3_K[r - 1][t - 1];
+    case GgmlType::kIQ4_XS:
+      return kIQ4_XS[r - 1][t - 1];
+    case GgmlType::kIQ4_NL:
+      return kIQ4_NL[r - 1][t - 1];
+    case GgmlType::kMXFP4:
+      return kMXFP4[r - 1][t - 1];
     default:
       return kQ6_K[r - 1][t - 1];
   }

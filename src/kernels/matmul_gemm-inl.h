@@ -244,8 +244,9 @@ void GemmInt8Tile(const uint8_t* const* u, const int8_t* const* w, const float* 
   }
 }
 
-// Q8_0 / Q8_1 weights (the only 8-bit ones) take the signed tile.
-inline bool GemmSigned(GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ8_1; }
+// The 8-bit weights (Q8_0 / Q8_1, and the IQ4 levels -127..113 with their offset of 128) take
+// the signed tile.
+inline bool GemmSigned(GgmlType t) { return detail::unpack_info(t).offset == 128; }
 
 template <int G, int kSteps, bool kSigned>
 GemmInt8Fn PickGemmFor(int r, int nt) {
@@ -268,7 +269,7 @@ GemmInt8Fn PickGemmFor(int r, int nt) {
 inline GemmInt8Fn PickGemmInt8(GgmlType t, int group, int r, int nt) {
   if (GemmSigned(t)) return PickGemmFor<32, 1, true>(r, nt);
   const int bits = detail::unpack_info(t).bits;
-  if (group == 16) return PickGemmFor<16, 2, false>(r, nt);  // Q6_K (6 bits: 2 steps)
+  if (group == 16) return PickGemmFor<16, 2, false>(r, nt);  // Q6_K, Q3_K, Q2_K (<= 6 bits)
   if (bits <= 4) return PickGemmFor<32, 8, false>(r, nt);
   if (bits == 5) return PickGemmFor<32, 4, false>(r, nt);
   return PickGemmFor<32, 2, false>(r, nt);

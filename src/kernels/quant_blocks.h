@@ -56,6 +56,34 @@ struct Q5_K {
 struct Q6_K {
   static constexpr int kBytes = 210, kQl = 0, kQh = 128, kScales = 192, kD = 208;
 };
+// Q2_K: u8 scales[16] (low nibble: scale, high nibble: min of 16 elements); u8 qs[64]; f16 d,
+// dmin. Value d * sc * q - dmin * m with q two bits: element 128h + 32j + l (l < 32) is bits
+// 2j..2j+1 of qs[32h + l]; sub-block e / 16 holds element e.
+struct Q2_K {
+  static constexpr int kBytes = 84, kScales = 0, kQs = 16, kD = 80, kDmin = 82;
+};
+// Q3_K: u8 hmask[32]; u8 qs[64]; u8 scales[12] (16 six-bit scales, see scale_q3_k); f16 d.
+// Value d * (sc - 32) * (q - 4) with q three bits: the two low bits as Q2_K's, the third bit
+// 4h + j of hmask[l] for element 128h + 32j + l.
+struct Q3_K {
+  static constexpr int kBytes = 110, kHmask = 0, kQs = 32, kScales = 96, kD = 108;
+};
+// IQ4_NL: f16 d; u8 qs[16]; Q4_0's nibble order, value d * kIQ4NLValues[q].
+struct IQ4_NL {
+  static constexpr int kBytes = 18, kD = 0, kQs = 2;
+};
+// IQ4_XS: f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]. Sub-block j (32 elements) has the
+// six-bit scale ls_j = nibble j of scales_l | bits 2j..2j+1 of scales_h << 4, value
+// d * (ls_j - 32) * kIQ4NLValues[q]; its 16 bytes qs[16j ..] in Q4_0's nibble order.
+struct IQ4_XS {
+  static constexpr int kBytes = 136, kD = 0, kScalesH = 2, kScalesL = 4, kQs = 8;
+};
+// MXFP4: u8 e (E8M0 shared exponent); u8 qs[16] (FP4 E2M1 codes, Q4_0's nibble order).
+// Value kMXFP4Values[q] * e8m0_half(e): the table holds the E2M1 values doubled (integers), the
+// scale is halved to match.
+struct MXFP4 {
+  static constexpr int kBytes = 17, kE = 0, kQs = 1;
+};
 // Q8_K: f32 d; i8 qs[256]; i16 bsums[16] (sums of qs in groups of 16).
 struct Q8_K {
   static constexpr int kBytes = 292, kD = 0, kQs = 4, kBsums = 260;
@@ -94,6 +122,37 @@ inline void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
   }
 }
 
+// IQ4_NL / IQ4_XS's non-linear 4-bit levels.
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+// FP4 E2M1 values times 2: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives.
+inline constexpr int8_t kMXFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e - 128): half the E8M0 value 2^(e - 127), since kMXFP4Values are doubled. e = 0 and 1
+// are float denormals (2^-128, 2^-127); e = 255 (NaN in the spec) is read as 2^127, as ggml does.
+inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23);
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+// Six-bit scale i (0..15) of a Q3_K block, 0..63 (the value multiplies sc - 32): its low nibble
+// is in byte i (i < 8, low nibble) or i - 8 (high nibble), its top two bits are bits
+// 2 * (i / 4) of byte 8 + i % 4.
+inline int scale_q3_k(int i, const uint8_t* q) {
+  const int lo = i < 8 ? (q[i] & 0xF) : (q[i - 8] >> 4);
+  const int hi = (q[8 + i % 4] >> (2 * (i / 4))) & 3;
+  return lo | (hi << 4);
+}
+
+// Six-bit scale j (0..7) of an IQ4_XS block, 0..63 (the value multiplies ls - 32).
+inline int scale_iq4_xs(int j, const uint8_t* blk) {
+  const int lo = (blk[IQ4_XS::kScalesL + j / 2] >> (4 * (j % 2))) & 0xF;
+  const int hi = (load_u16(blk + IQ4_XS::kScalesH) >> (2 * j)) & 3;
+  return lo | (hi << 4);
+}
+
 // How the SIMD kernels see a quantized type: each row is unpacked into one unsigned byte per
 // element (u) plus, per group of `group` elements, a float `mul` and `add`, so that element k of
 // group g is (u[k] - offset) * mul[g] + add[g] -- evaluated in exactly that order, which is also
@@ -126,6 +185,18 @@ inline UnpackInfo unpack_info(GgmlType type) {
       return {32, 0, true, 5};
     case GgmlType::kQ6_K:
       return {16, 32, false, 6};
+    case GgmlType::kQ2_K:
+      return {16, 0, true, 2};
+    case GgmlType::kQ3_K:
+      return {16, 4, false, 3};
+    // The non-linear types: u = level + offset, mul the block (or sub-block) scale. IQ4's levels
+    // span -127..113 (u up to 241, the signed path on AVX2, as Q8_0); MXFP4's -12..12 fit five
+    // unsigned bits.
+    case GgmlType::kIQ4_NL:
+    case GgmlType::kIQ4_XS:
+      return {32, 128, false, 8};
+    case GgmlType::kMXFP4:
+      return {32, 12, false, 5};
     default:
       return {};
   }

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/half.h"
 #include "hwy/highway.h"
@@ -366,6 +367,118 @@ inline void UnpackQ6_K(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, f
   }
 }
 
+// ---- Q2_K, Q3_K: sub-blocks of 16; IQ4_NL, IQ4_XS, MXFP4: 4-bit codes through a table ----
+
+// Q2_K: u = the two-bit q, mul = d * sc, add = -(dmin * m) (as Q4_K, bit-exact with the
+// reference's dl * q - ml). Q3_K: u = the three-bit q (offset 4), mul = d * (sc - 32).
+template <bool kQ3>
+inline void UnpackQ23_K(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
+  using Blk = std::conditional_t<kQ3, detail::Q3_K, detail::Q2_K>;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * Blk::kBytes;
+    const float d = LoadF16(blk + Blk::kD);
+    for (int j = 0; j < 16; ++j) {
+      if constexpr (kQ3) {
+        mul[16 * b + j] =
+            d * static_cast<float>(detail::scale_q3_k(j, blk + detail::Q3_K::kScales) - 32);
+        add[16 * b + j] = 0.0f;
+      } else {
+        const int sc = blk[detail::Q2_K::kScales + j];
+        mul[16 * b + j] = d * static_cast<float>(sc & 0xF);
+        add[16 * b + j] = -(LoadF16(blk + detail::Q2_K::kDmin) * static_cast<float>(sc >> 4));
+      }
+    }
+    uint8_t* o = u + detail::kQK_K * b;
+#if HWY_TARGET != HWY_SCALAR
+    const D8 d8;
+    const auto three = hn::Set(d8, 3);
+    for (int h = 0; h < 2; ++h) {
+      for (int l = 0; l < 32; l += 16) {
+        const auto q = hn::LoadU(d8, blk + Blk::kQs + 32 * h + l);
+        hn::Vec<D8> v[4] = {hn::And(q, three), hn::And(hn::ShiftRight<2>(q), three),
+                            hn::And(hn::ShiftRight<4>(q), three), hn::ShiftRight<6>(q)};
+        if constexpr (kQ3) {
+          const auto hm = hn::LoadU(d8, blk + detail::Q3_K::kHmask + l);
+          for (int j = 0; j < 4; ++j) {
+            const auto bit = hn::Set(d8, static_cast<uint8_t>(1u << (4 * h + j)));
+            v[j] = hn::Or(v[j], hn::IfThenElseZero(hn::TestBit(hm, bit), hn::Set(d8, 4)));
+          }
+        }
+        for (int j = 0; j < 4; ++j) hn::StoreU(v[j], d8, o + 128 * h + 32 * j + l);
+      }
+    }
+#else
+    for (int e = 0; e < detail::kQK_K; ++e) {
+      const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+      int q = (blk[Blk::kQs + 32 * h + l] >> (2 * j)) & 3;
+      if constexpr (kQ3) q |= ((blk[detail::Q3_K::kHmask + l] >> (4 * h + j)) & 1) << 2;
+      o[e] = static_cast<uint8_t>(q);
+    }
+#endif
+  }
+}
+
+// The unsigned bytes (level + offset) of the 4-bit codes of the table types.
+struct alignas(16) CodeTable {
+  uint8_t v[16];
+};
+inline constexpr CodeTable kIQ4Codes = [] {
+  CodeTable t{};
+  for (int i = 0; i < 16; ++i) t.v[i] = static_cast<uint8_t>(detail::kIQ4NLValues[i] + 128);
+  return t;
+}();
+inline constexpr CodeTable kMXFP4Codes = [] {
+  CodeTable t{};
+  for (int i = 0; i < 16; ++i) t.v[i] = static_cast<uint8_t>(detail::kMXFP4Values[i] + 12);
+  return t;
+}();
+
+// 32 elements of 4-bit codes (Q4_0's nibble order) through `table` to o[0..31].
+HWY_INLINE void UnpackCodes32(const uint8_t* qs, const CodeTable& table, uint8_t* o) {
+#if HWY_TARGET != HWY_SCALAR
+  const D8 d8;
+  const auto t = hn::Load(d8, table.v);
+  const auto q = hn::LoadU(d8, qs);
+  hn::StoreU(hn::TableLookupBytes(t, hn::And(q, hn::Set(d8, 0x0F))), d8, o);
+  hn::StoreU(hn::TableLookupBytes(t, hn::ShiftRight<4>(q)), d8, o + 16);
+#else
+  for (int j = 0; j < 16; ++j) {
+    o[j] = table.v[qs[j] & 0xF];
+    o[j + 16] = table.v[qs[j] >> 4];
+  }
+#endif
+}
+
+inline void UnpackIQ4_NL(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * detail::IQ4_NL::kBytes;
+    UnpackCodes32(blk + detail::IQ4_NL::kQs, kIQ4Codes, u + 32 * b);
+    mul[b] = LoadF16(blk + detail::IQ4_NL::kD);
+    add[b] = 0.0f;
+  }
+}
+
+inline void UnpackIQ4_XS(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * detail::IQ4_XS::kBytes;
+    const float d = LoadF16(blk + detail::IQ4_XS::kD);
+    for (int j = 0; j < 8; ++j) {
+      UnpackCodes32(blk + detail::IQ4_XS::kQs + 16 * j, kIQ4Codes, u + 256 * b + 32 * j);
+      mul[8 * b + j] = d * static_cast<float>(detail::scale_iq4_xs(j, blk) - 32);
+      add[8 * b + j] = 0.0f;
+    }
+  }
+}
+
+inline void UnpackMXFP4(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * detail::MXFP4::kBytes;
+    UnpackCodes32(blk + detail::MXFP4::kQs, kMXFP4Codes, u + 32 * b);
+    mul[b] = detail::e8m0_half(blk[detail::MXFP4::kE]);
+    add[b] = 0.0f;
+  }
+}
+
 // Unpacks n elements (a multiple of the block size) of a quantized row.
 inline void UnpackRow(GgmlType type, const uint8_t* row, int64_t n, uint8_t* u, float* mul,
                       float* add) {
@@ -384,6 +497,16 @@ inline void UnpackRow(GgmlType type, const uint8_t* row, int64_t n, uint8_t* u, 
       return UnpackQ8(row, n / 32, detail::Q8_1::kBytes, detail::Q8_1::kQs, u, mul, add);
     case GgmlType::kQ8_K:
       return UnpackQ8_K(row, n / 256, u, mul, add);
+    case GgmlType::kQ2_K:
+      return UnpackQ23_K<false>(row, n / 256, u, mul, add);
+    case GgmlType::kQ3_K:
+      return UnpackQ23_K<true>(row, n / 256, u, mul, add);
+    case GgmlType::kIQ4_NL:
+      return UnpackIQ4_NL(row, n / 32, u, mul, add);
+    case GgmlType::kIQ4_XS:
+      return UnpackIQ4_XS(row, n / 256, u, mul, add);
+    case GgmlType::kMXFP4:
+      return UnpackMXFP4(row, n / 32, u, mul, add);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     case GgmlType::kQ4_K:
       return UnpackQKAvx512(row, n / 256, detail::Q4_K::kBytes, detail::Q4_K::kQs, -1, u, mul, add);

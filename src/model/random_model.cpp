@@ -110,6 +110,23 @@ std::vector<RandomShape> make_shapes() {
                .tied_output = true,
                .qkv_bias = true,
                .vocab_file = "ggml-vocab-starcoder.gguf"});
+  // The weight-type fixtures (tests/data/quant, scripts/make_quant_goldens.sh): rows of 256 and
+  // 512 for the super-block types, stories260K's 512-token vocabulary so that the files and
+  // their logits stay small.
+  s.push_back({.name = "tiny-quant",
+               .description = "tiny llama for weight-type goldens (tests)",
+               .arch = "llama",
+               .n_layer = 2,
+               .n_embd = 256,
+               .n_head = 4,
+               .n_head_kv = 2,
+               .n_ff = 512,
+               .n_vocab = 512,
+               .n_ctx = 256,
+               .rms_eps = 1e-5f,
+               .weight_std = 0.08f,  // the arch fixtures' 0.15 at 64 wide, scaled by 1/sqrt(4)
+               .random_norms = true,
+               .vocab_file = "stories260K.gguf"});
   // Architecture fixtures (--arch): each architecture file lists its own (ArchSpec::fixtures).
   for (const ArchSpec* a : all_archs()) {
     for (RandomShape f : a->fixtures()) {
@@ -120,21 +137,23 @@ std::vector<RandomShape> make_shapes() {
   return s;
 }
 
-constexpr GgmlType kRandomTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
-                                     GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
-                                     GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ4_K,
-                                     GgmlType::kQ5_K, GgmlType::kQ6_K};
+// Every type tova computes with can be written: the registry's list (core/dtype).
+const std::span<const GgmlType> kRandomTypes = compute_types();
 
 bool divides(GgmlType t, int64_t n_in) { return n_in % type_traits(t).block_size == 0; }
 
-// llama-quantize's fallback for a k-quant whose super-block does not divide the row.
+// llama-quantize's fallback for a 256-block type whose super-block does not divide the row
+// (tensor_type_fallback in its llama-quant.cpp).
 GgmlType fallback(GgmlType t, int64_t n_in) {
   if (divides(t, n_in)) return t;
   GgmlType f = GgmlType::kF16;
   switch (t) {
+    case GgmlType::kQ2_K: f = GgmlType::kQ4_0; break;
+    case GgmlType::kQ3_K: f = GgmlType::kQ4_0; break;
     case GgmlType::kQ4_K: f = GgmlType::kQ5_0; break;
     case GgmlType::kQ5_K: f = GgmlType::kQ5_1; break;
     case GgmlType::kQ6_K: f = GgmlType::kQ8_0; break;
+    case GgmlType::kIQ4_XS: f = GgmlType::kIQ4_NL; break;
     default: break;
   }
   return divides(f, n_in) ? f : GgmlType::kF16;
@@ -372,6 +391,13 @@ GgmlType random_matrix_type(GgmlType base, MatrixRole role, bool tied_output, in
   if (!is_quantized(base)) return base;
   const bool is_output =
       role == MatrixRole::kOutput || (tied_output && role == MatrixRole::kTokenEmbd);
+  if (base == GgmlType::kMXFP4) {
+    // llama-quantize's MXFP4_MOE writes MXFP4 into expert tensors only and Q8_0 everywhere
+    // else. The embedding and output follow it; the dense layer matrices of these shapes
+    // (which have no experts) take MXFP4, so that a file of --type mxfp4 computes with it.
+    if (is_output || role == MatrixRole::kTokenEmbd) return fallback(GgmlType::kQ8_0, n_in);
+    return fallback(base, n_in);
+  }
   if (is_output) {
     // llama-quantize: Q8_0 if the base type does not divide the row, the base type itself for
     // Q8_0 (and Q6_K), else Q6_K; then the k-quant fallback.
@@ -398,6 +424,11 @@ uint32_t llama_file_type(GgmlType base) {
     case GgmlType::kQ4_K: return 14;  // Q4_K_S: Q4_K everywhere but the output
     case GgmlType::kQ5_K: return 16;  // Q5_K_S
     case GgmlType::kQ6_K: return 18;
+    case GgmlType::kQ2_K: return 10;
+    case GgmlType::kQ3_K: return 11;    // Q3_K_S: Q3_K everywhere but the output
+    case GgmlType::kIQ4_NL: return 25;
+    case GgmlType::kIQ4_XS: return 30;
+    case GgmlType::kMXFP4: return 38;   // MXFP4_MOE
     case GgmlType::kBF16: return 32;
     default: return 0;
   }

@@ -1,6 +1,10 @@
 #include "model/tensor_loader.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string_view>
+#include <vector>
 
 #include "kernels/quant.h"
 
@@ -24,11 +28,11 @@ Result<kernels::WeightMatrix> TensorLoader::matrix(const std::string& name, int6
                                                    int64_t n_out) {
   TOVA_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, tensor(name, {n_in, n_out}));
   if (!is_compute_supported(t->type)) {
-    return make_error(
-        "{}: tensor '{}' has weight type {}, which tova does not support "
-        "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, "
-        "q6_k)",
-        f_.path(), name, type_name(t->type));
+    std::vector<std::string_view> names;
+    for (GgmlType c : compute_types()) names.push_back(type_name(c));
+    return make_error("{}: tensor '{}' has weight type {}, which tova does not support "
+                      "(supported: {})",
+                      f_.path(), name, type_name(t->type), fmt::join(names, ", "));
   }
   TOVA_ASSIGN_OR_RETURN(uint64_t row, bytes_per_row(t->type, n_in));
   return kernels::WeightMatrix{

@@ -1,6 +1,8 @@
 // ggml type tables: sizes derived by hand from each block layout, name parsing, row sizes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/dtype.h"
 
 namespace tova {
@@ -29,6 +31,9 @@ constexpr Expected kExpected[] = {
     {13, "q5_k", 256, 2 + 2 + 12 + 32 + 128},
     {14, "q6_k", 256, 128 + 64 + 16 + 2},
     {15, "q8_k", 256, 4 + 256 + 16 * 2},  // f32 d + int8 + int16 block sums
+    {20, "iq4_nl", 32, 2 + 16},           // d + 32 nibbles
+    {23, "iq4_xs", 256, 2 + 2 + 4 + 128},  // d, scales_h, scales_l + nibbles
+    {39, "mxfp4", 32, 1 + 16},            // E8M0 exponent + 32 FP4 nibbles
     {24, "i8", 1, 1},
     {25, "i16", 1, 2},
     {26, "i32", 1, 4},
@@ -52,7 +57,7 @@ TEST(Dtype, TraitsMatchBlockLayouts) {
 
 TEST(Dtype, UnknownIds) {
   // 4 and 5 (q4_2, q4_3) and 31..33 were removed from ggml; the rest were never assigned.
-  for (uint32_t id : {4u, 5u, 31u, 32u, 33u, 36u, 39u, 200u, 0xffffffffu}) {
+  for (uint32_t id : {4u, 5u, 31u, 32u, 33u, 36u, 40u, 200u, 0xffffffffu}) {
     EXPECT_EQ(find_type_traits(id), nullptr) << id;
   }
 }
@@ -99,10 +104,18 @@ TEST(Dtype, BytesPerRow) {
 TEST(Dtype, ComputeSupported) {
   for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
                      GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
-                     GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+                     GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kQ2_K,
+                     GgmlType::kQ3_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4}) {
     EXPECT_TRUE(is_compute_supported(t)) << type_name(t);
   }
-  for (GgmlType t : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ8_1, GgmlType::kQ8_K,
+  // The registry lists exactly the supported types, each once, every one a known type.
+  EXPECT_EQ(compute_types().size(), 16u);
+  for (GgmlType t : compute_types()) {
+    EXPECT_TRUE(is_compute_supported(t));
+    EXPECT_NE(find_type_traits(static_cast<uint32_t>(t)), nullptr);
+    EXPECT_EQ(std::count(compute_types().begin(), compute_types().end(), t), 1);
+  }
+  for (GgmlType t : {GgmlType::kQ8_1, GgmlType::kQ8_K, GgmlType::kIQ3_S,
                      GgmlType::kIQ2_XXS, GgmlType::kI32, GgmlType::kF64, GgmlType::kTQ1_0}) {
     EXPECT_FALSE(is_compute_supported(t)) << type_name(t);
   }

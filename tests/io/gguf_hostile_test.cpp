@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 
 #include "gguf_test_util.h"
 #include "io/gguf.h"
@@ -374,6 +375,22 @@ TEST(GgufHostile, BadDimensions) {
   const TensorInfoPos q = tensor_info(b, "t.b");
   poke<int64_t>(b, q.dims, 48);
   expect_rejected(b, {"tensor 't.b'", "row length 48", "block size 32"});
+  // The same for the low-bit types of mixture-of-experts files (t.b is one-dimensional).
+  struct Bad {
+    GgmlType type;
+    int64_t row;
+    const char* needle;
+  };
+  for (const Bad& bad : {Bad{GgmlType::kMXFP4, 48, "the mxfp4 block size 32"},
+                         Bad{GgmlType::kIQ4_NL, 40, "the iq4_nl block size 32"},
+                         Bad{GgmlType::kQ2_K, 288, "the q2_k block size 256"},
+                         Bad{GgmlType::kQ3_K, 64, "the q3_k block size 256"},
+                         Bad{GgmlType::kIQ4_XS, 320, "the iq4_xs block size 256"}}) {
+    b = small_file();
+    poke<int64_t>(b, q.dims, bad.row);
+    poke<uint32_t>(b, q.type(1), static_cast<uint32_t>(bad.type));
+    expect_rejected(b, {"tensor 't.b'", "row length " + std::to_string(bad.row), bad.needle});
+  }
 }
 
 TEST(GgufHostile, OffsetsPastTheEnd) {

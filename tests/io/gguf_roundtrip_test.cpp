@@ -148,6 +148,11 @@ const std::vector<TensorSpec>& tensor_specs() {
       {"q4_1", GgmlType::kQ4_1, {96, 2}, 3 * 20 * 2},
       {"q4_k", GgmlType::kQ4_K, {256, 2}, 144 * 2},
       {"q6_k", GgmlType::kQ6_K, {512}, 2 * 210},
+      {"q2_k", GgmlType::kQ2_K, {256, 3}, 84 * 3},
+      {"q3_k", GgmlType::kQ3_K, {512}, 2 * 110},
+      {"iq4_nl", GgmlType::kIQ4_NL, {64, 2}, 2 * 18 * 2},
+      {"iq4_xs", GgmlType::kIQ4_XS, {256, 1, 2}, 136 * 2},
+      {"mxfp4.3d", GgmlType::kMXFP4, {64, 3, 2}, 2 * 17 * 3 * 2},  // [n_in][n_out][n_expert]
       {"i8", GgmlType::kI8, {5, 1, 1, 1}, 5},
       {"f64", GgmlType::kF64, {1}, 8},
   };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,8 @@ void for_each_target(Fn&& fn) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
-const GgmlType kWeightTypes[] = {
-    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
-    GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
-    GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
-};
+// Every type the kernels implement: the registry (core/dtype), not a copy of it.
+const std::span<const GgmlType> kWeightTypes = compute_types();
 
 struct Matrix {
   std::vector<uint8_t> bytes;
@@ -184,11 +182,12 @@ TEST(Matmul, TileShapesOfEveryTarget) {
   // The token-lane tiles hold 48 tokens on AVX3_DL and AVX3 (3 x 16) and 16 on AVX2 (2 x 8),
   // the decode tiles 4 rows x 4 tokens on AVX3_DL and 2 x 4 on AVX2 and AVX3: token counts on
   // both sides of each (and of the switch from decode rows to token lanes at 8 or 12 tokens),
-  // and 37 rows (a partial 4-row tile after a whole 32-row chunk), for every type with a
-  // direct decode kernel or a distinct int16 step count in the maddubs tiles.
+  // and 37 rows (a partial 4-row tile after a whole 32-row chunk), for every quantized type
+  // (each has a direct decode kernel, a distinct int16 step count in the maddubs tiles, or the
+  // signed tiles).
   ThreadPool pool(2);
-  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
-                     GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+  for (GgmlType t : kWeightTypes) {
+    if (t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16) continue;
     const Matrix m = random_matrix(t, 37, 512, 23);
     for (int64_t n_tok : {2, 7, 8, 9, 11, 12, 16, 24, 25, 48, 49}) {
       const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 3);

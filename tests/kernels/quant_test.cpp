@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,11 +31,8 @@ void for_each_target(Fn&& fn) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
-const GgmlType kWeightTypes[] = {
-    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
-    GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
-    GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
-};
+// Every type the kernels implement: the registry (core/dtype), not a copy of it.
+const std::span<const GgmlType> kWeightTypes = compute_types();
 
 std::string name_of(GgmlType t) { return std::string(type_name(t)); }
 
@@ -136,6 +136,111 @@ TEST(QuantHand, Q6_KBlockDequantizes) {
   });
 }
 
+// Dequantizes one hand-built block with the reference and on every target.
+void expect_block(GgmlType t, const uint8_t* block, const std::vector<float>& expect) {
+  const int64_t n = static_cast<int64_t>(expect.size());
+  std::vector<float> ref(expect.size()), simd(expect.size());
+  dequantize_row_ref(t, block, ref.data(), n);
+  for_each_target([&] {
+    dequantize_row(t, block, simd.data(), n);
+    for (int64_t e = 0; e < n; ++e) {
+      EXPECT_EQ(ref[e], expect[e]) << name_of(t) << " " << e;
+      EXPECT_EQ(simd[e], expect[e]) << name_of(t) << " " << e;
+    }
+  });
+}
+
+TEST(QuantHand, Q2_KBlockDequantizes) {
+  // d = 1, dmin = 0.5; sub-block 5 (elements 80..95) has scale 3 and min 2 (-1); element 80 is
+  // bits 4-5 (j = 2) of qs[16] (l = 16).
+  uint8_t block[84] = {};
+  const uint16_t d = f16(1.0f), dmin = f16(0.5f);
+  std::memcpy(block + 80, &d, 2);
+  std::memcpy(block + 82, &dmin, 2);
+  block[5] = 3 | (2 << 4);
+  block[16 + 16] = 3 << 4;
+  std::vector<float> expect(256, 0.0f);
+  for (int e = 80; e < 96; ++e) expect[e] = -1.0f;
+  expect[80] = 3.0f * 3.0f - 1.0f;
+  expect_block(GgmlType::kQ2_K, block, expect);
+}
+
+TEST(QuantHand, Q3_KBlockDequantizes) {
+  // All-zero bits: q = 0 - 4, scale 0 - 32, d = 1 -> 128. Scale 0 = 33 (low nibble 1 in byte 0,
+  // top bits 2 in bits 0-1 of byte 8); scale 13 = 30 (low nibble 14 in the high nibble of byte
+  // 5, top bits 1 in bits 6-7 of byte 9).
+  uint8_t block[110] = {};
+  uint8_t* hmask = block;
+  uint8_t* qs = block + 32;
+  uint8_t* sc = block + 96;
+  const uint16_t d = f16(1.0f);
+  std::memcpy(block + 108, &d, 2);
+  sc[0] = 1;
+  sc[8] = 2;
+  sc[5] = 14 << 4;
+  sc[9] = 1 << 6;
+  qs[0] = 3;         // element 0: low bits 3
+  hmask[0] = 1;      // element 0: third bit (h = 0, j = 0) -> q = 7
+  qs[48] = 1 << 4;   // element 208 = 128 + 2 * 32 + 16: low bits 1 (bits 4-5 of qs[32 + 16])
+  hmask[16] = 1 << 6;  // its third bit: bit 4 * 1 + 2 of hmask[16] -> q = 5
+  std::vector<float> expect(256, 128.0f);
+  for (int e = 0; e < 16; ++e) expect[e] = -4.0f;
+  expect[0] = 3.0f;
+  for (int e = 208; e < 224; ++e) expect[e] = 8.0f;
+  expect[208] = -2.0f;
+  expect_block(GgmlType::kQ3_K, block, expect);
+}
+
+const int kIQ4[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+TEST(QuantHand, IQ4_NLBlockDequantizes) {
+  uint8_t block[18];
+  const uint16_t d = f16(0.5f);
+  std::memcpy(block, &d, 2);
+  for (int j = 0; j < 16; ++j) block[2 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  std::vector<float> expect(32);
+  for (int j = 0; j < 16; ++j) {
+    expect[j] = 0.5f * static_cast<float>(kIQ4[j]);
+    expect[j + 16] = 0.5f * static_cast<float>(kIQ4[15 - j]);
+  }
+  expect_block(GgmlType::kIQ4_NL, block, expect);
+}
+
+TEST(QuantHand, IQ4_XSBlockDequantizes) {
+  // Zero scale bits: ls = 0 -> -32; code 0 -> -127. Sub-block 3 gets ls = 53 (low nibble 5 in
+  // the high nibble of scales_l[1], top bits 3 in bits 6-7 of scales_h) -> 21.
+  uint8_t block[136] = {};
+  const uint16_t d = f16(1.0f), scales_h = 3 << 6;
+  std::memcpy(block, &d, 2);
+  std::memcpy(block + 2, &scales_h, 2);
+  block[4 + 1] = 5 << 4;
+  block[8 + 16 * 3] = 8 | (15 << 4);  // element 96: code 8 (1), element 112: code 15 (113)
+  std::vector<float> expect(256, -32.0f * -127.0f);
+  for (int e = 96; e < 128; ++e) expect[e] = 21.0f * -127.0f;
+  expect[96] = 21.0f;
+  expect[112] = 21.0f * 113.0f;
+  expect_block(GgmlType::kIQ4_XS, block, expect);
+}
+
+TEST(QuantHand, MXFP4BlockDequantizes) {
+  // FP4 E2M1 codes 0..7: 0, 0.5, 1, 1.5, 2, 3, 4, 6; 8..15 their negatives. Scale 2^(e - 127),
+  // with e = 0 and 1 giving float denormals.
+  const float fp4[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  for (int e : {0, 1, 2, 100, 127, 128, 254}) {
+    uint8_t block[17];
+    block[0] = static_cast<uint8_t>(e);
+    for (int j = 0; j < 16; ++j) block[1 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+    std::vector<float> expect(32);
+    for (int j = 0; j < 16; ++j) {
+      // Code 8 is -0 in E2M1; ggml's table (and so tova) reads it as +0.
+      expect[j] = j == 8 ? 0.0f : std::ldexp(fp4[j], e - 127);
+      expect[j + 16] = 15 - j == 8 ? 0.0f : std::ldexp(fp4[15 - j], e - 127);
+    }
+    SCOPED_TRACE(e);
+    expect_block(GgmlType::kMXFP4, block, expect);
+  }
+}
+
 TEST(QuantHand, Q8_0ActivationRoundsLikeLlamaCppOnX86) {
   for_each_target([&] {
     // llama.cpp's x86 quantize_row_q8_0 (which made the golden logits): scale d = amax / 127,
@@ -198,7 +303,7 @@ TEST(QuantHand, Q8_KActivationRoundsHalfToEvenFromSignedMax) {
 
 // RMS error of dequantize(quantize(x)) relative to RMS(x), for Gaussian x: ~15% above what
 // these quantizers measure (f16 2e-4, bf16 1.7e-3, q8_0 5.4e-3, q6_k 0.019, 5-bit 0.038-0.043,
-// 4-bit 0.079-0.088).
+// 4-bit 0.079-0.088 (iq4_nl, iq4_xs 0.081), mxfp4 0.115, q3_k 0.151, q2_k 0.274).
 double round_trip_bound(GgmlType t) {
   switch (t) {
     case GgmlType::kF32:
@@ -215,6 +320,12 @@ double round_trip_bound(GgmlType t) {
     case GgmlType::kQ5_1:
     case GgmlType::kQ5_K:
       return 0.05;
+    case GgmlType::kQ3_K:
+      return 0.175;
+    case GgmlType::kQ2_K:
+      return 0.31;
+    case GgmlType::kMXFP4:  // power-of-two scales
+      return 0.135;
     default:
       return 0.1;  // 4-bit types
   }
@@ -250,7 +361,7 @@ TEST(QuantRoundTrip, ErrorFitsTheType) {
 
 TEST(QuantSimd, DequantizeMatchesReferenceExactly) {
   for_each_target([&] {
-    std::vector<GgmlType> types(std::begin(kWeightTypes), std::end(kWeightTypes));
+    std::vector<GgmlType> types(kWeightTypes.begin(), kWeightTypes.end());
     types.push_back(GgmlType::kQ8_1);
     types.push_back(GgmlType::kQ8_K);
     for (GgmlType t : types) {
@@ -359,6 +470,102 @@ TEST(QuantRef, VecDotMeansTheDequantizedDot) {
   }
 }
 
+// ---- ggml's own blocks (scripts/make_quant_blocks.sh: ggml's quantizers and dequantization) ----
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(QuantGgml, DequantizesGgmlBlocksBitExactlyOnEveryTarget) {
+  // Blocks written by ggml (commit 34af94cd) from the same floats as its dequantization beside
+  // them: every bit of the layout (scale packing, level tables, E8M0) has to agree.
+  struct Case {
+    const char* file;  // ggml's type name
+    GgmlType type;
+  };
+  for (const Case& c : {Case{"q2_K", GgmlType::kQ2_K}, Case{"q3_K", GgmlType::kQ3_K},
+                        Case{"iq4_nl", GgmlType::kIQ4_NL}, Case{"iq4_xs", GgmlType::kIQ4_XS},
+                        Case{"mxfp4", GgmlType::kMXFP4}}) {
+    SCOPED_TRACE(c.file);
+    const std::string base = std::string(TOVA_TEST_DATA_DIR) + "/quant/ggml-" + c.file;
+    const std::vector<uint8_t> blocks = read_bytes(base + ".blocks");
+    const std::vector<uint8_t> want_bytes = read_bytes(base + ".f32");
+    const int64_t n = static_cast<int64_t>(want_bytes.size() / 4);
+    ASSERT_GT(n, 0);
+    ASSERT_EQ(blocks.size(), bytes_of(c.type, n));
+    std::vector<float> want(static_cast<size_t>(n));
+    std::memcpy(want.data(), want_bytes.data(), want_bytes.size());
+    const std::vector<float> ref = dequantize_ref(c.type, blocks, n);
+    EXPECT_EQ(0, std::memcmp(ref.data(), want.data(), want_bytes.size()));
+    for (int64_t i = 0, bad = 0; i < n && bad < 5; ++i) {
+      if (ref[i] != want[i]) {
+        ADD_FAILURE() << "element " << i << ": tova " << ref[i] << ", ggml " << want[i];
+        ++bad;
+      }
+    }
+    // The int8 dot products on those blocks mean ggml's values, on every target.
+    const std::vector<float> xf = random_floats(n, 77);
+    const GgmlType at = vec_dot_type(c.type);
+    std::vector<uint8_t> act(bytes_of(at, n));
+    quantize_row_ref(at, xf.data(), act.data(), n);
+    std::vector<float> af(static_cast<size_t>(n));
+    dequantize_row_ref(at, act.data(), af.data(), n);
+    double exact = 0.0, scale = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      exact += static_cast<double>(want[i]) * af[i];
+      scale += std::fabs(static_cast<double>(want[i]) * af[i]);
+    }
+    const double ref_dot = vec_dot_ref(c.type, n, blocks.data(), act.data());
+    EXPECT_LE(std::fabs(ref_dot - exact), 1e-6 * scale);
+    for_each_target([&] {
+      std::vector<float> simd(static_cast<size_t>(n));
+      dequantize_row(c.type, blocks.data(), simd.data(), n);
+      EXPECT_EQ(0, std::memcmp(simd.data(), want.data(), want_bytes.size()));
+      const double d = vec_dot(c.type, n, blocks.data(), act.data());
+      EXPECT_LE(std::fabs(d - ref_dot), 2e-6 * scale);
+    });
+  }
+}
+
+TEST(QuantGgml, DotProductsMatchGgmlsCpuBackend) {
+  // ggml's CPU backend (its own Q8 activations and SIMD vec_dot) on its blocks, against tova's
+  // activation conversion and int8 dot products on every target: only float summation order
+  // may differ.
+  for (const char* type : {"q2_K", "q3_K", "iq4_nl", "iq4_xs", "mxfp4"}) {
+    SCOPED_TRACE(type);
+    const std::string base = std::string(TOVA_TEST_DATA_DIR) + "/quant/ggml-" + type;
+    const GgmlType t = *parse_type_name(type);
+    const std::vector<uint8_t> blocks = read_bytes(base + ".blocks");
+    const std::vector<uint8_t> w_bytes = read_bytes(base + ".f32");
+    const std::vector<uint8_t> a_bytes = read_bytes(base + ".act.f32");
+    const std::vector<uint8_t> dot_bytes = read_bytes(base + ".dot.f32");
+    const int64_t n = static_cast<int64_t>(a_bytes.size() / 4);
+    const int64_t rows = static_cast<int64_t>(dot_bytes.size() / 4);
+    ASSERT_GT(n, 0);
+    ASSERT_EQ(w_bytes.size(), static_cast<size_t>(4 * n * rows));
+    ASSERT_EQ(blocks.size(), bytes_of(t, n * rows));
+    std::vector<float> w(static_cast<size_t>(n * rows)), a(static_cast<size_t>(n)),
+        want(static_cast<size_t>(rows));
+    std::memcpy(w.data(), w_bytes.data(), w_bytes.size());
+    std::memcpy(a.data(), a_bytes.data(), a_bytes.size());
+    std::memcpy(want.data(), dot_bytes.data(), dot_bytes.size());
+    const GgmlType at = vec_dot_type(t);
+    std::vector<uint8_t> act(bytes_of(at, n));
+    quantize_row_ref(at, a.data(), act.data(), n);
+    const size_t row_bytes = bytes_of(t, n);
+    for (int64_t r = 0; r < rows; ++r) {
+      double scale = 0.0;
+      for (int64_t i = 0; i < n; ++i) scale += std::fabs(static_cast<double>(w[r * n + i]) * a[i]);
+      const uint8_t* row = blocks.data() + r * row_bytes;
+      EXPECT_LE(std::fabs(vec_dot_ref(t, n, row, act.data()) - want[r]), 1e-5 * scale) << r;
+      for_each_target([&] {
+        EXPECT_LE(std::fabs(vec_dot(t, n, row, act.data()) - want[r]), 1e-5 * scale) << r;
+      });
+    }
+  }
+}
+
 TEST(QuantApi, VecDotTypes) {
   EXPECT_EQ(vec_dot_type(GgmlType::kF32), GgmlType::kF32);
   EXPECT_EQ(vec_dot_type(GgmlType::kF16), GgmlType::kF32);
@@ -371,6 +578,12 @@ TEST(QuantApi, VecDotTypes) {
   EXPECT_EQ(vec_dot_type(GgmlType::kQ4_K), GgmlType::kQ8_K);
   EXPECT_EQ(vec_dot_type(GgmlType::kQ5_K), GgmlType::kQ8_K);
   EXPECT_EQ(vec_dot_type(GgmlType::kQ6_K), GgmlType::kQ8_K);
+  // As llama.cpp's CPU backend: the k/IQ4_XS types take Q8_K, the 32-blocks Q8_0.
+  EXPECT_EQ(vec_dot_type(GgmlType::kQ2_K), GgmlType::kQ8_K);
+  EXPECT_EQ(vec_dot_type(GgmlType::kQ3_K), GgmlType::kQ8_K);
+  EXPECT_EQ(vec_dot_type(GgmlType::kIQ4_XS), GgmlType::kQ8_K);
+  EXPECT_EQ(vec_dot_type(GgmlType::kIQ4_NL), GgmlType::kQ8_0);
+  EXPECT_EQ(vec_dot_type(GgmlType::kMXFP4), GgmlType::kQ8_0);
   EXPECT_NE(std::string(simd_target_name()), "");
 }
 

@@ -79,7 +79,7 @@ TEST(RandomShapes, UnknownNamesListTheValidOnes) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("unknown shape 'gpt5'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("tinyllama, smollm"), std::string::npos) << s.message();
-  auto t = parse_random_type("q3_k");
+  auto t = parse_random_type("iq2_xxs");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.message().find("q4_0"), std::string::npos) << t.message();
   EXPECT_NE(t.message().find("bf16"), std::string::npos) << t.message();
@@ -114,6 +114,19 @@ TEST(RandomShapes, TensorTypesFollowLlamaQuantize) {
       {kQ6_K, MatrixRole::kLayer, true, 576, kQ8_0},
       {kQ4_K, MatrixRole::kLayer, true, 1536, kQ4_K},  // ffn_down rows divide
       {kQ4_K, MatrixRole::kTokenEmbd, true, 576, kQ8_0},
+      // The low-bit mixes' fallbacks: Q2_K / Q3_K -> Q4_0, IQ4_XS -> IQ4_NL (576 = 18 x 32).
+      {kQ2_K, MatrixRole::kLayer, true, 576, kQ4_0},
+      {kQ3_K, MatrixRole::kLayer, false, 576, kQ4_0},
+      {kQ3_K, MatrixRole::kLayer, false, 2048, kQ3_K},
+      {kQ2_K, MatrixRole::kOutput, false, 2048, kQ6_K},
+      {kIQ4_XS, MatrixRole::kLayer, true, 576, kIQ4_NL},
+      {kIQ4_XS, MatrixRole::kTokenEmbd, false, 2048, kIQ4_XS},
+      {kIQ4_NL, MatrixRole::kOutput, false, 2048, kQ6_K},
+      {kIQ4_NL, MatrixRole::kLayer, true, 576, kIQ4_NL},
+      // MXFP4_MOE: Q8_0 for the embedding and output; dense layer matrices keep MXFP4 here.
+      {kMXFP4, MatrixRole::kOutput, false, 2048, kQ8_0},
+      {kMXFP4, MatrixRole::kTokenEmbd, false, 2048, kQ8_0},
+      {kMXFP4, MatrixRole::kLayer, false, 576, kMXFP4},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(random_matrix_type(c.base, c.role, c.tied, c.n_in), c.want)
@@ -123,6 +136,9 @@ TEST(RandomShapes, TensorTypesFollowLlamaQuantize) {
   EXPECT_EQ(llama_file_type(kQ8_0), 7u);
   EXPECT_EQ(llama_file_type(kF16), 1u);
   EXPECT_EQ(llama_file_type(kBF16), 32u);
+  EXPECT_EQ(llama_file_type(kQ2_K), 10u);
+  EXPECT_EQ(llama_file_type(kIQ4_XS), 30u);
+  EXPECT_EQ(llama_file_type(kMXFP4), 38u);
 }
 
 TEST_F(RandomModelTest, LoaderReadsTheShapeTypesAndVocabulary) {
@@ -329,10 +345,10 @@ TEST_F(RandomModelTest, ErrorsNameTheProblem) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("cannot create"), std::string::npos) << st.message();
 
-  o.type = GgmlType::kQ2_K;
+  o.type = GgmlType::kIQ2_XXS;  // a ggml type tova does not compute with
   st = write_random_model(o, dir_ + "/x.gguf", pool);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("q2_k"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("iq2_xxs"), std::string::npos) << st.message();
 
   const std::vector<std::string> dirs = {dir_, shared_path("vocab")};
   auto v = find_vocab(*find_random_shape("smollm"), dirs);
