@@ -25,6 +25,9 @@ struct ArchSpec {
   // Reads an optional "rope_freqs.weight" (per-frequency RoPE divisors: Llama-3.x's llama3
   // scaling as the converter writes it).
   bool rope_freqs = false;
+  // Reads {arch}.expert_count / expert_used_count (a mixture of experts; load_config checks
+  // them): families without it refuse an expert count > 0.
+  bool experts = false;
   // Reads the family's keys beyond the common ones (load_config reads embedding_length,
   // block_count, feed_forward_length, head counts, key/value length, context_length, rms
   // epsilon, rope base, dimension count and linear scaling) and sets the family's fields of c.
@@ -43,6 +46,26 @@ const ArchSpec* find_arch(std::string_view name);
 // Tensors most families share, for the architecture files.
 // attn_norm, attn_q/k/v/output, ffn_norm, ffn_gate/up/down: llama's layer.
 Status load_llama_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+// Its attention part (the mixer) and its feed-forward part (the dense FFN kind).
+Status load_attention(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+Status load_dense_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+// ffn_norm, the router ffn_gate_inp [n_embd, n_expert] and the experts ffn_{gate,up}_exps
+// [n_embd, n_ff_exp, n_expert], ffn_down_exps [n_ff_exp, n_embd, n_expert] (the MoE FFN
+// kind); with shared_expert also ffn_gate_inp_shexp [n_embd] and ffn_{gate,up,down}_shexp.
+Status load_moe_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l,
+                    bool shared_expert);
+// How a family reads a mixture's keys (read_expert_keys).
+struct ExpertKeys {
+  bool required = false;       // the family is a mixture: expert_count must be > 0
+  bool norm = false;           // renormalize the chosen weights unless expert_weights_norm says
+  bool shared_expert = false;  // reads expert_shared_feed_forward_length (default n_ff)
+  bool ff_exp_key = false;     // reads expert_feed_forward_length (default n_ff /
+                               // n_expert_used, as llama.cpp); else experts are n_ff wide
+};
+// The expert keys of a mixture, after load_config read expert_count/expert_used_count:
+// those of `k`, expert_weights_norm, expert_weights_scale (default 1) and expert_gating_func
+// (softmax only). Nothing for a file without experts (unless k.required: an error).
+Status read_expert_keys(KeyReader& keys, ModelConfig& c, const ExpertKeys& k);
 // attn_q/k/v.bias.
 Status load_qkv_bias(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 // attn_q_norm/attn_k_norm.weight [head_dim]: per-head RMSNorm of queries and keys (qwen3, gemma3).

@@ -8,7 +8,9 @@
   X(kArchQwen3)               \
   X(kArchPhi3)                \
   X(kArchGemma2)              \
-  X(kArchGemma3)
+  X(kArchGemma3)               \
+  X(kArchQwen2Moe)            \
+  X(kArchQwen3Moe)
 
 namespace tova::model {
 

@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <cmath>
 #include <limits>
 
 #include "model/arch.h"
@@ -30,6 +31,58 @@ Status read_rope_scaling(KeyReader& keys, ModelConfig& c) {
     return make_error("{}: invalid rope scaling factor {}", path, factor);
   }
   c.rope.freq_scale = 1.f / factor;
+  return ok_status();
+}
+
+Status read_expert_keys(KeyReader& keys, ModelConfig& c, const ExpertKeys& k) {
+  const std::string& path = keys.file().path();
+  if (c.n_expert == 0 && k.required) {
+    return make_error("{}: {} is 0 or absent, but architecture '{}' is a mixture of experts",
+                      path, keys.key("expert_count"), c.arch_name);
+  }
+  if (c.n_expert == 0) return ok_status();
+  const bool norm = k.norm, shared_expert = k.shared_expert, ff_exp_key = k.ff_exp_key;
+  constexpr uint32_t kMaxDim = 1u << 20;
+  uint32_t ff_exp = static_cast<uint32_t>(c.n_ff);
+  if (ff_exp_key) {
+    TOVA_ASSIGN_OR_RETURN(ff_exp, keys.u32_or("expert_feed_forward_length",
+                                              static_cast<uint32_t>(c.n_ff / c.n_expert_used)));
+  }
+  if (ff_exp == 0 || ff_exp > kMaxDim) {
+    return make_error("{}: {} {} is out of range", path, keys.key("expert_feed_forward_length"),
+                      ff_exp);
+  }
+  c.n_ff_exp = static_cast<int>(ff_exp);
+  if (shared_expert) {
+    TOVA_ASSIGN_OR_RETURN(uint32_t ff_sh, keys.u32_or("expert_shared_feed_forward_length",
+                                                      static_cast<uint32_t>(c.n_ff)));
+    if (ff_sh == 0 || ff_sh > kMaxDim) {
+      return make_error("{}: {} {} is out of range", path,
+                        keys.key("expert_shared_feed_forward_length"), ff_sh);
+    }
+    c.n_ff_shexp = static_cast<int>(ff_sh);
+  }
+  c.expert_weights_norm = norm;
+  if (keys.has("expert_weights_norm")) {
+    const io::GgufValue* v = keys.file().find(keys.key("expert_weights_norm"));
+    if (v->type != io::GgufValueType::kBool) {
+      return make_error("{}: {} must be a bool", path, keys.key("expert_weights_norm"));
+    }
+    keys.accept("expert_weights_norm");
+    c.expert_weights_norm = v->b;
+  }
+  TOVA_ASSIGN_OR_RETURN(c.expert_weights_scale, keys.f32_or("expert_weights_scale", 1.f));
+  if (!std::isfinite(c.expert_weights_scale) || c.expert_weights_scale == 0.f) {
+    return make_error("{}: {} {} is invalid", path, keys.key("expert_weights_scale"),
+                      c.expert_weights_scale);
+  }
+  // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE: 1 softmax (what these families use), 2 sigmoid,
+  // 3 softmax over the chosen.
+  TOVA_ASSIGN_OR_RETURN(uint32_t gating, keys.u32_or("expert_gating_func", 1));
+  if (gating != 1) {
+    return make_error("{}: {} {} is not implemented (only 1, softmax)", path,
+                      keys.key("expert_gating_func"), gating);
+  }
   return ok_status();
 }
 
@@ -119,16 +172,31 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
     }
   }
   c.tied_output = f.find_tensor("output.weight") == nullptr;
-  // Keys some converters write that change nothing here: a mixture of experts with no experts,
-  // and the provenance of the (already permuted) tensors of older llama files.
-  for (const char* moe : {"expert_count", "expert_used_count"}) {
-    if (!k.has(moe)) continue;
-    TOVA_ASSIGN_OR_RETURN(uint32_t n, k.u32(moe));
-    if (n != 0) {
-      return make_error("{}: {} {}: mixture-of-experts models are not implemented", f.path(),
-                        k.key(moe), n);
+  // A mixture of experts (families with ArchSpec::experts); 0 experts, as some converters
+  // write for dense models, changes nothing.
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_expert, k.u32_or("expert_count", 0));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_expert_used, k.u32_or("expert_used_count", 0));
+  if (n_expert > 0 || n_expert_used > 0) {
+    if (!spec->experts) {
+      return make_error("{}: {} {}: mixture-of-experts models of architecture '{}' are not "
+                        "implemented",
+                        f.path(), k.key("expert_count"), n_expert, c.arch_name);
     }
+    constexpr uint32_t kMaxExperts = 4096;
+    if (n_expert == 0 || n_expert > kMaxExperts) {
+      return make_error("{}: {} {} is out of range (1..{}) with {} {}", f.path(),
+                        k.key("expert_count"), n_expert, kMaxExperts, k.key("expert_used_count"),
+                        n_expert_used);
+    }
+    if (n_expert_used == 0 || n_expert_used > n_expert) {
+      return make_error("{}: {} {} must be between 1 and {} {}", f.path(),
+                        k.key("expert_used_count"), n_expert_used, k.key("expert_count"),
+                        n_expert);
+    }
+    c.n_expert = static_cast<int>(n_expert);
+    c.n_expert_used = static_cast<int>(n_expert_used);
   }
+  // The provenance of the (already permuted) tensors of older llama files.
   if (k.has("tensor_data_layout")) k.accept("tensor_data_layout");
   TOVA_RETURN_IF_ERROR(spec->configure(k, c));
   TOVA_RETURN_IF_ERROR(k.check_all_read());

@@ -37,6 +37,14 @@ struct ModelConfig {
   // all); empty when no layer has a window. Window layers rotate with rope_window.
   std::vector<int> layer_window;
   kernels::RopeParams rope_window;
+  // Mixture of experts ({arch}.expert_count > 0; families with ArchSpec::experts): every
+  // layer's feed-forward routes each token to n_expert_used of n_expert experts.
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;                  // an expert's feed-forward width
+  int n_ff_shexp = 0;                // the shared expert's (qwen2moe), 0: none
+  bool expert_weights_norm = false;  // chosen experts' weights divided by their sum
+  float expert_weights_scale = 1.f;  // and then multiplied by this
   // The "{arch}." metadata keys the loader read (every such key of the file), sorted.
   std::vector<std::string> keys_read;
 };

@@ -1,5 +1,5 @@
 // A loaded model: the mapped GGUF file, its config and weights (immutable, shared by all
-// sequences), and the batched forward pass of the llama family (llama, qwen2).
+// sequences), and the batched forward pass, which wires each layer's kinds (layer_kinds.h).
 #pragma once
 
 #include <cstdint>
@@ -49,9 +49,15 @@ struct SequenceRun {
 
 // Per-call buffers, reused across calls (one per thread that calls forward).
 struct ForwardScratch {
-  std::vector<float> x, xb, q, k, v, att, hb, hb2, logit_in;  // [n_tok][...] activations
-  std::vector<float> rope_cs;                                 // [n_tok][n_rot]
-  kernels::RopeParams rope_cs_params;                         // what rope_cs was computed for
+  std::vector<float> x;                // [n_tok][n_embd] the residual stream
+  std::vector<float> xb;               // [n_tok][n_embd] a block's normed input, then its output
+  std::vector<float> q;                // [n_tok][n_head * head_dim] queries (attention)
+  std::vector<float> k, v;             // [n_tok][n_head_kv * head_dim] new keys, values
+  std::vector<float> att;              // [n_tok][n_head * head_dim] attention outputs
+  std::vector<float> hb, hb2;          // [n_tok][n_ff] gate and up projections (dense FFN)
+  std::vector<float> logit_in;         // [n_out][n_embd] final-normed rows that want logits
+  std::vector<float> rope_cs;          // [n_tok][n_rot] cos/sin at each token's position
+  kernels::RopeParams rope_cs_params;  // what rope_cs was computed for
   bool rope_cs_valid = false;
   // Position modes that move positions (kv::PositionMode gap, rank): cos/sin of mapped
   // positions 0 .. moved_cs_n - 1, [moved_cs_n][n_rot], grown as needed, kept across calls.
@@ -84,6 +90,24 @@ struct ForwardScratch {
   };
   std::vector<AttendScratch> per_thread;       // [pool threads]
   std::vector<std::pair<int64_t, int>> order;  // sequences by cost, costliest first
+  // The mixture-of-experts kind (layer_ffn_moe.cpp); n_pick = n_tok * n_expert_used, one
+  // row per (token, chosen expert), rows grouped by expert.
+  struct Moe {
+    std::vector<float> probs;       // [n_tok][n_expert] router logits, then probabilities
+    std::vector<int> chosen;        // [n_tok][n_expert_used] expert ids, most probable first
+    std::vector<float> weight;      // [n_tok][n_expert_used] their weights
+    std::vector<int> begin;         // [n_expert + 1] each expert's first row
+    std::vector<int> next;          // [n_expert] its next free row while grouping
+    std::vector<int> row_of;        // [n_tok][n_expert_used] the row of (token, j)
+    std::vector<int> token_of;      // [n_pick] the token of each row
+    std::vector<float> xe;          // [n_pick][n_embd] inputs gathered by expert
+    std::vector<float> gate, up;    // [n_pick][n_ff_exp] expert gate and up projections
+    std::vector<float> ye;          // [n_pick][n_embd] expert outputs
+    std::vector<float> shared_gate;          // [n_tok] sigmoid gate of the shared expert
+    std::vector<float> shared_h;    // [n_tok][n_ff_shexp] shared expert's gate projection
+    std::vector<float> shared_h2;   // [n_tok][max(n_ff_shexp, n_embd)] its up projection, then
+                                    // its output
+  } moe;
 };
 
 struct ModelOptions {
@@ -93,8 +117,17 @@ struct ModelOptions {
   bool f32_activations = false;
   // Map the file (shared with the page cache, opens at once) rather than read it into memory of
   // its own (a copy at load time, ~30 % faster weight streaming; see io::read_file_to_memory).
+  // false: own memory where it fits, else mapped (load_by_mapping).
   bool mmap = false;
 };
+
+// Whether Model::load maps a file of file_bytes when ModelOptions::mmap is false, with
+// available_bytes of memory available (core/memory.h; 0: unknown). Reading the file into
+// memory of its own passes it through the page cache, which keeps its copy as long as memory
+// allows: two copies of the weights. So a file is read only while both fit in half of the
+// available memory (file_bytes <= available / 2); a larger one (say a 17 GB MoE on 24 GiB) is
+// mapped: one copy, shared with the page cache, RSS ~ the file.
+bool load_by_mapping(uint64_t file_bytes, uint64_t available_bytes);
 
 class Model {
  public:
@@ -108,6 +141,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const io::GgufFile& file() const { return *file_; }
   const ModelWeights& weights() const { return weights_; }
+  // Whether the weights are a mapping of the file (else memory of the model's own).
+  bool mapped() const { return mapped_; }
 
   // Runs the batch through every layer. For each sequence, its tokens join each layer's
   // multi-state and the policy evicts exactly as if they were fed one by one (see
@@ -125,23 +160,12 @@ class Model {
 
  private:
   Model() = default;
-  void matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok, float* y,
-              ThreadPool& pool) const;
-  // Several matrices over the same activations (kernels::matmul_multi).
-  void matmul_multi(std::span<const kernels::WeightMatrix* const> ws, const float* x, int64_t n_tok,
-                    std::span<float* const> ys, ThreadPool& pool) const;
-  // Attention of layer il for every sequence in s.runs. s.q and s.k hold the batch's queries
-  // and keys before RoPE; attend_layer rotates them with `rope` (an architecture may give
-  // layers different rope parameters) at the positions the multi-state assigns.
-  void attend_layer(int il, const kernels::RopeParams& rope, ForwardScratch& s,
-                    ThreadPool& pool) const;
-  void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) const;
-  void prepare_rows(const kernels::RopeParams& rope, ForwardScratch& s, ThreadPool& pool) const;
 
   std::unique_ptr<io::GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
   ModelOptions options_;
+  bool mapped_ = false;
 };
 
 }  // namespace tova::model

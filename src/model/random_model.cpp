@@ -81,6 +81,24 @@ std::vector<RandomShape> make_shapes() {
                .head_dim = 128,
                .qk_norm = true});
   // Small shapes for tests and quick benchmarks; rows are multiples of 256 so every k-quant fits.
+  s.push_back({.name = "qwen3-30b-a3b",
+               .description = "Qwen3-30B-A3B",
+               .arch = "qwen3moe",
+               .n_layer = 48,
+               .n_embd = 2048,
+               .n_head = 32,
+               .n_head_kv = 4,
+               .n_ff = 6144,
+               .n_vocab = 151936,
+               .n_ctx = 40960,
+               .rope_base = 1000000.f,
+               .rms_eps = 1e-6f,
+               .tied_output = false,
+               .head_dim = 128,
+               .qk_norm = true,
+               .n_expert = 128,
+               .n_expert_used = 8,
+               .n_ff_exp = 768});
   s.push_back({.name = "tiny",
                .description = "tiny llama (tests)",
                .arch = "llama",
@@ -193,6 +211,19 @@ class Builder {
 
   // A [n_out][n_in] matrix of random weights in `type`.
   void matrix(const std::string& name, GgmlType type, int64_t n_in, int64_t n_out) {
+    rows(name, type, n_in, n_out, {n_in, n_out});
+  }
+
+  // n_mat random [n_out][n_in] matrices stacked as one tensor of ggml dims {n_in, n_out,
+  // n_mat} (a mixture's experts).
+  void matrices(const std::string& name, GgmlType type, int64_t n_in, int64_t n_out,
+                int64_t n_mat) {
+    rows(name, type, n_in, n_out * n_mat, {n_in, n_out, n_mat});
+  }
+
+  // n_out rows of n_in random weights in `type`, as a tensor of `dims`.
+  void rows(const std::string& name, GgmlType type, int64_t n_in, int64_t n_out,
+            std::vector<int64_t> dims) {
     const uint64_t row_bytes = *bytes_per_row(type, n_in);
     std::vector<uint8_t> data(row_bytes * n_out);
     const uint64_t stream = o_.seed * 0x9E3779B97F4A7C15ull ^ hash_name(name);
@@ -203,7 +234,7 @@ class Builder {
         kernels::quantize_row_ref(type, row.data(), data.data() + r * row_bytes, n_in);
       }
     });
-    add(name, type, {n_in, n_out}, std::move(data));
+    add(name, type, std::move(dims), std::move(data));
   }
 
   // A float32 vector filled with `value` (norm weights 1, biases 0), plus N(0, sd) if sd > 0.
@@ -446,7 +477,9 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   if (s.n_layer < 1 || s.n_embd < 1 || s.n_head < 1 || s.n_head_kv < 1 || s.n_ff < 1 ||
       s.n_vocab < 1 || (s.head_dim == 0 && s.n_embd % s.n_head != 0) ||
       s.n_head % s.n_head_kv != 0 || s.n_embd % 32 != 0 || s.n_ff % 32 != 0 ||
-      s.head_dim < 0 || s.head_dim % 2 != 0) {
+      s.head_dim < 0 || s.head_dim % 2 != 0 || s.n_expert < 0 ||
+      (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert ||
+                          s.n_ff_exp % 32 != 0 || s.n_ff_shexp % 32 != 0))) {
     return make_error("shape '{}' is not a valid model shape", s.name);
   }
   TOVA_RETURN_IF_ERROR(check_writable(path));
@@ -489,6 +522,16 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   if (s.rope_linear > 0.f) {
     w.set(a + "rope.scaling.type", io::GgufValue::make_str("linear"));
     w.set(a + "rope.scaling.factor", io::GgufValue::make_f32(s.rope_linear));
+  }
+  if (s.n_expert > 0) {
+    w.set(a + "expert_count", io::GgufValue::make_u32(s.n_expert));
+    w.set(a + "expert_used_count", io::GgufValue::make_u32(s.n_expert_used));
+    if (s.n_ff_exp > 0) {
+      w.set(a + "expert_feed_forward_length", io::GgufValue::make_u32(s.n_ff_exp));
+    }
+    if (s.n_ff_shexp > 0) {
+      w.set(a + "expert_shared_feed_forward_length", io::GgufValue::make_u32(s.n_ff_shexp));
+    }
   }
   if (s.head_dim > 0) {
     w.set(a + "attention.key_length", io::GgufValue::make_u32(head_dim));
@@ -549,13 +592,33 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     b.matrix(p + "attn_output.weight", mtype(MatrixRole::kLayer, q_dim), q_dim, s.n_embd);
     if (s.post_norms) b.vector(p + "post_attention_norm.weight", s.n_embd, 1.f, norm_sd);
     b.vector(p + "ffn_norm.weight", s.n_embd, 1.f, norm_sd);
-    if (phi3) {  // fused: rows gate, up
+    if (s.n_expert > 0) {
+      const int64_t ff = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
+      b.matrix(p + "ffn_gate_inp.weight", GgmlType::kF32, s.n_embd, s.n_expert);
+      b.matrices(p + "ffn_gate_exps.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, ff,
+                 s.n_expert);
+      b.matrices(p + "ffn_up_exps.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, ff,
+                 s.n_expert);
+      b.matrices(p + "ffn_down_exps.weight", mtype(MatrixRole::kLayer, ff), ff, s.n_embd,
+                 s.n_expert);
+      if (s.n_ff_shexp > 0) {
+        b.vector(p + "ffn_gate_inp_shexp.weight", s.n_embd, 0.f, 0.5f);
+        b.matrix(p + "ffn_gate_shexp.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
+                 s.n_ff_shexp);
+        b.matrix(p + "ffn_up_shexp.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
+                 s.n_ff_shexp);
+        b.matrix(p + "ffn_down_shexp.weight", mtype(MatrixRole::kLayer, s.n_ff_shexp),
+                 s.n_ff_shexp, s.n_embd);
+      }
+    } else if (phi3) {  // fused: rows gate, up
       b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, 2 * s.n_ff);
     } else {
       b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
       b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
     }
-    b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, s.n_ff), s.n_ff, s.n_embd);
+    if (s.n_expert == 0) {
+      b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, s.n_ff), s.n_ff, s.n_embd);
+    }
     if (s.post_norms) b.vector(p + "post_ffw_norm.weight", s.n_embd, 1.f, norm_sd);
   }
   TOVA_RETURN_IF_ERROR(w.write_file(path));

@@ -42,6 +42,12 @@ struct RandomShape {
   float attn_softcap = 0.f;    // attn_logit_softcapping, written when set (gemma2)
   float final_softcap = 0.f;   // final_logit_softcapping, written when set (gemma2)
   float rope_linear = 0.f;     // rope.scaling.type linear with this factor, written when set
+  // Mixture of experts (n_expert > 0): ffn_gate_inp (float32, as llama-quantize leaves it)
+  // and ffn_{gate,up,down}_exps in every layer instead of the dense feed-forward.
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;    // expert_feed_forward_length, written when set (qwen*moe); 0: n_ff
+  int n_ff_shexp = 0;  // > 0: a shared expert of this width (qwen2moe) and its gate
   float weight_std = 0.02f;   // matrices are N(0, weight_std)
   bool random_norms = false;  // norm weights 1 + N(0, 0.1) instead of 1 (fixtures: a norm
                               // weight applied to the wrong element shows)

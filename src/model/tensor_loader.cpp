@@ -39,6 +39,27 @@ Result<kernels::WeightMatrix> TensorLoader::matrix(const std::string& name, int6
       .type = t->type, .data = t->data, .n_in = n_in, .n_out = n_out, .row_bytes = row};
 }
 
+Result<std::vector<kernels::WeightMatrix>> TensorLoader::matrices(const std::string& name,
+                                                                  int64_t n_in, int64_t n_out,
+                                                                  int64_t n_mat) {
+  TOVA_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, tensor(name, {n_in, n_out, n_mat}));
+  if (!is_compute_supported(t->type)) {
+    return make_error("{}: tensor '{}' has weight type {}, which tova does not support",
+                      f_.path(), name, type_name(t->type));
+  }
+  TOVA_ASSIGN_OR_RETURN(uint64_t row, bytes_per_row(t->type, n_in));
+  std::vector<kernels::WeightMatrix> ms;
+  ms.reserve(n_mat);
+  for (int64_t e = 0; e < n_mat; ++e) {
+    ms.push_back({.type = t->type,
+                  .data = t->data + static_cast<uint64_t>(e) * n_out * row,
+                  .n_in = n_in,
+                  .n_out = n_out,
+                  .row_bytes = row});
+  }
+  return ms;
+}
+
 kernels::WeightMatrix TensorLoader::rows(const kernels::WeightMatrix& m, int64_t row0,
                                          int64_t n_rows) {
   kernels::WeightMatrix r = m;

@@ -23,6 +23,10 @@ class TensorLoader {
 
   // A matrix with ggml dims {n_in, n_out}, in a type the matmul kernels compute with.
   Result<kernels::WeightMatrix> matrix(const std::string& name, int64_t n_in, int64_t n_out);
+  // A stack of n_mat matrices with ggml dims {n_in, n_out, n_mat} (a mixture's experts), one
+  // view per matrix.
+  Result<std::vector<kernels::WeightMatrix>> matrices(const std::string& name, int64_t n_in,
+                                                      int64_t n_out, int64_t n_mat);
   // Rows [row0, row0 + n_rows) of a matrix (a fused matrix split into its parts).
   static kernels::WeightMatrix rows(const kernels::WeightMatrix& m, int64_t row0, int64_t n_rows);
   // A vector of n floats (stored as f32, f16 or bf16), converted to float32.

@@ -14,6 +14,23 @@
 
 namespace tova::model {
 
+// The feed-forward kind of a layer (layer_kinds.h), chosen by the architecture file.
+enum class FfnKind { kDense, kMoe };
+
+// A mixture-of-experts feed-forward (qwen3moe, qwen2moe, Mixtral): a router picks
+// n_expert_used of n_expert SwiGLU experts per token; qwen2moe adds a shared expert scaled by
+// a sigmoid gate. The experts are views of the file's 3-D tensors, one matrix per expert.
+struct MoeWeights {
+  kernels::WeightMatrix router;                 // ffn_gate_inp: [n_expert][n_embd]
+  std::vector<kernels::WeightMatrix> gate, up;  // [n_expert] x [n_ff_exp][n_embd]
+  std::vector<kernels::WeightMatrix> down;      // [n_expert] x [n_embd][n_ff_exp]
+  // Shared expert (qwen2moe), empty without one.
+  std::vector<float> shared_gate_inp;            // ffn_gate_inp_shexp: [n_embd]
+  kernels::WeightMatrix shared_gate, shared_up;  // [n_ff_shexp][n_embd]
+  kernels::WeightMatrix shared_down;             // [n_embd][n_ff_shexp]
+  bool has_shared() const { return !shared_gate_inp.empty(); }
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm;   // [n_embd]
   kernels::WeightMatrix wq;       // [n_head * head_dim][n_embd]
@@ -25,9 +42,11 @@ struct LayerWeights {
   std::vector<float> k_norm;      // qwen3: [head_dim], RMSNorm of each key head before RoPE
   std::vector<float> attn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the attention output
   std::vector<float> ffn_norm;    // [n_embd]
-  kernels::WeightMatrix w_gate;   // [n_ff][n_embd]
-  kernels::WeightMatrix w_up;     // [n_ff][n_embd]
-  kernels::WeightMatrix w_down;   // [n_embd][n_ff]
+  FfnKind ffn_kind = FfnKind::kDense;
+  kernels::WeightMatrix w_gate;   // dense: [n_ff][n_embd]
+  kernels::WeightMatrix w_up;     // dense: [n_ff][n_embd]
+  kernels::WeightMatrix w_down;   // dense: [n_embd][n_ff]
+  MoeWeights moe;                 // kMoe
   std::vector<float> ffn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the feed-forward output
 };
 

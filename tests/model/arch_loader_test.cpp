@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,6 +21,9 @@ namespace {
 using io::GgufValue;
 
 constexpr int kEmbd = 8, kHead = 2, kHeadKv = 1, kHeadDim = 4, kFf = 16, kVocab = 10;
+// Mixtures of experts: 4 experts, top 2, experts 8 wide (llama's: feed_forward_length), a
+// shared expert 12 wide (qwen2moe).
+constexpr int kExpert = 4, kExpertUsed = 2, kFfExp = 8, kFfShexp = 12;
 
 std::vector<uint8_t> f32_bytes(int64_t n, float v = 0.01f) {
   std::vector<float> x(n, v);
@@ -27,12 +32,13 @@ std::vector<uint8_t> f32_bytes(int64_t n, float v = 0.01f) {
   return b;
 }
 
-// A one-layer model of `arch` with every tensor and key a converted file of the family has.
+// A one-layer model of `arch` with every tensor and key a converted file of the family has
+// (with n_expert > 0: a mixture of experts' feed-forward instead of the dense one).
 struct MiniFile {
   std::string arch;
   io::GgufWriter w;
 
-  explicit MiniFile(std::string a) : arch(std::move(a)) {
+  explicit MiniFile(std::string a, int n_expert = 0) : arch(std::move(a)) {
     w.set("general.architecture", GgufValue::make_str(arch));
     key("embedding_length", GgufValue::make_u32(kEmbd));
     key("block_count", GgufValue::make_u32(1));
@@ -57,24 +63,40 @@ struct MiniFile {
     }
     tensor(p + "attn_output.weight", {kHead * kHeadDim, kEmbd});
     tensor(p + "ffn_norm.weight", {kEmbd});
-    if (arch == "phi3") {
+    if (n_expert > 0) {
+      key("expert_count", GgufValue::make_u32(n_expert));
+      key("expert_used_count", GgufValue::make_u32(kExpertUsed));
+      const int ff = arch == "llama" ? kFf : kFfExp;
+      if (arch != "llama") key("expert_feed_forward_length", GgufValue::make_u32(kFfExp));
+      tensor(p + "ffn_gate_inp.weight", {kEmbd, n_expert});
+      tensor(p + "ffn_gate_exps.weight", {kEmbd, ff, n_expert});
+      tensor(p + "ffn_up_exps.weight", {kEmbd, ff, n_expert});
+      tensor(p + "ffn_down_exps.weight", {ff, kEmbd, n_expert});
+      if (arch == "qwen2moe") {
+        key("expert_shared_feed_forward_length", GgufValue::make_u32(kFfShexp));
+        tensor(p + "ffn_gate_inp_shexp.weight", {kEmbd});
+        tensor(p + "ffn_gate_shexp.weight", {kEmbd, kFfShexp});
+        tensor(p + "ffn_up_shexp.weight", {kEmbd, kFfShexp});
+        tensor(p + "ffn_down_shexp.weight", {kFfShexp, kEmbd});
+      }
+    } else if (arch == "phi3") {
       tensor(p + "ffn_up.weight", {kEmbd, 2 * kFf});
     } else {
       tensor(p + "ffn_gate.weight", {kEmbd, kFf});
       tensor(p + "ffn_up.weight", {kEmbd, kFf});
     }
-    tensor(p + "ffn_down.weight", {kFf, kEmbd});
-    if (arch == "qwen2") {
+    if (n_expert == 0) tensor(p + "ffn_down.weight", {kFf, kEmbd});
+    if (arch == "qwen2" || arch == "qwen2moe") {
       tensor(p + "attn_q.bias", {kHead * kHeadDim});
       tensor(p + "attn_k.bias", {kHeadKv * kHeadDim});
       tensor(p + "attn_v.bias", {kHeadKv * kHeadDim});
     }
     const bool gemma = arch == "gemma2" || arch == "gemma3";
-    if (arch == "qwen3" || arch == "gemma3") {
+    if (arch == "qwen3" || arch == "qwen3moe" || arch == "gemma3") {
       tensor(p + "attn_q_norm.weight", {kHeadDim});
       tensor(p + "attn_k_norm.weight", {kHeadDim});
     }
-    if (arch == "qwen3" || gemma) {
+    if (arch == "qwen3" || arch == "qwen3moe" || gemma) {
       key("attention.key_length", GgufValue::make_u32(kHeadDim));
       key("attention.value_length", GgufValue::make_u32(kHeadDim));
     }
@@ -93,6 +115,18 @@ struct MiniFile {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     w.add_tensor(name, GgmlType::kF32, dims, f32_bytes(n));
+  }
+  // The same file without the named tensors.
+  void drop(std::initializer_list<std::string> names) {
+    auto f = io::GgufFile::from_bytes(w.to_bytes(), "mini.gguf");
+    ASSERT_TRUE(f.ok());
+    io::GgufWriter out;
+    for (const auto& [k, v] : (*f)->metadata()) out.set(k, v);
+    for (const auto& t : (*f)->tensors()) {
+      if (std::find(names.begin(), names.end(), t.name) != names.end()) continue;
+      out.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    }
+    w = out;
   }
   // load_config then load_weights; the first error's message, or "" when both succeed.
   std::string load_error(ModelWeights* out = nullptr) {
@@ -193,10 +227,117 @@ TEST(ArchLoader, KeysThatChangeNothingAreAcceptedAndExpertsRefused) {
   m.key("expert_used_count", GgufValue::make_u32(0));
   m.key("tensor_data_layout", GgufValue::make_str("Meta AI original pth"));
   EXPECT_EQ(m.load_error(), "");
-  MiniFile moe("llama");
+  MiniFile moe("qwen2");  // a dense family
   moe.key("expert_count", GgufValue::make_u32(8));
   EXPECT_EQ(moe.load_error(),
-            "mini.gguf: llama.expert_count 8: mixture-of-experts models are not implemented");
+            "mini.gguf: qwen2.expert_count 8: mixture-of-experts models of architecture 'qwen2' "
+            "are not implemented");
+}
+
+TEST(ArchLoader, MixturesOfExpertsLoadTheirRouterExpertsAndSharedExpert) {
+  const std::tuple<const char*, size_t, int> cases[] = {
+      {"qwen3moe", 14, kFfExp}, {"qwen2moe", 19, kFfExp}, {"llama", 12, kFf}};
+  for (const auto& [arch, n_tensors, ff] : cases) {
+    MiniFile m(arch, kExpert);
+    ModelWeights w;
+    ASSERT_EQ(m.load_error(&w), "") << arch;
+    EXPECT_EQ(w.tensors_read.size(), n_tensors) << arch;
+    const LayerWeights& l = w.layers[0];
+    EXPECT_EQ(l.ffn_kind, FfnKind::kMoe) << arch;
+    ASSERT_EQ(l.moe.gate.size(), static_cast<size_t>(kExpert)) << arch;
+    EXPECT_EQ(l.moe.router.n_out, kExpert);
+    EXPECT_EQ(l.moe.gate[3].n_out, ff);
+    EXPECT_EQ(l.moe.down[3].n_in, ff);
+    // Expert e's matrix starts e matrices into the 3-D tensor.
+    EXPECT_EQ(l.moe.up[2].data - l.moe.up[0].data, 2 * ff * kEmbd * 4);
+    EXPECT_EQ(l.moe.has_shared(), std::string(arch) == "qwen2moe") << arch;
+  }
+  // qwen3moe and Mixtral renormalize the chosen experts' weights, qwen2moe does not, unless
+  // the file says otherwise.
+  auto config = [](MiniFile& m) {
+    auto f = io::GgufFile::from_bytes(m.w.to_bytes(), "mini.gguf");
+    EXPECT_TRUE(f.ok());
+    auto c = load_config(**f);
+    EXPECT_TRUE(c.ok()) << c.message();
+    return *c;
+  };
+  MiniFile q3("qwen3moe", kExpert), q2("qwen2moe", kExpert), mx("llama", kExpert);
+  EXPECT_TRUE(config(q3).expert_weights_norm);
+  EXPECT_FALSE(config(q2).expert_weights_norm);
+  EXPECT_TRUE(config(mx).expert_weights_norm);
+  EXPECT_EQ(config(q2).n_ff_shexp, kFfShexp);
+  EXPECT_EQ(config(mx).n_ff_exp, kFf);
+  q2.key("expert_weights_norm", GgufValue::make_bool(true));
+  EXPECT_TRUE(config(q2).expert_weights_norm);
+}
+
+TEST(ArchLoader, AnExpertCountThatDisagreesWithTheTensorsIsOneError) {
+  MiniFile m("qwen3moe", kExpert);
+  m.key("expert_count", GgufValue::make_u32(8));
+  EXPECT_EQ(m.load_error(),
+            "mini.gguf: tensor 'blk.0.ffn_gate_inp.weight' has shape [8, 4], expected [8, 8] for "
+            "this architecture");
+}
+
+TEST(ArchLoader, ARouterWithoutExpertsOrExpertsWithoutARouterIsOneError) {
+  MiniFile no_experts("qwen3moe", kExpert);
+  no_experts.drop({"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight",
+                   "blk.0.ffn_down_exps.weight"});
+  EXPECT_EQ(no_experts.load_error(),
+            "mini.gguf: missing tensor 'blk.0.ffn_gate_exps.weight': a router "
+            "('blk.0.ffn_gate_inp.weight') without its experts");
+  MiniFile no_router("llama", kExpert);
+  no_router.drop({"blk.0.ffn_gate_inp.weight"});
+  EXPECT_EQ(no_router.load_error(),
+            "mini.gguf: missing tensor 'blk.0.ffn_gate_inp.weight' (the router of the layer's 4 "
+            "experts)");
+  // A router and experts in a qwen3moe file that declares no experts.
+  MiniFile undeclared("qwen3moe", kExpert);
+  undeclared.drop({});
+  auto f = io::GgufFile::from_bytes(undeclared.w.to_bytes(), "mini.gguf");
+  ASSERT_TRUE(f.ok());
+  io::GgufWriter w;
+  for (const auto& [k, v] : (*f)->metadata()) {
+    if (k != "qwen3moe.expert_count" && k != "qwen3moe.expert_used_count") w.set(k, v);
+  }
+  for (const auto& t : (*f)->tensors()) {
+    w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  undeclared.w = w;
+  EXPECT_EQ(undeclared.load_error(),
+            "mini.gguf: qwen3moe.expert_count is 0 or absent, but architecture 'qwen3moe' is a "
+            "mixture of experts");
+}
+
+TEST(ArchLoader, TopKLargerThanTheExpertCountIsOneError) {
+  MiniFile m("qwen3moe", kExpert);
+  m.key("expert_used_count", GgufValue::make_u32(kExpert + 1));
+  EXPECT_EQ(m.load_error(),
+            "mini.gguf: qwen3moe.expert_used_count 5 must be between 1 and "
+            "qwen3moe.expert_count 4");
+  MiniFile none("llama", kExpert);
+  none.key("expert_used_count", GgufValue::make_u32(0));
+  EXPECT_EQ(none.load_error(),
+            "mini.gguf: llama.expert_used_count 0 must be between 1 and llama.expert_count 4");
+}
+
+TEST(ArchLoader, ASharedExpertGateWithoutTheSharedExpertIsOneError) {
+  MiniFile m("qwen2moe", kExpert);
+  m.drop({"blk.0.ffn_gate_shexp.weight", "blk.0.ffn_up_shexp.weight",
+          "blk.0.ffn_down_shexp.weight"});
+  EXPECT_EQ(m.load_error(),
+            "mini.gguf: missing tensor 'blk.0.ffn_gate_shexp.weight': a shared-expert gate "
+            "('blk.0.ffn_gate_inp_shexp.weight') without the shared expert");
+  // Shared-expert tensors in a family without one are unread: refused by name.
+  MiniFile q3("qwen3moe", kExpert);
+  q3.tensor("blk.0.ffn_gate_inp_shexp.weight", {kEmbd});
+  EXPECT_NE(q3.load_error().find("tensor 'blk.0.ffn_gate_inp_shexp.weight' is not used"),
+            std::string::npos);
+  // An expert gating function other than softmax.
+  MiniFile sig("qwen3moe", kExpert);
+  sig.key("expert_gating_func", GgufValue::make_u32(2));
+  EXPECT_EQ(sig.load_error(),
+            "mini.gguf: qwen3moe.expert_gating_func 2 is not implemented (only 1, softmax)");
 }
 
 TEST(ArchLoader, RopeScalingOtherThanLinearIsRefused) {

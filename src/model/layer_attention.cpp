@@ -1,0 +1,379 @@
+// The attention mixer kind (layer_kinds.h): norm, q/k/v projections (+ biases, + per-head q/k
+// norms), then for every sequence of the batch its multi-state's step (kv::step_layer: join,
+// attend, evict) with RoPE at the positions the state assigns, then the output projection and
+// the residual add. Window layers differ only in their rope parameters and in the window the
+// multi-state enforces (config.layer_window).
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "core/check.h"
+#include "kernels/attention.h"
+#include "kernels/kv_rows.h"
+#include "kernels/ops.h"
+#include "kv/layer_step.h"
+#include "model/forward_util.h"
+#include "model/layer_kinds.h"
+
+namespace tova::model {
+namespace {
+
+bool same_rope(const kernels::RopeParams& a, const kernels::RopeParams& b) {
+  return a.n_rot == b.n_rot && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
+         a.mode == b.mode && a.freq_factors == b.freq_factors;
+}
+
+using AttendScratch = ForwardScratch::AttendScratch;
+
+// The attention arithmetic of one sequence at the points kv::step_layer gives it.
+class SequenceAttention final : public kv::StepAttention {
+ public:
+  struct Shape {
+    int n_head, n_head_kv, head_dim;
+    float scale, softcap;
+  };
+  // pool: the forward pass's threads when this is the batch's only sequence (else null): a
+  // token's attention at depth splits its slots and heads over them, and the tokens of a
+  // prompt are handed out to them whole.
+  SequenceAttention(const Shape& shape, const kernels::RopeParams& rope, kv::PositionMode mode,
+                    std::span<const int> idx, ForwardScratch& s, AttendScratch& mine,
+                    ThreadPool* pool)
+      : shape_(shape), rope_(rope), mode_(mode), idx_(idx), s_(s), mine_(mine), pool_(pool) {}
+
+  void joined(const kv::LayerState& L) override {
+    if (kv::moves_positions(mode_)) mine_.moved.rotate_keys(L, mode_, rope_, moved_cos_sin());
+  }
+
+  void attend(const kv::LayerState& L, int t, float* probs) override {
+    // Splitting one token over threads pays only when its attention is large enough to
+    // outweigh waking the pool (~64K multiply-adds).
+    const int64_t work = static_cast<int64_t>(L.slot_end()) * shape_.n_head * shape_.head_dim;
+    const bool split = pool_ != nullptr && shape_.n_head > 1 && work >= kMinSplitWork;
+    attend_token(L, t, probs, mine_, split ? pool_ : nullptr);
+  }
+
+  // A prompt's tokens over the pool, one whole token per claim, the latest (costliest: they
+  // see the most slots) first, each with the single-thread kernel: 512 tokens of a prompt
+  // split token by token spent two pool handoffs per token and layer, and the first tokens
+  // (too small to split) ran on one thread. Same bits as attend() (attention.h).
+  bool attends_in_parallel() const override {
+    return pool_ != nullptr && !kv::moves_positions(mode_);
+  }
+  void attend_many(const kv::LayerState& L, int t0, int t1, float* probs,
+                   size_t probs_stride) override {
+    const int64_t n = t1 - t0;
+    const int64_t work = n * L.slot_end() * shape_.n_head * shape_.head_dim;
+    if (pool_ == nullptr || n < 2 || kv::moves_positions(mode_) || work < kMinSplitWork) {
+      kv::StepAttention::attend_many(L, t0, t1, probs, probs_stride);
+      return;
+    }
+    pool_->for_each_dynamic(n, [&](int64_t j, int thread) {
+      const int t = t1 - 1 - static_cast<int>(j);
+      attend_token(L, t, probs != nullptr ? probs + (t - t0) * probs_stride : nullptr,
+                   s_.per_thread[thread], nullptr);
+    });
+  }
+
+ private:
+  static constexpr int64_t kMinSplitWork = int64_t{1} << 16;
+
+  // Token t's attention with mine's buffers, its heads and slots split over heads_pool if given.
+  void attend_token(const kv::LayerState& L, int t, float* probs, AttendScratch& mine,
+                    ThreadPool* heads_pool) const {
+    const int i = idx_[t];
+    const size_t q_dim = static_cast<size_t>(shape_.n_head) * shape_.head_dim;
+    const float* q = &s_.q[i * q_dim];
+    const void* k = L.keys();
+    KvType k_type = L.kv_type().k;
+    bool k_rotated = L.k_rotated();
+    if (kv::moves_positions(mode_)) {
+      q = mine.moved.rotate_query(L, q, s_.pos[i], shape_.n_head, rope_, moved_cos_sin());
+      k = mine.moved.keys.data();
+      k_type = mine.moved.type;  // rotated back from the Hadamard basis where stored so
+      k_rotated = false;
+    }
+    const kernels::AttentionArgs a{.q = q,
+                                   .n_head = shape_.n_head,
+                                   .n_head_kv = shape_.n_head_kv,
+                                   .head_dim = shape_.head_dim,
+                                   .n_slot = L.n_slot(),
+                                   .slot_end = L.slot_end(),
+                                   .k = k,
+                                   .v = L.values(),
+                                   .k_type = k_type,
+                                   .v_type = L.kv_type().v,
+                                   .k_rotated = k_rotated,
+                                   .v_rotated = L.v_rotated(),
+                                   .pos = L.pos(),
+                                   .max_pos = s_.pos[i],
+                                   .min_pos = L.min_visible(s_.pos[i]),
+                                   .scale = shape_.scale,
+                                   .softcap = shape_.softcap,
+                                   .out = &s_.att[i * q_dim],
+                                   .probs = probs};
+    // The fused kernel scores a whole GQA group at once: a row per query head of the group
+    // (per head when heads are split over threads).
+    const size_t n_slot = static_cast<size_t>(L.n_slot());
+    if (heads_pool == nullptr) {
+      const int group = shape_.n_head / shape_.n_head_kv;
+      if (mine.scores.size() < n_slot * group) mine.scores.resize(n_slot * group);
+      kernels::AttentionArgs all = a;
+      all.scratch = mine.scores.data();
+      all.scratch_size = static_cast<int64_t>(mine.scores.size());
+      kernels::attention(all);
+      return;
+    }
+    // One token over the pool's threads, in the kernel's three passes: the threads score
+    // shares of the slots (reading their part of every K row once, whatever the GQA grouping),
+    // then normalize and sum the outputs of shares of the heads. Splitting the scores by heads
+    // read a KV group shared by two threads twice (SmolLM2's 3 groups on 2 threads); splitting
+    // the outputs by columns instead of heads ran 20 % slower (each thread half of every V row:
+    // the prefetchers fetch whole rows for both). Each pass is cut in a few parts per thread,
+    // taken by whichever thread is free: with a share per thread and a barrier between the
+    // passes, a thread whose core was busy with another process held up the others (decode at
+    // depth 1000 on 2 threads, one core busy: 0.61x of 1 thread). Same bits as one
+    // attention() call (kernels/attention.h), however the parts fall.
+    if (mine.scores.size() < n_slot * shape_.n_head) mine.scores.resize(n_slot * shape_.n_head);
+    float* rows = probs != nullptr ? probs : mine.scores.data();
+    constexpr int kPartsPerThread = 4;
+    constexpr int64_t kSlotGrain = 64;
+    heads_pool->parallel_for(
+        L.slot_end(), kSlotGrain,
+        [&](int64_t s0, int64_t s1) {
+          kernels::attention_scores(a, rows, static_cast<int>(s0), static_cast<int>(s1));
+        },
+        kPartsPerThread);
+    heads_pool->parallel_for(
+        shape_.n_head, 1,
+        [&](int64_t h0, int64_t h1) {
+          kernels::attention_normalize(a, rows, static_cast<int>(h0), static_cast<int>(h1));
+          kernels::AttentionArgs part = a;
+          part.head_begin = static_cast<int>(h0);
+          part.head_end = static_cast<int>(h1);
+          kernels::attention_outputs(part, rows);
+        },
+        kPartsPerThread);
+  }
+
+  std::span<const float> moved_cos_sin() const {
+    return {s_.moved_cs.data(), static_cast<size_t>(s_.moved_cs_n) * rope_.n_rot};
+  }
+
+  Shape shape_;
+  const kernels::RopeParams& rope_;
+  kv::PositionMode mode_;
+  std::span<const int> idx_;
+  ForwardScratch& s_;
+  AttendScratch& mine_;
+  ThreadPool* pool_;
+};
+
+// Sizes the cos/sin table of mapped positions for the batch's sequences in modes that move
+// positions (before threads share it read-only).
+void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) {
+  int64_t need = 0;
+  bool any = false;
+  for (const SequenceRun& run : s.runs) {
+    const kv::PositionMode mode = run.state->positions();
+    if (!kv::moves_positions(mode)) continue;
+    any = true;
+    int64_t held = 0;
+    for (int il = 0; il < run.state->n_layer(); ++il) {
+      held = std::max<int64_t>(held, run.state->layer(il).n_held());
+    }
+    const int64_t n_held = held + static_cast<int64_t>(run.idx.size());
+    need = std::max(need, kv::max_mapped_position(mode, n_held, s.pos[run.idx.back()]) + 1);
+  }
+  if (!any) return;
+  if (s.moved_cs_n > 0 && !same_rope(s.moved_cs_params, rope)) s.moved_cs_n = 0;
+  if (need > s.moved_cs_n) {
+    resize(s.moved_cs, static_cast<size_t>(need) * rope.n_rot);
+    for (int64_t m = s.moved_cs_n; m < need; ++m) {
+      kernels::rope_cos_sin(m, rope, &s.moved_cs[static_cast<size_t>(m) * rope.n_rot]);
+    }
+    s.moved_cs_n = need;
+    s.moved_cs_params = rope;
+  }
+}
+
+// RoPE at each token's position, for the sequences whose pools keep rotated keys; the
+// cos/sin table is computed once per forward call and reused by every layer that shares the
+// same rope parameters. Then the batch's new keys and values converted once into each storage
+// type a pool of the batch uses (f32 pools read them as they are), token by token over the pool.
+void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope, ForwardScratch& s,
+                  ThreadPool& pool) {
+  const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
+  const int64_t n = static_cast<int64_t>(s.pos.size());
+  if (!s.rope_cs_valid || !same_rope(s.rope_cs_params, rope)) {
+    resize(s.rope_cs, n * rope.n_rot);
+    // n_rot / 2 sines and cosines in double per token: the costliest part of RoPE.
+    for_tokens(pool, n, 16 * rope.n_rot, [&](int64_t i) {
+      kernels::rope_cos_sin(s.pos[i], rope, &s.rope_cs[i * rope.n_rot]);
+    });
+    s.rope_cs_params = rope;
+    s.rope_cs_valid = true;
+  }
+  // The queries before RoPE of the sequences whose policy reads them (expected-attention), with
+  // the rotation the policy averages over future positions.
+  s.any_q_pre = false;
+  for (const SequenceRun& run : s.runs) {
+    bool wants = run.state->needs_queries();
+    for (const kv::MultiState* f : run.followers) wants |= f->needs_queries();
+    if (!wants) continue;
+    if (!s.any_q_pre) {
+      resize(s.q_pre, static_cast<size_t>(n) * q_dim);
+      kv::QueryRope& r = s.query_rope;
+      r.head_dim = c.head_dim;
+      r.n_rot = rope.n_rot;
+      r.neox = rope.mode == kernels::RopeMode::kNeox;
+      r.scale = c.attn_scale > 0.f ? c.attn_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+      r.theta.resize(rope.n_rot / 2);
+      // theta_i as kernels::rope_cos_sin computes it, per unit of position.
+      for (int i = 0; i < rope.n_rot / 2; ++i) {
+        double th = static_cast<double>(rope.freq_scale) *
+                    std::pow(static_cast<double>(rope.freq_base), -2.0 * i / rope.n_rot);
+        if (rope.freq_factors != nullptr) th /= static_cast<double>(rope.freq_factors[i]);
+        r.theta[i] = th;
+      }
+      s.any_q_pre = true;
+    }
+    for (const int i : run.idx) {
+      std::copy_n(&s.q[i * q_dim], q_dim, &s.q_pre[i * q_dim]);
+    }
+  }
+  // Sequences in a mode that moves positions keep q and k before RoPE here: attention rotates
+  // them by their mapped positions.
+  for (const SequenceRun& run : s.runs) {
+    if (kv::moves_positions(run.state->positions())) continue;
+    for_tokens(pool, static_cast<int64_t>(run.idx.size()), q_dim + kv_dim, [&](int64_t j) {
+      const int i = run.idx[j];
+      const float* cs = &s.rope_cs[i * rope.n_rot];
+      kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, rope);
+      kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, rope);
+    });
+  }
+  auto convert = [&](std::vector<ForwardScratch::Converted>& conv, const std::vector<float>& x,
+                     std::vector<kv::StoredRows>& stored) {
+    stored.clear();
+    for (ForwardScratch::Converted& cv : conv) {
+      if (!cv.active) continue;
+      const size_t bytes = static_cast<size_t>(n) * c.n_head_kv * kv_row_bytes(cv.type, c.head_dim);
+      if (cv.type == KvType::kF32) {
+        stored.push_back({.type = cv.type, .data = reinterpret_cast<const uint8_t*>(x.data())});
+        continue;
+      }
+      if (cv.rows.size() < bytes) cv.rows.resize(bytes);
+      const size_t token_bytes = c.n_head_kv * kv_row_bytes(cv.type, c.head_dim);
+      for_tokens(pool, n, kv_dim, [&](int64_t i) {
+        kernels::kv_store_rows(cv.type, cv.rotated, x.data() + i * kv_dim,
+                               cv.rows.data() + i * token_bytes, c.n_head_kv, c.head_dim);
+      });
+      stored.push_back({.type = cv.type, .rotated = cv.rotated, .data = cv.rows.data()});
+    }
+  };
+  convert(s.conv_k, s.k, s.stored_k);
+  convert(s.conv_v, s.v, s.stored_v);
+}
+
+// Attention of layer il for every sequence of the batch: kv::step_layer orders each
+// sequence's step, SequenceAttention computes it.
+void attend_layer(const ModelConfig& c, int il, const kernels::RopeParams& rope, ForwardScratch& s,
+                  ThreadPool& pool) {
+  prepare_moved_positions(rope, s);
+  prepare_rows(c, rope, s, pool);
+  const SequenceAttention::Shape shape{
+      .n_head = c.n_head,
+      .n_head_kv = c.n_head_kv,
+      .head_dim = c.head_dim,
+      .scale = c.attn_scale > 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim)),
+      .softcap = c.attn_softcap};
+  const kv::StepRows rows_of_batch{.pos = s.pos.data(),
+                                   .k = s.k.data(),
+                                   .v = s.v.data(),
+                                   .stored_k = s.stored_k,
+                                   .stored_v = s.stored_v,
+                                   .kv_dim = c.n_head_kv * c.head_dim,
+                                   .q_pre = s.any_q_pre ? s.q_pre.data() : nullptr,
+                                   .q_dim = c.n_head * c.head_dim,
+                                   .rope = s.any_q_pre ? &s.query_rope : nullptr};
+  if (s.per_thread.size() < static_cast<size_t>(pool.size())) s.per_thread.resize(pool.size());
+  auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* run_pool) {
+    kv::StepRows rows = rows_of_batch;
+    rows.idx = run.idx;
+    SequenceAttention attention(shape, rope, run.state->positions(), run.idx, s, mine, run_pool);
+    kv::step_layer(*run.state, run.followers, il, rows, c.n_head, attention, mine.step);
+  };
+
+  if (s.runs.size() == 1) {
+    step(s.runs[0], s.per_thread[0], pool.size() > 1 ? &pool : nullptr);
+    return;
+  }
+  // Sequences differ widely in cost (budgets, full caches, scoring): hand them out one at a
+  // time, costliest first, so no thread idles while another works through a long list.
+  s.order.clear();
+  for (int r = 0; r < static_cast<int>(s.runs.size()); ++r) {
+    const int64_t held = s.runs[r].state->layer(il).n_held();
+    const int64_t n_tok = static_cast<int64_t>(s.runs[r].idx.size());
+    s.order.emplace_back(-(held + n_tok) * n_tok, r);
+  }
+  std::sort(s.order.begin(), s.order.end());
+  pool.for_each_dynamic(static_cast<int64_t>(s.order.size()), [&](int64_t j, int thread) {
+    step(s.runs[s.order[j].second], s.per_thread[thread], nullptr);
+  });
+}
+
+}  // namespace
+
+void attention_block(const LayerPass& p, int il, const LayerWeights& L,
+                     const kernels::RopeParams& rope) {
+  const ModelConfig& c = p.c;
+  ForwardScratch& s = p.s;
+  ThreadPool& pool = p.pool;
+  const int64_t n = p.n;
+  const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
+  resize(s.xb, n * c.n_embd);
+  resize(s.q, n * q_dim);
+  resize(s.k, n * kv_dim);
+  resize(s.v, n * kv_dim);
+  resize(s.att, n * q_dim);
+  for_tokens(pool, n, c.n_embd, [&](int64_t i) {
+    kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
+                      c.rms_eps);
+  });
+  const kernels::WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
+  float* qkv_out[] = {s.q.data(), s.k.data(), s.v.data()};
+  p.matmul_multi(qkv, s.xb.data(), n, qkv_out);
+  if (!L.bq.empty()) {
+    for_tokens(pool, n, q_dim + 2 * kv_dim, [&](int64_t i) {
+      kernels::add(&s.q[i * q_dim], L.bq.data(), q_dim);
+      kernels::add(&s.k[i * kv_dim], L.bk.data(), kv_dim);
+      kernels::add(&s.v[i * kv_dim], L.bv.data(), kv_dim);
+    });
+  }
+  if (!L.q_norm.empty()) {
+    // qwen3: every query and key head is RMS-normalised on its own before RoPE.
+    for_tokens(pool, n, q_dim + kv_dim, [&](int64_t i) {
+      for (int64_t h = i * c.n_head; h < (i + 1) * c.n_head; ++h) {
+        float* q = &s.q[h * c.head_dim];
+        kernels::rms_norm(q, L.q_norm.data(), q, c.head_dim, c.rms_eps);
+      }
+      for (int64_t h = i * c.n_head_kv; h < (i + 1) * c.n_head_kv; ++h) {
+        float* k = &s.k[h * c.head_dim];
+        kernels::rms_norm(k, L.k_norm.data(), k, c.head_dim, c.rms_eps);
+      }
+    });
+  }
+  attend_layer(c, il, rope, s, pool);
+  p.matmul(L.wo, s.att.data(), n, s.xb.data());
+  for_tokens(pool, n, c.n_embd, [&](int64_t i) {
+    float* xb = &s.xb[i * c.n_embd];
+    if (!L.attn_post_norm.empty()) {
+      kernels::rms_norm(xb, L.attn_post_norm.data(), xb, c.n_embd, c.rms_eps);
+    }
+    kernels::add(&s.x[i * c.n_embd], xb, c.n_embd);
+  });
+}
+
+}  // namespace tova::model

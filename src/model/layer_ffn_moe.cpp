@@ -1,0 +1,168 @@
+// The mixture-of-experts feed-forward kind (layer_kinds.h), as qwen3moe, qwen2moe and Mixtral
+// compute it (llama.cpp's build_moe_ffn with softmax gating):
+//   h = rms_norm(x) · ffn_norm
+//   p = softmax(router · h)                       over the n_expert experts
+//   E = the n_expert_used most probable experts    (ties: the lower index)
+//   w_e = p_e, / max(sum of the chosen p, 2^-14) when the family or file renormalizes,
+//         × expert_weights_scale
+//   out = sum over e in E, most probable first, of w_e · down_e(silu(gate_e · h) * (up_e · h))
+//       + sigmoid(shared_gate_inp · h) · shared expert(h)   (qwen2moe)
+//   x += out
+// Speed: an expert's weights are read once per call whatever the number of its tokens. In
+// decode (one token) the gate and up rows of the chosen experts are one matmul_multi call, so
+// only their rows are read, split over the threads as one list of rows; in a prompt or a
+// batched step the (token, expert) pairs are grouped by expert and each chosen expert runs as
+// one GEMM over its tokens, its rows split over the threads, so both threads stay busy
+// however unevenly the tokens fall on the experts.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/ops.h"
+#include "model/forward_util.h"
+#include "model/layer_kinds.h"
+
+namespace tova::model {
+namespace {
+
+// ggml's clamp of the weights' sum (the smallest normal float16), kept for equal results.
+constexpr float kMinWeightSum = 6.103515625e-5f;
+
+// Token i's router logits (in place: probabilities) -> its chosen experts and their weights.
+void route(float* probs, const ModelConfig& c, int* chosen, float* weight) {
+  const int n_expert = c.n_expert, k = c.n_expert_used;
+  kernels::softmax(probs, n_expert);
+  for (int j = 0; j < k; ++j) {
+    int best = -1;
+    for (int e = 0; e < n_expert; ++e) {
+      bool taken = false;
+      for (int u = 0; u < j; ++u) taken |= chosen[u] == e;
+      if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
+    }
+    chosen[j] = best;
+    weight[j] = probs[best];
+  }
+  if (c.expert_weights_norm) {
+    float sum = 0.f;
+    for (int j = 0; j < k; ++j) sum += weight[j];
+    sum = std::max(sum, kMinWeightSum);
+    for (int j = 0; j < k; ++j) weight[j] /= sum;
+  }
+  if (c.expert_weights_scale != 1.f) {
+    for (int j = 0; j < k; ++j) weight[j] *= c.expert_weights_scale;
+  }
+}
+
+// Rows of the (token, chosen expert) pairs grouped by expert: m.begin[e] .. m.begin[e + 1] are
+// expert e's rows, in token order; m.row_of[i * k + j] is the row of token i's j-th choice.
+void group_by_expert(const ModelConfig& c, int64_t n, ForwardScratch::Moe& m) {
+  const int k = c.n_expert_used;
+  m.begin.assign(c.n_expert + 1, 0);
+  for (int64_t r = 0; r < n * k; ++r) ++m.begin[m.chosen[r] + 1];
+  for (int e = 0; e < c.n_expert; ++e) m.begin[e + 1] += m.begin[e];
+  m.next.assign(m.begin.begin(), m.begin.end() - 1);
+  for (int64_t r = 0; r < n * k; ++r) m.row_of[r] = m.next[m.chosen[r]]++;
+  m.token_of.resize(n * k);
+  for (int64_t r = 0; r < n * k; ++r) m.token_of[m.row_of[r]] = static_cast<int>(r / k);
+}
+
+// The routed experts' outputs, m.ye [n_pick][n_embd], from the normed inputs s.xb.
+void run_experts(const LayerPass& p, const MoeWeights& W) {
+  const ModelConfig& c = p.c;
+  ForwardScratch& s = p.s;
+  ForwardScratch::Moe& m = s.moe;
+  const int64_t d = c.n_embd, f = c.n_ff_exp, k = c.n_expert_used, n_pick = p.n * k;
+  if (p.n == 1) {
+    // Decode: the chosen experts' gate and up rows as one list over the same input.
+    std::vector<const kernels::WeightMatrix*> ws;
+    std::vector<float*> ys;
+    for (int j = 0; j < k; ++j) {
+      const int e = m.chosen[j], r = m.row_of[j];
+      ws.insert(ws.end(), {&W.gate[e], &W.up[e]});
+      ys.insert(ys.end(), {&m.gate[r * f], &m.up[r * f]});
+    }
+    p.matmul_multi(ws, s.xb.data(), 1, ys);
+  } else {
+    for_tokens(p.pool, n_pick, d,
+               [&](int64_t r) { std::copy_n(&s.xb[m.token_of[r] * d], d, &m.xe[r * d]); });
+    for (int e = 0; e < c.n_expert; ++e) {
+      const int b = m.begin[e], cnt = m.begin[e + 1] - b;
+      if (cnt == 0) continue;
+      const kernels::WeightMatrix* ws[] = {&W.gate[e], &W.up[e]};
+      float* ys[] = {&m.gate[b * f], &m.up[b * f]};
+      p.matmul_multi(ws, &m.xe[b * d], cnt, ys);
+    }
+  }
+  for_elems(p.pool, n_pick * f, [&](int64_t b, int64_t e) {
+    kernels::silu_mul(m.gate.data() + b, m.up.data() + b, e - b);
+  });
+  for (int e = 0; e < c.n_expert; ++e) {
+    const int b = m.begin[e], cnt = m.begin[e + 1] - b;
+    if (cnt > 0) p.matmul(W.down[e], &m.gate[b * f], cnt, &m.ye[b * d]);
+  }
+}
+
+// The shared expert's output, m.shared_h2 [n][n_embd], and its gate, m.shared_gate (qwen2moe).
+void run_shared_expert(const LayerPass& p, const MoeWeights& W) {
+  const ModelConfig& c = p.c;
+  ForwardScratch& s = p.s;
+  ForwardScratch::Moe& m = s.moe;
+  const int64_t n = p.n, d = c.n_embd, f = c.n_ff_shexp;
+  resize(m.shared_h, n * f);
+  resize(m.shared_h2, n * std::max(f, d));
+  resize(m.shared_gate, n);
+  const kernels::WeightMatrix* ws[] = {&W.shared_gate, &W.shared_up};
+  float* ys[] = {m.shared_h.data(), m.shared_h2.data()};
+  p.matmul_multi(ws, s.xb.data(), n, ys);
+  for_tokens(p.pool, n, d, [&](int64_t i) {
+    const float g = kernels::dot(W.shared_gate_inp.data(), &s.xb[i * d], d);
+    m.shared_gate[i] = 1.f / (1.f + std::exp(-g));
+  });
+  for_elems(p.pool, n * f, [&](int64_t b, int64_t e) {
+    kernels::silu_mul(m.shared_h.data() + b, m.shared_h2.data() + b, e - b);
+  });
+  p.matmul(W.shared_down, m.shared_h.data(), n, m.shared_h2.data());
+}
+
+}  // namespace
+
+void moe_ffn_block(const LayerPass& p, const LayerWeights& L) {
+  const ModelConfig& c = p.c;
+  const MoeWeights& W = L.moe;
+  ForwardScratch& s = p.s;
+  ForwardScratch::Moe& m = s.moe;
+  const int64_t n = p.n, d = c.n_embd, k = c.n_expert_used, n_pick = n * k;
+  resize(s.xb, n * d);
+  resize(m.probs, n * c.n_expert);
+  m.chosen.resize(n_pick);
+  m.weight.resize(n_pick);
+  m.row_of.resize(n_pick);
+  if (n > 1) resize(m.xe, n_pick * d);
+  resize(m.gate, n_pick * c.n_ff_exp);
+  resize(m.up, n_pick * c.n_ff_exp);
+  resize(m.ye, n_pick * d);
+
+  for_tokens(p.pool, n, d, [&](int64_t i) {
+    kernels::rms_norm(&s.x[i * d], L.ffn_norm.data(), &s.xb[i * d], d, c.rms_eps);
+  });
+  p.matmul(W.router, s.xb.data(), n, m.probs.data());
+  for_tokens(p.pool, n, c.n_expert, [&](int64_t i) {
+    route(&m.probs[i * c.n_expert], c, &m.chosen[i * k], &m.weight[i * k]);
+  });
+  group_by_expert(c, n, m);
+  run_experts(p, W);
+  if (W.has_shared()) run_shared_expert(p, W);
+
+  // out = sum of w · expert output (most probable first) [+ gate · shared], then x += out;
+  // s.xb (the normed input, read by every matrix above) holds out.
+  for_tokens(p.pool, n, k * d, [&](int64_t i) {
+    float* out = &s.xb[i * d];
+    std::fill_n(out, d, 0.f);
+    for (int64_t j = 0; j < k; ++j) {
+      kernels::axpy(m.weight[i * k + j], &m.ye[m.row_of[i * k + j] * d], out, d);
+    }
+    if (W.has_shared()) kernels::axpy(m.shared_gate[i], &m.shared_h2[i * d], out, d);
+    kernels::add(&s.x[i * d], out, d);
+  });
+}
+
+}  // namespace tova::model

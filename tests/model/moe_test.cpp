@@ -1,0 +1,100 @@
+// The mixture-of-experts feed-forward kind on the MoE fixtures (tests/data/arch): routing
+// matters (the golden tolerances would catch a wrong top-k or renormalization), the grouped
+// prompt path equals token-by-token decoding, and threads do not change the bits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "io/gguf.h"
+#include "model/arch.h"
+#include "model_test_util.h"
+
+namespace tova::testing {
+namespace {
+
+std::string arch_path(const std::string& file) {
+  return std::string(TOVA_TEST_DATA_DIR) + "/arch/" + file;
+}
+
+// The fixtures of every registered family with experts.
+std::vector<std::string> moe_fixtures() {
+  std::vector<std::string> names;
+  for (const model::ArchSpec* a : model::all_archs()) {
+    for (const model::RandomShape& f : a->fixtures()) {
+      if (f.n_expert > 0) names.push_back(f.name);
+    }
+  }
+  return names;
+}
+
+// The fixture with some metadata keys replaced.
+std::unique_ptr<model::Model> load_with(const std::string& name,
+                                        std::vector<std::pair<std::string, io::GgufValue>> keys) {
+  auto f = io::GgufFile::open(arch_path(name + "-f32.gguf"));
+  EXPECT_TRUE(f.ok()) << f.message();
+  io::GgufWriter w;
+  for (const auto& [k, v] : (*f)->metadata()) w.set(k, v);
+  for (auto& [k, v] : keys) w.set(k, v);
+  for (const auto& t : (*f)->tensors()) {
+    w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  auto g = io::GgufFile::from_bytes(w.to_bytes(), name + "-variant.gguf");
+  EXPECT_TRUE(g.ok()) << g.message();
+  auto m = model::Model::from_file(std::move(g).value());
+  EXPECT_TRUE(m.ok()) << m.message();
+  return std::move(m).value();
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double{a[i]} - b[i]));
+  return d;
+}
+
+class MoeFixture : public ::testing::TestWithParam<std::string> {};
+
+// One expert fewer, one more, or the renormalization flipped moves the logits far beyond the
+// goldens' 1e-3: the fixtures test the routing.
+TEST_P(MoeFixture, RoutingChangesMoveTheLogitsFarBeyondTheGoldenTolerance) {
+  TOVA_REQUIRE_SHARED();
+  auto ids = read_ids(shared_path("golden/tokens-128.json"));
+  ids.resize(32);
+  ThreadPool pool(2);
+  auto base = model::Model::load(arch_path(GetParam() + "-f32.gguf"));
+  ASSERT_TRUE(base.ok()) << base.message();
+  const model::ModelConfig& c = (*base)->config();
+  const std::string a = c.arch_name + ".";
+  const auto want = all_logits(**base, ids, cache_options("full", 0), 32, pool);
+  const std::vector<std::pair<std::string, io::GgufValue>> variants[] = {
+      {{a + "expert_used_count", io::GgufValue::make_u32(c.n_expert_used - 1)}},
+      {{a + "expert_used_count", io::GgufValue::make_u32(c.n_expert_used + 1)}},
+      {{a + "expert_weights_norm", io::GgufValue::make_bool(!c.expert_weights_norm)}},
+  };
+  for (const auto& v : variants) {
+    auto m = load_with(GetParam(), v);
+    const double d = max_abs_diff(all_logits(*m, ids, cache_options("full", 0), 32, pool), want);
+    EXPECT_GT(d, 0.05) << GetParam() << " " << v[0].first;
+  }
+}
+
+// A prompt groups its tokens by expert (a GEMM per expert); decoding runs the chosen experts'
+// rows for one token. Same logits, and 1 or 2 threads give the same bits.
+TEST_P(MoeFixture, GroupedPromptEqualsTokenByTokenAndThreadsDoNotChangeBits) {
+  TOVA_REQUIRE_SHARED();
+  auto ids = read_ids(shared_path("golden/tokens-128.json"));
+  ids.resize(48);
+  auto m = model::Model::load(arch_path(GetParam() + "-f32.gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  ThreadPool one(1), two(2);
+  const auto prompt = all_logits(**m, ids, cache_options("full", 0), 48, two);
+  const auto prompt1 = all_logits(**m, ids, cache_options("full", 0), 48, one);
+  const auto single = all_logits(**m, ids, cache_options("full", 0), 1, two);
+  EXPECT_EQ(prompt, prompt1);
+  EXPECT_LT(max_abs_diff(prompt, single), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, MoeFixture, ::testing::ValuesIn(moe_fixtures()));
+
+}  // namespace
+}  // namespace tova::testing
