@@ -265,11 +265,14 @@ GemmInt8Fn PickGemmFor(int r, int nt) {
 }
 
 // An int16 lane sums kSteps pairs u * a + u' * a': at most kSteps * 2 * (2^bits - 1) * 128,
-// which stays below 32767 for 8 steps of 4 bits, 4 of 5 and 2 of 6 (activations in [-128, 127]).
+// which stays below 32767 for 8 steps of 4 bits, 4 of 5 and 2 of 6 (activations in [-128, 127]);
+// 4 steps of 3 bits (Q3_K, Q2_K: 7168) fill their 16-element groups.
 inline GemmInt8Fn PickGemmInt8(GgmlType t, int group, int r, int nt) {
   if (GemmSigned(t)) return PickGemmFor<32, 1, true>(r, nt);
   const int bits = detail::unpack_info(t).bits;
-  if (group == 16) return PickGemmFor<16, 2, false>(r, nt);  // Q6_K, Q3_K, Q2_K (<= 6 bits)
+  if (group == 16) {  // Q6_K: 2 steps; Q3_K, Q2_K (<= 3 bits): the group's 4 steps in one
+    return bits <= 3 ? PickGemmFor<16, 4, false>(r, nt) : PickGemmFor<16, 2, false>(r, nt);
+  }
   if (bits <= 4) return PickGemmFor<32, 8, false>(r, nt);
   if (bits == 5) return PickGemmFor<32, 4, false>(r, nt);
   return PickGemmFor<32, 2, false>(r, nt);
