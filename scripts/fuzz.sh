@@ -34,6 +34,7 @@ max_len_of() {
     gguf_model) echo 32768 ;;
     tokenizer) echo 1024 ;;
     session_file) echo 65536 ;;
+    jinja) echo 32768 ;;  # real chat templates run to ~16 KB
     *) echo 4096 ;;
   esac
 }
@@ -79,7 +80,10 @@ for t in "${targets[@]}"; do
   log="$build/fuzz-logs/$t.log"
   echo "== fuzz $t: ${TOVA_FUZZ_RUNS:+$TOVA_FUZZ_RUNS runs}${TOVA_FUZZ_RUNS:-$seconds s} (log: $log) =="
   start=$(date +%s)
-  if "$build/bin/fuzz_$t" "${args[@]}" "$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
+  seeds=("tests/fuzz/corpus/$t")
+  # The real chat templates seed the Jinja harness from the shared folder (not copied here).
+  [ "$t" = jinja ] && [ -d "$TOVA_SHARED_DIR/templates" ] && seeds+=("$TOVA_SHARED_DIR/templates")
+  if "$build/bin/fuzz_$t" "${args[@]}" "$corpus" "${seeds[@]}" >"$log" 2>&1; then
     status=ok
   else
     status=FAILED

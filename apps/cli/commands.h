@@ -21,6 +21,7 @@ void add_make_random_command(CLI::App& app);
 void add_throughput_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
+void add_template_command(CLI::App& app);
 
 // What `tova run` reports on stderr after the text.
 struct RunReport {

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   tova::cli::add_throughput_command(app);
   tova::cli::add_serve_command(app);
   tova::cli::add_chat_command(app);
+  tova::cli::add_template_command(app);
   // --simd on every command (also TOVA_SIMD): applied while the flags are parsed, before the
   // command runs; the library names the targets this CPU supports when the choice is not one.
   // TOVA_SIMD is applied first, so that a --simd flag overrides it (CLI11's envname applied the

@@ -1,0 +1,98 @@
+// tova template: the prompt a conversation becomes under a chat template (a .jinja file, a
+// family's name, or a model's own), printed exactly: for checking what the model sees.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "commands.h"
+#include "common.h"
+#include "jinja/json.h"
+#include "tokenizer/chat_messages.h"
+#include "tokenizer/chat_template.h"
+
+namespace tova::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+Result<json> read_json(const std::string& path) {
+  TOVA_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return make_error("{}: not valid JSON", path);
+  return j;
+}
+
+// --var NAME=VALUE: VALUE as JSON when it is (true, 3, "x", [..]), else as a string.
+Result<std::pair<std::string, jinja::Value>> parse_var(const std::string& s) {
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return make_error("--var '{}': expected NAME=VALUE", s);
+  }
+  const std::string value = s.substr(eq + 1);
+  json j = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  return std::pair{s.substr(0, eq), j.is_discarded() ? jinja::Value(value) : jinja::from_json(j)};
+}
+
+}  // namespace
+
+void add_template_command(CLI::App& app) {
+  struct Flags {
+    ModelFlags model;
+    std::string tmpl;
+    std::string messages;
+    std::string tools;
+    std::vector<std::string> vars;
+    bool no_generation_prompt = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "template", "print the prompt a conversation becomes under a chat template (what the model "
+                  "sees)");
+  flags->model.add(*cmd);
+  cmd->add_option("--template", flags->tmpl,
+                  "a .jinja file or a family's name (" + tok::ChatTemplate::names() +
+                      "); default: the model's own (-m)");
+  cmd->add_option("--messages", flags->messages,
+                  "JSON file: a list of messages (role, content, tool_calls, tool_call_id, name, "
+                  "reasoning_content), or an object with \"messages\" (and \"tools\")")
+      ->required();
+  cmd->add_option("--tools", flags->tools, "JSON file: the OpenAI list of tools");
+  cmd->add_option("--var", flags->vars,
+                  "NAME=VALUE: a template variable (enable_thinking=false, reasoning_effort=high, "
+                  "bos_token=...); VALUE is read as JSON when it is JSON, else as a string");
+  cmd->add_flag("--no-generation-prompt", flags->no_generation_prompt,
+                "add_generation_prompt=false (the prompt does not open the assistant's turn)");
+  cmd->callback([flags] {
+    const Flags& f = *flags;
+    const json doc = or_fail(read_json(f.messages));
+    const json& list = doc.is_object() && doc.contains("messages") ? doc["messages"] : doc;
+    auto parsed = tok::chat_messages_from_json(list);
+    if (!parsed.ok()) throw CLI::RuntimeError(fail(f.messages + ": " + parsed.message()));
+    const std::vector<tok::ChatMessage>& messages = *parsed;
+    tok::ChatOptions o{.add_generation_prompt = !f.no_generation_prompt};
+    if (!f.tools.empty()) {
+      const json tools = or_fail(read_json(f.tools));
+      if (!tools.is_array()) throw CLI::RuntimeError(fail(f.tools + ": expected a list of tools"));
+      o.tools = jinja::from_json(tools);
+    } else if (doc.is_object() && doc.contains("tools")) {
+      o.tools = jinja::from_json(doc["tools"]);
+    }
+    for (const std::string& v : f.vars) o.vars.push_back(or_fail(parse_var(v)));
+    // A model only when one is named or no --template is given (its tokenizer's BOS/EOS texts
+    // and its own template).
+    tok::ChatTemplate t = [&] {
+      if (!f.model.model.empty() || f.tmpl.empty()) {
+        const auto engine = or_fail(f.model.load());
+        return or_fail(engine->chat_template(f.tmpl));
+      }
+      return or_fail(tok::ChatTemplate::resolve(f.tmpl, ""));
+    }();
+    const std::string text = or_fail(t.render(messages, o));
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+}
+
+}  // namespace tova::cli
