@@ -141,7 +141,7 @@ std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const json
 
 // Constrained output: response_format (OpenAI's json_object / json_schema) or llama.cpp's
 // `grammar` (GBNF text), as the sampler's grammar; a malformed one is a 400 naming it.
-std::optional<ApiError> decode_grammar(const json& j, std::string& grammar) {
+std::optional<ApiError> decode_grammar(const json& j, std::string_view body, std::string& grammar) {
   if (present(j, "grammar")) {
     if (!j["grammar"].is_string()) return bad_request("grammar", "'grammar' must be a string (GBNF)");
     grammar = j["grammar"].get<std::string>();
@@ -183,7 +183,15 @@ std::optional<ApiError> decode_grammar(const json& j, std::string& grammar) {
     grammar = json_object_grammar();  // a json_schema without a schema: any JSON object
     return std::nullopt;
   }
-  auto g = json_schema_grammar(schema->dump());
+  // Properties keep the client's order (json sorts keys): the schema re-read as it was sent.
+  const auto ordered = nlohmann::ordered_json::parse(body, nullptr, false);
+  std::string text = schema->dump();
+  if (!ordered.is_discarded()) {
+    const auto& rf = ordered["response_format"];
+    const auto& sch = type == "json_schema" ? rf["json_schema"]["schema"] : rf["schema"];
+    text = sch.dump();
+  }
+  auto g = json_schema_grammar(text);
   if (!g.ok()) return bad_request("response_format", g.message());
   grammar = std::move(*g);
   return std::nullopt;
@@ -317,7 +325,7 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
   int64_t seed = -1;
   if (auto e = integer(j, "seed", INT64_MIN, INT64_MAX, seed)) return *e;
   s.seed = present(j, "seed") ? static_cast<uint64_t>(seed) : std::random_device{}();
-  if (auto e = decode_grammar(j, s.grammar)) return *e;
+  if (auto e = decode_grammar(j, body, s.grammar)) return *e;
 
   int64_t max_tokens = chat ? d.default_max_tokens : std::min<int64_t>(16, d.max_tokens_cap);
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {

@@ -84,16 +84,31 @@ bool Matcher::viable(const std::vector<uint32_t>& stacks, uint32_t lo, uint32_t 
   return false;
 }
 
+namespace {
+
+// The smallest code point a UTF-8 sequence of `len` bytes may encode (shorter forms of the same
+// code point are invalid UTF-8: a token of such bytes is refused, as a decoder would).
+constexpr uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+
+// A complete code point the UTF-8 rules allow.
+bool valid_code_point(uint32_t c, uint8_t len) {
+  return c >= kMinOfLength[len] && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF);
+}
+
+}  // namespace
+
 bool Matcher::advance_byte(const State& from, uint8_t b, State& to) {
+  uint32_t v = 0;
+  uint8_t need = 0;
+  uint8_t len = 0;
   if (from.need == 0) {
     if (b < 0x80) {
       to.need = 0;
       to.partial = 0;
+      to.len = 0;
       step(from.stacks, b, to.stacks);
       return !to.stacks.empty();
     }
-    uint32_t v = 0;
-    uint8_t need = 0;
     if ((b >> 5) == 6) {
       v = b & 0x1F;
       need = 1;
@@ -106,29 +121,31 @@ bool Matcher::advance_byte(const State& from, uint8_t b, State& to) {
     } else {
       return false;  // a continuation byte with no lead, or not UTF-8 at all
     }
-    const uint32_t lo = v << (6 * need);
-    const uint32_t hi = lo | ((uint32_t{1} << (6 * need)) - 1);
-    if (lo > 0x10FFFF || !viable(from.stacks, lo, hi)) return false;
-    to.stacks = from.stacks;
-    to.partial = v;
-    to.need = need;
-    return true;
+    len = need + 1;
+  } else {
+    if ((b >> 6) != 2) return false;
+    v = (from.partial << 6) | (b & 0x3F);
+    need = from.need - 1;
+    len = from.len;
   }
-  if ((b >> 6) != 2) return false;
-  const uint32_t v = (from.partial << 6) | (b & 0x3F);
-  const uint8_t need = from.need - 1;
   if (need == 0) {
+    if (!valid_code_point(v, len)) return false;
     to.need = 0;
     to.partial = 0;
+    to.len = 0;
     step(from.stacks, v, to.stacks);
     return !to.stacks.empty();
   }
-  const uint32_t lo = v << (6 * need);
-  const uint32_t hi = lo | ((uint32_t{1} << (6 * need)) - 1);
-  if (!viable(from.stacks, lo, hi)) return false;
+  // Still incomplete: some code point the sequence can still become must be valid for its
+  // length and taken by some reading.
+  uint32_t lo = v << (6 * need);
+  const uint32_t hi = std::min<uint32_t>(lo | ((uint32_t{1} << (6 * need)) - 1), 0x10FFFF);
+  lo = std::max(lo, kMinOfLength[len]);
+  if (lo > hi || !viable(from.stacks, lo, hi)) return false;
   to.stacks = from.stacks;
   to.partial = v;
   to.need = need;
+  to.len = len;
   return true;
 }
 

@@ -23,6 +23,7 @@ class Matcher {
     std::vector<uint32_t> stacks;  // sorted, unique (arena ids; kNil: the root is complete)
     uint32_t partial = 0;          // the bits of an unfinished UTF-8 sequence
     uint8_t need = 0;              // its continuation bytes still to come (0: none)
+    uint8_t len = 0;               // its whole length in bytes (overlong forms are refused)
   };
 
   explicit Matcher(std::shared_ptr<const Grammar> g);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <unordered_set>
 
 #include "core/field_names.h"
@@ -62,11 +63,20 @@ int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_
   const bool at_start = history.empty() || (bos >= 0 && history.back() == bos);
   // Rejection first: independent draws from the unconstrained chain until the grammar takes
   // one (given acceptance, exactly a draw from the masked chain); greedy has one candidate.
-  const int tries = greedy_ >= 0 ? 1 : kTries;
-  int32_t id = -1;
-  for (int k = 0; k < tries; ++k) {
-    id = pick();
-    if (grammar_->accept(id, at_start)) return id;
+  int32_t id = pick();
+  if (grammar_->accept(id, at_start)) return id;
+  if (greedy_ < 0) {
+    // More draws by bisection of the cumulative weights (the first drew as the unconstrained
+    // chain does, token for token).
+    std::partial_sum(w_.begin(), w_.end(), w_.begin());
+    for (int k = 1; k < kTries; ++k) {
+      std::uniform_real_distribution<double> u(0.0, w_.back());
+      const double r = u(rng_);
+      const size_t i = std::min<size_t>(
+          std::lower_bound(w_.begin(), w_.end(), r) - w_.begin(), w_.size() - 1);
+      id = cands_[i].id;
+      if (grammar_->accept(id, at_start)) return id;
+    }
   }
   ++n_masked_;
   const int n_allowed = grammar_->mask(at_start, allowed_);

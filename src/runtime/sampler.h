@@ -43,7 +43,7 @@ class Sampler {
     int32_t id;
     float logit;
   };
-  static constexpr int kTries = 8;
+  static constexpr int kTries = 64;
   // The chain's distribution over every token (allowed null) or those allowed[id] != 0:
   // greedy_ for greedy, else weights w_ of cands_[0, w_.size()).
   void prepare(const float* logits, int n_vocab, std::span<const int32_t> history,

@@ -105,6 +105,20 @@ TEST(Matcher, PartialUtf8AndEnd) {
   EXPECT_FALSE(m.accepts("y"));
 }
 
+TEST(Matcher, InvalidUtf8IsRefused) {
+  // 'y' written in three bytes (overlong) is not 'y'; nor are surrogates or bytes past U+10FFFF.
+  Matcher m(grammar_of("root ::= \"y\" [^a]*"));
+  EXPECT_FALSE(m.accepts("\xE0\x81\xB9"));
+  EXPECT_FALSE(m.accepts("\xC1\xB9"));
+  EXPECT_FALSE(m.accepts("\xE0"));  // no three-byte character can be 'y'
+  ASSERT_TRUE(m.accept("y"));
+  EXPECT_FALSE(m.accepts("\xED\xA0\x80"));  // U+D800
+  EXPECT_FALSE(m.accepts("\xF4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(m.accepts("\xF5"));
+  EXPECT_TRUE(m.accepts("\xF0\x9F\x98\x80"));  // U+1F600
+  EXPECT_TRUE(m.accepts("\xE2\x82\xAC"));  // U+20AC
+}
+
 TEST(Matcher, AmbiguousReadingsStaySmall) {
   // Two ways to read every "a": the stacks merge instead of doubling each step.
   Matcher m(grammar_of("root ::= (\"a\" | \"a\" | [a-b])*"));
