@@ -95,7 +95,7 @@ namespace {
 // errors, so no server starts).
 TEST(ServeCli, LlamaServerShortFlagsAreAliases) {
   EXPECT_ONE_LINE_ERROR(run_tova("serve -np 0"), "--parallel");
-  EXPECT_ONE_LINE_ERROR(run_tova("serve -ub 0"), "--step-tokens");
+  EXPECT_ONE_LINE_ERROR(run_tova("serve -ub 0"), "--ubatch-size");
 }
 
 }  // namespace

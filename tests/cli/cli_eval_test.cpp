@@ -112,7 +112,7 @@ TEST_F(CliEval, PplRejectsSinkAtLeastBudget) {
 TEST_F(CliEval, PplRejectsNoPolicies) {
   const RunResult r = run("ppl -m " + model_ + " --tokens " +
                           shared_path("golden/tokens-1024.json") + " --budgets 16 --ctx 64");
-  expect_clean_failure(r, "no policies", {});
+  expect_clean_failure(r, "--kv-policy: none given", {});
 }
 
 TEST_F(CliEval, PplRejectsUnwritableOut) {
@@ -222,7 +222,7 @@ TEST_F(CliEval, PplSeveralPositionModesNeedStream) {
   const RunResult r =
       run("ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
           " --policies tova --budgets 16 --ctx 64 --kv-positions absolute,gap");
-  expect_clean_failure(r, "--stream", {});
+  expect_clean_failure(r, "--kv-positions: several modes need a streamed sweep", {});
 }
 
 TEST_F(CliEval, TraceWritesJsonAndHeatMap) {

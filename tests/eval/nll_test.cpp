@@ -150,7 +150,7 @@ TEST(SweepConfigs, Errors) {
     EXPECT_FALSE(c.ok());
     return c.ok() ? std::string() : c.message();
   };
-  EXPECT_NE(err({}, {16}, 64).find("no policies"), std::string::npos);
+  EXPECT_NE(err({}, {16}, 64).find("policies: none given"), std::string::npos);
   EXPECT_NE(err({"nope"}, {16}, 64).find("valid:"), std::string::npos);
   EXPECT_NE(err({"window"}, {128}, 64).find("above the context"), std::string::npos);
   EXPECT_NE(err({"window"}, {0}, 64).find("below 1"), std::string::npos);
