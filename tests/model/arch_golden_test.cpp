@@ -147,35 +147,14 @@ TEST_P(ArchGoldenMoeQ8, LogitsMatchLlamaCppWithQ8Activations) {
   EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
 }
 
-// Fixtures whose llama.cpp goldens are not in tests/data/arch yet: the mixtures of experts of
-// session 7, whose llama.cpp build was not ready before the session's end
-// (scripts/make_arch_goldens.sh makes them; then this list is emptied). Every other fixture of
-// the registry must have its goldens.
-const std::vector<std::string> kAwaitingGoldens = {"mixtral", "qwen2moe", "qwen3moe"};
-
-bool awaiting(const std::string& name) {
-  return std::find(kAwaitingGoldens.begin(), kAwaitingGoldens.end(), name) !=
-         kAwaitingGoldens.end();
-}
-
-std::vector<std::string> moe_q8_names() {
-  std::vector<std::string> names;
-  for (const char* n : {"qwen3moe", "qwen2moe", "mixtral"}) {
-    if (!awaiting(n)) names.push_back(n);
-  }
-  return names;
-}
-
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ArchGoldenMoeQ8);
-INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenMoeQ8, ::testing::ValuesIn(moe_q8_names()));
+INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenMoeQ8,
+                         ::testing::Values("qwen3moe", "qwen2moe", "mixtral"));
 
 // Every fixture of every registered architecture (a family added without goldens fails here).
 std::vector<std::string> fixture_names() {
   std::vector<std::string> names;
   for (const model::ArchSpec* a : model::all_archs()) {
-    for (const model::RandomShape& f : a->fixtures()) {
-      if (!awaiting(f.name)) names.push_back(f.name);
-    }
+    for (const model::RandomShape& f : a->fixtures()) names.push_back(f.name);
   }
   return names;
 }
