@@ -50,7 +50,7 @@ Result<std::vector<kv::PolicySpec>> sweep_configs(std::span<const std::string> p
   std::vector<kv::PolicySpec> full, bounded;
   std::vector<std::string> seen;
   for (const std::string& p : policies) {
-    const kv::PolicyInfo* info = kv::find_policy(std::string_view(p).substr(0, p.find(':')));
+    const kv::PolicyInfo* info = kv::policy_of(p);
     if (info == nullptr) {
       TOVA_ASSIGN_OR_RETURN(auto spec, kv::parse_policy(p, 1));  // the registry's message
       return make_error("unknown KV policy '{}'", spec.label());
