@@ -122,8 +122,11 @@ TEST(Prefill, DecodeAfterChunksReadsTheHeldStatesOnly) {
       step(a, i0, i0 + kChunk, logits.data());
       for (int il = 0; il < a.n_layer(); ++il) {
         const kv::LayerState& L = a.layer(il);  // a layer's budget may differ from k (pyramidkv)
-        if (!L.shared_heads()) {
-          ASSERT_EQ(L.n_slot(), L.budget() + L.buffer() + kChunk);
+        if (!L.shared_heads() && L.buffer() == 0) {
+          ASSERT_EQ(L.n_slot(), L.budget() + kChunk);
+        } else if (L.buffer() > 0) {
+          // rkv's pool grows with what it holds, up to budget + buffer + chunk.
+          ASSERT_LE(L.n_slot(), L.budget() + L.buffer() + kChunk);
         }
         // Heads sharing a budget hold different counts: one may sit just above the largest.
         if (L.shared_heads()) {
@@ -171,6 +174,9 @@ TEST(Prefill, DecodeAfterChunksReadsTheHeldStatesOnly) {
       step(a, i, i + 1, la.data());
       step(*b, i, i + 1, lb.data());
       for (int il = 0; il < a.n_layer(); ++il) {
+        // rkv evicts (and packs what it holds low) only when its buffer is full: until then a
+        // state moved high stays there.
+        if (a.layer(il).buffer() > 0) continue;
         ASSERT_LE(a.layer(il).slot_end(), a.layer(il).n_held() + 1) << "layer " << il;
         ASSERT_LE(b->layer(il).slot_end(), b->layer(il).n_held() + 1) << "layer " << il;
       }
