@@ -50,7 +50,7 @@ Result<std::vector<kv::PolicySpec>> sweep_configs(std::span<const std::string> p
   std::vector<kv::PolicySpec> full, bounded;
   std::vector<std::string> seen;
   for (const std::string& p : policies) {
-    const kv::PolicyInfo* info = kv::find_policy(std::string_view(p).substr(0, p.find(':')));
+    const kv::PolicyInfo* info = kv::policy_of(p);
     if (info == nullptr) {
       TOVA_ASSIGN_OR_RETURN(auto spec, kv::parse_policy(p, 1));  // the registry's message
       return make_error("unknown KV policy '{}'", spec.label());
@@ -297,8 +297,9 @@ class Sweep {
           const int leader = leader_in(r, s);
           if (s == leader || !cfgs_[seqs[s].cfg].policy.bounded()) continue;
           // Sliding-window layers may evict before the budget (MultiState::holds_all_until).
-          const int holds = std::min({budget_of(s), seqs[s].state->holds_all_until(),
-                                      seqs[leader].state->holds_all_until()});
+          // (holds_all_until is at most the budget, or budget + buffer for rkv.)
+          const int holds = std::min(seqs[s].state->holds_all_until(),
+                                     seqs[leader].state->holds_all_until());
           const int until = std::min(ctx_ / step, holds / step) * step;
           if (until > 0) {
             leader_of[s] = leader;

@@ -105,6 +105,11 @@ const PolicyInfo* suffix_of(std::string_view text) {
 
 }  // namespace
 
+const PolicyInfo* policy_of(std::string_view text) {
+  if (const PolicyInfo* sfx = suffix_of(text)) return sfx;
+  return find_policy(text.substr(0, text.find(':')));
+}
+
 Result<PolicySpec> parse_policy(std::string_view text, int budget) {
   if (const PolicyInfo* sfx = suffix_of(text)) {
     const std::string_view b = text.substr(0, text.size() - sfx->name.size() - 1);

@@ -46,6 +46,9 @@ struct PolicyInfo {
 
 bool register_policy(PolicyInfo info);
 const PolicyInfo* find_policy(std::string_view name);
+// The policy a "NAME[:ARG]" or "BASE+SUFFIX" text names (the suffix's for the latter; nullptr if
+// none): what it is, before parse_policy checks it with a budget.
+const PolicyInfo* policy_of(std::string_view text);
 // All registered policies, sorted by name.
 std::vector<const PolicyInfo*> all_policies();
 // "full, h2o, h2o-head, sink:N, tova, tova-head, window"

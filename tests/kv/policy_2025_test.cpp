@@ -383,8 +383,9 @@ TEST(RkvReference, RandomStepsEvictAsTheRuleSays) {
           for (int r = 0; r < n_rows; ++r) {
             const int64_t q = rows[rows.size() - 1 - r];
             if (pos[j] > q) continue;
-            imp[j] += (prob(2 * g, q, pos[j]) + prob(2 * g + 1, q, pos[j])) / 2 / n_rows;
+            imp[j] += (prob(2 * g, q, pos[j]) + prob(2 * g + 1, q, pos[j])) / 2;
           }
+          imp[j] /= 8;
         }
         for (int j = 0; j < n_cand; ++j) {
           pooled[j] = 0;

@@ -67,11 +67,13 @@ TEST_P(ArchPolicy, BudgetAtLeastLengthIsBitIdenticalToFull) {
     const auto got = all_logits(**m, ids, cache_options(p, 128), 16, pool);
     EXPECT_EQ(0, std::memcmp(got.data(), full.data(), full.size() * sizeof(float))) << p;
     // One state short of the length: the global layer keeps exactly its budget (a per-layer
-    // budget may be smaller), in all over its KV heads.
+    // budget may be smaller; a buffering policy, rkv, holds up to budget + buffer), in all over
+    // its KV heads.
     std::unique_ptr<kv::MultiState> st;
     all_logits(**m, ids, cache_options(p, 127), 16, pool, &st);
     const kv::LayerState& L = st->layer(st->n_layer() - 1);  // global in both fixtures
-    EXPECT_EQ(L.n_held_total(), int64_t{std::min(L.budget(), 128)} * L.n_head_kv()) << p;
+    EXPECT_EQ(L.n_held_total(),
+              int64_t{std::min(L.budget() + L.buffer(), 128)} * L.n_head_kv()) << p;
   }
 }
 

@@ -76,8 +76,11 @@ TEST(Follower, RidingAlongUntilTheBudgetIsBitIdentical) {
     SCOPED_TRACE(cfgs[c].first);
     // A per-layer budget (pyramidkv) may hold fewer than 2 blocks in some layer.
     const size_t ridden = std::min(2, rode.states[c]->holds_all_until() / kBlock) * kBlock;
-    // Evictions happened after riding along, and the held positions agree in every layer.
-    EXPECT_GT(own.states[c]->layer(0).n_evicted(), 0);
+    // Evictions happened after riding along (where the sequence outgrows what the policy holds:
+    // rkv's buffer adds to the budget), and the held positions agree in every layer.
+    if (static_cast<int64_t>(ids.size()) > own.states[c]->holds_all_until()) {
+      EXPECT_GT(own.states[c]->layer(0).n_evicted(), 0);
+    }
     for (int il = 0; il < own.states[c]->n_layer(); ++il) {
       const kv::LayerState& a = own.states[c]->layer(il);
       const kv::LayerState& b = rode.states[c]->layer(il);

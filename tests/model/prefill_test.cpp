@@ -117,12 +117,16 @@ TEST(Prefill, DecodeAfterChunksReadsTheHeldStatesOnly) {
     ASSERT_TRUE(state.ok()) << state.message();
     kv::MultiState& a = **state;
     std::vector<float> logits(static_cast<size_t>(kChunk) * n_vocab);
+    std::vector<int> was_held(a.n_layer(), 0);
     for (int i0 = 0; i0 < kPrompt; i0 += kChunk) {
       step(a, i0, i0 + kChunk, logits.data());
       for (int il = 0; il < a.n_layer(); ++il) {
         const kv::LayerState& L = a.layer(il);  // a layer's budget may differ from k (pyramidkv)
-        if (!L.shared_heads()) {
+        if (!L.shared_heads() && L.buffer() == 0) {
           ASSERT_EQ(L.n_slot(), L.budget() + kChunk);
+        } else if (L.buffer() > 0) {
+          // rkv's pool grows with what it holds, up to budget + buffer + chunk.
+          ASSERT_LE(L.n_slot(), L.budget() + L.buffer() + kChunk);
         }
         // Heads sharing a budget hold different counts: one may sit just above the largest.
         if (L.shared_heads()) {
@@ -130,8 +134,11 @@ TEST(Prefill, DecodeAfterChunksReadsTheHeldStatesOnly) {
         } else {
           ASSERT_EQ(L.slot_end(), L.n_held()) << "layer " << il << " after chunk " << i0;
         }
-        ASSERT_EQ(L.n_held_total(),
-                  int64_t{std::min(L.budget(), i0 + kChunk)} * L.n_head_kv());
+        // Down to the budget at a chunk's end; rkv: only once more than budget + buffer are held.
+        int& held = was_held[il];
+        held += kChunk;
+        if (held > L.budget() + L.buffer()) held = L.budget();
+        ASSERT_EQ(L.n_held_total(), int64_t{held} * L.n_head_kv());
       }
     }
     // The twin: slot s of every KV head moves to slot n_slot - 1 - s.
@@ -153,8 +160,11 @@ TEST(Prefill, DecodeAfterChunksReadsTheHeldStatesOnly) {
         }
       }
       std::vector<double> ps = L.policy().state();  // [group][n_slot] or empty
-      ASSERT_EQ(ps.size() % n, 0u);
-      for (size_t r0 = 0; r0 < ps.size(); r0 += n) std::reverse(ps.begin() + r0, ps.begin() + r0 + n);
+      // expected-attention's state is its last queries, tied to no slot: it stays as it is.
+      if (!policy.starts_with("expected-attention")) {
+        ASSERT_EQ(ps.size() % n, 0u);
+        for (size_t r0 = 0; r0 < ps.size(); r0 += n) std::reverse(ps.begin() + r0, ps.begin() + r0 + n);
+      }
       ASSERT_TRUE(L.restore(n, pos, keys, values, L.n_evicted(), ps).ok());
       ASSERT_EQ(L.slot_end(), n);
     }
@@ -164,6 +174,9 @@ TEST(Prefill, DecodeAfterChunksReadsTheHeldStatesOnly) {
       step(a, i, i + 1, la.data());
       step(*b, i, i + 1, lb.data());
       for (int il = 0; il < a.n_layer(); ++il) {
+        // rkv evicts (and packs what it holds low) only when its buffer is full: until then a
+        // state moved high stays there.
+        if (a.layer(il).buffer() > 0) continue;
         ASSERT_LE(a.layer(il).slot_end(), a.layer(il).n_held() + 1) << "layer " << il;
         ASSERT_LE(b->layer(il).slot_end(), b->layer(il).n_held() + 1) << "layer " << il;
       }

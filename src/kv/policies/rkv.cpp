@@ -34,19 +34,9 @@ class RkvPolicy final : public KvPolicy {
   ScoreNeed score_need() const override { return ScoreNeed::kAccumulated; }
   bool needs_rows() const override { return true; }
 
-  std::vector<double> state() const override {
-    std::vector<double> s = rows_.values();
-    s.push_back(static_cast<double>(count_));
-    return s;
-  }
-  Status set_state(std::span<const double> s) override {
-    if (s.empty() || !(s.back() >= 0) || s.back() != std::floor(s.back())) {
-      return make_error("rkv state has no valid row count");
-    }
-    TOVA_RETURN_IF_ERROR(rows_.set_values(s.first(s.size() - 1)));
-    count_ = static_cast<int64_t>(s.back());
-    return ok_status();
-  }
+  // Per slot only (the rows): a session file, a clone and a slot permutation keep it whole.
+  std::vector<double> state() const override { return rows_.values(); }
+  Status set_state(std::span<const double> s) override { return rows_.set_values(s); }
 
   void on_grow(int n_slot) override { rows_.grow(n_slot); }
   void on_shrink(int n_slot) override { rows_.shrink(n_slot); }
@@ -58,19 +48,19 @@ class RkvPolicy final : public KvPolicy {
     for (int r = 0; r < kObserve; ++r) rows_.move(r * n_head_kv_ + g, from, to);
   }
 
-  // Each row's mean over the KV head's query heads, in a ring of the last kObserve rows.
+  // Each row's mean over the KV head's query heads; the last kObserve rows, newest first.
   void observe(const SlotView& v, const float* probs) override {
-    const int r = static_cast<int>(count_ % kObserve);
     for (int g = 0; g < n_head_kv_; ++g) {
-      scoring::group_mean(v, probs, true, g, rows_.row(r * n_head_kv_ + g));
+      for (int r = kObserve - 1; r > 0; --r) {
+        std::copy_n(rows_.row((r - 1) * n_head_kv_ + g), v.end(), rows_.row(r * n_head_kv_ + g));
+      }
+      scoring::group_mean(v, probs, true, g, rows_.row(g));
     }
-    ++count_;
   }
 
   void choose_evictions(const SlotView& v, int n, int32_t* out) override {
     TOVA_CHECK(v.rows != nullptr);
     const int dim = v.rows->head_dim;
-    const int n_rows = static_cast<int>(std::min<int64_t>(count_, kObserve));
     for (int g = 0; g < n_head_kv_; ++g) {
       const int64_t* pos = v.pos + static_cast<size_t>(g) * v.n_slot;
       held_.clear();
@@ -82,11 +72,12 @@ class RkvPolicy final : public KvPolicy {
       TOVA_CHECK(n_held >= n);
       // The newest kObserve stay (fewer when too few others are held).
       const int n_cand = n_held - std::min(kObserve, n_held - n);
-      // Importance: the mean over the window's rows, max-pooled over the candidates.
+      // Importance: the sum over the window's rows / kObserve (rows not yet seen count 0),
+      // max-pooled over the candidates.
       imp_.assign(n_cand, 0.0);
       for (int j = 0; j < n_cand; ++j) {
-        for (int r = 0; r < n_rows; ++r) imp_[j] += rows_.row(r * n_head_kv_ + g)[held_[j]];
-        if (n_rows > 0) imp_[j] /= n_rows;
+        for (int r = 0; r < kObserve; ++r) imp_[j] += rows_.row(r * n_head_kv_ + g)[held_[j]];
+        imp_[j] /= kObserve;
       }
       pooled_.assign(n_cand, 0.0);
       for (int j = 0; j < n_cand; ++j) {
@@ -140,8 +131,8 @@ class RkvPolicy final : public KvPolicy {
 
  private:
   int n_head_kv_;
-  scoring::SlotTable rows_;  // [kObserve * n_head_kv][n_slot]: row r of KV head g at r * H + g
-  int64_t count_ = 0;        // rows observed
+  // [kObserve * n_head_kv][n_slot]: the r-th newest row of KV head g at r * H + g
+  scoring::SlotTable rows_;
   // choose_evictions scratch
   std::vector<int> held_;
   std::vector<double> imp_, pooled_, unit_, red_, cos_, score_;
