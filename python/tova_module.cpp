@@ -316,7 +316,7 @@ finish_reason is then "stop" or "length". The generated tokens join the session'
 end-of-generation token and the one that completed a stop string do not).
 grammar: a GBNF grammar (llama.cpp's notation) the text must follow; json_schema: a JSON Schema
 (a dict or JSON text) the text must validate against (docs/GRAMMAR.md: the keywords supported).
-Either constrains this generation only; a malformed one raises ValueError naming its fault.)")
+Either constrains this generation only; a malformed one raises ValueError naming its fault.)");
 }
 
 // tova.Session: history, statistics, save, clone, reset.

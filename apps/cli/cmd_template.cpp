@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "common.h"
 #include "jinja/json.h"
+#include "runtime/chat_templates.h"
 #include "tokenizer/chat_messages.h"
 #include "tokenizer/chat_template.h"
 
@@ -85,7 +86,7 @@ void add_template_command(CLI::App& app) {
     tok::ChatTemplate t = [&] {
       if (!f.model.model.empty() || f.tmpl.empty()) {
         const auto engine = or_fail(f.model.load());
-        return or_fail(engine->chat_template(f.tmpl));
+        return or_fail(runtime::chat_template_of(*engine, f.tmpl));
       }
       return or_fail(tok::ChatTemplate::resolve(f.tmpl, ""));
     }();
