@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/field_names.h"
 #include "core/timer.h"
 #include "eval/nll.h"
 #include "kernels/matmul.h"
@@ -38,7 +39,7 @@ Result<std::vector<std::vector<int32_t>>> make_chunks(std::span<const int32_t> i
 
 Result<std::vector<kv::PolicySpec>> sweep_configs(std::span<const std::string> policies,
                                                   std::span<const int> budgets, int ctx) {
-  if (policies.empty()) return make_error("no policies given");
+  if (policies.empty()) return make_error("{}: none given", field::kPolicies);
   for (size_t i = 0; i < budgets.size(); ++i) {
     const int b = budgets[i];
     if (b < 1) return make_error("budget {} is below 1 state", b);

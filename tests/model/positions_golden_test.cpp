@@ -98,6 +98,15 @@ TEST(PositionsGolden, NothingEvictedIsFullBitForBit) {
   ASSERT_GE(policies.size(), 12u);
   for (kv::PositionMode mode : kv::kPositionModes) {
     for (const std::string& p : policies) {
+      // A policy that scores keys as stored after RoPE (expected-attention) refuses the modes
+      // that move positions, with an error naming the mode; absolute is never refused.
+      auto probe = runtime::make_state(**m, cache_options(p, 256, mode), 0);
+      if (!probe.ok()) {
+        EXPECT_NE(mode, kv::PositionMode::kAbsolute) << p << ": " << probe.message();
+        EXPECT_NE(probe.message().find(kv::position_mode_name(mode)), std::string::npos)
+            << p << ": " << probe.message();
+        continue;
+      }
       const auto got = all_logits(**m, ids, cache_options(p, 256, mode), 32, pool);
       EXPECT_EQ(0, std::memcmp(got.data(), full.data(), full.size() * sizeof(float)))
           << p << " " << kv::position_mode_name(mode);
