@@ -13,7 +13,10 @@ Result<std::vector<ChatMessage>> chat_messages_from_json(const nlohmann::ordered
       return make_error("messages[{}]: expected an object with a string 'role'", i);
     }
     ChatMessage c{.role = m["role"].get<std::string>()};
-    for (const auto& [key, v] : m.items()) {
+    for (const auto& item : m.items()) {
+      // Named copies, not structured bindings: clang 14 cannot capture those in a lambda.
+      const std::string& key = item.key();
+      const auto& v = item.value();
       auto string_field = [&](std::string& into) -> Status {
         if (!v.is_string()) return make_error("messages[{}].{}: expected a string", i, key);
         into = v.get<std::string>();
