@@ -16,23 +16,10 @@
 #include "kernels/quant.h"
 #include "kernels/simd_target.h"
 
+#include "kernel_test_util.h"
+
 namespace tova::kernels {
 namespace {
-
-// Runs fn once per SIMD target this CPU supports (AVX3_DL, AVX3, AVX2, ..., SCALAR), so every
-// kernel variant is compared with the reference, not only the one dispatch picks here.
-template <typename Fn>
-void for_each_target(Fn&& fn) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    fn();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
-
-// Every type the kernels implement: the registry (core/dtype), not a copy of it.
-const std::span<const GgmlType> kWeightTypes = compute_types();
 
 std::string name_of(GgmlType t) { return std::string(type_name(t)); }
 
