@@ -145,6 +145,29 @@ std::vector<RandomShape> make_shapes() {
                .weight_std = 0.08f,  // the arch fixtures' 0.15 at 64 wide, scaled by 1/sqrt(4)
                .random_norms = true,
                .vocab_file = "stories260K.gguf"});
+  // The same for the mixture-of-experts files people download (MXFP4_MOE, Q3_K_M and Q2_K of
+  // Qwen3-30B-A3B): a qwen3moe whose expert rows are 256 wide, so that llama-quantize gives the
+  // experts the file type's own block type instead of a fallback.
+  s.push_back({.name = "tiny-quant-moe",
+               .description = "tiny qwen3moe for weight-type goldens (tests)",
+               .arch = "qwen3moe",
+               .n_layer = 2,
+               .n_embd = 256,
+               .n_head = 4,
+               .n_head_kv = 2,
+               .n_ff = 256,
+               .n_vocab = 512,
+               .n_ctx = 256,
+               .rope_base = 1000000.f,
+               .rms_eps = 1e-6f,
+               .head_dim = 64,
+               .qk_norm = true,
+               .n_expert = 8,
+               .n_expert_used = 2,
+               .n_ff_exp = 256,
+               .weight_std = 0.08f,
+               .random_norms = true,
+               .vocab_file = "stories260K.gguf"});
   // Architecture fixtures (--arch): each architecture file lists its own (ArchSpec::fixtures).
   for (const ArchSpec* a : all_archs()) {
     for (RandomShape f : a->fixtures()) {
