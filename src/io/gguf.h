@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -144,6 +145,12 @@ class GgufWriter {
   // `data` must hold exactly bytes_per_row(type, dims[0]) * (product of the other dims) bytes.
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
                   std::vector<uint8_t> data);
+  // A tensor whose bytes are made only when the file is written: `fill` gets a buffer of
+  // exactly bytes_per_row(type, dims[0]) * (product of the other dims) bytes to fill. The
+  // writer holds one such tensor's bytes at a time, so a file larger than memory can be
+  // written (`tova make-random` of a 30B shape).
+  using TensorFill = std::function<void(uint8_t* out)>;
+  void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims, TensorFill fill);
   // Alignment of the tensor data (a nonzero power of two). It is recorded as general.alignment
   // when it is not the default 32, unless general.alignment was set explicitly: then that value
   // is written as given (tests use this to craft inconsistent files).
@@ -158,8 +165,14 @@ class GgufWriter {
     std::string name;
     GgmlType type;
     std::vector<int64_t> dims;
-    std::vector<uint8_t> data;
+    uint64_t n_bytes = 0;
+    std::vector<uint8_t> data;  // empty when `fill` makes the bytes
+    TensorFill fill;
   };
+  // The size of a tensor of `dims` in `type` (checked: a valid type and shape).
+  static uint64_t checked_size(GgmlType type, const std::vector<int64_t>& dims);
+  // Everything before the first tensor's bytes (header, keys, tensor infos, padding).
+  std::vector<uint8_t> header_bytes() const;
   uint64_t alignment_ = 32;
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<Tensor> tensors_;

@@ -103,8 +103,7 @@ void GgufWriter::set(std::string key, GgufValue value) {
   kv_.emplace_back(std::move(key), std::move(value));
 }
 
-void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
-                            std::vector<uint8_t> data) {
+uint64_t GgufWriter::checked_size(GgmlType type, const std::vector<int64_t>& dims) {
   TOVA_CHECK(find_type_traits(static_cast<uint32_t>(type)) != nullptr);
   TOVA_CHECK(!dims.empty() && dims.size() <= fmt_::kMaxDims);
   uint64_t rows = 1;
@@ -114,11 +113,24 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t
   }
   const Result<uint64_t> row_bytes = bytes_per_row(type, dims[0]);
   TOVA_CHECK(row_bytes.ok() && dims[0] >= 1);
-  TOVA_CHECK(data.size() == *row_bytes * rows);
-  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), std::move(data)});
+  return *row_bytes * rows;
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                            std::vector<uint8_t> data) {
+  const uint64_t n_bytes = checked_size(type, dims);
+  TOVA_CHECK(data.size() == n_bytes);
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), n_bytes, std::move(data), {}});
+}
+
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                            TensorFill fill) {
+  TOVA_CHECK(fill != nullptr);
+  const uint64_t n_bytes = checked_size(type, dims);
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), n_bytes, {}, std::move(fill)});
+}
+
+std::vector<uint8_t> GgufWriter::header_bytes() const {
   TOVA_CHECK(is_power_of_two(alignment_));
   bool has_alignment_key = false;
   for (const auto& [k, v] : kv_) has_alignment_key |= (k == fmt_::kAlignmentKey);
@@ -148,31 +160,68 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     for (int64_t d : t.dims) sink.put<int64_t>(d);
     sink.put(static_cast<uint32_t>(t.type));
     sink.put<uint64_t>(offset);
-    offset += t.data.size();
+    offset += t.n_bytes;
     offset = (offset + alignment_ - 1) / alignment_ * alignment_;
   }
   sink.pad_to(alignment_);
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  std::vector<uint8_t> out = header_bytes();
+  ByteSink sink(out);
   // Each tensor is padded to the alignment, the last one too, as llama.cpp's writer does.
   for (const Tensor& t : tensors_) {
-    sink.put_bytes(t.data.data(), t.data.size());
+    if (t.fill) {
+      const size_t at = out.size();
+      out.resize(at + t.n_bytes);
+      t.fill(out.data() + at);
+    } else {
+      sink.put_bytes(t.data.data(), t.data.size());
+    }
     sink.pad_to(alignment_);
   }
   return out;
 }
 
 Status GgufWriter::write_file(const std::string& path) const {
-  const std::vector<uint8_t> bytes = to_bytes();
+  // Streamed: the header, then each tensor's bytes (made now when it has a fill) and its
+  // padding, so at most one made tensor is in memory.
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return make_error("{}: cannot create: {}", tmp, std::strerror(errno));
-  const size_t written = bytes.empty() ? 0 : std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const int write_errno = errno;
+  uint64_t total = 0;
+  int write_errno = 0;
+  auto put = [&](const uint8_t* p, size_t n) {
+    if (write_errno != 0 || n == 0) return;
+    if (std::fwrite(p, 1, n, f) != n) {
+      write_errno = errno != 0 ? errno : EIO;
+      return;
+    }
+    total += n;
+  };
+  const std::vector<uint8_t> header = header_bytes();
+  put(header.data(), header.size());
+  std::vector<uint8_t> made;
+  const std::vector<uint8_t> zeros(alignment_, 0);
+  for (const Tensor& t : tensors_) {
+    if (write_errno != 0) break;
+    if (t.fill) {
+      made.assign(t.n_bytes, 0);
+      t.fill(made.data());
+      put(made.data(), made.size());
+      std::vector<uint8_t>().swap(made);
+    } else {
+      put(t.data.data(), t.data.size());
+    }
+    put(zeros.data(), (alignment_ - total % alignment_) % alignment_);
+  }
   const bool close_ok = std::fclose(f) == 0;
   const int close_errno = errno;
-  if (written != bytes.size() || !close_ok) {
+  if (write_errno != 0 || !close_ok) {
     std::remove(tmp.c_str());
-    return make_error("{}: write failed after {} of {} bytes: {}", tmp, written, bytes.size(),
-                      std::strerror(written != bytes.size() ? write_errno : close_errno));
+    return make_error("{}: write failed after {} bytes: {}", tmp, total,
+                      std::strerror(write_errno != 0 ? write_errno : close_errno));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

@@ -248,16 +248,20 @@ class Builder {
   void rows(const std::string& name, GgmlType type, int64_t n_in, int64_t n_out,
             std::vector<int64_t> dims) {
     const uint64_t row_bytes = *bytes_per_row(type, n_in);
-    std::vector<uint8_t> data(row_bytes * n_out);
     const uint64_t stream = o_.seed * 0x9E3779B97F4A7C15ull ^ hash_name(name);
-    pool_.parallel_for(n_out, 16, [&](int64_t r0, int64_t r1) {
-      std::vector<float> row(n_in);
-      for (int64_t r = r0; r < r1; ++r) {
-        gaussian_row(stream, r, o_.shape.weight_std, row.data(), n_in);
-        kernels::quantize_row_ref(type, row.data(), data.data() + r * row_bytes, n_in);
-      }
+    const float sd = o_.shape.weight_std;
+    count(dims, row_bytes * n_out);
+    // Made when the file is written, one tensor at a time: a 30B shape never sits in memory.
+    w_.add_tensor(name, type, std::move(dims), [this, type, n_in, n_out, row_bytes, stream,
+                                                 sd](uint8_t* data) {
+      pool_.parallel_for(n_out, 16, [&](int64_t r0, int64_t r1) {
+        std::vector<float> row(n_in);
+        for (int64_t r = r0; r < r1; ++r) {
+          gaussian_row(stream, r, sd, row.data(), n_in);
+          kernels::quantize_row_ref(type, row.data(), data + r * row_bytes, n_in);
+        }
+      });
     });
-    add(name, type, std::move(dims), std::move(data));
   }
 
   // A float32 vector filled with `value` (norm weights 1, biases 0), plus N(0, sd) if sd > 0.
@@ -284,12 +288,15 @@ class Builder {
  private:
   void add(const std::string& name, GgmlType type, std::vector<int64_t> dims,
            std::vector<uint8_t> data) {
+    count(dims, data.size());
+    w_.add_tensor(name, type, std::move(dims), std::move(data));
+  }
+  void count(const std::vector<int64_t>& dims, uint64_t n_bytes) {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     ++stats_.n_tensors;
     stats_.n_params += static_cast<uint64_t>(n);
-    stats_.n_bytes += data.size();
-    w_.add_tensor(name, type, std::move(dims), std::move(data));
+    stats_.n_bytes += n_bytes;
   }
 
   const RandomModelOptions& o_;
