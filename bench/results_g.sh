@@ -4,14 +4,18 @@
 # Small on purpose (a shared 2-core machine): SAMPLES per cell (default 2), 1,024-token samples.
 #
 # Usage: bench/results_g.sh build/bin/tova ../shared OUT [SAMPLES] [FIRST]
-# FIRST: skip the runs before the one of that name (resuming).
+# FIRST: skip the runs before the one of that name (resuming). THREADS (environment, default 1):
+# tova's -t; records are the same bits for any thread count (tests/eval/task_eval_test.cpp).
 set -euo pipefail
 TOVA=${1:?tova binary}
 S=${2:?shared folder}
 OUT=${3:?output folder}
 N=${4:-2}
 FIRST=${5:-}
-P=full,window,sink:4,h2o,tova,snapkv,keydiff,kvzip
+# Every policy issue 36 names beside those of (e): the query-agnostic and future-query rules
+# (kvzip, expected-attention, rkv) and CaM's merging on two scoring rules.
+P=full,window,sink:4,h2o,tova,snapkv,keydiff,kvzip,expected-attention,rkv,tova+merge,h2o+merge
+THREADS=${THREADS:-1}
 K=128,256,512
 NIAH=(-m "$S/models/niah-13m-f16.gguf" --template "$S/models/niah-13m.templates.json")
 mkdir -p "$OUT"
@@ -24,7 +28,7 @@ run() {
   fi
   FIRST=
   echo "== $name: $*" >&2
-  /usr/bin/time -f "$name: %e s wall, %U s user" "$TOVA" eval "$@" --policies "$P" --budgets "$K" \
+  /usr/bin/time -f "$name: %e s wall, %U s user" "$TOVA" eval "$@" -t "$THREADS" --policies "$P" --budgets "$K" \
     --force --out "$OUT/$name" > "$OUT/$name.md"
 }
 # Single-turn: RULER's form (niah answers are " VALUE.": 16 tokens are plenty; vt RULER's 30).
