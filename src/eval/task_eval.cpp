@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/timer.h"
+#include "eval/invariant_forward.h"
 #include "eval/nll.h"
 #include "eval/tasks.h"
 #include "runtime/continuation.h"
@@ -62,8 +63,9 @@ const std::vector<int32_t>& answer_ids_of(const TaskSample& s, int turn) {
 
 class Runner {
  public:
-  Runner(const model::Model& m, const tok::Tokenizer& tk, ThreadPool& pool, const EvalOptions& o)
-      : m_(m), tk_(tk), pool_(pool), o_(o), n_vocab_(m.config().n_vocab) {}
+  Runner(const model::Model& m, const tok::Tokenizer& tk, ThreadPool& pool, const EvalOptions& o,
+         InvariantForward fwd)
+      : m_(m), tk_(tk), pool_(pool), o_(o), n_vocab_(m.config().n_vocab), fwd_(std::move(fwd)) {}
 
   // The configurations cfgs of the samples of group, in shared forward passes.
   Status run_group(std::span<const TaskSample> group, std::span<const int> cfgs,
@@ -318,8 +320,7 @@ class Runner {
         c.fed = end;
       }
       if (batch.empty()) break;
-      logits_.resize(rows.size() * n_vocab_);
-      TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data()));
+      TOVA_RETURN_IF_ERROR(fwd_.forward(batch, pool_, scratch_, logits_));
       ++n_forward;
       for (size_t r = 0; r < rows.size(); ++r) {
         log_softmax(std::span<const float>(&logits_[r * n_vocab_], n_vocab_), logp);
@@ -375,8 +376,7 @@ class Runner {
         progress.steps_done += take;
       }
       if (batch.empty()) break;
-      logits_.resize(static_cast<size_t>(n_rows) * n_vocab_);
-      TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data(), followers));
+      TOVA_RETURN_IF_ERROR(fwd_.forward(batch, pool_, scratch_, logits_, followers));
       ++n_forward;
       // Leaders first: a follower's logits are its leader's.
       for (const Take& t : takes) {
@@ -420,6 +420,9 @@ class Runner {
   Timer timer;
   std::vector<Seq> seqs_;
   model::ForwardScratch scratch_;
+  // Every call padded to the matmul's batch-invariant size: a sequence's records are the same
+  // bits alone and batched, its answer NLL included.
+  InvariantForward fwd_;
   std::vector<float> logits_;
 };
 
@@ -458,7 +461,8 @@ Result<EvalResult> run_eval(const model::Model& m, const tok::Tokenizer& tk, Thr
     }
   }
   Timer t;
-  Runner runner(m, tk, pool, o);
+  TOVA_ASSIGN_OR_RETURN(InvariantForward fwd, InvariantForward::create(m));
+  Runner runner(m, tk, pool, o, std::move(fwd));
   const int n_cfg = static_cast<int>(o.configs.size());
   for (const TaskSample& s : samples) {
     int64_t steps = static_cast<int64_t>(s.prompt.size()) + s.max_new;

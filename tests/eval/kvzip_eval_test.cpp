@@ -1,7 +1,8 @@
 // kvzip in the task evaluation: its scoring pass runs at the prompt's end and at each turn's
-// end, its cost is counted, a budget past the conversation equals full (the answers bit for bit,
-// the answer NLL to float32 rounding; the cache itself: tests/kv/kvzip_test.cpp), sessions refuse it (nothing would run its pass), and a chat template that cannot
-// render the reconstruction prompt after the conversation is one clear error.
+// end, its cost is counted, a budget past the conversation equals full (the answers and their
+// NLL bit for bit; the cache itself: tests/kv/kvzip_test.cpp), sessions refuse it (nothing would
+// run its pass), and a chat template that cannot render the reconstruction prompt after the
+// conversation is one clear error.
 #include <gtest/gtest.h>
 
 #include "eval/ppl_sweep.h"
@@ -66,8 +67,8 @@ TEST(KvzipEval, PassesAreCountedAndABudgetPastTheConversationEqualsFull) {
       const EvalRecord& f = full[e.turn - 1];
       EXPECT_EQ(e.answer, f.answer) << "turn " << e.turn;
       // Its rows sit elsewhere in the forward calls than full's once it runs on its own (after
-      // its first pass): the logits agree to float32 rounding (TaskEval.Turns*).
-      EXPECT_NEAR(e.answer_nll, f.answer_nll, 1e-5 * f.answer_nll) << "turn " << e.turn;
+      // its first pass): the same bits all the same (eval/invariant_forward.h).
+      EXPECT_EQ(e.answer_nll, f.answer_nll) << "turn " << e.turn;
       EXPECT_EQ(e.prompt_tokens, f.prompt_tokens);
     }
   }
