@@ -394,6 +394,16 @@ TEST_F(CliEval, EvalRejectsBadTurns) {
                        "asks at most 4 questions", {});
 }
 
+// kvzip under a chat template that cannot render its reconstruction prompt after the
+// conversation as it was fed (llama2 rewrites the answer): one line naming the template; no
+// results left behind.
+TEST_F(CliEval, EvalRejectsAReconstructionTheTemplateCannotRender) {
+  expect_clean_failure(run("eval niah_single -m " + model_ +
+                           " --lengths 400 --samples 1 --max-new 4 --chat-template llama2"
+                           " --policies kvzip --budgets 32 --out " + dir_ + "/res"),
+                       "chat template 'llama2' cannot render kvzip's reconstruction prompt", {});
+}
+
 // Four questions of one haystack in one conversation on niah-13m: one record per turn carrying
 // it, full's accuracy per turn in the tables (the ceiling), the per-turn cells and the answer
 // NLL in the JSON, the turns plot written.
