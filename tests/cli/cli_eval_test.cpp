@@ -394,6 +394,19 @@ TEST_F(CliEval, EvalRejectsBadTurns) {
                        "asks at most 4 questions", {});
 }
 
+// kvzip outside the task evaluation: one line saying why (nothing there runs its scoring pass).
+TEST_F(CliEval, KvzipOutsideEvalIsOneLineSayingWhy) {
+  for (const std::string& cmd :
+       {"run -m " + model_ + " -p Once -n 4 --kv-policy kvzip --kv-budget 32",
+        "ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
+            " --policies full,kvzip --budgets 16 --ctx 64"}) {
+    expect_clean_failure(run(cmd),
+                         "KV policy 'kvzip' evicts only in its scoring pass (the model re-reads "
+                         "its context), which only the task evaluation (tova eval) runs",
+                         {});
+  }
+}
+
 // kvzip under a chat template that cannot render its reconstruction prompt after the
 // conversation as it was fed (llama2 rewrites the answer): one line naming the template; no
 // results left behind.
