@@ -6,6 +6,8 @@ Usage: bench/results_g_tables.py single|turns|nll DIR [DIR ...]
   turns:  per (policy, k), accuracy % per turn and pooled, answer NLL minus full's per turn and
           pooled (se), kvzip's extra tokens per conversation against the tokens it fed.
   nll:    per task, answer NLL minus full's (se) per k, full's own NLL first.
+  cases:  per (policy, k), accuracy % and answer NLL minus full's over all turns, one column
+          pair per folder (the held-back cases side by side).
 Records of several folders (the same grid on other seeds or haystacks) are pooled.
 """
 import json
@@ -160,6 +162,27 @@ def nll(recs):
     return "\n".join(out) + "\n"
 
 
+def cases(recs):
+    runs = list(OrderedDict((r["_run"], 1) for r in recs))
+    full = full_of(recs)
+    names = [d.rstrip("/").split("/")[-1] for d in runs]
+    out = ["| policy | k | " + " | ".join(f"{n}: acc | NLL - full" for n in names) + " |",
+           "|---|---:|" + "---:|---:|" * len(runs)]
+    rows = [("full", None)] + [(p, k) for p, ks in configs(recs).items() for k in sorted(ks)]
+    for p, k in rows:
+        cs = []
+        for d in runs:
+            sel = lambda r: r["_run"] == d and r["policy"] == p and r["budget"] == k
+            a, (m, se), _ = cell(recs, full, sel)
+            if k is None:
+                m = mean_se([r["answer_nll"] for r in recs if sel(r)])[0]
+                cs.append(f"{a:.0f} | ({m:.3f})")
+            else:
+                cs.append(f"{a:.0f} | {fmt_delta(m, se)}")
+        out.append(f"| {p} | {'-' if k is None else k} | " + " | ".join(cs) + " |")
+    return "\n".join(out) + "\n"
+
+
 if __name__ == "__main__":
     what, dirs = sys.argv[1], sys.argv[2:]
-    print({"single": single, "turns": turns, "nll": nll}[what](load(dirs)))
+    print({"single": single, "turns": turns, "nll": nll, "cases": cases}[what](load(dirs)))
