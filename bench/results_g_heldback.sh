@@ -20,6 +20,7 @@ for c in 1001:pg19-test-10321.txt 2002:alice.txt 3003:-; do
   args=()
   [[ "$hay" != "-" ]] && args=(--haystack "$S/texts/$hay")
   name=heldback-s$seed-${hay%.txt}
+  [[ "$hay" == "-" ]] && name=heldback-s$seed-noise
   echo "== $name" >&2
   /usr/bin/time -f "$name: %e s wall, %U s user" "$TOVA" eval niah_multikey \
     -m "$S/models/niah-13m-f16.gguf" --template "$S/models/niah-13m.templates.json" \
