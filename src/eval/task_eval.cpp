@@ -242,9 +242,15 @@ class Runner {
   // kvzip: the scoring pass over the conversation fed so far, then the cut to the budget. The
   // sequence stays on its own from here (nothing it holds may differ from a leader's unseen).
   Status cut(Seq& q) {
-    // The context is the whole history; a token queued and not fed yet (the answer's last)
-    // goes first, so the copy reads the conversation whole.
-    const std::vector<int32_t>& history = q.session->history();
+    // At a turn's end the context is the whole history; a token queued and not fed yet (the
+    // answer's last) goes first, so the copy reads the conversation whole. Within the first
+    // prompt (a chunk's end under chunk:C) it is what was fed so far: the prompt's unread rest
+    // is not read ahead.
+    const std::vector<int32_t>& all = q.session->history();
+    const bool in_prompt = q.turn == 0 && !q.scored;
+    const std::span<const int32_t> history(all.data(),
+                                           in_prompt ? static_cast<size_t>(q.session->n_fed())
+                                                     : all.size());
     std::string head(runtime::kKvzipRawHead);
     if (o_.chat) {
       TOVA_ASSIGN_OR_RETURN(head, render_next(q, std::string(runtime::kKvzipInstruction), "",

@@ -75,6 +75,34 @@ TEST(KvzipEval, PassesAreCountedAndABudgetPastTheConversationEqualsFull) {
   EXPECT_GT(r->pass_steps, 0);
 }
 
+// Under chunk:C the cut runs at each of the first prompt's chunk ends, each pass reading the
+// instruction and the prompt fed so far (not its unread rest): its cost is the sum of those.
+TEST(KvzipEval, ChunkedPrefillCutsAtEachChunkEnd) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load();
+  auto samples = make_samples(*l.tk, {.tasks = {"niah_single"}, .lengths = {400},
+                                      .depths = {50}, .samples = 1, .max_new = 4});
+  ASSERT_TRUE(samples.ok()) << samples.message();
+  const int64_t n_prompt = static_cast<int64_t>(samples->samples[0].prompt.size());
+  auto cfgs = sweep_configs(std::vector<std::string>{"kvzip"}, std::vector<int>{32}, 1 << 30);
+  ASSERT_TRUE(cfgs.ok());
+  auto prefill = parse_prefill("chunk:64");
+  ASSERT_TRUE(prefill.ok());
+  ThreadPool pool(2);
+  auto r = run_eval(*l.model, *l.tk, pool, samples->samples,
+                    EvalOptions{.configs = *cfgs, .prefill = *prefill});
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r->records.size(), 1u);
+  const int64_t head =
+      static_cast<int64_t>(runtime::continuation_ids(*l.tk, runtime::kKvzipRawHead).size());
+  int64_t want = 0;
+  for (int64_t fed = 64;; fed += 64) {
+    want += head + std::min(fed, n_prompt) - 1;  // BOS not repeated
+    if (fed >= n_prompt) break;
+  }
+  EXPECT_EQ(r->records[0].pass_tokens, want);
+}
+
 TEST(KvzipEval, SessionsRefuseIt) {
   TOVA_REQUIRE_SHARED();
   Loaded l = load();
