@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/timer.h"
+#include "eval/invariant_forward.h"
 #include "eval/nll.h"
 #include "eval/tasks.h"
 #include "runtime/continuation.h"
@@ -62,8 +63,9 @@ const std::vector<int32_t>& answer_ids_of(const TaskSample& s, int turn) {
 
 class Runner {
  public:
-  Runner(const model::Model& m, const tok::Tokenizer& tk, ThreadPool& pool, const EvalOptions& o)
-      : m_(m), tk_(tk), pool_(pool), o_(o), n_vocab_(m.config().n_vocab) {}
+  Runner(const model::Model& m, const tok::Tokenizer& tk, ThreadPool& pool, const EvalOptions& o,
+         InvariantForward fwd)
+      : m_(m), tk_(tk), pool_(pool), o_(o), n_vocab_(m.config().n_vocab), fwd_(std::move(fwd)) {}
 
   // The configurations cfgs of the samples of group, in shared forward passes.
   Status run_group(std::span<const TaskSample> group, std::span<const int> cfgs,
@@ -240,9 +242,15 @@ class Runner {
   // kvzip: the scoring pass over the conversation fed so far, then the cut to the budget. The
   // sequence stays on its own from here (nothing it holds may differ from a leader's unseen).
   Status cut(Seq& q) {
-    // The context is the whole history; a token queued and not fed yet (the answer's last)
-    // goes first, so the copy reads the conversation whole.
-    const std::vector<int32_t>& history = q.session->history();
+    // At a turn's end the context is the whole history; a token queued and not fed yet (the
+    // answer's last) goes first, so the copy reads the conversation whole. Within the first
+    // prompt (a chunk's end under chunk:C) it is what was fed so far: the prompt's unread rest
+    // is not read ahead.
+    const std::vector<int32_t>& all = q.session->history();
+    const bool in_prompt = q.turn == 0 && !q.scored;
+    const std::span<const int32_t> history(all.data(),
+                                           in_prompt ? static_cast<size_t>(q.session->n_fed())
+                                                     : all.size());
     std::string head(runtime::kKvzipRawHead);
     if (o_.chat) {
       TOVA_ASSIGN_OR_RETURN(head, render_next(q, std::string(runtime::kKvzipInstruction), "",
@@ -318,8 +326,7 @@ class Runner {
         c.fed = end;
       }
       if (batch.empty()) break;
-      logits_.resize(rows.size() * n_vocab_);
-      TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data()));
+      TOVA_RETURN_IF_ERROR(fwd_.forward(batch, pool_, scratch_, logits_));
       ++n_forward;
       for (size_t r = 0; r < rows.size(); ++r) {
         log_softmax(std::span<const float>(&logits_[r * n_vocab_], n_vocab_), logp);
@@ -375,8 +382,7 @@ class Runner {
         progress.steps_done += take;
       }
       if (batch.empty()) break;
-      logits_.resize(static_cast<size_t>(n_rows) * n_vocab_);
-      TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data(), followers));
+      TOVA_RETURN_IF_ERROR(fwd_.forward(batch, pool_, scratch_, logits_, followers));
       ++n_forward;
       // Leaders first: a follower's logits are its leader's.
       for (const Take& t : takes) {
@@ -420,6 +426,9 @@ class Runner {
   Timer timer;
   std::vector<Seq> seqs_;
   model::ForwardScratch scratch_;
+  // Every call padded to the matmul's batch-invariant size: a sequence's records are the same
+  // bits alone and batched, its answer NLL included.
+  InvariantForward fwd_;
   std::vector<float> logits_;
 };
 
@@ -458,7 +467,8 @@ Result<EvalResult> run_eval(const model::Model& m, const tok::Tokenizer& tk, Thr
     }
   }
   Timer t;
-  Runner runner(m, tk, pool, o);
+  TOVA_ASSIGN_OR_RETURN(InvariantForward fwd, InvariantForward::create(m));
+  Runner runner(m, tk, pool, o, std::move(fwd));
   const int n_cfg = static_cast<int>(o.configs.size());
   for (const TaskSample& s : samples) {
     int64_t steps = static_cast<int64_t>(s.prompt.size()) + s.max_new;

@@ -427,9 +427,8 @@ std::string accuracy_plot_script(const std::vector<EvalRecord>& records, const s
   std::string plot = "plot ";
   const char* sep = "";
   for (size_t i = 0; i < names.size(); ++i) {
-    plot += fmt::format("{}$d{} using 1:2 with linespoints lw 2 pt {} ps 1 dt {} title {}", sep, i,
-                        5 + static_cast<int>(i) % 9, 1 + static_cast<int>(i / 8) % 5,
-                        gnuplot_string(names[i]));
+    plot += fmt::format("{}$d{} using 1:2 with linespoints lw 2 pt {} ps 1{} title {}", sep, i,
+                        5 + static_cast<int>(i) % 9, series_style(i), gnuplot_string(names[i]));
     sep = ", \\\n     ";
   }
   if (full.n > 0) {
@@ -581,9 +580,9 @@ std::string turns_plot_script(const std::vector<EvalRecord>& records, const std:
     std::string plot = "plot ";
     const char* sep = "";
     for (size_t pi = 0; pi < policies.size(); ++pi) {
-      plot += fmt::format("{}$d{}_{} using 1:2 with linespoints lw 2 pt {} lc {} dt {} title {}", sep,
-                          bi, pi, 5 + static_cast<int>(pi) % 9, 1 + static_cast<int>(pi),
-                          1 + static_cast<int>(pi / 8) % 5, gnuplot_string(policies[pi]));
+      plot += fmt::format("{}$d{}_{} using 1:2 with linespoints lw 2 pt {}{} title {}", sep, bi,
+                          pi, 5 + static_cast<int>(pi) % 9, series_style(pi),
+                          gnuplot_string(policies[pi]));
       sep = ", \\\n     ";
     }
     if (has_full) {
@@ -650,9 +649,8 @@ std::string nll_plot_script(const std::vector<EvalRecord>& records, const std::s
   std::string plot = "plot ";
   const char* sep = "";
   for (size_t i = 0; i < names.size(); ++i) {
-    plot += fmt::format("{}$d{} using 1:2:3 with yerrorlines lw 2 pt {} ps 1 dt {} title {}", sep, i,
-                        5 + static_cast<int>(i) % 9, 1 + static_cast<int>(i / 8) % 5,
-                        gnuplot_string(names[i]));
+    plot += fmt::format("{}$d{} using 1:2:3 with yerrorlines lw 2 pt {} ps 1{} title {}", sep, i,
+                        5 + static_cast<int>(i) % 9, series_style(i), gnuplot_string(names[i]));
     sep = ", \\\n     ";
   }
   plot += fmt::format("{}0 with lines dt 2 lw 2 lc rgb \"black\" title \"full\"", sep);

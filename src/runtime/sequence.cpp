@@ -10,8 +10,9 @@ Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const 
   if (!runs_cuts && o.policy.bounded() &&
       kv::layer_plan(o.policy, o.policy.args()).cut_by_caller) {
     return make_error(
-        "KV policy '{}' evicts only in its scoring pass, which the task evaluation runs; "
-        "sessions, sweeps, traces and benchmarks do not",
+        "KV policy '{}' evicts only in its scoring pass (the model re-reads its context), which "
+        "only the task evaluation (tova eval) runs: sessions (run, chat, serve, Python), sweeps, "
+        "traces and benchmarks would never evict",
         o.policy.label());
   }
   kv::MultiStateOptions so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));

@@ -394,6 +394,29 @@ TEST_F(CliEval, EvalRejectsBadTurns) {
                        "asks at most 4 questions", {});
 }
 
+// kvzip outside the task evaluation: one line saying why (nothing there runs its scoring pass).
+TEST_F(CliEval, KvzipOutsideEvalIsOneLineSayingWhy) {
+  for (const std::string& cmd :
+       {"run -m " + model_ + " -p Once -n 4 --kv-policy kvzip --kv-budget 32",
+        "ppl -m " + model_ + " --tokens " + shared_path("golden/tokens-1024.json") +
+            " --policies full,kvzip --budgets 16 --ctx 64"}) {
+    expect_clean_failure(run(cmd),
+                         "KV policy 'kvzip' evicts only in its scoring pass (the model re-reads "
+                         "its context), which only the task evaluation (tova eval) runs",
+                         {});
+  }
+}
+
+// kvzip under a chat template that cannot render its reconstruction prompt after the
+// conversation as it was fed (llama2 rewrites the answer): one line naming the template; no
+// results left behind.
+TEST_F(CliEval, EvalRejectsAReconstructionTheTemplateCannotRender) {
+  expect_clean_failure(run("eval niah_single -m " + model_ +
+                           " --lengths 400 --samples 1 --max-new 4 --chat-template llama2"
+                           " --policies kvzip --budgets 32 --out " + dir_ + "/res"),
+                       "chat template 'llama2' cannot render kvzip's reconstruction prompt", {});
+}
+
 // Four questions of one haystack in one conversation on niah-13m: one record per turn carrying
 // it, full's accuracy per turn in the tables (the ceiling), the per-turn cells and the answer
 // NLL in the JSON, the turns plot written.

@@ -1,7 +1,8 @@
 // kvzip in the task evaluation: its scoring pass runs at the prompt's end and at each turn's
-// end, its cost is counted, a budget past the conversation equals full (the answers bit for bit,
-// the answer NLL to float32 rounding; the cache itself: tests/kv/kvzip_test.cpp), sessions refuse it (nothing would run its pass), and a chat template that cannot
-// render the reconstruction prompt after the conversation is one clear error.
+// end, its cost is counted, a budget past the conversation equals full (the answers and their
+// NLL bit for bit; the cache itself: tests/kv/kvzip_test.cpp), sessions refuse it (nothing would
+// run its pass), and a chat template that cannot render the reconstruction prompt after the
+// conversation is one clear error.
 #include <gtest/gtest.h>
 
 #include "eval/ppl_sweep.h"
@@ -66,12 +67,40 @@ TEST(KvzipEval, PassesAreCountedAndABudgetPastTheConversationEqualsFull) {
       const EvalRecord& f = full[e.turn - 1];
       EXPECT_EQ(e.answer, f.answer) << "turn " << e.turn;
       // Its rows sit elsewhere in the forward calls than full's once it runs on its own (after
-      // its first pass): the logits agree to float32 rounding (TaskEval.Turns*).
-      EXPECT_NEAR(e.answer_nll, f.answer_nll, 1e-5 * f.answer_nll) << "turn " << e.turn;
+      // its first pass): the same bits all the same (eval/invariant_forward.h).
+      EXPECT_EQ(e.answer_nll, f.answer_nll) << "turn " << e.turn;
       EXPECT_EQ(e.prompt_tokens, f.prompt_tokens);
     }
   }
   EXPECT_GT(r->pass_steps, 0);
+}
+
+// Under chunk:C the cut runs at each of the first prompt's chunk ends, each pass reading the
+// instruction and the prompt fed so far (not its unread rest): its cost is the sum of those.
+TEST(KvzipEval, ChunkedPrefillCutsAtEachChunkEnd) {
+  TOVA_REQUIRE_SHARED();
+  Loaded l = load();
+  auto samples = make_samples(*l.tk, {.tasks = {"niah_single"}, .lengths = {400},
+                                      .depths = {50}, .samples = 1, .max_new = 4});
+  ASSERT_TRUE(samples.ok()) << samples.message();
+  const int64_t n_prompt = static_cast<int64_t>(samples->samples[0].prompt.size());
+  auto cfgs = sweep_configs(std::vector<std::string>{"kvzip"}, std::vector<int>{32}, 1 << 30);
+  ASSERT_TRUE(cfgs.ok());
+  auto prefill = parse_prefill("chunk:64");
+  ASSERT_TRUE(prefill.ok());
+  ThreadPool pool(2);
+  auto r = run_eval(*l.model, *l.tk, pool, samples->samples,
+                    EvalOptions{.configs = *cfgs, .prefill = *prefill});
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r->records.size(), 1u);
+  const int64_t head =
+      static_cast<int64_t>(runtime::continuation_ids(*l.tk, runtime::kKvzipRawHead).size());
+  int64_t want = 0;
+  for (int64_t fed = 64;; fed += 64) {
+    want += head + std::min(fed, n_prompt) - 1;  // BOS not repeated
+    if (fed >= n_prompt) break;
+  }
+  EXPECT_EQ(r->records[0].pass_tokens, want);
 }
 
 TEST(KvzipEval, SessionsRefuseIt) {

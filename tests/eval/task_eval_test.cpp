@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -327,7 +329,7 @@ TEST(Tasks, BadTurnsAreOneClearError) {
 
 // A conversation per (sample, configuration): one record per turn, each carrying it; the same
 // records with 1 or 2 threads, batched or alone, riding along or not; a budget past the length
-// gives full's answers (and its NLL, to float32 rounding) at every turn.
+// gives full's answers and their NLL, bit for bit, at every turn.
 TEST(TaskEval, TurnsAreTheSameAloneBatchedAndOnAnyThreadCount) {
   TOVA_REQUIRE_SHARED();
   Loaded l = load("models/stories260K.gguf");
@@ -348,27 +350,29 @@ TEST(TaskEval, TurnsAreTheSameAloneBatchedAndOnAnyThreadCount) {
   }
   // Each turn's prompt follows the previous turn's answer in one history.
   EXPECT_GT(base[1].prompt_tokens, base[0].prompt_tokens + base[0].n_generated);
-  // The answers are the same bits; the answer NLL too on any thread count, and to float32's
-  // rounding when the forward calls hold other sequences (a row's matmul tile depends on where
-  // it sits in the call: the logits' last bits do, never the greedy token here).
-  auto same = [&](const std::vector<EvalRecord>& other, const std::string& what, double tol) {
+  // The answers and their NLL are the same bits on any thread count, alone or batched, riding
+  // along or not (every forward call is padded to the matmul's batch-invariant size:
+  // eval/invariant_forward.h).
+  auto same = [&](const std::vector<EvalRecord>& other, const std::string& what) {
     expect_same(base, other, what);
     ASSERT_EQ(base.size(), other.size());
     for (size_t i = 0; i < base.size(); ++i) {
       EXPECT_EQ(base[i].turn, other[i].turn) << what;
       EXPECT_EQ(base[i].prompt_tokens, other[i].prompt_tokens) << what;
       EXPECT_EQ(base[i].pass_tokens, other[i].pass_tokens) << what;
-      if (tol == 0) {
-        EXPECT_EQ(base[i].answer_nll, other[i].answer_nll) << what << " record " << i;
-      } else {
-        EXPECT_NEAR(base[i].answer_nll, other[i].answer_nll, tol * base[i].answer_nll)
-            << what << " record " << i;
-      }
+      EXPECT_EQ(base[i].answer_nll, other[i].answer_nll) << what << " record " << i;
+      EXPECT_EQ(base[i].answer_tokens, other[i].answer_tokens) << what << " record " << i;
     }
+    // The records as written (results.json, results.csv), byte for byte.
+    EvalResult a, b;
+    a.records = base;
+    b.records = other;
+    EXPECT_EQ(eval_json(a, {})["records"].dump(), eval_json(b, {})["records"].dump()) << what;
+    EXPECT_EQ(eval_csv(a), eval_csv(b)) << what;
   };
-  same(run(l, samples->samples, *cfgs, 1, true, true), "1 thread", 0);
-  same(run(l, samples->samples, *cfgs, 2, false, true), "each alone", 1e-5);
-  same(run(l, samples->samples, *cfgs, 2, true, false), "no sharing", 1e-5);
+  same(run(l, samples->samples, *cfgs, 1, true, true), "1 thread");
+  same(run(l, samples->samples, *cfgs, 2, false, true), "each alone");
+  same(run(l, samples->samples, *cfgs, 2, true, false), "no sharing");
   // k past the whole conversation: full's records, turn by turn, NLL bit for bit.
   auto big = sweep_configs(std::vector<std::string>{"full", "window", "tova", "snapkv", "h2o", "kvzip"},
                            std::vector<int>{4096}, 1 << 30);
@@ -379,8 +383,7 @@ TEST(TaskEval, TurnsAreTheSameAloneBatchedAndOnAnyThreadCount) {
     const EvalRecord& full = r[(i / per_sample) * per_sample + i % 3];
     ASSERT_EQ(full.policy, "full");
     EXPECT_EQ(r[i].answer, full.answer) << r[i].policy << " turn " << r[i].turn;
-    EXPECT_NEAR(r[i].answer_nll, full.answer_nll, 1e-5 * full.answer_nll)
-        << r[i].policy << " turn " << r[i].turn;
+    EXPECT_EQ(r[i].answer_nll, full.answer_nll) << r[i].policy << " turn " << r[i].turn;
   }
   // The tables: accuracy per turn beside the pooled one, and the answers' NLL against full.
   const std::string md = accuracy_markdown(base);
@@ -446,6 +449,56 @@ TEST(TaskReport, NllCellsPairWithFull) {
   EXPECT_NEAR(cells[1].delta_se, 0.5 / std::sqrt(3.0), 1e-12);  // sd 0.5
   const std::string md = accuracy_markdown(recs);
   EXPECT_NE(md.find("| window | 8 | 100 | 2.500 | +0.500 | 0.289 | 3 |"), std::string::npos) << md;
+}
+
+// The plots give each policy one colour and one dash (eval/plots.h series_style), the same in
+// the accuracy, answer-NLL and per-turn plots: 12 bounded policies, none styled like another.
+TEST(TaskReport, EveryPolicyHasItsOwnColourAndDashInEveryPlot) {
+  const std::vector<std::string> pols = {"window", "sink:4", "h2o", "tova", "snapkv", "keydiff",
+                                         "kvzip", "expected-attention", "rkv", "tova+merge",
+                                         "h2o+merge", "pyramidkv:8"};
+  std::vector<EvalRecord> recs;
+  auto add = [&](const std::string& p, int budget) {
+    for (int turn = 1; turn <= 2; ++turn) {
+      for (int i = 0; i < 2; ++i) {
+        recs.push_back({.task = "t", .length = 100, .sample = i, .policy = p, .budget = budget,
+                        .score = (i + turn) % 2 * 1.0, .turn = turn, .n_turns = 2,
+                        .answer_nll = 1.0 + i + turn, .answer_tokens = 2});
+      }
+    }
+  };
+  add("full", -1);
+  for (const std::string& p : pols) {
+    for (int k : {8, 16}) add(p, k);
+  }
+  const std::string dir = ::testing::TempDir() + "/plot_styles";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto stems = plot_eval(recs, "styles", dir);
+  ASSERT_TRUE(stems.ok()) << stems.message();
+  std::map<std::string, std::string> style_of;  // policy -> style, over every plot
+  for (const char* stem : {"acc-t", "nll-t", "turns-t"}) {
+    std::ifstream in(dir + "/" + stem + ".gp");
+    ASSERT_TRUE(in) << stem;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string gp = ss.str();
+    std::set<std::string> styles;
+    for (const std::string& p : pols) {
+      const std::string title = "title \"" + p + "\"";
+      size_t at = gp.find(title);
+      ASSERT_NE(at, std::string::npos) << stem << ": " << p;
+      for (; at != std::string::npos; at = gp.find(title, at + 1)) {
+        const size_t lc = gp.rfind(" lc rgb ", at);
+        ASSERT_NE(lc, std::string::npos) << stem << ": " << p;
+        const std::string st = gp.substr(lc, at - lc);
+        auto [it, fresh] = style_of.emplace(p, st);
+        EXPECT_EQ(it->second, st) << stem << ": " << p << " styled two ways";
+        styles.insert(st);
+      }
+    }
+    EXPECT_EQ(styles.size(), pols.size()) << stem << ": two policies share a style";
+  }
 }
 
 }  // namespace

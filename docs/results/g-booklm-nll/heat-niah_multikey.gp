@@ -131,6 +131,78 @@ $m21 << EOD
 0.00
 0.00
 EOD
+$m22 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m23 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m24 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m25 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m26 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m27 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m28 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m29 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m30 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m31 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m32 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
+$m33 << EOD
+0.00
+0.00
+0.00
+0.00
+EOD
 set encoding utf8
 set palette defined (0 "#b2182b", 50 "#f7f7f7", 100 "#2166ac")
 set cbrange [0:100]
@@ -141,9 +213,9 @@ set xrange [-0.5:0.5]
 set yrange [-0.5:3.5]
 set xlabel "length (tokens)"
 set ylabel "needle depth (%)"
-set terminal pngcairo size 1020,2160 font ",10"
+set terminal pngcairo size 1020,3200 font ",10"
 set output "heat-niah_multikey.png"
-set multiplot layout 8,3 title "booklm-3m.gguf: 4 samples per cell, seed 42: niah_multikey by depth and length" noenhanced
+set multiplot layout 12,3 title "booklm-3m.gguf: 4 samples per cell, seed 42: niah_multikey by depth and length" noenhanced
 set title "full" noenhanced
 plot $m0 matrix with image notitle
 set multiplot next
@@ -190,10 +262,34 @@ set title "kvzip k=256" noenhanced
 plot $m20 matrix with image notitle
 set title "kvzip k=512" noenhanced
 plot $m21 matrix with image notitle
+set title "expected-attention k=128" noenhanced
+plot $m22 matrix with image notitle
+set title "expected-attention k=256" noenhanced
+plot $m23 matrix with image notitle
+set title "expected-attention k=512" noenhanced
+plot $m24 matrix with image notitle
+set title "rkv k=128" noenhanced
+plot $m25 matrix with image notitle
+set title "rkv k=256" noenhanced
+plot $m26 matrix with image notitle
+set title "rkv k=512" noenhanced
+plot $m27 matrix with image notitle
+set title "tova+merge k=128" noenhanced
+plot $m28 matrix with image notitle
+set title "tova+merge k=256" noenhanced
+plot $m29 matrix with image notitle
+set title "tova+merge k=512" noenhanced
+plot $m30 matrix with image notitle
+set title "h2o+merge k=128" noenhanced
+plot $m31 matrix with image notitle
+set title "h2o+merge k=256" noenhanced
+plot $m32 matrix with image notitle
+set title "h2o+merge k=512" noenhanced
+plot $m33 matrix with image notitle
 unset multiplot
-set terminal svg size 1020,2160 dynamic font ",10"
+set terminal svg size 1020,3200 dynamic font ",10"
 set output "heat-niah_multikey.svg"
-set multiplot layout 8,3 title "booklm-3m.gguf: 4 samples per cell, seed 42: niah_multikey by depth and length" noenhanced
+set multiplot layout 12,3 title "booklm-3m.gguf: 4 samples per cell, seed 42: niah_multikey by depth and length" noenhanced
 set title "full" noenhanced
 plot $m0 matrix with image notitle
 set multiplot next
@@ -240,5 +336,29 @@ set title "kvzip k=256" noenhanced
 plot $m20 matrix with image notitle
 set title "kvzip k=512" noenhanced
 plot $m21 matrix with image notitle
+set title "expected-attention k=128" noenhanced
+plot $m22 matrix with image notitle
+set title "expected-attention k=256" noenhanced
+plot $m23 matrix with image notitle
+set title "expected-attention k=512" noenhanced
+plot $m24 matrix with image notitle
+set title "rkv k=128" noenhanced
+plot $m25 matrix with image notitle
+set title "rkv k=256" noenhanced
+plot $m26 matrix with image notitle
+set title "rkv k=512" noenhanced
+plot $m27 matrix with image notitle
+set title "tova+merge k=128" noenhanced
+plot $m28 matrix with image notitle
+set title "tova+merge k=256" noenhanced
+plot $m29 matrix with image notitle
+set title "tova+merge k=512" noenhanced
+plot $m30 matrix with image notitle
+set title "h2o+merge k=128" noenhanced
+plot $m31 matrix with image notitle
+set title "h2o+merge k=256" noenhanced
+plot $m32 matrix with image notitle
+set title "h2o+merge k=512" noenhanced
+plot $m33 matrix with image notitle
 unset multiplot
 unset output

@@ -2,89 +2,171 @@
 $m0 << EOD
 100.00
 100.00
+100.00
 EOD
 $m1 << EOD
+0.00
 0.00
 0.00
 EOD
 $m2 << EOD
 0.00
 0.00
+0.00
 EOD
 $m3 << EOD
+0.00
 0.00
 0.00
 EOD
 $m4 << EOD
 0.00
 0.00
+0.00
 EOD
 $m5 << EOD
+0.00
 0.00
 0.00
 EOD
 $m6 << EOD
 0.00
 0.00
+0.00
 EOD
 $m7 << EOD
 100.00
+0.00
 0.00
 EOD
 $m8 << EOD
 100.00
 0.00
+0.00
 EOD
 $m9 << EOD
 100.00
 0.00
+0.00
 EOD
 $m10 << EOD
+0.00
 0.00
 0.00
 EOD
 $m11 << EOD
 0.00
 0.00
+0.00
 EOD
 $m12 << EOD
+0.00
 0.00
 0.00
 EOD
 $m13 << EOD
 100.00
 0.00
+100.00
 EOD
 $m14 << EOD
 100.00
 0.00
+100.00
 EOD
 $m15 << EOD
 100.00
 0.00
+100.00
 EOD
 $m16 << EOD
+0.00
 0.00
 0.00
 EOD
 $m17 << EOD
 0.00
 0.00
+0.00
 EOD
 $m18 << EOD
+0.00
 0.00
 0.00
 EOD
 $m19 << EOD
 0.00
 0.00
+0.00
 EOD
 $m20 << EOD
+0.00
 0.00
 0.00
 EOD
 $m21 << EOD
 100.00
+0.00
+100.00
+EOD
+$m22 << EOD
+0.00
+0.00
+0.00
+EOD
+$m23 << EOD
+0.00
+0.00
+0.00
+EOD
+$m24 << EOD
+0.00
+0.00
+0.00
+EOD
+$m25 << EOD
+100.00
+100.00
+100.00
+EOD
+$m26 << EOD
+100.00
+100.00
+100.00
+EOD
+$m27 << EOD
+100.00
+0.00
+100.00
+EOD
+$m28 << EOD
+0.00
+0.00
+0.00
+EOD
+$m29 << EOD
+0.00
+0.00
+0.00
+EOD
+$m30 << EOD
+0.00
+0.00
+0.00
+EOD
+$m31 << EOD
+0.00
+0.00
+0.00
+EOD
+$m32 << EOD
+0.00
+0.00
+0.00
+EOD
+$m33 << EOD
+100.00
+0.00
 0.00
 EOD
 set encoding utf8
@@ -92,14 +174,14 @@ set palette defined (0 "#b2182b", 50 "#f7f7f7", 100 "#2166ac")
 set cbrange [0:100]
 set cblabel "accuracy (%)"
 set xtics ("1024" 0)
-set ytics ("0" 0, "25" 1)
+set ytics ("0" 0, "25" 1, "50" 2)
 set xrange [-0.5:0.5]
-set yrange [-0.5:1.5]
+set yrange [-0.5:2.5]
 set xlabel "length (tokens)"
 set ylabel "needle depth (%)"
-set terminal pngcairo size 1020,2160 font ",10"
+set terminal pngcairo size 1020,3200 font ",10"
 set output "heat-niah_multikey.png"
-set multiplot layout 8,3 title "niah-13m-f16.gguf: 2 samples per cell, seed 42: niah_multikey by depth and length" noenhanced
+set multiplot layout 12,3 title "niah-13m-f16.gguf: 3 samples per cell, seed 42: niah_multikey by depth and length" noenhanced
 set title "full" noenhanced
 plot $m0 matrix with image notitle
 set multiplot next
@@ -146,10 +228,34 @@ set title "kvzip k=256" noenhanced
 plot $m20 matrix with image notitle
 set title "kvzip k=512" noenhanced
 plot $m21 matrix with image notitle
+set title "expected-attention k=128" noenhanced
+plot $m22 matrix with image notitle
+set title "expected-attention k=256" noenhanced
+plot $m23 matrix with image notitle
+set title "expected-attention k=512" noenhanced
+plot $m24 matrix with image notitle
+set title "rkv k=128" noenhanced
+plot $m25 matrix with image notitle
+set title "rkv k=256" noenhanced
+plot $m26 matrix with image notitle
+set title "rkv k=512" noenhanced
+plot $m27 matrix with image notitle
+set title "tova+merge k=128" noenhanced
+plot $m28 matrix with image notitle
+set title "tova+merge k=256" noenhanced
+plot $m29 matrix with image notitle
+set title "tova+merge k=512" noenhanced
+plot $m30 matrix with image notitle
+set title "h2o+merge k=128" noenhanced
+plot $m31 matrix with image notitle
+set title "h2o+merge k=256" noenhanced
+plot $m32 matrix with image notitle
+set title "h2o+merge k=512" noenhanced
+plot $m33 matrix with image notitle
 unset multiplot
-set terminal svg size 1020,2160 dynamic font ",10"
+set terminal svg size 1020,3200 dynamic font ",10"
 set output "heat-niah_multikey.svg"
-set multiplot layout 8,3 title "niah-13m-f16.gguf: 2 samples per cell, seed 42: niah_multikey by depth and length" noenhanced
+set multiplot layout 12,3 title "niah-13m-f16.gguf: 3 samples per cell, seed 42: niah_multikey by depth and length" noenhanced
 set title "full" noenhanced
 plot $m0 matrix with image notitle
 set multiplot next
@@ -196,5 +302,29 @@ set title "kvzip k=256" noenhanced
 plot $m20 matrix with image notitle
 set title "kvzip k=512" noenhanced
 plot $m21 matrix with image notitle
+set title "expected-attention k=128" noenhanced
+plot $m22 matrix with image notitle
+set title "expected-attention k=256" noenhanced
+plot $m23 matrix with image notitle
+set title "expected-attention k=512" noenhanced
+plot $m24 matrix with image notitle
+set title "rkv k=128" noenhanced
+plot $m25 matrix with image notitle
+set title "rkv k=256" noenhanced
+plot $m26 matrix with image notitle
+set title "rkv k=512" noenhanced
+plot $m27 matrix with image notitle
+set title "tova+merge k=128" noenhanced
+plot $m28 matrix with image notitle
+set title "tova+merge k=256" noenhanced
+plot $m29 matrix with image notitle
+set title "tova+merge k=512" noenhanced
+plot $m30 matrix with image notitle
+set title "h2o+merge k=128" noenhanced
+plot $m31 matrix with image notitle
+set title "h2o+merge k=256" noenhanced
+plot $m32 matrix with image notitle
+set title "h2o+merge k=512" noenhanced
+plot $m33 matrix with image notitle
 unset multiplot
 unset output
