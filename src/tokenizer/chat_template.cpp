@@ -366,7 +366,12 @@ jinja::Value ChatTemplate::context(const std::vector<ChatMessage>& messages,
   for (const ChatMessage& m : messages) {
     jinja::Value d = jinja::Value::dict({{"role", m.role}});
     d.mutable_dict().set("content", m.null_content ? jinja::Value::none() : jinja::Value(m.content));
-    if (!m.reasoning_content.empty()) d.mutable_dict().set("reasoning_content", m.reasoning_content);
+    if (!m.reasoning_content.empty()) {
+      d.mutable_dict().set("reasoning_content", m.reasoning_content);
+      // gpt-oss's template reads an assistant turn's analysis as `thinking` (and keeps it only
+      // where the turn goes on with a tool call); no other template reads that key.
+      d.mutable_dict().set("thinking", m.reasoning_content);
+    }
     if (!m.name.empty()) d.mutable_dict().set("name", m.name);
     if (!m.tool_call_id.empty()) d.mutable_dict().set("tool_call_id", m.tool_call_id);
     if (!m.tool_calls.is_undefined()) d.mutable_dict().set("tool_calls", m.tool_calls);
