@@ -17,4 +17,15 @@ Result<tok::ChatTemplate> chat_template_of(const Engine& engine, std::string_vie
   return tok::ChatTemplate::resolve(name, engine.chat_template_text(), bos, eos);
 }
 
+std::vector<std::pair<std::string, jinja::Value>> default_template_vars(const tok::ChatTemplate& t) {
+  if (!t.is_jinja() || reasoning_format_of(t) != ReasoningFormat::kThink) return {};
+  return {{"enable_thinking", jinja::Value(true)}};
+}
+
+ReasoningFormat reasoning_format_of(const tok::ChatTemplate& t) {
+  if (t.is_jinja()) return reasoning_format_of_template(t.source());
+  return t.family() == tok::ChatTemplate::Family::kQwen3 ? ReasoningFormat::kThink
+                                                         : ReasoningFormat::kNone;
+}
+
 }  // namespace tova::runtime

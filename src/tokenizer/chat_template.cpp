@@ -274,6 +274,7 @@ Result<ChatTemplate> ChatTemplate::from_jinja(std::string_view source, std::stri
   if (!t.ok()) return make_error("chat template {}: {}", label, t.message());
   ChatTemplate c(Family::kJinja);
   c.jinja_ = std::make_shared<const jinja::Template>(std::move(*t));
+  c.source_ = std::string(source);
   c.bos_token_ = std::move(bos_token);
   c.eos_token_ = std::move(eos_token);
   c.label_ = std::move(label);
