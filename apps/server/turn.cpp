@@ -15,7 +15,9 @@ std::optional<ApiError> decode_template_switches(const json& body, json& vars) {
                          "'chat_template_kwargs' must be an object of template variables");
     }
     for (const auto& [key, value] : k.items()) {
-      if (key.empty()) return bad_request("chat_template_kwargs", "a template variable needs a name");
+      if (key.empty()) {
+        return bad_request("chat_template_kwargs", "a template variable needs a name");
+      }
       vars[key] = value;
     }
   }

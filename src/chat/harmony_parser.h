@@ -34,7 +34,7 @@ class HarmonyParser {
   Dest dest_ = Dest::kContent;
   std::string prompt_header_;  // the header the prompt began (`<|start|>assistant`)
   std::string header_;         // the header read so far, markers included (as written)
-  std::string held_;    // body text that may begin a marker
+  std::string held_;           // body text that may begin a marker
 };
 
 }  // namespace tova::chat

@@ -20,8 +20,8 @@ std::string_view reasoning_format_name(ReasoningFormat f) {
 }
 
 bool parse_reasoning_format(std::string_view name, ReasoningFormat& out) {
-  for (ReasoningFormat f : {ReasoningFormat::kNone, ReasoningFormat::kThink,
-                            ReasoningFormat::kHarmony}) {
+  for (ReasoningFormat f :
+       {ReasoningFormat::kNone, ReasoningFormat::kThink, ReasoningFormat::kHarmony}) {
     if (name == reasoning_format_name(f)) {
       out = f;
       return true;

@@ -29,7 +29,7 @@ class ThinkParser {
   bool inside_;
   bool at_start_;          // no content yet: a `<think>` here opens a block
   bool trim_lead_ = true;  // whitespace at the start of this section is dropped
-  std::string held_;  // not handed out yet: may begin a tag, or whitespace that may be trimmed
+  std::string held_;       // not handed out yet: may begin a tag, or whitespace that may be trimmed
 };
 
 }  // namespace tova::chat

@@ -118,7 +118,8 @@ TEST(Reasoning, Qwen3WithThinkingOff) {
   const std::string prompt = prompt_of("Qwen-Qwen3-0.6B.jinja", {{"enable_thinking", false}});
   ASSERT_TRUE(prompt.ends_with("<think>\n\n</think>\n\n")) << prompt;
   EXPECT_FALSE(ReasoningParser(ReasoningFormat::kThink, prompt).in_reasoning());
-  expect_split(ReasoningFormat::kThink, prompt, "It is 4.", {.reasoning = "", .content = "It is 4."});
+  expect_split(ReasoningFormat::kThink, prompt, "It is 4.",
+               {.reasoning = "", .content = "It is 4."});
 }
 
 // Qwen3.5 and DeepSeek-R1 open the block in the prompt: the answer starts inside it.
@@ -168,7 +169,8 @@ TEST(Reasoning, HarmonyChannels) {
                "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|chan",
                {.reasoning = "a", .content = ""});
   // A model that writes no header at all: its text is content.
-  expect_split(ReasoningFormat::kHarmony, prompt, "just text", {.reasoning = "", .content = "just text"});
+  expect_split(ReasoningFormat::kHarmony, prompt, "just text",
+               {.reasoning = "", .content = "just text"});
 }
 
 // A tool call (a message with a recipient) stays in the content as written, for a tool-call

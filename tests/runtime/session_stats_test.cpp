@@ -15,8 +15,8 @@ namespace {
 
 const Engine& gemma3() {
   static const std::unique_ptr<Engine> e = [] {
-    auto r = Engine::load({.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/gemma3-f32.gguf",
-                           .n_threads = 2});
+    auto r = Engine::load(
+        {.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/gemma3-f32.gguf", .n_threads = 2});
     EXPECT_TRUE(r.ok()) << r.message();
     return std::move(*r);
   }();
@@ -32,8 +32,12 @@ const StateKindStats* kind(const SessionStats& s, const std::string& name) {
 
 TEST(SessionStats, WindowLayersNeverExceedTheirWindowBoundedOnesTheBudget) {
   const Engine& e = gemma3();
-  for (const auto& [policy, budget] : {std::pair<const char*, int>{"full", 0}, {"tova", 8},
-                                       {"tova", 40}, {"h2o", 12}, {"sink:4", 20}, {"window", 24}}) {
+  for (const auto& [policy, budget] : {std::pair<const char*, int>{"full", 0},
+                                       {"tova", 8},
+                                       {"tova", 40},
+                                       {"h2o", 12},
+                                       {"sink:4", 20},
+                                       {"window", 24}}) {
     SCOPED_TRACE(std::string(policy) + " k=" + std::to_string(budget));
     auto c = parse_cache_options(policy, budget);
     ASSERT_TRUE(c.ok()) << c.message();
@@ -43,7 +47,8 @@ TEST(SessionStats, WindowLayersNeverExceedTheirWindowBoundedOnesTheBudget) {
     int64_t n_head_kv = 0;
     for (int step = 0; step < 20; ++step) {
       std::vector<int32_t> ids;
-      for (int i = 0; i < 1 + step % 7; ++i) ids.push_back(static_cast<int32_t>(1 + (fed + i) * 7 % 200));
+      for (int i = 0; i < 1 + step % 7; ++i)
+        ids.push_back(static_cast<int32_t>(1 + (fed + i) * 7 % 200));
       ASSERT_TRUE((*s)->feed(ids).ok());
       fed += static_cast<int64_t>(ids.size());
       const SessionStats st = (*s)->stats();

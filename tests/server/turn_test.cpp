@@ -65,30 +65,42 @@ TEST(Turn, BadSwitchesAreA400NamingThem) {
 }
 
 TEST(Turn, AnAssistantsReasoningContentIsKept) {
-  const json ms = json::array({{{"role", "user"}, {"content", "a"}},
-                               {{"role", "assistant"}, {"content", "b"}, {"reasoning_content", "r"}},
-                               {{"role", "user"}, {"content", "c"}}});
+  const json ms =
+      json::array({{{"role", "user"}, {"content", "a"}},
+                   {{"role", "assistant"}, {"content", "b"}, {"reasoning_content", "r"}},
+                   {{"role", "user"}, {"content", "c"}}});
   auto r = decode({{"messages", ms}});
   ASSERT_TRUE(std::holds_alternative<CompletionRequest>(r));
   EXPECT_EQ(std::get<CompletionRequest>(r).messages[1].reasoning_content, "r");
   // Only an assistant's, and only a string.
-  EXPECT_EQ(param_of({{"messages", json::array({{{"role", "user"},
-                                                 {"content", "a"},
-                                                 {"reasoning_content", "r"}}})}}),
-            "messages");
-  EXPECT_EQ(param_of({{"messages", json::array({{{"role", "assistant"},
-                                                 {"content", "a"},
-                                                 {"reasoning_content", 1}}})}}),
-            "messages");
+  EXPECT_EQ(
+      param_of({{"messages",
+                 json::array({{{"role", "user"}, {"content", "a"}, {"reasoning_content", "r"}}})}}),
+      "messages");
+  EXPECT_EQ(
+      param_of(
+          {{"messages",
+            json::array({{{"role", "assistant"}, {"content", "a"}, {"reasoning_content", 1}}})}}),
+      "messages");
 }
 
 TEST(Turn, ResponsesCarryReasoningContentWhenThereIsSome) {
   const ResponseHead h{.chat = true, .id = "chatcmpl-1", .created = 1, .model = "m"};
   KvReport kv{.policy = "tova", .budget = 8};
-  kv.kinds = {StateKindStats{.kind = "bounded", .n_layer = 1, .limit = 8, .max_held = 8,
-                             .rows = 16, .bytes = 100, .held_bytes = 90},
-              StateKindStats{.kind = "window", .n_layer = 5, .limit = 16, .max_held = 8,
-                             .rows = 80, .bytes = 500, .held_bytes = 400}};
+  kv.kinds = {StateKindStats{.kind = "bounded",
+                             .n_layer = 1,
+                             .limit = 8,
+                             .max_held = 8,
+                             .rows = 16,
+                             .bytes = 100,
+                             .held_bytes = 90},
+              StateKindStats{.kind = "window",
+                             .n_layer = 5,
+                             .limit = 16,
+                             .max_held = 8,
+                             .rows = 80,
+                             .bytes = 500,
+                             .held_bytes = 400}};
   kv.layer_kinds = {"window", "bounded"};
   Choice with{.index = 0, .text = "Four.", .reasoning = "Two and two.", .finish_reason = "stop"};
   Choice without{.index = 1, .text = "Four.", .finish_reason = "stop"};
@@ -98,8 +110,13 @@ TEST(Turn, ResponsesCarryReasoningContentWhenThereIsSome) {
   EXPECT_FALSE(j["choices"][1]["message"].contains("reasoning_content"));
   const json& kinds = j["tova"]["memory_by_kind"];
   ASSERT_EQ(kinds.size(), 2u);
-  EXPECT_EQ(kinds[1], json({{"kind", "window"}, {"layers", 5}, {"limit", 16}, {"max_held", 8},
-                            {"rows", 80}, {"bytes", 500}, {"held_bytes", 400}}));
+  EXPECT_EQ(kinds[1], json({{"kind", "window"},
+                            {"layers", 5},
+                            {"limit", 16},
+                            {"max_held", 8},
+                            {"rows", 80},
+                            {"bytes", 500},
+                            {"held_bytes", 400}}));
   EXPECT_EQ(j["tova"]["layer_kinds"], json({"window", "bounded"}));
   const json c = reasoning_chunk_json(h, 0, "Two");
   EXPECT_EQ(c["object"], "chat.completion.chunk");
