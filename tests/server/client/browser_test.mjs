@@ -89,6 +89,9 @@ try {
     // Each layer holds 16 states: the held counts add up to 16 per (layer, KV head).
     assert.equal(held.reduce((a, b) => a + b, 0), 16 * pairs);
     assert.match(await page.textContent('[data-field="policy"]'), /^tova k=16 \(exact, absolute\)/);
+    // Memory by layer kind: every layer of this model is bounded K/V.
+    assert.match(await page.textContent('[data-field="bounded K/V"]'),
+      new RegExp(`^${info.tova.n_layer} layers, at most 16: 16 held, ${16 * pairs} rows, `));
     assert.match(await page.textContent('[data-field="status"]'), /held for the next turn/);
   });
 

@@ -5,9 +5,10 @@
 // as content; chat_template_kwargs and reasoning_effort reach the template; an assistant turn's
 // reasoning_content is accepted back; bad switches are a 400 naming them.
 // Usage: node reasoning_test.mjs BUILD_DIR MODEL.gguf SHARED_DIR     (exit 0: all passed)
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { check, finish, startServer, stopServer, requireModule } from './lib.mjs';
+import { check, finish, startServer, stopServer, requireModule, tova, model } from './lib.mjs';
 
 const { default: OpenAI } = await requireModule('openai');
 const templates = `${process.argv[4]}/templates`;
@@ -172,5 +173,17 @@ async function promptOf(url, id) {
   });
   await stopServer(c);
 }
+
+// tova chat (not a terminal): the reasoning between markers, or hidden.
+await check('tova chat shows the reasoning apart, --hide-reasoning hides it', async () => {
+  const chat = (...extra) => execFileSync(tova, ['chat', '-m', model, '-t', '1', '--temp', '0',
+    '-n', '12', '--chat-template', `${templates}/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja`,
+    ...extra], { input: 'Hi there\n', stdio: ['pipe', 'pipe', 'ignore'] }).toString();
+  const shown = chat();
+  const m = /\[reasoning\]\n([^]*)\n\[\/reasoning\]/.exec(shown);
+  assert.ok(m && m[1].length > 0, shown);
+  const hidden = chat('--hide-reasoning');
+  assert.ok(!hidden.includes('[reasoning]') && !hidden.includes(m[1]), hidden);
+});
 
 finish('reasoning checks');
