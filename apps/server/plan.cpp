@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "runtime/cache_options.h"
-#include "jinja/json.h"
 #include "runtime/chat_templates.h"
 #include "tokenizer/tokenizer.h"
 
@@ -18,14 +17,8 @@ namespace {
 std::variant<std::string, ApiError> render_chat(const CompletionRequest& r,
                                                 const tok::ChatTemplate& chat) {
   if (r.messages.empty()) return bad_request("messages", "'messages' must be a non-empty list");
-  tok::ChatOptions o{.add_generation_prompt = true};
-  nlohmann::json vars = r.template_vars;
-  for (const auto& [key, value] : vars.items()) {
-    o.vars.emplace_back(key, jinja::from_json(nlohmann::ordered_json(value)));
-  }
-  for (auto& [key, value] : runtime::default_template_vars(chat)) {
-    if (!vars.contains(key)) o.vars.emplace_back(key, std::move(value));
-  }
+  const tok::ChatOptions o{.add_generation_prompt = true,
+                           .vars = runtime::template_vars(chat, r.template_vars)};
   auto text = chat.render(r.messages, o);
   if (!text.ok()) {
     // A hand-written family refuses variables: the request's switch is named.
