@@ -80,12 +80,21 @@ SamplerParams sampler(float temperature, int top_k, float top_p, float min_p,
 py::dict stats_dict(const SessionStats& s) {
   py::list layers;
   for (const LayerStats& l : s.layers) {
-    layers.append(py::dict("n_held"_a = l.n_held, "n_evicted"_a = l.n_evicted));
+    layers.append(py::dict("n_held"_a = l.n_held, "n_evicted"_a = l.n_evicted, "kind"_a = l.kind));
+  }
+  // Memory by kind of layer state (SessionStats::kinds): names as the library gives them.
+  py::dict kinds;
+  for (const StateKindStats& k : s.kinds) {
+    kinds[py::str(k.kind)] = py::dict(
+        "n_layer"_a = k.n_layer,
+        "limit"_a = k.limit < 0 ? py::object(py::none()) : py::object(py::int_(k.limit)),
+        "max_held"_a = k.max_held, "rows"_a = k.rows, "bytes"_a = k.bytes,
+        "held_bytes"_a = k.held_bytes);
   }
   const py::object budget = s.budget < 0 ? py::object(py::none()) : py::object(py::int_(s.budget));
   return py::dict("policy"_a = s.policy, "budget"_a = budget,
                   "cache"_a = s.cache, "kv_capacity"_a = s.kv_capacity, "kv_held"_a = s.kv_held,
-                  "n_seen"_a = s.n_seen, "layers"_a = layers);
+                  "n_seen"_a = s.n_seen, "layers"_a = layers, "kinds"_a = kinds);
 }
 
 // Records as the JSON files hold them: the library's JSON, read by Python's json module.

@@ -21,6 +21,7 @@
 #include "common.h"
 #include "line_editor.h"
 #include "tokenizer/chat_template.h"
+#include "tova/reasoning.h"
 #include "tova/text_stream.h"
 
 namespace tova::cli {
@@ -39,8 +40,10 @@ std::string encode_note(const ChatNote& n) {
   j["tova_chat"] = 1;
   j["chat_template"] = n.chat_template;
   j["messages"] = nlohmann::json::array();
-  for (const auto& m : n.messages)
+  for (const auto& m : n.messages) {
     j["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    if (!m.reasoning_content.empty()) j["messages"].back()["reasoning_content"] = m.reasoning_content;
+  }
   j["consumed"] = n.consumed;
   // Replacement characters instead of an exception for text that is not UTF-8.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -66,6 +69,7 @@ Result<ChatNote> decode_note(const std::string& path, const std::string& note) {
       return make_error("session '{}' has an unreadable chat note", path);
     }
     n.messages.push_back({m["role"], m["content"]});
+    if (has(m, "reasoning_content", T::string)) n.messages.back().reasoning_content = m["reasoning_content"];
   }
   return n;
 }
@@ -112,6 +116,7 @@ void add_chat_command(CLI::App& app) {
     std::string session;
     int n_predict = 256;
     bool ignore_eos = false;
+    bool hide_reasoning = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -126,6 +131,9 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("-n,--n-predict", flags->n_predict, "most tokens per answer")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
+  cmd->add_flag("--hide-reasoning", flags->hide_reasoning,
+                "do not show a thinking model's reasoning (<think> blocks, gpt-oss's analysis), "
+                "only its answer; shown dimmed otherwise");
   cmd->add_flag("--ignore-eos", flags->ignore_eos,
                 "keep answering past end-of-generation tokens (up to -n)");
   flags->sampling.add(*cmd);
@@ -172,6 +180,11 @@ void add_chat_command(CLI::App& app) {
       note("the model has no chat template: using chatml (--chat-template NAME to choose another)");
     }
     const tok::ChatTemplate tmpl = or_fail(runtime::chat_template_of(e, chat.chat_template));
+    const ReasoningFormat reasoning = runtime::reasoning_format_of(tmpl);
+    // Reasoning is shown dimmed on a terminal, between markers elsewhere.
+    const bool tty = ::isatty(STDOUT_FILENO) != 0;
+    const char* reasoning_on = tty ? "\x1b[2m" : "[reasoning]\n";
+    const char* reasoning_off = tty ? "\x1b[0m\n" : "\n[/reasoning]\n";
     chat.chat_template = tmpl.spec();  // "" for the model's own: resumed with it again
     Session& s = *session;
     std::vector<tok::ChatMessage>& messages = chat.messages;
@@ -219,7 +232,9 @@ void add_chat_command(CLI::App& app) {
         continue;
       }
       messages.push_back({"user", line[0] == '/' ? line.substr(1) : line});
-      const std::string text = or_fail(tmpl.render_prompt(messages));
+      const std::string text = or_fail(tmpl.render(
+          messages, tok::ChatOptions{.add_generation_prompt = true,
+                                     .vars = runtime::default_template_vars(tmpl)}));
       // Feed only what the conversation added since the last turn.
       if (consumed.empty() || text.compare(0, consumed.size(), consumed) != 0) {
         if (!consumed.empty()) or_fail(s.reset());
@@ -235,20 +250,43 @@ void add_chat_command(CLI::App& app) {
       // end-of-generation token does not: the template closes the turn its own way).
       TextStream stream(s, {.max_tokens = f.n_predict,
                             .ignore_eos = f.ignore_eos,
-                            .keep_length_token = true});
-      std::string answer;
+                            .keep_length_token = true,
+                            .render_special = reasoning_special_texts(reasoning)});
+      ReasoningParser parser(reasoning, text);
+      std::string answer;  // as the model wrote it: what the session was fed
+      TurnText turn;       // split into reasoning and content
+      bool dim = false;
+      auto show = [&](const TurnText& t) {
+        turn.reasoning += t.reasoning;
+        turn.content += t.content;
+        if (!t.reasoning.empty() && !f.hide_reasoning) {
+          if (!dim) fmt::print("{}", reasoning_on);
+          dim = true;
+          fmt::print("{}", t.reasoning);
+        }
+        if (!t.content.empty()) {
+          if (dim) fmt::print("{}", reasoning_off);
+          dim = false;
+          fmt::print("{}", t.content);
+        }
+        std::fflush(stdout);
+      };
       g_answering = true;
       while (!stream.done()) {
         const Piece p = g_interrupts > 0 ? stream.cancel() : or_fail(stream.next());
         answer += p.text;
-        fmt::print("{}", p.text);
-        std::fflush(stdout);
+        show(parser.push(p.text));
+        if (stream.done()) show(parser.finish());
       }
       g_answering = false;
+      if (dim) fmt::print("{}", tty ? "\x1b[0m" : "\n[/reasoning]");  // (an answer of reasoning only)
       fmt::print("{}\n", stream.finish() == Finish::kCancelled ? " [stopped]" : "");
       or_fail(s.feed({}));
       consumed += answer;
-      messages.push_back({"assistant", answer});
+      // The turn as the template expects it back: most drop the reasoning from the history
+      // (the next turn then feeds the conversation afresh, as the template renders it).
+      messages.push_back({"assistant", turn.content});
+      messages.back().reasoning_content = turn.reasoning;
       save();
     }
     fmt::print("\n");

@@ -229,9 +229,20 @@ void print_kv_stats(const SessionStats& kv) {
              "seen\n",
              kv.policy, kv.budget < 0 ? std::string("unbounded") : std::to_string(kv.budget),
              format_bytes(kv.kv_held), format_bytes(kv.kv_capacity), kv.kv_type, kv.n_seen);
+  // Memory by kind of layer state: bounded K/V (the policy's budget), window K/V (the model's
+  // window).
+  for (const StateKindStats& k : kv.kinds) {
+    fmt::print(stderr,
+               "  {:<7} K/V : {:3d} layers, at most {} per KV head, {} held now; {} rows, {} held "
+               "of {}\n",
+               k.kind, k.n_layer, k.limit < 0 ? std::string("unbounded") : std::to_string(k.limit),
+               k.max_held, k.rows, format_bytes(k.held_bytes), format_bytes(k.bytes));
+  }
+  const bool several = kv.kinds.size() > 1;
   for (size_t il = 0; il < kv.layers.size(); ++il) {
-    fmt::print(stderr, "  layer {:3d}  : {:6d} states held, {:8d} evicted\n", il,
-               kv.layers[il].n_held, kv.layers[il].n_evicted);
+    fmt::print(stderr, "  layer {:3d}  : {:6d} states held, {:8d} evicted{}\n", il,
+               kv.layers[il].n_held, kv.layers[il].n_evicted,
+               several ? fmt::format(" ({})", kv.layers[il].kind) : std::string());
   }
 }
 

@@ -59,6 +59,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--chat-template", so.chat_template,
                   "chat template: a name (chatml, llama3, ...) or a .jinja file; default: the "
                   "model's own, chatml when it has none");
+  cmd->add_option("--reasoning-format", so.reasoning_format,
+                  "how answers carry reasoning, returned as reasoning_content: auto (the chat "
+                  "template's way: <think> blocks, gpt-oss's channels), none (all content), "
+                  "think, harmony")
+      ->capture_default_str();
   cmd->add_option("--alias", so.api.model_id,
                   "the model name /v1/models lists and responses report (default: the file's "
                   "stem); requests may name any model");

@@ -8,6 +8,7 @@
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
 #include "tova/grammar.h"
+#include "turn.h"
 
 namespace tova::server {
 
@@ -125,8 +126,14 @@ std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const json
     for (const auto& [key, value] : m.items()) {
       if (key == "role" || key == "content") continue;
       if (key == "refusal" && value.is_null()) continue;
+      // An earlier answer's reasoning, given back: the template decides what to keep of it.
+      if (key == "reasoning_content" && role == "assistant" &&
+          (value.is_string() || value.is_null())) {
+        continue;
+      }
       return bad_request("messages",
-                         fmt::format("'{}' in a message is not supported (role and content only)",
+                         fmt::format("'{}' in a message is not supported (role, content, and "
+                                     "an assistant's reasoning_content only)",
                                      shown(key)));
     }
     if (!m.contains("content") || m["content"].is_null()) {
@@ -135,6 +142,9 @@ std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const json
     auto content = message_content(m["content"]);
     if (auto* e = std::get_if<ApiError>(&content)) return *e;
     out.push_back({std::move(role), std::move(std::get<std::string>(content))});
+    if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
+      out.back().reasoning_content = m["reasoning_content"].get<std::string>();
+    }
   }
   return out;
 }
@@ -230,7 +240,8 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
       "kv_policy", "kv_budget", "kv_positions", "kv_type", "kv_type_k", "kv_type_v", "n", "user", "logprobs", "logit_bias",
       "cache_prompt", "ignore_eos", "metadata", "store", "response_format", "grammar"};
   static const std::set<std::string> kChat = {"messages", "max_completion_tokens",
-                                              "top_logprobs"};
+                                              "top_logprobs", "reasoning_effort",
+                                              "chat_template_kwargs"};
   static const std::set<std::string> kCompletion = {"prompt", "echo", "suffix", "best_of"};
   for (const auto& [key, value] : j.items()) {
     if (kCommon.count(key) == 0 && (chat ? kChat : kCompletion).count(key) == 0) {
@@ -412,6 +423,7 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
     auto ms = decode_messages(j);
     if (auto* e = std::get_if<ApiError>(&ms)) return *e;
     r.messages = std::move(std::get<std::vector<tok::ChatMessage>>(ms));
+    if (auto e = decode_template_switches(j, r.template_vars)) return *e;
     return r;
   }
   if (!j.contains("prompt")) return bad_request("prompt", "'prompt' is required");
@@ -496,6 +508,18 @@ json kv_json(const KvReport& kv) {
   int64_t evicted = 0;
   for (int h : kv.states_held) held_max = std::max(held_max, h);
   for (int64_t n : kv.tokens_evicted) evicted = std::max(evicted, n);
+  // Memory by kind of layer state (SessionStats::kinds): {kind, layers, limit (null:
+  // unbounded), max_held, rows, bytes, held_bytes}.
+  json kinds = json::array();
+  for (const StateKindStats& k : kv.kinds) {
+    kinds.push_back({{"kind", k.kind},
+                     {"layers", k.n_layer},
+                     {"limit", k.limit < 0 ? json(nullptr) : json(k.limit)},
+                     {"max_held", k.max_held},
+                     {"rows", k.rows},
+                     {"bytes", k.bytes},
+                     {"held_bytes", k.held_bytes}});
+  }
   return {{"policy", kv.policy},
           {"budget", kv.budget < 0 ? json(nullptr) : json(kv.budget)},
           {"prefill", kv.prefill},
@@ -506,6 +530,8 @@ json kv_json(const KvReport& kv) {
           {"tokens_evicted", evicted},
           {"states_held_per_layer", kv.states_held},
           {"tokens_evicted_per_layer", kv.tokens_evicted},
+          {"layer_kinds", kv.layer_kinds},
+          {"memory_by_kind", kinds},
           {"reused_prompt_tokens", kv.reused_prompt_tokens}};
 }
 
@@ -577,6 +603,7 @@ json completion_json(const ResponseHead& h, const std::vector<Choice>& choices, 
     json choice = {{"index", c.index}, {"finish_reason", c.finish_reason}};
     if (h.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
       choice["logprobs"] = c.with_logprobs ? chat_logprobs(c.logprobs) : json(nullptr);
     } else {
       choice["text"] = c.text;

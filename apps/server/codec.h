@@ -17,6 +17,7 @@
 #include "state_view.h"
 #include "tokenizer/chat_template.h"
 #include "tova/options.h"
+#include "tova/reasoning.h"
 
 namespace tova::server {
 
@@ -29,6 +30,8 @@ struct ApiDefaults {
   int64_t max_prompt_tokens = 32768;
   uint64_t kv_memory = 0;
   int default_max_tokens = 256;  // chat; completions default to 16 as OpenAI's
+  // How the chat template's answers carry reasoning (--reasoning-format; auto: the template's).
+  ReasoningFormat reasoning = ReasoningFormat::kNone;
   int max_n = 16;                // most choices one request may ask for
 };
 
@@ -52,6 +55,8 @@ struct CompletionRequest {
   bool allow_reuse = true;  // cache_prompt
   bool ignore_eos = false;
   std::string user;  // the end user (OpenAI's field): the access log shows it
+  // Chat: template variables (chat_template_kwargs, reasoning_effort: turn.h), as JSON.
+  nlohmann::json template_vars = nlohmann::json::object();
 };
 
 std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_view body,
@@ -93,6 +98,7 @@ struct ResponseHead {
 struct Choice {
   int index = 0;
   std::string text;
+  std::string reasoning;  // chat: the message's reasoning_content (left out when empty)
   std::string finish_reason;
   bool with_logprobs = false;
   std::vector<TokenLogprob> logprobs;

@@ -10,6 +10,7 @@
 #include "runtime/chat_templates.h"
 #include "listener.h"
 #include "plan.h"
+#include "turn.h"
 #include "web_assets.h"
 #include "worker_pool.h"
 #include "core/field_names.h"
@@ -179,6 +180,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
     auto r = runtime::chat_template_of(engine, o.chat_template);  // a family's name or a .jinja file
     if (!r.ok()) return make_error("--chat-template: {}", r.message());
   }
+  if (ReasoningFormat f; o.reasoning_format != "auto" && !parse_reasoning_format(o.reasoning_format, f)) {
+    return make_error("--reasoning-format '{}': expected auto, none, think or harmony",
+                      o.reasoning_format);
+  }
   // The smallest request: one prompt token under the default multi-state.
   const uint64_t need = runtime::reserve_bytes(engine.model(), o.api.cache, 1, o.loop.ctx);
   if (need > o.loop.kv_memory) {
@@ -205,6 +210,11 @@ HttpServer::HttpServer(const Engine& engine, const ServerOptions& o)
   auto r = runtime::chat_template_of(engine_, name);
   if (r.ok()) {
     chat_template_ = *r;
+    if (o_.reasoning_format == "auto") {
+      o_.api.reasoning = runtime::reasoning_format_of(*chat_template_);
+    } else {
+      parse_reasoning_format(o_.reasoning_format, o_.api.reasoning);  // checked by create()
+    }
   } else {
     chat_error_ = r.message();
     notes_.push_back("chat disabled: " + chat_error_);
@@ -278,9 +288,11 @@ void note_final(const Event& ev) {
 void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res) {
   const int n = job.request.n;
   std::vector<Choice> choices(static_cast<size_t>(n));
+  std::vector<TurnSplitter> turns;  // chat: each choice's text split into reasoning and content
   for (int i = 0; i < n; ++i) {
     choices[i].index = i;
     choices[i].with_logprobs = job.request.logprobs >= 0;
+    if (head.chat) turns.emplace_back(job.request);
   }
   int64_t completion = 0;
   int64_t prompt = 0;
@@ -293,7 +305,18 @@ void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res) {
         return;
       }
       Choice& c = choices[static_cast<size_t>(ev.index)];
-      c.text += ev.text;
+      if (head.chat) {
+        TurnText t = turns[static_cast<size_t>(ev.index)].push(ev.text);
+        if (ev.final) {
+          TurnText rest = turns[static_cast<size_t>(ev.index)].finish();
+          t.reasoning += rest.reasoning;
+          t.content += rest.content;
+        }
+        c.reasoning += t.reasoning;
+        c.text += t.content;
+      } else {
+        c.text += ev.text;
+      }
       for (auto& lp : ev.logprobs) c.logprobs.push_back(std::move(lp));
       if (!ev.final) continue;
       ++finals;
@@ -380,6 +403,9 @@ class StreamedAnswer {
                                          .include_usage = include_usage,
                                          .in_handler = std::move(in_handler)})) {
     s_->offset.assign(static_cast<size_t>(s_->job->request.n), 0);
+    if (s_->head.chat) {
+      for (int i = 0; i < s_->job->request.n; ++i) s_->turns.emplace_back(s_->job->request);
+    }
   }
 
   bool operator()(size_t, httplib::DataSink& sink) {
@@ -422,6 +448,7 @@ class StreamedAnswer {
     int finals = 0;
     int64_t completion = 0;
     std::vector<int64_t> offset;  // bytes of each choice's text sent (completions' logprobs)
+    std::vector<TurnSplitter> turns;  // chat: each choice's reasoning and content
   };
 
   // The client went away: the request stops.
@@ -435,6 +462,28 @@ class StreamedAnswer {
     return out.empty() || sink.write(out.data(), out.size()) || leave();
   }
 
+  // A chat event's chunks: its text split into reasoning (delta.reasoning_content) and content
+  // (delta.content, with the tokens' log-probabilities); a final event flushes what the split
+  // held back.
+  std::string turn_chunks(const Event& ev, const std::vector<TokenLogprob>* lps) {
+    State& st = *s_;
+    TurnSplitter& turn = st.turns[static_cast<size_t>(ev.index)];
+    TurnText t = turn.push(ev.text);
+    if (ev.final) {
+      TurnText rest = turn.finish();
+      t.reasoning += rest.reasoning;
+      t.content += rest.content;
+    }
+    std::string out;
+    if (!t.reasoning.empty()) {
+      out += sse_event(reasoning_chunk_json(st.head, ev.index, t.reasoning));
+    }
+    if (!t.content.empty() || (lps != nullptr && !lps->empty())) {
+      out += sse_event(chunk_json(st.head, ev.index, t.content, lps, ""));
+    }
+    return out;
+  }
+
   // The chunks of one event.
   std::string encode(const Event& ev) {
     State& st = *s_;
@@ -444,10 +493,14 @@ class StreamedAnswer {
     }
     std::string out;
     const auto* lps = st.job->request.logprobs >= 0 ? &ev.logprobs : nullptr;
-    int64_t& offset = st.offset[static_cast<size_t>(ev.index)];
-    if (!ev.text.empty() || (lps != nullptr && !lps->empty())) {
-      out += sse_event(chunk_json(st.head, ev.index, ev.text, lps, "", false, offset));
-      offset += static_cast<int64_t>(ev.text.size());
+    if (st.head.chat) {
+      out += turn_chunks(ev, lps);
+    } else {
+      int64_t& offset = st.offset[static_cast<size_t>(ev.index)];
+      if (!ev.text.empty() || (lps != nullptr && !lps->empty())) {
+        out += sse_event(chunk_json(st.head, ev.index, ev.text, lps, "", false, offset));
+        offset += static_cast<int64_t>(ev.text.size());
+      }
     }
     if (!ev.final) return out;
     note_final(ev);

@@ -34,6 +34,9 @@ struct ServerOptions {
   int backlog = 1024;         // pending connections the kernel queues
   std::string api_key;        // empty: no auth
   std::string chat_template;  // empty: from the model (chatml when it has none)
+  // --reasoning-format: how answers carry reasoning (reasoning_content): auto (the chat
+  // template's way), none (all content), think, harmony.
+  std::string reasoning_format = "auto";
   // --cors: origins allowed to call the API from a browser ("*": any); empty: no CORS headers.
   std::vector<std::string> cors_origins;
   size_t max_body_bytes = 1 << 20;

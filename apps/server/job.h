@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "tova/options.h"
+#include "tova/reasoning.h"
+#include "tova/session.h"
 
 namespace tova::server {
 
@@ -39,6 +41,12 @@ struct GenerationRequest {
   uint64_t reserve_bytes = 0;
   bool allow_reuse = true;
   bool ignore_eos = false;  // keep generating past end-of-generation tokens (benchmarks)
+  // Chat: how the answer carries reasoning, the rendered prompt it follows (where the answer
+  // starts: inside a think block the template opened, ...), and the control tokens whose text
+  // the parser reads (GenerateOptions::render_special).
+  ReasoningFormat reasoning = ReasoningFormat::kNone;
+  std::string prompt_text;
+  std::vector<std::string> render_special;
 };
 
 // The multi-state a request used, reported with every response.
@@ -51,6 +59,8 @@ struct KvReport {
   int64_t tokens_seen = 0;
   std::vector<int> states_held;         // per layer
   std::vector<int64_t> tokens_evicted;  // per layer
+  std::vector<std::string> layer_kinds;  // per layer: "bounded" | "window" (SessionStats)
+  std::vector<StateKindStats> kinds;     // memory by kind of layer state
   int64_t reused_prompt_tokens = 0;
 };
 

@@ -102,6 +102,19 @@ std::string Metrics::render() const {
   gauge("tova_queued_requests", "requests waiting for K/V memory or a slot", snap_.queued);
   gauge("tova_kv_bytes_held", "K/V bytes allocated by active and cached states",
         snap_.kv_bytes_held);
+  // By kind of layer state (SessionStats::kinds): bounded K/V, window K/V.
+  auto by_kind = [&](const char* name, const char* help, auto field) {
+    o += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+    for (const auto& [kind, m] : snap_.kinds) {
+      o += fmt::format("{}{{kind=\"{}\"}} {}\n", name, kind, field(m));
+    }
+  };
+  by_kind("tova_state_bytes", "state bytes allocated by active and cached states, by layer kind",
+          [](const KindMemory& m) { return m.bytes; });
+  by_kind("tova_state_held_bytes", "of those, the bytes of the states held, by layer kind",
+          [](const KindMemory& m) { return m.held_bytes; });
+  by_kind("tova_state_rows", "K/V rows held (states x KV heads), by layer kind",
+          [](const KindMemory& m) { return m.rows; });
   gauge("tova_kv_bytes_reserved", "K/V bytes reserved by admission (active + cached)",
         snap_.kv_bytes_reserved);
   gauge("tova_cached_states", "conversation states held for prefix reuse", snap_.cached_states);

@@ -24,6 +24,13 @@ class Histogram {
   double sum_ = 0;
 };
 
+// One kind of layer state's memory (SessionStats::kinds), summed over states.
+struct KindMemory {
+  uint64_t bytes = 0;
+  uint64_t held_bytes = 0;
+  int64_t rows = 0;
+};
+
 struct MetricsSnapshot {
   int64_t active = 0;
   int64_t queued = 0;
@@ -32,6 +39,7 @@ struct MetricsSnapshot {
   int64_t cached_states = 0;
   int64_t stored_states = 0;  // --session-dir: states on disk and their bytes
   uint64_t stored_bytes = 0;
+  std::map<std::string, KindMemory> kinds;  // by kind: "bounded", "window"
 };
 
 class Metrics {

@@ -5,9 +5,34 @@
 #include <algorithm>
 
 #include "runtime/cache_options.h"
+#include "runtime/chat_templates.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tova::server {
+
+namespace {
+
+// The conversation's prompt with the request's template variables, over the library's defaults
+// (runtime::default_template_vars: a thinking template gets enable_thinking = true).
+std::variant<std::string, ApiError> render_chat(const CompletionRequest& r,
+                                                const tok::ChatTemplate& chat) {
+  if (r.messages.empty()) return bad_request("messages", "'messages' must be a non-empty list");
+  const tok::ChatOptions o{.add_generation_prompt = true,
+                           .vars = runtime::template_vars(chat, r.template_vars)};
+  auto text = chat.render(r.messages, o);
+  if (!text.ok()) {
+    // A hand-written family refuses variables: the request's switch is named.
+    const bool switches = !r.template_vars.empty() && !chat.is_jinja();
+    return bad_request(!switches                                   ? "messages"
+                       : r.template_vars.contains("reasoning_effort") &&
+                               r.template_vars.size() == 1         ? "reasoning_effort"
+                                                                   : "chat_template_kwargs",
+                       text.message());
+  }
+  return std::move(*text);
+}
+
+}  // namespace
 
 std::variant<GenerationRequest, ApiError> plan_generation(const CompletionRequest& r,
                                                           const std::string& id,
@@ -27,9 +52,12 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
   const char* prompt_field = r.chat ? "messages" : "prompt";
   if (r.chat) {
     if (chat == nullptr) return bad_request("messages", chat_error);
-    auto text = chat->render_prompt(r.messages);
-    if (!text.ok()) return bad_request("messages", text.message());
-    g.prompt = tok::encode_chat_prompt(engine.tokenizer(), *text);
+    auto text = render_chat(r, *chat);
+    if (auto* e = std::get_if<ApiError>(&text)) return *e;
+    g.prompt_text = std::move(std::get<std::string>(text));
+    g.prompt = tok::encode_chat_prompt(engine.tokenizer(), g.prompt_text);
+    g.reasoning = d.reasoning;
+    g.render_special = reasoning_special_texts(d.reasoning);
   } else if (r.prompt_is_ids) {
     if (Status st = engine.check_token_ids(r.prompt_ids); !st.ok()) {
       return bad_request("prompt", st.message());

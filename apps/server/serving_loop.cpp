@@ -44,7 +44,9 @@ KvReport report(const Session& s, int64_t reused) {
   for (const auto& l : k.layers) {
     r.states_held.push_back(l.n_held);
     r.tokens_evicted.push_back(l.n_evicted);
+    r.layer_kinds.push_back(l.kind);
   }
+  r.kinds = k.kinds;
   return r;
 }
 
@@ -188,7 +190,8 @@ GenerateOptions ServingLoop::generate_options(const GenerationRequest& r) const 
   return {.max_tokens = r.max_tokens,
           .stop = r.stop,
           .ignore_eos = r.ignore_eos,
-          .max_context = o_.ctx};
+          .max_context = o_.ctx,
+          .render_special = r.render_special};
 }
 
 bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
@@ -422,6 +425,17 @@ void ServingLoop::publish_metrics() {
   }
   for (const auto& a : active_) s.kv_bytes_held += state_bytes(*a->session);
   for (const auto& h : held_) s.kv_bytes_held += h.bytes;
+  // Memory by kind of layer state, over active and held states.
+  auto add_kinds = [&s](const Session& session) {
+    for (const StateKindStats& k : session.stats().kinds) {
+      KindMemory& m = s.kinds[k.kind];
+      m.bytes += k.bytes;
+      m.held_bytes += k.held_bytes;
+      m.rows += k.rows;
+    }
+  };
+  for (const auto& a : active_) add_kinds(*a->session);
+  for (const auto& h : held_) add_kinds(*h.session);
   s.kv_bytes_reserved = reserved_;
   s.cached_states = static_cast<int64_t>(held_.size());
   if (o_.store) {

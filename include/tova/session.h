@@ -36,6 +36,24 @@ struct SessionOptions {
 struct LayerStats {
   int n_held = 0;  // states held (per KV head)
   int64_t n_evicted = 0;
+  std::string kind;  // the layer's kind of state: a StateKindStats::kind
+};
+
+// The memory of one kind of layer state, over the layers of that kind. The kinds (stable
+// names, reported by `tova run`, the server's /metrics and responses, Python's stats()):
+//   "bounded": K/V a policy bounds: at most `limit` (the budget) states per KV head between
+//              steps; unbounded (limit -1) under `full`.
+//   "window":  K/V of a sliding-window layer (Gemma's local layers, gpt-oss's alternate
+//              layers): never more than its window (`limit`) per KV head, whatever the policy.
+// (A recurrent layer's fixed-size state will be a kind of its own.)
+struct StateKindStats {
+  std::string kind;
+  int n_layer = 0;     // layers of this kind
+  int limit = -1;      // most states per KV head a layer of this kind holds (-1: unbounded)
+  int max_held = 0;    // most states per KV head any of these layers holds now
+  int64_t rows = 0;    // states held, summed over layers and KV heads (a key and a value row each)
+  uint64_t bytes = 0;  // K/V (and positions) allocated
+  uint64_t held_bytes = 0;  // of those, the held states'
 };
 
 // What the multi-state holds now.
@@ -48,6 +66,7 @@ struct SessionStats {
   uint64_t kv_held = 0;      // of those, the bytes of the states held
   int64_t n_seen = 0;        // tokens fed
   std::vector<LayerStats> layers;
+  std::vector<StateKindStats> kinds;  // one per kind present, "bounded" first
 };
 
 struct SaveOptions {

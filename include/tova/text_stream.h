@@ -48,6 +48,10 @@ struct GenerateOptions {
   // feeds it; unfed() is then -1). Otherwise it stays unfed() for the caller (a session file
   // keeps it as pending).
   bool keep_length_token = false;
+  // Control tokens whose text is handed out instead of nothing: what a reasoning parser reads
+  // (harmony's <|channel|>, ...: tova/reasoning.h, reasoning_special_texts). A text that is no
+  // single token of the vocabulary renders nothing, as it could not be generated.
+  std::vector<std::string> render_special;
 };
 
 struct Piece {

@@ -134,6 +134,25 @@ def test_stats_hold_the_budget(engine):
     assert all(l["n_evicted"] == st["n_seen"] - 16 for l in st["layers"])
     assert 0 < st["kv_held"] <= st["kv_capacity"]
     assert engine.session().stats()["budget"] is None
+    # One kind of layer state here: K/V the policy bounds.
+    assert list(st["kinds"]) == ["bounded"]
+    b = st["kinds"]["bounded"]
+    assert b["n_layer"] == 5 and b["limit"] == 16 and b["max_held"] == 16
+    assert b["bytes"] == st["kv_capacity"] and b["held_bytes"] == st["kv_held"]
+    assert all(l["kind"] == "bounded" for l in st["layers"])
+
+
+def test_stats_by_layer_kind_on_a_model_with_window_layers():
+    # The gemma3 fixture: five sliding-window layers (window 16) and one global layer.
+    gemma = tova.Engine(str(BUILD.parent / "tests" / "data" / "arch" / "gemma3-f32.gguf"), threads=1)
+    s = gemma.session(policy="tova", budget=12)
+    s.feed([1 + i * 7 % 200 for i in range(60)])
+    st = s.stats()
+    w, b = st["kinds"]["window"], st["kinds"]["bounded"]
+    assert (w["n_layer"], w["limit"]) == (5, 16) and 0 < w["max_held"] <= 16
+    assert (b["n_layer"], b["limit"]) == (1, 12) and b["max_held"] == 12
+    assert w["bytes"] + b["bytes"] == st["kv_capacity"]
+    assert [l["kind"] for l in st["layers"]] == ["window"] * 5 + ["bounded"]
 
 
 def test_save_and_load_continue_exactly_and_match_tova_run(engine, tmp_path):

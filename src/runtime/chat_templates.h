@@ -4,14 +4,32 @@
 // the public face (tok::ChatTemplate is not public): front-ends and the task runner call it.
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/result.h"
 #include "tokenizer/chat_template.h"
 #include "tova/engine.h"
+#include "tova/reasoning.h"
 
 namespace tova::runtime {
 
 Result<tok::ChatTemplate> chat_template_of(const Engine& engine, std::string_view name = {});
+
+// How answers rendered by `t` carry reasoning: a Jinja template's text says (think blocks, harmony
+// channels); the hand-written qwen3 family writes think blocks.
+ReasoningFormat reasoning_format_of(const tok::ChatTemplate& t);
+
+// The template variables a front-end renders with unless told otherwise: enable_thinking = true
+// for a Jinja thinking template (as llama-server does: some templates, DeepSeek-R1's among
+// them, test `not enable_thinking` and would close the block before the answer).
+std::vector<std::pair<std::string, jinja::Value>> default_template_vars(const tok::ChatTemplate& t);
+// The variables of one render: `given` (a JSON object, e.g. a request's chat_template_kwargs),
+// then the defaults it does not set.
+std::vector<std::pair<std::string, jinja::Value>> template_vars(const tok::ChatTemplate& t,
+                                                                const nlohmann::json& given);
 
 }  // namespace tova::runtime

@@ -96,9 +96,24 @@ SessionStats Session::stats() const {
   k.n_seen = st.n_seen();
   for (int il = 0; il < st.n_layer(); ++il) {
     const kv::LayerState& l = st.layer(il);
-    k.layers.push_back({l.n_held(), l.n_evicted()});
+    const bool window = l.window() > 0;
+    k.layers.push_back({l.n_held(), l.n_evicted(), window ? "window" : "bounded"});
     // A layer's memory is its slots': the held ones' share of it.
-    if (l.n_slot() > 0) k.kv_held += l.bytes() / l.n_slot() * l.n_held();
+    const uint64_t held = l.n_slot() > 0 ? l.bytes() / l.n_slot() * l.n_held() : 0;
+    k.kv_held += held;
+    auto kind = std::find_if(k.kinds.begin(), k.kinds.end(),
+                             [&](const StateKindStats& s) { return s.kind == k.layers.back().kind; });
+    if (kind == k.kinds.end()) {
+      kind = window ? k.kinds.insert(k.kinds.end(), StateKindStats{.kind = "window", .limit = 0})
+                    : k.kinds.insert(k.kinds.begin(),
+                                     StateKindStats{.kind = "bounded", .limit = l.budget()});
+    }
+    ++kind->n_layer;
+    if (window) kind->limit = std::max(kind->limit, l.window());
+    kind->max_held = std::max(kind->max_held, l.n_held());
+    kind->rows += l.n_held_total();
+    kind->bytes += l.bytes();
+    kind->held_bytes += held;
   }
   return k;
 }

@@ -1,6 +1,7 @@
 #include "tova/text_stream.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "core/check.h"
 #include "core/timer.h"
@@ -57,6 +58,7 @@ struct TextStream::Impl {
   int32_t unfed = -1;
   bool prompt_fed = false;
   StreamStats st;
+  std::unordered_set<int32_t> rendered;  // GenerateOptions::render_special, as token ids
 
   // Ends the generation; returns `text` and everything held back.
   Piece end(std::string text, Finish f) {
@@ -83,6 +85,10 @@ TextStream::TextStream(Session& session, const GenerateOptions& o)
   s.o.stop.erase(std::remove(s.o.stop.begin(), s.o.stop.end(), std::string()), s.o.stop.end());
   s.prev = session.history().empty() ? -1 : session.history().back();
   s.st.n_prompt = session.n_pending();
+  for (const std::string& text : s.o.render_special) {
+    const std::vector<int32_t> ids = s.tk->encode(text, /*add_special=*/false, /*parse_special=*/true);
+    if (ids.size() == 1 && s.tk->token_text(ids[0]) == text) s.rendered.insert(ids[0]);
+  }
 }
 
 TextStream::~TextStream() = default;
@@ -123,7 +129,8 @@ Piece TextStream::advance() {
     return s.end("", Finish::kStop);
   }
   ++s.st.n_generated;
-  s.pending += s.utf8.push(s.tk->token_to_piece(id, s.prev));
+  s.pending += s.utf8.push(s.rendered.contains(id) ? s.tk->token_text(id)
+                                                    : s.tk->token_to_piece(id, s.prev));
   s.prev = id;
   // A stop string ends the text where it begins (and is not handed out).
   size_t cut = std::string::npos;

@@ -274,6 +274,7 @@ Result<ChatTemplate> ChatTemplate::from_jinja(std::string_view source, std::stri
   if (!t.ok()) return make_error("chat template {}: {}", label, t.message());
   ChatTemplate c(Family::kJinja);
   c.jinja_ = std::make_shared<const jinja::Template>(std::move(*t));
+  c.source_ = std::string(source);
   c.bos_token_ = std::move(bos_token);
   c.eos_token_ = std::move(eos_token);
   c.label_ = std::move(label);
@@ -366,7 +367,12 @@ jinja::Value ChatTemplate::context(const std::vector<ChatMessage>& messages,
   for (const ChatMessage& m : messages) {
     jinja::Value d = jinja::Value::dict({{"role", m.role}});
     d.mutable_dict().set("content", m.null_content ? jinja::Value::none() : jinja::Value(m.content));
-    if (!m.reasoning_content.empty()) d.mutable_dict().set("reasoning_content", m.reasoning_content);
+    if (!m.reasoning_content.empty()) {
+      d.mutable_dict().set("reasoning_content", m.reasoning_content);
+      // gpt-oss's template reads an assistant turn's analysis as `thinking` (and keeps it only
+      // where the turn goes on with a tool call); no other template reads that key.
+      d.mutable_dict().set("thinking", m.reasoning_content);
+    }
     if (!m.name.empty()) d.mutable_dict().set("name", m.name);
     if (!m.tool_call_id.empty()) d.mutable_dict().set("tool_call_id", m.tool_call_id);
     if (!m.tool_calls.is_undefined()) d.mutable_dict().set("tool_calls", m.tool_calls);

@@ -39,6 +39,7 @@ constexpr KnownSpecial kKnownSpecials[] = {
     {"<end_of_turn>", true},   {"<|endoftext|>", true},    {"<|end_of_text|>", true},
     {"<|eom_id|>", true},      {"<EOT>", true},            {"_<EOT>", true},
     {"</s>", true},            {"<end_of_utterance>", true},
+    {"<|return|>", true},      {"<|call|>", true},         // gpt-oss (harmony)
     {"<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>", true},  // DeepSeek
     // Fill-in-the-middle markers: prefix/suffix/middle are control; pad/repo/file-sep end it.
     {"<|fim_prefix|>", false}, {"<fim-prefix>", false},    {"<fim_prefix>", false},
@@ -152,6 +153,13 @@ Result<Vocab> load_vocab(const io::GgufFile& file, const VocabDefaults& defaults
   }
   for (int32_t id : {v.eos, v.eot, v.eom}) {
     if (id >= 0) v.eog.push_back(id);
+  }
+  // Harmony (gpt-oss): <|end|> ends one message of a turn (the analysis before the final
+  // answer), <|return|> and <|call|> end the turn. A vocabulary with both keeps generating past
+  // <|end|>, as llama.cpp does.
+  if (v.find("<|return|>") >= 0 && v.find("<|call|>") >= 0) {
+    const int32_t end = v.find("<|end|>");
+    v.eog.erase(std::remove(v.eog.begin(), v.eog.end(), end), v.eog.end());
   }
   std::sort(v.eog.begin(), v.eog.end());
   v.eog.erase(std::unique(v.eog.begin(), v.eog.end()), v.eog.end());

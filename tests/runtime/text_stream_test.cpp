@@ -134,6 +134,22 @@ TEST(TextStream, EndOfGenerationStopsUnlessIgnored) {
   EXPECT_EQ(script(ignoring, *s2, eos).finish, Finish::kNone);
 }
 
+// A control token renders nothing, unless render_special names it (a reasoning parser reads
+// harmony's headers so); a text that is no token of the vocabulary renders nothing either.
+TEST(TextStream, ControlTokensRenderOnlyWhenAsked) {
+  const int32_t bos = stories().tokenizer().bos();
+  ASSERT_GE(bos, 0);
+  auto s = session();
+  s->queue(stories().tokenize("Hi"));
+  TextStream plain(*s, {.max_tokens = 10});
+  EXPECT_EQ(script(plain, *s, bos).text, "");
+  auto s2 = session();
+  s2->queue(stories().tokenize("Hi"));
+  TextStream shown(*s2, {.max_tokens = 10, .render_special = {"<s>", "<|channel|>"}});
+  EXPECT_EQ(script(shown, *s2, bos).text, "<s>");
+  EXPECT_EQ(script(shown, *s2, word("the")).text, "the");  // (SentencePiece: no space after BOS)
+}
+
 TEST(TextStream, MaxTokensAndTheContextEndWithLength) {
   auto s = session();
   s->queue(stories().tokenize("Hi"));

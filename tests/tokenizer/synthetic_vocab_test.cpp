@@ -240,6 +240,34 @@ TEST(BpeSynthetic, MergesByRank) {
   EXPECT_EQ(b4.tok->decode(std::vector<int32_t>{4, 8, 7}), "ab a");
 }
 
+// Harmony (gpt-oss's o200k vocabulary): <|return|> and <|call|> end a turn, <|end|> only ends a
+// message within it (the analysis before the final answer), so it does not stop generation;
+// where there is no <|return|>/<|call|> pair (Phi-3), <|end|> ends the turn.
+TEST(BpeSynthetic, HarmonyEndsTheTurnAtReturnOrCallNotAtEnd) {
+  std::vector<Token> tokens = bpe_tokens();
+  for (const char* t : {"<|end|>", "<|return|>", "<|call|>", "<|channel|>"}) {
+    tokens.push_back({t, 0, 3});  // 9, 10, 11, 12
+  }
+  Built h = build("gpt2", tokens, [](io::GgufWriter& w) {
+    w.set("tokenizer.ggml.pre", GgufValue::make_str("gpt-2"));
+    w.set("tokenizer.ggml.merges", GgufValue::make_str_array({"a b"}));
+    w.set("tokenizer.ggml.eos_token_id", GgufValue::make_u32(10));
+    w.set("tokenizer.ggml.eot_token_id", GgufValue::make_u32(9));
+  });
+  ASSERT_NE(h.tok, nullptr) << h.error;
+  EXPECT_FALSE(h.tok->is_eog(9));
+  EXPECT_TRUE(h.tok->is_eog(10));
+  EXPECT_TRUE(h.tok->is_eog(11));
+  EXPECT_FALSE(h.tok->is_eog(12));
+  tokens.resize(tokens.size() - 2);  // no <|call|>, no <|channel|>
+  Built p = build("gpt2", tokens, [](io::GgufWriter& w) {
+    w.set("tokenizer.ggml.pre", GgufValue::make_str("gpt-2"));
+    w.set("tokenizer.ggml.merges", GgufValue::make_str_array({"a b"}));
+  });
+  ASSERT_NE(p.tok, nullptr) << p.error;
+  EXPECT_TRUE(p.tok->is_eog(9));
+}
+
 TEST(BpeSynthetic, CharactersOutsideTheVocabularyAreDropped) {
   Built b = build_bpe("gpt-2", {"a b"});
   ASSERT_NE(b.tok, nullptr) << b.error;

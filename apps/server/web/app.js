@@ -111,7 +111,10 @@ function select(conv) {
     `tokens per answer, temperature ${conv.temperature}`;
   const box = $('messages');
   box.textContent = '';
-  for (const m of conv.messages) addMessage(m.role, m.content, m.meta);
+  for (const m of conv.messages) {
+    const div = addMessage(m.role, m.content, m.meta);
+    if (m.reasoning) reasoningBox(div, false).querySelector('.thinking').textContent = m.reasoning;
+  }
   $('input').disabled = false;
   $('send').disabled = false;
   $('input').focus();
@@ -135,6 +138,23 @@ function addMessage(role, text, meta) {
   $('messages').append(div);
   div.scrollIntoView({ block: 'end' });
   return div;
+}
+
+// A thinking model's reasoning (reasoning_content): a collapsed <details> above the answer's
+// text, open while the reasoning streams in, closed once the answer begins.
+function reasoningBox(div, open) {
+  let box = div.querySelector('details.reasoning');
+  if (box) return box;
+  box = document.createElement('details');
+  box.className = 'reasoning';
+  box.open = open;
+  const summary = document.createElement('summary');
+  summary.textContent = 'Reasoning';
+  const text = document.createElement('div');
+  text.className = 'thinking';
+  box.append(summary, text);
+  div.prepend(box);
+  return box;
 }
 
 // Server-sent events: `data: JSON` lines, `data: [DONE]` at the end.
@@ -177,10 +197,14 @@ async function send(ev) {
   $('stop').hidden = false;
   let poll = null;
   let answer = '';
+  let reasoning = '';
   let meta = '';
   try {
     const request = {
-      model: 'tova', messages: conv.messages.map(({ role, content }) => ({ role, content })),
+      model: 'tova',
+      // An answer's reasoning goes back with it: the template keeps what it wants of it.
+      messages: conv.messages.map(({ role, content, reasoning }) =>
+        (reasoning ? { role, content, reasoning_content: reasoning } : { role, content })),
       stream: true, max_tokens: conv.maxTokens,
       temperature: conv.temperature, kv_policy: conv.policy, kv_positions: conv.positions,
       stream_options: { include_usage: true },
@@ -199,7 +223,18 @@ async function send(ev) {
       if (chunk.usage) usage = chunk.usage;
       if (chunk.tova) kv = chunk.tova;
       for (const c of chunk.choices) {
+        if (c.delta && c.delta.reasoning_content) {
+          reasoning += c.delta.reasoning_content;
+          const box = reasoningBox(div, true);
+          box.querySelector('.thinking').textContent = reasoning;
+          box.querySelector('summary').textContent = 'Reasoning…';
+        }
         if (c.delta && c.delta.content) {
+          if (reasoning && !answer) {
+            const box = reasoningBox(div, false);
+            box.open = false;
+            box.querySelector('summary').textContent = 'Reasoning';
+          }
           answer += c.delta.content;
           body.textContent = answer;
         }
@@ -226,7 +261,12 @@ async function send(ev) {
     $('stop').hidden = true;
     div.classList.remove('streaming');
   }
-  conv.messages.push({ role: 'assistant', content: answer, meta });
+  if (reasoning) {
+    const box = reasoningBox(div, false);
+    box.open = false;
+    box.querySelector('summary').textContent = 'Reasoning';
+  }
+  conv.messages.push({ role: 'assistant', content: answer, reasoning, meta });
   const m = document.createElement('span');
   m.className = 'meta';
   m.textContent = meta;
@@ -265,6 +305,13 @@ function renderState(s) {
     ['evicted', `${t.tokens_evicted} per layer`],
     ['status', s.generating ? 'generating' : 'held for the next turn'],
   ];
+  // Memory by kind of layer state: bounded K/V (the policy's budget), window K/V (the model's
+  // sliding window).
+  for (const k of t.memory_by_kind || []) {
+    const limit = k.limit === null ? 'unbounded' : `at most ${k.limit}`;
+    rows.push([`${k.kind} K/V`, `${k.layers} layers, ${limit}: ${k.max_held} held, ` +
+      `${k.rows} rows, ${formatBytes(k.bytes)}`]);
+  }
   for (const [k, v] of rows) {
     const dt = document.createElement('dt');
     dt.textContent = k;
@@ -283,6 +330,11 @@ function renderState(s) {
     row.dataset.evicted = t.tokens_evicted_per_layer[i];
     const name = document.createElement('span');
     name.textContent = `L${i}`;
+    if (t.layer_kinds && t.layer_kinds[i] === 'window') {
+      name.textContent += 'w';
+      name.title = 'a sliding-window layer: never more than its window';
+      row.dataset.kind = 'window';
+    }
     const bar = document.createElement('div');
     bar.className = 'bar';
     const fill = document.createElement('div');

@@ -3,8 +3,10 @@
 // that continues the held state, a second conversation under another policy, and the state view
 // (states held and evicted per layer, which earlier tokens are still held). Every request the
 // page makes goes to the server itself; no console error (a CSP violation is one).
-// Usage: node browser_test.mjs BUILD_DIR MODEL.gguf   (exit 0 passed, 77 skipped)
-import { mkdtempSync, rmSync } from 'node:fs';
+// Then, served with a thinking template (DeepSeek-R1's, which opens <think> in the prompt), the
+// answer streams as reasoning into a <details> box, closed once the answer is done.
+// Usage: node browser_test.mjs BUILD_DIR MODEL.gguf [SHARED_DIR]   (exit 0 passed, 77 skipped)
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
@@ -30,7 +32,10 @@ try {
   const page = context.pages()[0] ?? await context.newPage();
   const elsewhere = [];
   const consoleErrors = [];
-  page.on('request', (r) => { if (!r.url().startsWith(server.url)) elsewhere.push(r.url()); });
+  const servers = [server.url];  // the page's own servers (a second one below)
+  page.on('request', (r) => {
+    if (!servers.some((u) => r.url().startsWith(u))) elsewhere.push(r.url());
+  });
   page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
   const info = (await (await fetch(`${server.url}/v1/models`)).json()).data[0];
@@ -84,6 +89,9 @@ try {
     // Each layer holds 16 states: the held counts add up to 16 per (layer, KV head).
     assert.equal(held.reduce((a, b) => a + b, 0), 16 * pairs);
     assert.match(await page.textContent('[data-field="policy"]'), /^tova k=16 \(exact, absolute\)/);
+    // Memory by layer kind: every layer of this model is bounded K/V.
+    assert.match(await page.textContent('[data-field="bounded K/V"]'),
+      new RegExp(`^${info.tova.n_layer} layers, at most 16: 16 held, ${16 * pairs} rows, `));
     assert.match(await page.textContent('[data-field="status"]'), /held for the next turn/);
   });
 
@@ -113,6 +121,39 @@ try {
       document.querySelector('[data-field="policy"]')?.textContent ?? ''));
     assert.equal(await page.$$eval('.msg.assistant', (ms) => ms.length), 2);
   });
+
+  // The bundled model writes no </think>: everything it answers is reasoning.
+  const deepseek = `${process.argv[4]}/templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja`;
+  if (process.argv[4] && existsSync(deepseek)) {
+    const thinking = await startServer(['--max-tokens', '512'], { chatTemplate: deepseek });
+    servers.push(thinking.url);
+    try {
+      await check('a thinking template: the reasoning streams into a box, collapsed when done',
+        async () => {
+          await page.goto(thinking.url);
+          await page.waitForFunction(() => document.getElementById('model').textContent.length > 0);
+          await page.fill('#max-tokens', '24');
+          await page.fill('#temperature', '0');
+          await page.click('#new');
+          await page.fill('#input', 'Think about a cat.');
+          await page.click('#send');
+          await page.waitForSelector('.msg.assistant.done', { timeout: 30000 });
+          const box = page.locator('.msg.assistant.done details.reasoning');
+          assert.equal(await box.count(), 1);
+          assert.equal(await box.evaluate((d) => d.open), false);
+          assert.ok((await box.locator('.thinking').textContent()).length > 0);
+          assert.equal(await page.locator('.msg.assistant.done .body').textContent(), '');
+          // The next turn sends the reasoning back (the template drops it): no error.
+          await page.fill('#input', 'And then?');
+          await page.click('#send');
+          await page.waitForFunction(() => document.querySelectorAll('.msg.assistant.done').length > 1,
+            null, { timeout: 30000 });
+          assert.equal(await page.locator('.msg.assistant.error').count(), 0);
+        });
+    } finally {
+      await stopServer(thinking);
+    }
+  }
 
   // TOVA_SCREENSHOT=FILE.png: what the page looks like now (for the docs).
   if (process.env.TOVA_SCREENSHOT) {

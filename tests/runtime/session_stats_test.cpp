@@ -1,0 +1,93 @@
+// SessionStats by kind of layer state (tova/session.h): on the gemma3 fixture (five
+// sliding-window layers of window 16, one global layer), the window kind never holds more than
+// its window and the bounded kind never more than the policy's budget, after every feed of a
+// 100-token stream, under every kind of policy; the kinds' bytes add up to the totals.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tova/engine.h"
+#include "tova/session.h"
+
+namespace tova {
+namespace {
+
+const Engine& gemma3() {
+  static const std::unique_ptr<Engine> e = [] {
+    auto r = Engine::load(
+        {.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/gemma3-f32.gguf", .n_threads = 2});
+    EXPECT_TRUE(r.ok()) << r.message();
+    return std::move(*r);
+  }();
+  return *e;
+}
+
+const StateKindStats* kind(const SessionStats& s, const std::string& name) {
+  for (const StateKindStats& k : s.kinds) {
+    if (k.kind == name) return &k;
+  }
+  return nullptr;
+}
+
+TEST(SessionStats, WindowLayersNeverExceedTheirWindowBoundedOnesTheBudget) {
+  const Engine& e = gemma3();
+  for (const auto& [policy, budget] : {std::pair<const char*, int>{"full", 0},
+                                       {"tova", 8},
+                                       {"tova", 40},
+                                       {"h2o", 12},
+                                       {"sink:4", 20},
+                                       {"window", 24}}) {
+    SCOPED_TRACE(std::string(policy) + " k=" + std::to_string(budget));
+    auto c = parse_cache_options(policy, budget);
+    ASSERT_TRUE(c.ok()) << c.message();
+    auto s = e.new_session({.cache = *c, .n_batch = 5});
+    ASSERT_TRUE(s.ok()) << s.message();
+    int64_t fed = 0;
+    int64_t n_head_kv = 0;
+    for (int step = 0; step < 20; ++step) {
+      std::vector<int32_t> ids;
+      for (int i = 0; i < 1 + step % 7; ++i)
+        ids.push_back(static_cast<int32_t>(1 + (fed + i) * 7 % 200));
+      ASSERT_TRUE((*s)->feed(ids).ok());
+      fed += static_cast<int64_t>(ids.size());
+      const SessionStats st = (*s)->stats();
+      ASSERT_EQ(st.kinds.size(), 2u);
+      EXPECT_EQ(st.kinds[0].kind, "bounded");  // bounded first
+      const StateKindStats* w = kind(st, "window");
+      const StateKindStats* b = kind(st, "bounded");
+      ASSERT_TRUE(w != nullptr && b != nullptr);
+      EXPECT_EQ(w->n_layer, 5);
+      EXPECT_EQ(b->n_layer, 1);
+      EXPECT_EQ(w->limit, 16);
+      EXPECT_EQ(b->limit, budget > 0 ? budget : -1);
+      EXPECT_LE(w->max_held, 16);
+      EXPECT_LE(w->max_held, fed);
+      if (budget > 0) {
+        EXPECT_LE(b->max_held, budget);
+      } else {
+        EXPECT_EQ(b->max_held, fed);  // full keeps everything
+      }
+      // Rows: every KV head holds as many states under these policies.
+      int64_t held_w = 0;
+      for (int il = 0; il < 5; ++il) held_w += st.layers[il].n_held;
+      ASSERT_GT(held_w, 0);
+      ASSERT_EQ(w->rows % held_w, 0);
+      if (n_head_kv == 0) n_head_kv = w->rows / held_w;
+      EXPECT_EQ(w->rows, held_w * n_head_kv);
+      EXPECT_EQ(b->rows, int64_t{st.layers[5].n_held} * n_head_kv);
+      // The kinds add up to the totals; per layer, the kind is named.
+      EXPECT_EQ(w->bytes + b->bytes, st.kv_capacity);
+      EXPECT_EQ(w->held_bytes + b->held_bytes, st.kv_held);
+      ASSERT_EQ(st.layers.size(), 6u);
+      for (int il = 0; il < 6; ++il) {
+        EXPECT_EQ(st.layers[il].kind, il < 5 ? "window" : "bounded") << il;
+        EXPECT_LE(st.layers[il].n_held, il < 5 ? 16 : (budget > 0 ? budget : fed));
+      }
+    }
+    EXPECT_GT(fed, 60);
+  }
+}
+
+}  // namespace
+}  // namespace tova
