@@ -7,6 +7,7 @@
 
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
+#include "jinja/json.h"
 #include "tova/grammar.h"
 
 namespace tova::server {
@@ -70,9 +71,11 @@ std::optional<ApiError> boolean(const json& j, const char* key, bool& out) {
   return std::nullopt;
 }
 
+using ojson = nlohmann::ordered_json;
+
 // A message's content: a string, or a list of text parts ({"type": "text", "text": ...}),
 // joined by newlines. Other parts (images, audio, files) are a 400 naming their type.
-std::variant<std::string, ApiError> message_content(const json& c) {
+std::variant<std::string, ApiError> message_content(const ojson& c) {
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array() || c.empty()) {
     return bad_request("messages",
@@ -103,38 +106,98 @@ std::variant<std::string, ApiError> message_content(const json& c) {
   return out;
 }
 
-std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const json& j) {
+// An assistant message's tool_calls, as the client got them ({id, type, function: {name,
+// arguments: JSON TEXT}}), for the template: arguments become the object they spell (chat
+// templates write them with |tojson).
+std::variant<ojson, ApiError> message_tool_calls(const ojson& calls, size_t i) {
+  const std::string at = fmt::format("messages[{}].tool_calls", i);
+  if (!calls.is_array() || calls.empty()) return bad_request("messages", at + " must be a non-empty list");
+  ojson out = ojson::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const ojson& c = calls[k];
+    if (!c.is_object() || !c.contains("id") || !c["id"].is_string() || !c.contains("function") ||
+        !c["function"].is_object() || !c["function"].contains("name") ||
+        !c["function"]["name"].is_string()) {
+      return bad_request("messages", fmt::format("{}[{}] must be {{\"id\": ..., \"type\": "
+                                                 "\"function\", \"function\": {{\"name\": ..., "
+                                                 "\"arguments\": ...}}}}",
+                                                 at, k));
+    }
+    ojson args = ojson::object();
+    if (c["function"].contains("arguments")) {
+      const ojson& a = c["function"]["arguments"];
+      if (a.is_string()) {
+        args = ojson::parse(a.get<std::string>(), nullptr, false);
+      } else {
+        args = a;
+      }
+      if (args.is_discarded() || !args.is_object()) {
+        return bad_request("messages", fmt::format("{}[{}].function.arguments must be a JSON "
+                                                   "object (as text)",
+                                                   at, k));
+      }
+    }
+    out.push_back({{"id", c["id"]},
+                   {"type", "function"},
+                   {"function", {{"name", c["function"]["name"]}, {"arguments", args}}}});
+  }
+  return out;
+}
+
+std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const ojson& j) {
   if (!j.contains("messages")) return bad_request("messages", "'messages' is required");
-  const json& ms = j["messages"];
+  const ojson& ms = j["messages"];
   if (!ms.is_array() || ms.empty()) {
     return bad_request("messages", "'messages' must be a non-empty list");
   }
   std::vector<tok::ChatMessage> out;
-  for (const auto& m : ms) {
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const ojson& m = ms[i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
       return bad_request("messages", "each message must be an object with a string 'role'");
     }
-    std::string role = m["role"].get<std::string>();
-    if (role == "developer") role = "system";  // OpenAI's newer name for the system message
-    if (role != "system" && role != "user" && role != "assistant") {
+    tok::ChatMessage c{.role = m["role"].get<std::string>()};
+    if (c.role == "developer") c.role = "system";  // OpenAI's newer name for the system message
+    if (c.role != "system" && c.role != "user" && c.role != "assistant" && c.role != "tool") {
       return bad_request("messages",
                          fmt::format("message role '{}' is not supported (system, developer, "
-                                     "user, assistant)",
-                                     shown(role)));
+                                     "user, assistant, tool)",
+                                     shown(c.role)));
     }
     for (const auto& [key, value] : m.items()) {
       if (key == "role" || key == "content") continue;
       if (key == "refusal" && value.is_null()) continue;
-      return bad_request("messages",
-                         fmt::format("'{}' in a message is not supported (role and content only)",
-                                     shown(key)));
+      if (key == "name" && value.is_string()) {
+        c.name = value.get<std::string>();
+      } else if (key == "tool_calls" && c.role == "assistant") {
+        auto calls = message_tool_calls(value, i);
+        if (auto* e = std::get_if<ApiError>(&calls)) return *e;
+        c.tool_calls = jinja::from_json(std::get<ojson>(calls));
+      } else if (key == "tool_call_id" && c.role == "tool" && value.is_string()) {
+        c.tool_call_id = value.get<std::string>();
+      } else {
+        return bad_request("messages",
+                           fmt::format("'{}' in a {} message is not supported (role, content, "
+                                       "name; tool_calls on assistant messages, tool_call_id on "
+                                       "tool messages)",
+                                       shown(key), c.role));
+      }
     }
+    if (c.role == "tool" && c.tool_call_id.empty()) {
+      return bad_request("messages", fmt::format("messages[{}]: a tool message needs its "
+                                                 "'tool_call_id'",
+                                                 i));
+    }
+    const bool calls = !c.tool_calls.is_undefined();
     if (!m.contains("content") || m["content"].is_null()) {
-      return bad_request("messages", "each message needs a 'content'");
+      // An assistant turn of calls only: its content is empty (templates test it as a string).
+      if (!calls) return bad_request("messages", "each message needs a 'content'");
+    } else {
+      auto content = message_content(m["content"]);
+      if (auto* e = std::get_if<ApiError>(&content)) return *e;
+      c.content = std::move(std::get<std::string>(content));
     }
-    auto content = message_content(m["content"]);
-    if (auto* e = std::get_if<ApiError>(&content)) return *e;
-    out.push_back({std::move(role), std::move(std::get<std::string>(content))});
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -230,7 +293,8 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
       "kv_policy", "kv_budget", "kv_positions", "kv_type", "kv_type_k", "kv_type_v", "n", "user", "logprobs", "logit_bias",
       "cache_prompt", "ignore_eos", "metadata", "store", "response_format", "grammar"};
   static const std::set<std::string> kChat = {"messages", "max_completion_tokens",
-                                              "top_logprobs"};
+                                              "top_logprobs", "tools", "tool_choice",
+                                              "parallel_tool_calls"};
   static const std::set<std::string> kCompletion = {"prompt", "echo", "suffix", "best_of"};
   for (const auto& [key, value] : j.items()) {
     if (kCommon.count(key) == 0 && (chat ? kChat : kCompletion).count(key) == 0) {
@@ -409,9 +473,17 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
 
   // The prompt (tokenized later, by the handler).
   if (chat) {
-    auto ms = decode_messages(j);
+    // Keys in the client's order: tool schemas (properties in order) and call arguments.
+    const ojson oj = ojson::parse(body, nullptr, false);
+    auto ms = decode_messages(oj);
     if (auto* e = std::get_if<ApiError>(&ms)) return *e;
     r.messages = std::move(std::get<std::vector<tok::ChatMessage>>(ms));
+    if (auto e = decode_tools(oj, r.tools)) return *e;
+    if (r.tools.forced() && !r.sampling.grammar.empty()) {
+      return bad_request("tool_choice", "a forced tool call ('tool_choice' required or a "
+                                        "function) and 'response_format' or 'grammar' together: "
+                                        "give one");
+    }
     return r;
   }
   if (!j.contains("prompt")) return bad_request("prompt", "'prompt' is required");
@@ -577,6 +649,10 @@ json completion_json(const ResponseHead& h, const std::vector<Choice>& choices, 
     json choice = {{"index", c.index}, {"finish_reason", c.finish_reason}};
     if (h.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls);
+      }
       choice["logprobs"] = c.with_logprobs ? chat_logprobs(c.logprobs) : json(nullptr);
     } else {
       choice["text"] = c.text;

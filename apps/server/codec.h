@@ -16,6 +16,7 @@
 #include "job.h"
 #include "state_view.h"
 #include "tokenizer/chat_template.h"
+#include "tools.h"
 #include "tova/options.h"
 
 namespace tova::server {
@@ -52,6 +53,7 @@ struct CompletionRequest {
   bool allow_reuse = true;  // cache_prompt
   bool ignore_eos = false;
   std::string user;  // the end user (OpenAI's field): the access log shows it
+  ToolsRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
 };
 
 std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_view body,
@@ -96,6 +98,7 @@ struct Choice {
   std::string finish_reason;
   bool with_logprobs = false;
   std::vector<TokenLogprob> logprobs;
+  std::vector<ToolCall> tool_calls;  // chat with tools: the calls taken out of `text`
 };
 
 nlohmann::json error_json(const ApiError& e);

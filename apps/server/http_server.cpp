@@ -275,7 +275,16 @@ void note_final(const Event& ev) {
 
 // A non-streamed answer: every choice's events gathered, then one response object. A client
 // that leaves in the meantime stops the generation.
-void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res) {
+// A chat choice answered with tools offered: its calls taken out of its text.
+void take_calls_apart(Choice& c, const ToolsRequest& tools, ToolCallFormat format) {
+  AssistantTurn turn = take_apart(format, tools, c.text);
+  c.text = std::move(turn.content);
+  c.tool_calls = std::move(turn.calls);
+  if (!c.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
+}
+
+void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res,
+                  const ToolsRequest* tools, ToolCallFormat format) {
   const int n = job.request.n;
   std::vector<Choice> choices(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -299,6 +308,7 @@ void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res) {
       ++finals;
       note_final(ev);
       c.finish_reason = ev.finish_reason;
+      if (tools != nullptr) take_calls_apart(c, *tools, format);
       completion += ev.completion_tokens;
       prompt = ev.prompt_tokens;
       reused = ev.kv.reused_prompt_tokens;
@@ -373,13 +383,19 @@ void not_found(const Request& req, Response& res) {
 class StreamedAnswer {
  public:
   StreamedAnswer(ResponseHead head, std::shared_ptr<Job> job, int fd, bool include_usage,
-                 std::shared_ptr<void> in_handler)
+                 std::shared_ptr<void> in_handler, const ToolsRequest* tools,
+                 ToolCallFormat format)
       : s_(std::make_shared<State>(State{.head = std::move(head),
                                          .job = std::move(job),
                                          .fd = fd,
                                          .include_usage = include_usage,
                                          .in_handler = std::move(in_handler)})) {
     s_->offset.assign(static_cast<size_t>(s_->job->request.n), 0);
+    if (tools != nullptr) {
+      s_->tools = std::make_unique<ToolsRequest>(*tools);
+      s_->tool_streams.assign(static_cast<size_t>(s_->job->request.n),
+                              ToolStream(format, s_->tools.get()));
+    }
   }
 
   bool operator()(size_t, httplib::DataSink& sink) {
@@ -422,6 +438,8 @@ class StreamedAnswer {
     int finals = 0;
     int64_t completion = 0;
     std::vector<int64_t> offset;  // bytes of each choice's text sent (completions' logprobs)
+    std::unique_ptr<ToolsRequest> tools;  // chat with tools offered: calls are taken apart
+    std::vector<ToolStream> tool_streams;  // per choice
   };
 
   // The client went away: the request stops.
@@ -445,13 +463,18 @@ class StreamedAnswer {
     std::string out;
     const auto* lps = st.job->request.logprobs >= 0 ? &ev.logprobs : nullptr;
     int64_t& offset = st.offset[static_cast<size_t>(ev.index)];
-    if (!ev.text.empty() || (lps != nullptr && !lps->empty())) {
-      out += sse_event(chunk_json(st.head, ev.index, ev.text, lps, "", false, offset));
-      offset += static_cast<int64_t>(ev.text.size());
+    // With tools, content is sent once it cannot be the start of a call.
+    const std::string text = st.tools ? st.tool_streams[static_cast<size_t>(ev.index)].feed(ev.text)
+                                      : ev.text;
+    if (!text.empty() || (lps != nullptr && !lps->empty())) {
+      out += sse_event(chunk_json(st.head, ev.index, text, lps, "", false, offset));
+      offset += static_cast<int64_t>(text.size());
     }
     if (!ev.final) return out;
     note_final(ev);
-    json last = chunk_json(st.head, ev.index, "", nullptr, ev.finish_reason);
+    std::string finish_reason = ev.finish_reason;
+    if (st.tools) out += encode_calls(ev.index, finish_reason);
+    json last = chunk_json(st.head, ev.index, "", nullptr, finish_reason);
     last["tova"] = kv_json(ev.kv);
     out += sse_event(last);
     st.completion += ev.completion_tokens;
@@ -461,6 +484,23 @@ class StreamedAnswer {
           st.head, usage_json(ev.prompt_tokens, st.completion, ev.kv.reused_prompt_tokens)));
     }
     return out + "data: [DONE]\n\n";
+  }
+
+  // The end of a choice with tools: the rest of its content, then its calls.
+  std::string encode_calls(int index, std::string& finish_reason) {
+    State& st = *s_;
+    AssistantTurn turn = st.tool_streams[static_cast<size_t>(index)].finish();
+    std::string out;
+    if (!turn.content.empty()) {
+      out += sse_event(chunk_json(st.head, index, turn.content, nullptr, ""));
+    }
+    out += tool_call_events(turn.calls, [&](const json& delta) {
+      json c = chunk_json(st.head, index, "", nullptr, "");
+      c["choices"][0]["delta"] = delta;
+      return sse_event(c);
+    });
+    if (!turn.calls.empty() && finish_reason == "stop") finish_reason = "tool_calls";
+    return out;
   }
 
   std::shared_ptr<State> s_;
@@ -493,11 +533,15 @@ void HttpServer::generate(bool chat, const Request& req, Response& res) {
                           .model = o_.api.model_id};
   // The client's connection: a request whose client has gone stops generating.
   const int fd = connection_socket(req);
-  if (!r.stream) return answer_whole(head, *job, fd, res);
+  const ToolsRequest* tools = chat && r.tools.active() ? &r.tools : nullptr;
+  const ToolCallFormat format = chat_template_ ? tool_format_of(*chat_template_)
+                                               : ToolCallFormat::kNone;
+  if (!r.stream) return answer_whole(head, *job, fd, res, tools, format);
 
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream", StreamedAnswer(head, job, fd, r.include_usage, in_handler),
+      "text/event-stream",
+      StreamedAnswer(head, job, fd, r.include_usage, in_handler, tools, format),
       [job](bool success) {
         if (!success) job->cancel();
       });

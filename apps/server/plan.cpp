@@ -27,9 +27,15 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
   const char* prompt_field = r.chat ? "messages" : "prompt";
   if (r.chat) {
     if (chat == nullptr) return bad_request("messages", chat_error);
-    auto text = chat->render_prompt(r.messages);
-    if (!text.ok()) return bad_request("messages", text.message());
-    g.prompt = tok::encode_chat_prompt(engine.tokenizer(), *text);
+    auto text = render_with_tools(*chat, r.messages, r.tools);
+    if (auto* e = std::get_if<ApiError>(&text)) return *e;
+    g.prompt = tok::encode_chat_prompt(engine.tokenizer(), std::get<std::string>(text));
+    g.hold_prompt = r.tools.active();
+    if (r.tools.forced()) {
+      auto grammar = forced_grammar(r.tools, tool_format_of(*chat));
+      if (auto* e = std::get_if<ApiError>(&grammar)) return *e;
+      g.sampling.grammar = std::move(std::get<std::string>(grammar));
+    }
   } else if (r.prompt_is_ids) {
     if (Status st = engine.check_token_ids(r.prompt_ids); !st.ok()) {
       return bad_request("prompt", st.message());

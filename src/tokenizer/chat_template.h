@@ -87,6 +87,8 @@ class ChatTemplate {
   // What resolve() takes to give this template again: "" for the model's own.
   std::string spec() const;
   bool is_jinja() const { return family_ == Family::kJinja; }
+  // A Jinja template's text (what tool-call formats are read from); empty for a family.
+  std::string_view source() const { return source_; }
 
   // The prompt string, special tokens as text (BOS included where the template writes it: the
   // caller tokenizes with special-token parsing and adds no BOS of its own). An error for what
@@ -113,6 +115,7 @@ class ChatTemplate {
   std::string bos_token_;
   std::string eos_token_;
   std::string label_;
+  std::string source_;
 };
 
 // The token ids of a rendered chat, special tokens parsed; BOS is added unless the template
