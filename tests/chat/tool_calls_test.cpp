@@ -204,6 +204,17 @@ TEST(ToolCalls, SafePrefix) {
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kLlama3, "Paris is"), 8u);
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kMistral, "ok [TOOL"), 3u);
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kNone, "<tool_call>"), 11u);
+  // Harmony: a final answer streams as it comes; a header may still name a recipient.
+  const std::string final_msg = "<|channel|>final<|message|>Hello wor";
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHarmony, final_msg), final_msg.size());
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHarmony, final_msg + "<|en"), final_msg.size());
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHarmony, "<|channel|>comm"), 0u);
+  const std::string analysis = "<|channel|>analysis<|message|>x<|end|>";
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHarmony,
+                                  analysis + "<|start|>assistant to=functions.f<|channel|>"),
+            analysis.size());
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHarmony, analysis + "<|start|>assistant"),
+            analysis.size());
 }
 
 TEST(ToolCalls, ForcedGrammar) {

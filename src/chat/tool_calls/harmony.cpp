@@ -80,12 +80,18 @@ ParsedToolCalls parse_harmony(std::string_view text) {
 }
 
 size_t harmony_safe_prefix(std::string_view text) {
-  // A call's header may begin at any message start; hold back from the last message that has
-  // not ended (its header could still name a recipient) and from a half-written marker.
-  size_t safe = message_begin(text, text.size());
+  // Everything before the message that holds a call's recipient is content (other channels'
+  // messages, for the reasoning parser); a message whose header is still being written may yet
+  // name one; in a message's body, only a half-written marker at the end is held back.
   const size_t to = text.find(kTo);
-  if (to != std::string_view::npos) safe = std::min(safe, message_begin(text, to));
-  return std::min(safe, before_marker(text, "<|"));
+  if (to != std::string_view::npos) return message_begin(text, to);
+  const size_t b = message_begin(text, text.size());
+  if (text.find(kMessage, b) == std::string_view::npos) return b;
+  const size_t open = text.rfind("<|");
+  if (open != std::string_view::npos && text.find("|>", open + 2) == std::string_view::npos) {
+    return open;
+  }
+  return text.ends_with('<') ? text.size() - 1 : text.size();
 }
 
 Result<std::string> harmony_grammar(const std::vector<ToolDefinition>& tools) {
