@@ -18,8 +18,8 @@ namespace {
 bool valid_name(const std::string& n) {
   if (n.empty() || n.size() > 64) return false;
   for (const char c : n) {
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '_' || c == '-')) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '-')) {
       return false;
     }
   }
@@ -50,8 +50,8 @@ std::optional<ApiError> decode_definition(const ojson& t, size_t i, ToolDefiniti
   }
   out.name = f["name"].get<std::string>();
   if (f.contains("description") && !f["description"].is_string()) {
-    return bad_request("tools", fmt::format("{} ('{}'): 'description' must be a string", at,
-                                            out.name));
+    return bad_request("tools",
+                       fmt::format("{} ('{}'): 'description' must be a string", at, out.name));
   }
   if (f.contains("strict") && !f["strict"].is_boolean()) {
     return bad_request("tools", fmt::format("{} ('{}'): 'strict' must be a boolean", at, out.name));
@@ -87,8 +87,8 @@ std::optional<ApiError> decode_tools(const ojson& j, ToolsRequest& out) {
       if (auto e = decode_definition(ts[i], i, d)) return e;
       for (const ToolDefinition& other : out.definitions) {
         if (other.name == d.name) {
-          return bad_request("tools", fmt::format("tools[{}]: the name '{}' is used twice", i,
-                                                  d.name));
+          return bad_request("tools",
+                             fmt::format("tools[{}]: the name '{}' is used twice", i, d.name));
         }
       }
       out.definitions.push_back(std::move(d));
@@ -123,8 +123,9 @@ std::optional<ApiError> decode_tools(const ojson& j, ToolsRequest& out) {
                                                     shown(out.function)));
     }
   } else {
-    return bad_request("tool_choice", "'tool_choice' must be auto, none, required or "
-                                      "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+    return bad_request("tool_choice",
+                       "'tool_choice' must be auto, none, required or "
+                       "{\"type\": \"function\", \"function\": {\"name\": ...}}");
   }
   if (out.choice != "auto" && out.choice != "none" && out.definitions.empty()) {
     return bad_request("tool_choice", "'tool_choice' needs 'tools'");
@@ -177,8 +178,7 @@ std::variant<std::string, ApiError> forced_grammar(const ToolsRequest& t, ToolCa
 }
 
 std::string new_tool_call_id(ToolCallFormat format) {
-  static constexpr char kAlnum[] =
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   thread_local std::mt19937_64 rng{std::random_device{}()};
   const bool mistral = format == ToolCallFormat::kMistral || format == ToolCallFormat::kMistralArgs;
   std::string id = mistral ? "" : "call_";
@@ -221,8 +221,10 @@ AssistantTurn ToolStream::finish() {
   }
   // The content was trimmed around its calls: what was sent, trimmed alike, is its beginning.
   std::string_view sent(text_.data(), sent_);
-  while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.front()))) sent.remove_prefix(1);
-  while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.back()))) sent.remove_suffix(1);
+  while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.front())))
+    sent.remove_prefix(1);
+  while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.back())))
+    sent.remove_suffix(1);
   if (std::string_view(turn.content).starts_with(sent)) {
     turn.content.erase(0, sent.size());
   } else {

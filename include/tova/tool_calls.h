@@ -38,7 +38,7 @@ struct ToolDefinition {
 };
 
 struct ToolCall {
-  std::string id;         // the model's own where the format carries one (Mistral), else empty
+  std::string id;  // the model's own where the format carries one (Mistral), else empty
   std::string name;
   std::string arguments;  // a JSON object as text
 };

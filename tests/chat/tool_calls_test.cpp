@@ -28,7 +28,8 @@ constexpr const char* kTools = R"([{"type": "function", "function": {"name": "ge
 std::vector<ToolDefinition> definitions() {
   std::vector<ToolDefinition> out;
   for (const auto& t : ojson::parse(kTools)) {
-    out.push_back({.name = t["function"]["name"], .parameters = t["function"]["parameters"].dump()});
+    out.push_back(
+        {.name = t["function"]["name"], .parameters = t["function"]["parameters"].dump()});
   }
   return out;
 }
@@ -51,8 +52,8 @@ std::string read(const std::string& path) {
 struct Family {
   const char* file;
   ToolCallFormat format;
-  bool parallel;        // the template renders two calls in one turn
-  const char* end;      // the end-of-turn text after the calls, cut before parsing
+  bool parallel;    // the template renders two calls in one turn
+  const char* end;  // the end-of-turn text after the calls, cut before parsing
 };
 
 const Family kFamilies[] = {
@@ -71,12 +72,12 @@ const Family kFamilies[] = {
 // The assistant turn of calls as the template renders it: the conversation with the turn, less
 // the conversation up to its generation prompt, less the end-of-turn text.
 std::string rendered_turn(const Family& f, const ojson& calls) {
-  auto t = tok::ChatTemplate::from_jinja(read(testing::shared_path(std::string("templates/") +
-                                                                   f.file)),
-                                         "<s>", "</s>", f.file);
+  auto t = tok::ChatTemplate::from_jinja(
+      read(testing::shared_path(std::string("templates/") + f.file)), "<s>", "</s>", f.file);
   EXPECT_TRUE(t.ok()) << t.message();
   std::vector<tok::ChatMessage> ms = {{.role = "user", .content = "Weather in Paris and Lyon?"}};
-  tok::ChatOptions o{.add_generation_prompt = true, .tools = jinja::from_json(ojson::parse(kTools))};
+  tok::ChatOptions o{.add_generation_prompt = true,
+                     .tools = jinja::from_json(ojson::parse(kTools))};
   auto prompt = t->render(ms, o);
   EXPECT_TRUE(prompt.ok()) << prompt.message();
   ms.push_back({.role = "assistant", .tool_calls = jinja::from_json(calls)});
@@ -140,12 +141,14 @@ TEST(ToolCalls, ModelOutputs) {
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris"})");
   // Arguments given as a JSON string are read as the object they hold.
-  p = parse_tool_calls(ToolCallFormat::kHermes,
-                       "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>");
+  p = parse_tool_calls(
+      ToolCallFormat::kHermes,
+      "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>");
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(p.calls[0].arguments, R"({"a":1})");
   // An unclosed last call whose JSON is whole (the turn ended at <|im_end|>).
-  p = parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}");
+  p = parse_tool_calls(ToolCallFormat::kHermes,
+                       "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}");
   ASSERT_EQ(p.calls.size(), 1u);
   p = parse_tool_calls(ToolCallFormat::kQwen3Coder,
                        "<tool_call>\n<function=get_weather>\n<parameter=city>\n42\n</parameter>\n"
@@ -225,10 +228,12 @@ TEST(ToolCalls, ForcedGrammar) {
   EXPECT_TRUE(grammar_accepts(*g, one));
   EXPECT_TRUE(grammar_accepts(*g, one + "\n" + one));
   EXPECT_FALSE(grammar_accepts(*g, ""));  // a call is required
-  EXPECT_FALSE(grammar_accepts(*g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
-                                   "{\"days\": 1}}\n</tool_call>"));  // city is required
-  EXPECT_FALSE(grammar_accepts(*g, "<tool_call>\n{\"name\": \"other\", \"arguments\": "
-                                   "{}}\n</tool_call>"));
+  EXPECT_FALSE(grammar_accepts(*g,
+                               "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                               "{\"days\": 1}}\n</tool_call>"));  // city is required
+  EXPECT_FALSE(grammar_accepts(*g,
+                               "<tool_call>\n{\"name\": \"other\", \"arguments\": "
+                               "{}}\n</tool_call>"));
   auto single = forced_tool_call_grammar(ToolCallFormat::kHermes, definitions(), false);
   ASSERT_TRUE(single.ok());
   EXPECT_FALSE(grammar_accepts(*single, one + "\n" + one));

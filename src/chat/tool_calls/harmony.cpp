@@ -51,9 +51,8 @@ ParsedToolCalls parse_harmony(std::string_view text) {
     if (ok) {
       const size_t body = msg + kMessage.size();
       const size_t end = json_end(text, body);
-      const auto args = end == std::string_view::npos
-                            ? std::nullopt
-                            : parse_object(text.substr(body, end - body));
+      const auto args = end == std::string_view::npos ? std::nullopt
+                                                      : parse_object(text.substr(body, end - body));
       ok = args.has_value();
       if (ok) {
         call.arguments = args->dump();
@@ -97,7 +96,8 @@ size_t harmony_safe_prefix(std::string_view text) {
 Result<std::string> harmony_grammar(const std::vector<ToolDefinition>& tools) {
   // One call: a harmony turn ends at <|call|>.
   return calls_grammar(tools, false, "", "", "", [&](size_t i, const std::string& args) {
-    return gbnf_literal(" to=functions." + tools[i].name + "<|channel|>commentary json<|message|>") +
+    return gbnf_literal(" to=functions." + tools[i].name +
+                        "<|channel|>commentary json<|message|>") +
            " " + args + " " + gbnf_literal("<|call|>");
   });
 }

@@ -20,9 +20,9 @@ ParsedToolCalls parse_llama3(std::string_view text) {
     if (end == std::string_view::npos) break;
     const auto obj = parse_object(rest.substr(0, end));
     // Both keys occur: the templates write "parameters"; models also write "arguments".
-    auto call = obj ? call_from_object(*obj, obj->contains("parameters") ? "parameters"
-                                                                         : "arguments")
-                    : std::nullopt;
+    auto call =
+        obj ? call_from_object(*obj, obj->contains("parameters") ? "parameters" : "arguments")
+            : std::nullopt;
     if (!call) break;
     calls.push_back(*call);
     rest = trim(rest.substr(end));

@@ -94,13 +94,12 @@ Result<std::string> mistral_grammar(const std::vector<ToolDefinition>& tools, bo
              " [a-zA-Z0-9]{9})? " + gbnf_literal(kArgs) + " " + args;
     });
   }
-  return calls_grammar(tools, parallel, ", ", "[TOOL_CALLS][", "]",
-                       [&](size_t i, const std::string& args) {
-                         return gbnf_literal("{\"name\": \"" + tools[i].name +
-                                             "\", \"arguments\": ") +
-                                " " + args + " (" + gbnf_literal(", \"id\": \"") +
-                                " [a-zA-Z0-9]{9} " + gbnf_literal("\"") + ")? " + gbnf_literal("}");
-                       });
+  return calls_grammar(
+      tools, parallel, ", ", "[TOOL_CALLS][", "]", [&](size_t i, const std::string& args) {
+        return gbnf_literal("{\"name\": \"" + tools[i].name + "\", \"arguments\": ") + " " + args +
+               " (" + gbnf_literal(", \"id\": \"") + " [a-zA-Z0-9]{9} " + gbnf_literal("\"") +
+               ")? " + gbnf_literal("}");
+      });
 }
 
 }  // namespace tova::chat

@@ -123,9 +123,10 @@ Result<std::string> qwen3_coder_grammar(const std::vector<ToolDefinition>& tools
   std::string alts;
   for (size_t i = 0; i < tools.size(); ++i) {
     const ToolDefinition& t = tools[i];
-    const auto schema = t.parameters.empty() ? ordered_json::object() : parse_object(t.parameters)
-                                                                            .value_or(nullptr);
-    if (!schema.is_object()) return make_error("tools[{}] ('{}'): parameters: not an object", i, t.name);
+    const auto schema = t.parameters.empty() ? ordered_json::object()
+                                             : parse_object(t.parameters).value_or(nullptr);
+    if (!schema.is_object())
+      return make_error("tools[{}] ('{}'): parameters: not an object", i, t.name);
     std::vector<std::string> required;
     if (schema.contains("required") && schema["required"].is_array()) {
       for (const auto& r : schema["required"]) {
