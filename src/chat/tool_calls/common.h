@@ -4,6 +4,7 @@
 // harmony.cpp) declaring its parser and grammar here.
 #pragma once
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -46,16 +47,17 @@ Result<std::string> calls_grammar(const std::vector<ToolDefinition>& tools, bool
   std::string rules;
   std::string alts;
   for (size_t i = 0; i < tools.size(); ++i) {
-    auto args = argument_rules(tools[i], "t" + std::to_string(i) + "-");
+    auto args = argument_rules(tools[i], fmt::format("t{}-", i));
     if (!args.ok()) return make_error("tools[{}] ('{}'): {}", i, tools[i].name, args.message());
     rules += *args;
-    alts += (i ? " | " : "") + call_text(i, "t" + std::to_string(i) + "-root");
+    if (i > 0) alts += " | ";
+    alts += call_text(i, fmt::format("t{}-root", i));
   }
   auto lit = [](std::string_view s) { return s.empty() ? std::string() : gbnf_literal(s) + " "; };
-  std::string root = "root ::= " + lit(open) + "call";
-  if (parallel) root += " (" + lit(separator) + "call)*";
-  root += (close.empty() ? "" : " " + gbnf_literal(close)) + "\n";
-  return root + "call ::= " + alts + "\n" + rules;
+  std::string root = fmt::format("root ::= {}call", lit(open));
+  if (parallel) root += fmt::format(" ({}call)*", lit(separator));
+  if (!close.empty()) root += fmt::format(" {}", gbnf_literal(close));
+  return fmt::format("{}\ncall ::= {}\n{}", root, alts, rules);
 }
 
 // ---- the formats ----------------------------------------------------------------------------

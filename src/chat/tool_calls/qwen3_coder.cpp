@@ -137,23 +137,22 @@ Result<std::string> qwen3_coder_grammar(const std::vector<ToolDefinition>& tools
     if (schema.contains("properties") && schema["properties"].is_object()) {
       size_t k = 0;
       for (const auto& [p, ps] : schema["properties"].items()) {
-        auto v = value_expr(ps, "t" + std::to_string(i) + "p" + std::to_string(k++) + "-", rules);
+        auto v = value_expr(ps, fmt::format("t{}p{}-", i, k++), rules);
         if (!v.ok()) {
           return make_error("tools[{}] ('{}'): parameters: /properties/{}: {}", i, t.name, p,
                             v.message());
         }
-        const std::string one = "(" + gbnf_literal("<parameter=" + p + ">\n") + " " + *v + " " +
-                                gbnf_literal("\n</parameter>\n") + ")";
         const bool req = std::find(required.begin(), required.end(), p) != required.end();
-        seq += " " + one + (req ? "" : "?");
+        seq += fmt::format(" ({} {} {}){}", gbnf_literal(fmt::format("<parameter={}>\n", p)), *v,
+                           gbnf_literal("\n</parameter>\n"), req ? "" : "?");
       }
     }
-    seq += " " + gbnf_literal("</function>\n</tool_call>");
-    alts += (i ? " | " : "") + std::string("(") + seq + ")";
+    seq += fmt::format(" {}", gbnf_literal("</function>\n</tool_call>"));
+    alts += fmt::format("{}({})", i > 0 ? " | " : "", seq);
   }
   std::string root = "root ::= call";
-  if (parallel) root += " (" + gbnf_literal("\n") + " call)*";
-  return root + "\ncall ::= " + alts + "\n" + rules;
+  if (parallel) root += fmt::format(" ({} call)*", gbnf_literal("\n"));
+  return fmt::format("{}\ncall ::= {}\n{}", root, alts, rules);
 }
 
 }  // namespace tova::chat
