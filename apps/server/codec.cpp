@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
+#include "jinja/json.h"
 #include "tova/grammar.h"
 #include "turn.h"
 
@@ -71,9 +73,11 @@ std::optional<ApiError> boolean(const json& j, const char* key, bool& out) {
   return std::nullopt;
 }
 
+using ojson = nlohmann::ordered_json;
+
 // A message's content: a string, or a list of text parts ({"type": "text", "text": ...}),
 // joined by newlines. Other parts (images, audio, files) are a 400 naming their type.
-std::variant<std::string, ApiError> message_content(const json& c) {
+std::variant<std::string, ApiError> message_content(const ojson& c) {
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array() || c.empty()) {
     return bad_request("messages",
@@ -104,47 +108,102 @@ std::variant<std::string, ApiError> message_content(const json& c) {
   return out;
 }
 
-std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const json& j) {
+// An assistant message's tool_calls, as the client got them ({id, type, function: {name,
+// arguments: JSON TEXT}}), for the template: arguments become the object they spell (chat
+// templates write them with |tojson).
+std::variant<ojson, ApiError> message_tool_calls(const ojson& calls, size_t i) {
+  const std::string at = fmt::format("messages[{}].tool_calls", i);
+  if (!calls.is_array() || calls.empty()) return bad_request("messages", at + " must be a non-empty list");
+  ojson out = ojson::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const ojson& c = calls[k];
+    if (!c.is_object() || !c.contains("id") || !c["id"].is_string() || !c.contains("function") ||
+        !c["function"].is_object() || !c["function"].contains("name") ||
+        !c["function"]["name"].is_string()) {
+      return bad_request("messages", fmt::format("{}[{}] must be {{\"id\": ..., \"type\": "
+                                                 "\"function\", \"function\": {{\"name\": ..., "
+                                                 "\"arguments\": ...}}}}",
+                                                 at, k));
+    }
+    ojson args = ojson::object();
+    if (c["function"].contains("arguments")) {
+      const ojson& a = c["function"]["arguments"];
+      if (a.is_string()) {
+        args = ojson::parse(a.get<std::string>(), nullptr, false);
+      } else {
+        args = a;
+      }
+      if (args.is_discarded() || !args.is_object()) {
+        return bad_request("messages", fmt::format("{}[{}].function.arguments must be a JSON "
+                                                   "object (as text)",
+                                                   at, k));
+      }
+    }
+    out.push_back({{"id", c["id"]},
+                   {"type", "function"},
+                   {"function", {{"name", c["function"]["name"]}, {"arguments", args}}}});
+  }
+  return out;
+}
+
+std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const ojson& j) {
   if (!j.contains("messages")) return bad_request("messages", "'messages' is required");
-  const json& ms = j["messages"];
+  const ojson& ms = j["messages"];
   if (!ms.is_array() || ms.empty()) {
     return bad_request("messages", "'messages' must be a non-empty list");
   }
   std::vector<tok::ChatMessage> out;
-  for (const auto& m : ms) {
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const ojson& m = ms[i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
       return bad_request("messages", "each message must be an object with a string 'role'");
     }
-    std::string role = m["role"].get<std::string>();
-    if (role == "developer") role = "system";  // OpenAI's newer name for the system message
-    if (role != "system" && role != "user" && role != "assistant") {
+    tok::ChatMessage c{.role = m["role"].get<std::string>()};
+    if (c.role == "developer") c.role = "system";  // OpenAI's newer name for the system message
+    if (c.role != "system" && c.role != "user" && c.role != "assistant" && c.role != "tool") {
       return bad_request("messages",
                          fmt::format("message role '{}' is not supported (system, developer, "
-                                     "user, assistant)",
-                                     shown(role)));
+                                     "user, assistant, tool)",
+                                     shown(c.role)));
     }
     for (const auto& [key, value] : m.items()) {
       if (key == "role" || key == "content") continue;
       if (key == "refusal" && value.is_null()) continue;
-      // An earlier answer's reasoning, given back: the template decides what to keep of it.
-      if (key == "reasoning_content" && role == "assistant" &&
-          (value.is_string() || value.is_null())) {
-        continue;
+      if (key == "name" && value.is_string()) {
+        c.name = value.get<std::string>();
+      } else if (key == "tool_calls" && c.role == "assistant") {
+        auto calls = message_tool_calls(value, i);
+        if (auto* e = std::get_if<ApiError>(&calls)) return *e;
+        c.tool_calls = jinja::from_json(std::get<ojson>(calls));
+      } else if (key == "tool_call_id" && c.role == "tool" && value.is_string()) {
+        c.tool_call_id = value.get<std::string>();
+      } else if (key == "reasoning_content" && c.role == "assistant" &&
+                 (value.is_string() || value.is_null())) {
+        // An earlier answer's reasoning, given back: the template decides what to keep of it.
+        if (value.is_string()) c.reasoning_content = value.get<std::string>();
+      } else {
+        return bad_request("messages",
+                           fmt::format("'{}' in a {} message is not supported (role, content, "
+                                       "name; tool_calls and reasoning_content on assistant "
+                                       "messages, tool_call_id on tool messages)",
+                                       shown(key), c.role));
       }
-      return bad_request("messages",
-                         fmt::format("'{}' in a message is not supported (role, content, and "
-                                     "an assistant's reasoning_content only)",
-                                     shown(key)));
     }
+    if (c.role == "tool" && c.tool_call_id.empty()) {
+      return bad_request("messages", fmt::format("messages[{}]: a tool message needs its "
+                                                 "'tool_call_id'",
+                                                 i));
+    }
+    const bool calls = !c.tool_calls.is_undefined();
     if (!m.contains("content") || m["content"].is_null()) {
-      return bad_request("messages", "each message needs a 'content'");
+      // An assistant turn of calls only: its content is empty (templates test it as a string).
+      if (!calls) return bad_request("messages", "each message needs a 'content'");
+    } else {
+      auto content = message_content(m["content"]);
+      if (auto* e = std::get_if<ApiError>(&content)) return *e;
+      c.content = std::move(std::get<std::string>(content));
     }
-    auto content = message_content(m["content"]);
-    if (auto* e = std::get_if<ApiError>(&content)) return *e;
-    out.push_back({std::move(role), std::move(std::get<std::string>(content))});
-    if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
-      out.back().reasoning_content = m["reasoning_content"].get<std::string>();
-    }
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -227,204 +286,354 @@ ApiError model_not_found(std::string_view name, const std::string& served) {
                   .code = "model_not_found"};
 }
 
-std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_view body,
-                                                                    bool chat,
-                                                                    const ApiDefaults& d) {
-  const json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return bad_request("", "the request body is not valid JSON");
-  if (!j.is_object()) return bad_request("", "the request body must be a JSON object");
-  // Every field a request may carry; anything else is named in a 400.
-  static const std::set<std::string> kCommon = {
-      "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "stream",
-      "stream_options", "repetition_penalty", "frequency_penalty", "presence_penalty",
-      "kv_policy", "kv_budget", "kv_positions", "kv_type", "kv_type_k", "kv_type_v", "n", "user", "logprobs", "logit_bias",
-      "cache_prompt", "ignore_eos", "metadata", "store", "response_format", "grammar"};
-  static const std::set<std::string> kChat = {"messages", "max_completion_tokens",
-                                              "top_logprobs", "reasoning_effort",
-                                              "chat_template_kwargs"};
-  static const std::set<std::string> kCompletion = {"prompt", "echo", "suffix", "best_of"};
-  for (const auto& [key, value] : j.items()) {
-    if (kCommon.count(key) == 0 && (chat ? kChat : kCompletion).count(key) == 0) {
-      return bad_request(key, fmt::format("unknown or unsupported field '{}'", shown(key)));
-    }
-  }
+namespace {
+
+// ---- a completion request, field by field ---------------------------------------------------
+
+// What the field rules fill: the request, and the raw values that only together make one
+// setting (the policy and its budget, logprobs and top_logprobs).
+struct Decoding {
   CompletionRequest r;
-  r.chat = chat;
-  // One model is served: any name is accepted (as llama-server does; clients send theirs), and
-  // responses report the served one.
-  if (present(j, "model") && !j["model"].is_string()) {
-    return bad_request("model", "'model' must be a string");
-  }
-  // Accepted and recorded, changing nothing the model computes: the end user (logged),
-  // OpenAI's metadata and store flags.
-  if (present(j, "user")) {
-    if (!j["user"].is_string()) return bad_request("user", "'user' must be a string");
-    r.user = j["user"].get<std::string>();
-  }
-  if (present(j, "metadata")) {
-    const json& m = j["metadata"];
-    if (!m.is_object() || m.size() > 16) {
-      return bad_request("metadata", "'metadata' must be an object of at most 16 strings");
-    }
-    for (const auto& [key, value] : m.items()) {
-      if (!value.is_string() || key.size() > 64 || value.get<std::string>().size() > 512) {
-        return bad_request("metadata",
-                           "'metadata' values must be strings (keys up to 64 characters, values "
-                           "up to 512)");
-      }
-    }
-  }
-  bool store = false;
-  if (auto e = boolean(j, "store", store)) return *e;
+  bool chat = false;
+  const ApiDefaults* d = nullptr;
+  std::string_view body;
+  bool want_logprobs = false;  // chat's logprobs: true
+  int64_t top_logprobs = 0;
+  std::string policy;
+  int64_t budget = 0;
+};
 
-  // How many choices, and their log-probabilities.
-  int64_t n = 1;
-  if (auto e = integer(j, "n", 1, d.max_n, n)) return *e;
-  r.n = static_cast<int>(n);
-  if (chat) {
-    bool want = false;
-    if (auto e = boolean(j, "logprobs", want)) return *e;
-    int64_t top = 0;
-    if (auto e = integer(j, "top_logprobs", 0, 20, top)) return *e;
-    if (present(j, "top_logprobs") && !want) {
-      return bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+enum class Endpoint { kBoth, kChat, kCompletions };
+
+// One field: its name, the endpoints that take it, and its reader, called when the field is
+// present and not null, which checks its type and range and sets what it sets (null reader:
+// read with the prompt, at the end). Defaults are in defaults(); rules that tie fields together
+// in finish().
+struct FieldRule {
+  const char* name;
+  Endpoint where;
+  std::optional<ApiError> (*read)(const json& j, Decoding& x);
+  bool always = false;  // read even when absent (a rule that settles several fields)
+};
+
+std::optional<ApiError> no_error() { return std::nullopt; }
+
+std::optional<ApiError> read_metadata(const json& j, Decoding&) {
+  const json& m = j["metadata"];
+  if (!m.is_object() || m.size() > 16) {
+    return bad_request("metadata", "'metadata' must be an object of at most 16 strings");
+  }
+  for (const auto& [key, value] : m.items()) {
+    if (!value.is_string() || key.size() > 64 || value.get<std::string>().size() > 512) {
+      return bad_request("metadata",
+                         "'metadata' values must be strings (keys up to 64 characters, values "
+                         "up to 512)");
     }
-    r.logprobs = want ? static_cast<int>(top) : -1;
+  }
+  return no_error();
+}
+
+std::optional<ApiError> read_stop(const json& j, Decoding& x) {
+  // A string or a list of up to 4 non-empty strings.
+  const json& st = j["stop"];
+  if (st.is_string()) {
+    x.r.stop.push_back(st.get<std::string>());
+  } else if (st.is_array() && st.size() <= 4) {
+    for (const auto& s : st) {
+      if (!s.is_string()) {
+        return bad_request("stop", "'stop' must be a string or a list of strings");
+      }
+      x.r.stop.push_back(s.get<std::string>());
+    }
   } else {
-    int64_t top = -1;
-    if (present(j, "logprobs") && j["logprobs"].is_boolean()) {
-      return bad_request("logprobs", "'logprobs' of a completion is a number of alternatives "
-                                     "(0 to 5)");
-    }
-    if (auto e = integer(j, "logprobs", 0, 5, top)) return *e;
-    r.logprobs = static_cast<int>(top);
-    if (present(j, "echo") && !(j["echo"].is_boolean() && !j["echo"].get<bool>())) {
-      return bad_request("echo", "'echo' is not supported");
-    }
-    if (present(j, "suffix") && !(j["suffix"].is_string() && j["suffix"].get<std::string>().empty())) {
-      return bad_request("suffix", "'suffix' is not supported");
-    }
-    int64_t best_of = 1;
-    if (auto e = integer(j, "best_of", 1, 1, best_of)) return *e;
+    return bad_request("stop", "'stop' must be a string or a list of at most 4 strings");
   }
-  if (present(j, "logit_bias") && !(j["logit_bias"].is_object() && j["logit_bias"].empty())) {
-    return bad_request("logit_bias", "'logit_bias' is not supported");
+  for (const auto& s : x.r.stop) {
+    if (s.empty()) return bad_request("stop", "a stop string must not be empty");
   }
-  if (auto e = boolean(j, "cache_prompt", r.allow_reuse)) return *e;
-  if (auto e = boolean(j, "ignore_eos", r.ignore_eos)) return *e;
-  for (const char* key : {"frequency_penalty", "presence_penalty"}) {
-    float v = 0;
-    if (auto e = number(j, key, -2, 2, v)) return *e;
-    if (v != 0) {
-      return bad_request(key, fmt::format("'{}' is not supported by the sampler (use "
-                                          "'repetition_penalty')",
-                                          key));
-    }
-  }
+  return no_error();
+}
 
-  // Sampling: OpenAI's defaults (temperature 1, nucleus off).
-  SamplerParams& s = r.sampling;
-  s = {.temp = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = 1.0f};
-  if (auto e = number(j, "temperature", 0, 2, s.temp)) return *e;
-  if (auto e = number(j, "top_p", 0, 1, s.top_p)) return *e;
-  if (present(j, "top_p") && s.top_p <= 0) return bad_request("top_p", "'top_p' must be > 0");
-  if (auto e = number(j, "min_p", 0, 1, s.min_p)) return *e;
-  if (auto e = number(j, "repetition_penalty", 0.01, 10, s.repeat_penalty)) return *e;
-  int64_t v = 0;
-  if (auto e = integer(j, "top_k", 0, 1 << 20, v)) return *e;
-  s.top_k = static_cast<int>(v);
-  int64_t seed = -1;
-  if (auto e = integer(j, "seed", INT64_MIN, INT64_MAX, seed)) return *e;
-  s.seed = present(j, "seed") ? static_cast<uint64_t>(seed) : std::random_device{}();
-  if (auto e = decode_grammar(j, body, s.grammar)) return *e;
+std::optional<ApiError> read_stream_options(const json& j, Decoding& x) {
+  const json& so = j["stream_options"];
+  if (!so.is_object()) return bad_request("stream_options", "'stream_options' must be an object");
+  if (!x.r.stream) return bad_request("stream_options", "'stream_options' needs 'stream': true");
+  for (const auto& [key, val] : so.items()) {
+    if (key != "include_usage") {
+      return bad_request("stream_options", fmt::format("unknown stream option '{}'", shown(key)));
+    }
+    if (!val.is_boolean()) {
+      return bad_request("stream_options", "'include_usage' must be a boolean");
+    }
+    x.r.include_usage = val.get<bool>();
+  }
+  return no_error();
+}
 
-  int64_t max_tokens = chat ? d.default_max_tokens : std::min<int64_t>(16, d.max_tokens_cap);
-  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
-    if (chat || std::string_view(key) == "max_tokens") {
-      if (auto e = integer(j, key, 1, d.max_tokens_cap, max_tokens)) return *e;
-    }
+std::optional<ApiError> read_kv_type(const json& j, Decoding& x, const char* key) {
+  // kv_type is a format ("q8_0", "k=q8_0,v=f16", "q4_0+rot"); kv_type_k and kv_type_v set one
+  // side (llama.cpp's -ctk / -ctv). Whether the model's head_dim suits it: plan_generation.
+  if (!j[key].is_string()) return bad_request(key, fmt::format("'{}' must be a string", key));
+  const std::string text = j[key].get<std::string>();
+  if (std::string_view(key) == "kv_type") {
+    auto f = parse_kv_format(text);
+    if (!f.ok()) return bad_request(key, f.message());
+    x.r.cache.kv_type = *f;
+    return no_error();
   }
-  r.max_tokens = static_cast<int>(max_tokens);
-  // stop: a string or a list of up to 4 non-empty strings.
-  if (present(j, "stop")) {
-    const json& st = j["stop"];
-    if (st.is_string()) {
-      r.stop.push_back(st.get<std::string>());
-    } else if (st.is_array() && st.size() <= 4) {
-      for (const auto& x : st) {
-        if (!x.is_string()) {
-          return bad_request("stop", "'stop' must be a string or a list of strings");
-        }
-        r.stop.push_back(x.get<std::string>());
-      }
-    } else {
-      return bad_request("stop", "'stop' must be a string or a list of at most 4 strings");
-    }
-    for (const auto& x : r.stop) {
-      if (x.empty()) return bad_request("stop", "a stop string must not be empty");
-    }
-  }
-  if (auto e = boolean(j, "stream", r.stream)) return *e;
-  if (present(j, "stream_options")) {
-    const json& so = j["stream_options"];
-    if (!so.is_object()) return bad_request("stream_options", "'stream_options' must be an object");
-    if (!r.stream) return bad_request("stream_options", "'stream_options' needs 'stream': true");
-    for (const auto& [key, val] : so.items()) {
-      if (key != "include_usage") {
-        return bad_request("stream_options", fmt::format("unknown stream option '{}'", shown(key)));
-      }
-      if (!val.is_boolean()) {
-        return bad_request("stream_options", "'include_usage' must be a boolean");
-      }
-      r.include_usage = val.get<bool>();
-    }
-  }
+  auto t = parse_kv_type(text);
+  if (!t.ok()) return bad_request(key, t.message());
+  (std::string_view(key) == "kv_type_k" ? x.r.cache.kv_type.k : x.r.cache.kv_type.v) = *t;
+  return no_error();
+}
 
-  // The multi-state: per-request policy and budget, defaults from the flags.
-  std::string policy = d.cache.policy.label();
-  int64_t budget = d.cache.policy.bounded() ? d.cache.policy.budget : 0;
-  if (present(j, "kv_policy")) {
-    if (!j["kv_policy"].is_string()) return bad_request("kv_policy", "'kv_policy' must be a string");
-    policy = j["kv_policy"].get<std::string>();
-  }
-  if (auto e = integer(j, "kv_budget", 0, INT32_MAX, budget)) return *e;
-  auto spec = kv::parse_policy(policy, static_cast<int>(budget));
-  if (!spec.ok()) return bad_request(present(j, "kv_policy") ? "kv_policy" : "kv_budget", spec.message());
-  r.cache = d.cache;
-  r.cache.policy = *spec;
-  if (present(j, "kv_positions")) {
-    if (!j["kv_positions"].is_string()) {
-      return bad_request("kv_positions", "'kv_positions' must be a string");
-    }
-    auto mode = kv::parse_position_mode(j["kv_positions"].get<std::string>());
-    if (!mode.ok()) return bad_request("kv_positions", mode.message());
-    r.cache.positions = *mode;
-  }
-  // K/V storage: kv_type is a format ("q8_0", "k=q8_0,v=f16", "q4_0+rot"); kv_type_k and
-  // kv_type_v set one side (llama.cpp's -ctk / -ctv). Whether the model's head_dim suits it is
-  // checked by plan_generation.
-  for (const char* key : {"kv_type", "kv_type_k", "kv_type_v"}) {
-    if (!present(j, key)) continue;
-    if (!j[key].is_string()) return bad_request(key, fmt::format("'{}' must be a string", key));
-    const std::string text = j[key].get<std::string>();
-    if (std::string_view(key) == "kv_type") {
-      auto f = parse_kv_format(text);
-      if (!f.ok()) return bad_request(key, f.message());
-      r.cache.kv_type = *f;
-    } else {
-      auto t = parse_kv_type(text);
-      if (!t.ok()) return bad_request(key, t.message());
-      (std::string_view(key) == "kv_type_k" ? r.cache.kv_type.k : r.cache.kv_type.v) = *t;
-    }
-  }
+std::optional<ApiError> not_zero_penalty(const json& j, const char* key) {
+  float v = 0;
+  if (auto e = number(j, key, -2, 2, v)) return e;
+  if (v == 0) return no_error();
+  return bad_request(key, fmt::format("'{}' is not supported by the sampler (use "
+                                      "'repetition_penalty')",
+                                      key));
+}
 
-  // The prompt (tokenized later, by the handler).
-  if (chat) {
-    auto ms = decode_messages(j);
+using E = Endpoint;
+
+// The fields that describe the request and its choices.
+std::vector<FieldRule> request_rules() {
+  return {
+      // One model is served: any name is accepted (as llama-server does), responses report the
+      // served one.
+      {"model", E::kBoth, [](const json& j, Decoding&) -> std::optional<ApiError> {
+         if (!j["model"].is_string()) return bad_request("model", "'model' must be a string");
+         return no_error();
+       }},
+      // Accepted and recorded, changing nothing the model computes: the end user (logged),
+      // OpenAI's metadata and store flags.
+      {"user", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (!j["user"].is_string()) return bad_request("user", "'user' must be a string");
+         x.r.user = j["user"].get<std::string>();
+         return no_error();
+       }},
+      {"metadata", E::kBoth, read_metadata},
+      {"store", E::kBoth, [](const json& j, Decoding&) {
+         bool store = false;
+         return boolean(j, "store", store);
+       }},
+      // How many choices, and their log-probabilities.
+      {"n", E::kBoth, [](const json& j, Decoding& x) {
+         int64_t n = 1;
+         auto e = integer(j, "n", 1, x.d->max_n, n);
+         x.r.n = static_cast<int>(n);
+         return e;
+       }},
+      {"logprobs", E::kChat, [](const json& j, Decoding& x) {
+         auto e = boolean(j, "logprobs", x.want_logprobs);
+         x.r.logprobs = x.want_logprobs ? 0 : -1;
+         return e;
+       }},
+      {"top_logprobs", E::kChat, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (auto e = integer(j, "top_logprobs", 0, 20, x.top_logprobs)) return e;
+         if (!x.want_logprobs) {
+           return bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+         }
+         x.r.logprobs = static_cast<int>(x.top_logprobs);
+         return no_error();
+       }},
+      {"logprobs", E::kCompletions, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (j["logprobs"].is_boolean()) {
+           return bad_request("logprobs", "'logprobs' of a completion is a number of "
+                                          "alternatives (0 to 5)");
+         }
+         int64_t top = -1;
+         auto e = integer(j, "logprobs", 0, 5, top);
+         x.r.logprobs = static_cast<int>(top);
+         return e;
+       }},
+      {"echo", E::kCompletions, [](const json& j, Decoding&) -> std::optional<ApiError> {
+         if (j["echo"].is_boolean() && !j["echo"].get<bool>()) return no_error();
+         return bad_request("echo", "'echo' is not supported");
+       }},
+      {"suffix", E::kCompletions, [](const json& j, Decoding&) -> std::optional<ApiError> {
+         if (j["suffix"].is_string() && j["suffix"].get<std::string>().empty()) return no_error();
+         return bad_request("suffix", "'suffix' is not supported");
+       }},
+      {"best_of", E::kCompletions, [](const json& j, Decoding&) {
+         int64_t best_of = 1;
+         return integer(j, "best_of", 1, 1, best_of);
+       }},
+      {"logit_bias", E::kBoth, [](const json& j, Decoding&) -> std::optional<ApiError> {
+         if (j["logit_bias"].is_object() && j["logit_bias"].empty()) return no_error();
+         return bad_request("logit_bias", "'logit_bias' is not supported");
+       }},
+      {"cache_prompt", E::kBoth, [](const json& j, Decoding& x) {
+         return boolean(j, "cache_prompt", x.r.allow_reuse);
+       }},
+      {"ignore_eos", E::kBoth, [](const json& j, Decoding& x) {
+         return boolean(j, "ignore_eos", x.r.ignore_eos);
+       }},
+      {"frequency_penalty", E::kBoth, [](const json& j, Decoding&) {
+         return not_zero_penalty(j, "frequency_penalty");
+       }},
+      {"presence_penalty", E::kBoth, [](const json& j, Decoding&) {
+         return not_zero_penalty(j, "presence_penalty");
+       }},
+  };
+}
+
+// Sampling, constrained output, limits and streaming.
+std::vector<FieldRule> sampling_rules() {
+  return {
+      {"temperature", E::kBoth, [](const json& j, Decoding& x) {
+         return number(j, "temperature", 0, 2, x.r.sampling.temp);
+       }},
+      {"top_p", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (auto e = number(j, "top_p", 0, 1, x.r.sampling.top_p)) return e;
+         if (x.r.sampling.top_p <= 0) return bad_request("top_p", "'top_p' must be > 0");
+         return no_error();
+       }},
+      {"min_p", E::kBoth, [](const json& j, Decoding& x) {
+         return number(j, "min_p", 0, 1, x.r.sampling.min_p);
+       }},
+      {"repetition_penalty", E::kBoth, [](const json& j, Decoding& x) {
+         return number(j, "repetition_penalty", 0.01, 10, x.r.sampling.repeat_penalty);
+       }},
+      {"top_k", E::kBoth, [](const json& j, Decoding& x) {
+         int64_t v = 0;
+         auto e = integer(j, "top_k", 0, 1 << 20, v);
+         x.r.sampling.top_k = static_cast<int>(v);
+         return e;
+       }},
+      {"seed", E::kBoth, [](const json& j, Decoding& x) {
+         int64_t seed = -1;
+         auto e = integer(j, "seed", INT64_MIN, INT64_MAX, seed);
+         x.r.sampling.seed = static_cast<uint64_t>(seed);
+         return e;
+       }},
+      // Constrained output: both fields at once (they exclude each other).
+      {"grammar", E::kBoth, [](const json& j, Decoding& x) {
+         return decode_grammar(j, x.body, x.r.sampling.grammar);
+       }},
+      {"response_format", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (present(j, "grammar")) return no_error();  // read with 'grammar'
+         return decode_grammar(j, x.body, x.r.sampling.grammar);
+       }},
+      {"max_tokens", E::kBoth, [](const json& j, Decoding& x) {
+         int64_t v = x.r.max_tokens;
+         auto e = integer(j, "max_tokens", 1, x.d->max_tokens_cap, v);
+         x.r.max_tokens = static_cast<int>(v);
+         return e;
+       }},
+      {"max_completion_tokens", E::kChat, [](const json& j, Decoding& x) {
+         int64_t v = x.r.max_tokens;
+         auto e = integer(j, "max_completion_tokens", 1, x.d->max_tokens_cap, v);
+         x.r.max_tokens = static_cast<int>(v);
+         return e;
+       }},
+      {"stop", E::kBoth, read_stop},
+      {"stream", E::kBoth, [](const json& j, Decoding& x) {
+         return boolean(j, "stream", x.r.stream);
+       }},
+      {"stream_options", E::kBoth, read_stream_options},
+  };
+}
+
+// The multi-state, then the prompt's fields (read by read_prompt).
+std::vector<FieldRule> cache_rules() {
+  return {
+      // The multi-state: per-request policy and budget (made one in finish()).
+      {"kv_policy", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (!j["kv_policy"].is_string()) {
+           return bad_request("kv_policy", "'kv_policy' must be a string");
+         }
+         x.policy = j["kv_policy"].get<std::string>();
+         return no_error();
+       }},
+      {"kv_budget", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (auto e = integer(j, "kv_budget", 0, INT32_MAX, x.budget)) return e;
+         auto spec = kv::parse_policy(x.policy, static_cast<int>(x.budget));
+         if (!spec.ok()) {
+           return bad_request(present(j, "kv_policy") ? "kv_policy" : "kv_budget", spec.message());
+         }
+         x.r.cache.policy = *spec;
+         return no_error();
+       }, /*always=*/true},
+      {"kv_positions", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (!j["kv_positions"].is_string()) {
+           return bad_request("kv_positions", "'kv_positions' must be a string");
+         }
+         auto mode = kv::parse_position_mode(j["kv_positions"].get<std::string>());
+         if (!mode.ok()) return bad_request("kv_positions", mode.message());
+         x.r.cache.positions = *mode;
+         return no_error();
+       }},
+      {"kv_type", E::kBoth, [](const json& j, Decoding& x) {
+         return read_kv_type(j, x, "kv_type");
+       }},
+      {"kv_type_k", E::kBoth, [](const json& j, Decoding& x) {
+         return read_kv_type(j, x, "kv_type_k");
+       }},
+      {"kv_type_v", E::kBoth, [](const json& j, Decoding& x) {
+         return read_kv_type(j, x, "kv_type_v");
+       }},
+      // The prompt, tools: read last (prompt(), with the client's key order).
+      {"messages", E::kChat, nullptr},
+      {"tools", E::kChat, nullptr},
+      {"tool_choice", E::kChat, nullptr},
+      {"parallel_tool_calls", E::kChat, nullptr},
+      {"reasoning_effort", E::kChat, nullptr},     // template switches: turn.h, with the prompt
+      {"chat_template_kwargs", E::kChat, nullptr},
+      {"prompt", E::kCompletions, nullptr},
+  };
+}
+
+// The rules, in the order they are checked (the first error is the answer).
+const std::vector<FieldRule>& field_rules() {
+  static const std::vector<FieldRule> k = [] {
+    std::vector<FieldRule> all;
+    for (auto part : {request_rules(), sampling_rules(), cache_rules()}) {
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  }();
+  return k;
+}
+
+bool takes(Endpoint where, bool chat) {
+  return where == Endpoint::kBoth || (where == Endpoint::kChat) == chat;
+}
+
+// What a request gets for the fields it does not give: OpenAI's sampling defaults
+// (temperature 1, nucleus off, a random seed), the server's max_tokens and multi-state.
+void defaults(Decoding& x) {
+  CompletionRequest& r = x.r;
+  r.chat = x.chat;
+  r.sampling = {.temp = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = 1.0f};
+  r.sampling.seed = std::random_device{}();
+  r.max_tokens = static_cast<int>(x.chat ? x.d->default_max_tokens
+                                         : std::min<int64_t>(16, x.d->max_tokens_cap));
+  r.logprobs = -1;
+  r.cache = x.d->cache;
+  x.policy = x.d->cache.policy.label();
+  x.budget = x.d->cache.policy.bounded() ? x.d->cache.policy.budget : 0;
+}
+
+// The prompt (tokenized later, by the handler): chat messages and tools, with the client's
+// key order (tool schemas' properties, call arguments), or a completion's prompt.
+std::optional<ApiError> read_prompt(const json& j, Decoding& x) {
+  CompletionRequest& r = x.r;
+  if (x.chat) {
+    const ojson oj = ojson::parse(x.body, nullptr, false);
+    auto ms = decode_messages(oj);
     if (auto* e = std::get_if<ApiError>(&ms)) return *e;
     r.messages = std::move(std::get<std::vector<tok::ChatMessage>>(ms));
-    if (auto e = decode_template_switches(j, r.template_vars)) return *e;
-    return r;
+    if (auto e = decode_template_switches(j, r.template_vars)) return e;
+    if (auto e = decode_tools(oj, r.tools)) return e;
+    if (r.tools.forced() && !r.sampling.grammar.empty()) {
+      return bad_request("tool_choice", "a forced tool call ('tool_choice' required or a "
+                                        "function) and 'response_format' or 'grammar' together: "
+                                        "give one");
+    }
+    return no_error();
   }
   if (!j.contains("prompt")) return bad_request("prompt", "'prompt' is required");
   const json& pr = j["prompt"];
@@ -434,11 +643,11 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
     r.prompt_text = pr[0].get<std::string>();  // a batch of one prompt
   } else if (pr.is_array() && !pr.empty() && pr[0].is_number_integer()) {
     r.prompt_is_ids = true;
-    for (const auto& x : pr) {
-      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX) {
+    for (const auto& v : pr) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
         return bad_request("prompt", "a token id in 'prompt' is not a token id");
       }
-      r.prompt_ids.push_back(x.get<int32_t>());
+      r.prompt_ids.push_back(v.get<int32_t>());
     }
   } else if (pr.is_array()) {
     return bad_request("prompt",
@@ -447,7 +656,33 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
   } else {
     return bad_request("prompt", "'prompt' must be a string or a list of token ids");
   }
-  return r;
+  return no_error();
+}
+
+}  // namespace
+
+std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_view body,
+                                                                    bool chat,
+                                                                    const ApiDefaults& d) {
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return bad_request("", "the request body is not valid JSON");
+  if (!j.is_object()) return bad_request("", "the request body must be a JSON object");
+  const std::vector<FieldRule>& rules = field_rules();
+  // Every field a request may carry has a rule; anything else is named in a 400.
+  for (const auto& [key, value] : j.items()) {
+    const bool known = std::any_of(rules.begin(), rules.end(), [&](const FieldRule& f) {
+      return key == f.name && takes(f.where, chat);
+    });
+    if (!known) return bad_request(key, fmt::format("unknown or unsupported field '{}'", shown(key)));
+  }
+  Decoding x{.chat = chat, .d = &d, .body = body};
+  defaults(x);
+  for (const FieldRule& f : rules) {
+    if (f.read == nullptr || !takes(f.where, chat) || !(f.always || present(j, f.name))) continue;
+    if (auto e = f.read(j, x)) return *e;
+  }
+  if (auto e = read_prompt(j, x)) return *e;
+  return std::move(x.r);
 }
 
 std::variant<TokenizeRequest, ApiError> decode_tokenize_request(std::string_view body) {
@@ -604,6 +839,10 @@ json completion_json(const ResponseHead& h, const std::vector<Choice>& choices, 
     if (h.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
       if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls);
+      }
       choice["logprobs"] = c.with_logprobs ? chat_logprobs(c.logprobs) : json(nullptr);
     } else {
       choice["text"] = c.text;

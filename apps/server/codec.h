@@ -16,6 +16,7 @@
 #include "job.h"
 #include "state_view.h"
 #include "tokenizer/chat_template.h"
+#include "tools.h"
 #include "tova/options.h"
 #include "tova/reasoning.h"
 
@@ -57,6 +58,7 @@ struct CompletionRequest {
   std::string user;  // the end user (OpenAI's field): the access log shows it
   // Chat: template variables (chat_template_kwargs, reasoning_effort: turn.h), as JSON.
   nlohmann::json template_vars = nlohmann::json::object();
+  ToolsRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
 };
 
 std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_view body,
@@ -102,6 +104,7 @@ struct Choice {
   std::string finish_reason;
   bool with_logprobs = false;
   std::vector<TokenLogprob> logprobs;
+  std::vector<ToolCall> tool_calls;  // chat with tools: the calls taken out of `text`
 };
 
 nlohmann::json error_json(const ApiError& e);

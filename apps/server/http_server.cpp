@@ -283,9 +283,18 @@ void note_final(const Event& ev) {
   }
 }
 
+// A chat choice answered with tools offered: its calls taken out of its content.
+void take_calls_apart(Choice& c, const ToolsRequest& tools, ToolCallFormat format) {
+  AssistantTurn turn = take_apart(format, tools, c.text);
+  c.text = std::move(turn.content);
+  c.tool_calls = std::move(turn.calls);
+  if (!c.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
+}
+
 // A non-streamed answer: every choice's events gathered, then one response object. A client
 // that leaves in the meantime stops the generation.
-void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res) {
+void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res,
+                  const ToolsRequest* tools, ToolCallFormat format) {
   const int n = job.request.n;
   std::vector<Choice> choices(static_cast<size_t>(n));
   std::vector<TurnSplitter> turns;  // chat: each choice's text split into reasoning and content
@@ -322,6 +331,7 @@ void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res) {
       ++finals;
       note_final(ev);
       c.finish_reason = ev.finish_reason;
+      if (tools != nullptr) take_calls_apart(c, *tools, format);
       completion += ev.completion_tokens;
       prompt = ev.prompt_tokens;
       reused = ev.kv.reused_prompt_tokens;
@@ -396,7 +406,8 @@ void not_found(const Request& req, Response& res) {
 class StreamedAnswer {
  public:
   StreamedAnswer(ResponseHead head, std::shared_ptr<Job> job, int fd, bool include_usage,
-                 std::shared_ptr<void> in_handler)
+                 std::shared_ptr<void> in_handler, const ToolsRequest* tools,
+                 ToolCallFormat format)
       : s_(std::make_shared<State>(State{.head = std::move(head),
                                          .job = std::move(job),
                                          .fd = fd,
@@ -405,6 +416,11 @@ class StreamedAnswer {
     s_->offset.assign(static_cast<size_t>(s_->job->request.n), 0);
     if (s_->head.chat) {
       for (int i = 0; i < s_->job->request.n; ++i) s_->turns.emplace_back(s_->job->request);
+    }
+    if (tools != nullptr) {
+      s_->tools = std::make_unique<ToolsRequest>(*tools);
+      s_->tool_streams.assign(static_cast<size_t>(s_->job->request.n),
+                              ToolStream(format, s_->tools.get()));
     }
   }
 
@@ -449,6 +465,8 @@ class StreamedAnswer {
     int64_t completion = 0;
     std::vector<int64_t> offset;  // bytes of each choice's text sent (completions' logprobs)
     std::vector<TurnSplitter> turns;  // chat: each choice's reasoning and content
+    std::unique_ptr<ToolsRequest> tools;  // chat with tools offered: calls are taken apart
+    std::vector<ToolStream> tool_streams;  // per choice
   };
 
   // The client went away: the request stops.
@@ -464,7 +482,8 @@ class StreamedAnswer {
 
   // A chat event's chunks: its text split into reasoning (delta.reasoning_content) and content
   // (delta.content, with the tokens' log-probabilities); a final event flushes what the split
-  // held back.
+  // held back. With tools, content is sent once it cannot be the start of a call (the calls
+  // themselves go out at the choice's end: encode_calls).
   std::string turn_chunks(const Event& ev, const std::vector<TokenLogprob>* lps) {
     State& st = *s_;
     TurnSplitter& turn = st.turns[static_cast<size_t>(ev.index)];
@@ -474,6 +493,7 @@ class StreamedAnswer {
       t.reasoning += rest.reasoning;
       t.content += rest.content;
     }
+    if (st.tools) t.content = st.tool_streams[static_cast<size_t>(ev.index)].feed(t.content);
     std::string out;
     if (!t.reasoning.empty()) {
       out += sse_event(reasoning_chunk_json(st.head, ev.index, t.reasoning));
@@ -504,7 +524,9 @@ class StreamedAnswer {
     }
     if (!ev.final) return out;
     note_final(ev);
-    json last = chunk_json(st.head, ev.index, "", nullptr, ev.finish_reason);
+    std::string finish_reason = ev.finish_reason;
+    if (st.tools) out += encode_calls(ev.index, finish_reason);
+    json last = chunk_json(st.head, ev.index, "", nullptr, finish_reason);
     last["tova"] = kv_json(ev.kv);
     out += sse_event(last);
     st.completion += ev.completion_tokens;
@@ -514,6 +536,23 @@ class StreamedAnswer {
           st.head, usage_json(ev.prompt_tokens, st.completion, ev.kv.reused_prompt_tokens)));
     }
     return out + "data: [DONE]\n\n";
+  }
+
+  // The end of a choice with tools: the rest of its content, then its calls.
+  std::string encode_calls(int index, std::string& finish_reason) {
+    State& st = *s_;
+    AssistantTurn turn = st.tool_streams[static_cast<size_t>(index)].finish();
+    std::string out;
+    if (!turn.content.empty()) {
+      out += sse_event(chunk_json(st.head, index, turn.content, nullptr, ""));
+    }
+    out += tool_call_events(turn.calls, [&](const json& delta) {
+      json c = chunk_json(st.head, index, "", nullptr, "");
+      c["choices"][0]["delta"] = delta;
+      return sse_event(c);
+    });
+    if (!turn.calls.empty() && finish_reason == "stop") finish_reason = "tool_calls";
+    return out;
   }
 
   std::shared_ptr<State> s_;
@@ -546,11 +585,15 @@ void HttpServer::generate(bool chat, const Request& req, Response& res) {
                           .model = o_.api.model_id};
   // The client's connection: a request whose client has gone stops generating.
   const int fd = connection_socket(req);
-  if (!r.stream) return answer_whole(head, *job, fd, res);
+  const ToolsRequest* tools = chat && r.tools.active() ? &r.tools : nullptr;
+  const ToolCallFormat format = chat_template_ ? tool_format_of(*chat_template_)
+                                               : ToolCallFormat::kNone;
+  if (!r.stream) return answer_whole(head, *job, fd, res, tools, format);
 
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream", StreamedAnswer(head, job, fd, r.include_usage, in_handler),
+      "text/event-stream",
+      StreamedAnswer(head, job, fd, r.include_usage, in_handler, tools, format),
       [job](bool success) {
         if (!success) job->cancel();
       });

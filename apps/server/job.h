@@ -47,6 +47,10 @@ struct GenerationRequest {
   ReasoningFormat reasoning = ReasoningFormat::kNone;
   std::string prompt_text;
   std::vector<std::string> render_special;
+  // Also hold a copy of the state at the end of the prompt: the next turn of an agent loop
+  // re-renders this turn's answer (a tool call) from its parsed form, which seldom tokenizes as
+  // it was sampled, so it continues from the prompt instead of from the answer's end.
+  bool hold_prompt = false;
 };
 
 // The multi-state a request used, reported with every response.

@@ -17,19 +17,18 @@ namespace {
 std::variant<std::string, ApiError> render_chat(const CompletionRequest& r,
                                                 const tok::ChatTemplate& chat) {
   if (r.messages.empty()) return bad_request("messages", "'messages' must be a non-empty list");
-  const tok::ChatOptions o{.add_generation_prompt = true,
-                           .vars = runtime::template_vars(chat, r.template_vars)};
-  auto text = chat.render(r.messages, o);
-  if (!text.ok()) {
+  auto text = render_with_tools(chat, r.messages, r.tools,
+                                runtime::template_vars(chat, r.template_vars));
+  if (auto* e = std::get_if<ApiError>(&text)) {
     // A hand-written family refuses variables: the request's switch is named.
     const bool switches = !r.template_vars.empty() && !chat.is_jinja();
-    return bad_request(!switches                                   ? "messages"
-                       : r.template_vars.contains("reasoning_effort") &&
-                               r.template_vars.size() == 1         ? "reasoning_effort"
-                                                                   : "chat_template_kwargs",
-                       text.message());
+    if (switches && e->param == "messages") {
+      e->param = r.template_vars.contains("reasoning_effort") && r.template_vars.size() == 1
+                     ? "reasoning_effort"
+                     : "chat_template_kwargs";
+    }
   }
-  return std::move(*text);
+  return text;
 }
 
 }  // namespace
@@ -58,6 +57,12 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
     g.prompt = tok::encode_chat_prompt(engine.tokenizer(), g.prompt_text);
     g.reasoning = d.reasoning;
     g.render_special = reasoning_special_texts(d.reasoning);
+    g.hold_prompt = r.tools.active();
+    if (r.tools.forced()) {
+      auto grammar = forced_grammar(r.tools, tool_format_of(*chat));
+      if (auto* e = std::get_if<ApiError>(&grammar)) return *e;
+      g.sampling.grammar = std::move(std::get<std::string>(grammar));
+    }
   } else if (r.prompt_is_ids) {
     if (Status st = engine.check_token_ids(r.prompt_ids); !st.ok()) {
       return bad_request("prompt", st.message());

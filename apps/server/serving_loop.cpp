@@ -308,6 +308,7 @@ void ServingLoop::split(Active& a) {
   // its own (seed + index), each with its share of the reservation.
   a.split = true;
   const GenerationRequest& r = a.job->request;
+  if (r.hold_prompt && a.session->n_pending() == 0) hold(a.session->clone(), r.id);
   const uint64_t share = a.reserved / static_cast<uint64_t>(r.n);
   for (int i = 1; i < r.n; ++i) {
     auto c = std::make_unique<Active>();
@@ -473,7 +474,9 @@ void ServingLoop::step(runtime::BatchScheduler& sched) {
   for (size_t i = 0; i < active_.size(); ++i) {
     Active& a = *active_[i];
     if (a.finished || a.job->cancelled() || !a.session->has_logits()) continue;
-    if (a.index == 0 && !a.split && a.job->request.n > 1) split(a);
+    if (a.index == 0 && !a.split && (a.job->request.n > 1 || a.job->request.hold_prompt)) {
+      split(a);
+    }
     if (!a.finished) advance(a);
   }
   // Finished sequences keep their state for prefix reuse (choice 0's); cancelled ones are

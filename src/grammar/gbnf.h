@@ -19,4 +19,9 @@ namespace tova::grammar {
 
 Result<Grammar> parse_gbnf(std::string_view text);
 
+// The same grammar with every rule renamed PREFIX+name (root too), so that grammars made apart
+// (one JSON Schema per tool) can live in one text without their rules colliding. An error for
+// a grammar that does not parse.
+Result<std::string> prefix_gbnf_rules(std::string_view gbnf, std::string_view prefix);
+
 }  // namespace tova::grammar

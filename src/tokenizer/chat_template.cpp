@@ -278,6 +278,7 @@ Result<ChatTemplate> ChatTemplate::from_jinja(std::string_view source, std::stri
   c.bos_token_ = std::move(bos_token);
   c.eos_token_ = std::move(eos_token);
   c.label_ = std::move(label);
+  c.source_ = std::string(source);
   return c;
 }
 

@@ -87,7 +87,8 @@ class ChatTemplate {
   // What resolve() takes to give this template again: "" for the model's own.
   std::string spec() const;
   bool is_jinja() const { return family_ == Family::kJinja; }
-  // The Jinja text (empty for a hand-written family): what a reasoning parser is chosen by.
+  // The Jinja text (empty for a hand-written family): what the reasoning and tool-call formats
+  // are read from.
   const std::string& source() const { return source_; }
 
   // The prompt string, special tokens as text (BOS included where the template writes it: the

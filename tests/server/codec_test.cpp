@@ -68,8 +68,19 @@ TEST(Codec, WhatIsNotImplementedIsA400NamingIt) {
       {chat({{{"role", "user"},
               {"content", json::array({{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}})}}}),
        true, "messages", "content parts of type 'image_url' are not supported"},
-      {chat({{{"role", "tool"}, {"content", "x"}}}), true, "messages", "role 'tool'"},
-      {chat({{{"role", "user"}, {"content", "x"}, {"name", "bob"}}}), true, "messages", "'name'"},
+      {chat({{{"role", "tool"}, {"content", "x"}}}), true, "messages", "'tool_call_id'"},
+      {chat({{{"role", "function"}, {"content", "x"}}}), true, "messages", "role 'function'"},
+      {chat({{{"role", "user"}, {"content", "x"}, {"audio", "bob"}}}), true, "messages", "'audio'"},
+      {chat({{{"role", "user"}, {"content", "x"}, {"tool_calls", json::array()}}}), true,
+       "messages", "'tool_calls' in a user message"},
+      {chat({{{"role", "assistant"}, {"content", nullptr}}}), true, "messages", "'content'"},
+      {{{"messages", {user}}, {"tools", {{{"type", "function"}, {"function", {{"name", "a b"}}}}}}},
+       true, "tools", "tools[0].function.name"},
+      {{{"messages", {user}},
+        {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", 3}}}}}}},
+       true, "tools", "tools[0] ('f'): 'parameters' must be"},
+      {{{"messages", {user}}, {"tool_choice", "required"}}, true, "tool_choice", "needs 'tools'"},
+      {{{"prompt", "x"}, {"tools", json::array()}}, false, "tools", "unknown"},
       {{{"messages", {user}}, {"response_format", {{"type", "xml"}}}}, true,
        "response_format", "response_format 'xml' is not supported"},
       {{{"messages", {user}}, {"response_format", {{"type", "json_schema"}}}}, true,
@@ -108,6 +119,35 @@ TEST(Codec, WhatIsNotImplementedIsA400NamingIt) {
     EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body.dump() << ": " << e.message;
     EXPECT_EQ(e.message.find('\n'), std::string::npos);
   }
+}
+
+TEST(Codec, ToolsAndToolTurns) {
+  const std::string tool = R"({"type": "function", "function": {"name": "add", "parameters":
+    {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}}}}})";
+  // Sent as text, so that the client's key order (b before a) is what the codec sees.
+  const std::string body = R"({"messages": [{"role": "user", "content": "x"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+     "function": {"name": "add", "arguments": "{\"b\": 1, \"a\": 2}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "name": "add", "content": "3"}],
+    "tools": [)" + tool + R"(], "tool_choice": {"type": "function", "function": {"name":
+    "add"}}, "parallel_tool_calls": false})";
+  auto d = decode_completion_request(body, true, defaults());
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(d)) << std::get<ApiError>(d).message;
+  const CompletionRequest& r = std::get<CompletionRequest>(d);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[1].content, "");
+  ASSERT_TRUE(r.messages[1].tool_calls.is_list());
+  EXPECT_EQ(r.messages[2].tool_call_id, "call_1");
+  EXPECT_EQ(r.messages[2].name, "add");
+  ASSERT_EQ(r.tools.definitions.size(), 1u);
+  EXPECT_EQ(r.tools.definitions[0].name, "add");
+  // The schema keeps the client's order of properties (the grammar writes them so).
+  EXPECT_LT(r.tools.definitions[0].parameters.find("\"b\""),
+            r.tools.definitions[0].parameters.find("\"a\""));
+  EXPECT_EQ(r.tools.choice, "function");
+  EXPECT_EQ(r.tools.function, "add");
+  EXPECT_FALSE(r.tools.parallel);
+  EXPECT_TRUE(r.tools.forced());
 }
 
 TEST(Codec, ConstrainedOutputBecomesTheSamplersGrammar) {

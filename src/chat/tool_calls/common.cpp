@@ -1,0 +1,100 @@
+#include "chat/tool_calls/common.h"
+
+#include <fmt/format.h>
+
+#include "grammar/gbnf.h"
+#include "tova/grammar.h"
+
+namespace tova::chat {
+
+size_t json_end(std::string_view t, size_t pos) {
+  while (pos < t.size() && (t[pos] == ' ' || t[pos] == '\n' || t[pos] == '\t' || t[pos] == '\r')) {
+    ++pos;
+  }
+  if (pos >= t.size() || (t[pos] != '{' && t[pos] != '[')) return std::string_view::npos;
+  int depth = 0;
+  for (size_t i = pos; i < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '"') {
+      for (++i; i < t.size() && t[i] != '"'; ++i) {
+        if (t[i] == '\\') ++i;
+      }
+      if (i >= t.size()) return std::string_view::npos;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::optional<ordered_json> parse_object(std::string_view text) {
+  auto j = ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+std::optional<ToolCall> call_from_object(const ordered_json& o, std::string_view args_key) {
+  const std::string key(args_key);
+  if (!o.contains("name") || !o["name"].is_string() || o["name"].get<std::string>().empty()) {
+    return std::nullopt;
+  }
+  ToolCall call{.name = o["name"].get<std::string>()};
+  if (!o.contains(key)) {
+    call.arguments = "{}";
+  } else if (o[key].is_object()) {
+    call.arguments = o[key].dump();
+  } else if (o[key].is_string()) {  // arguments already as JSON text
+    auto inner = parse_object(o[key].get<std::string>());
+    if (!inner) return std::nullopt;
+    call.arguments = inner->dump();
+  } else {
+    return std::nullopt;
+  }
+  if (o.contains("id") && o["id"].is_string()) call.id = o["id"].get<std::string>();
+  return call;
+}
+
+std::string_view trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\r";
+  const size_t b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
+}
+
+size_t before_marker(std::string_view text, std::string_view marker) {
+  const size_t at = text.find(marker);
+  if (at != std::string_view::npos) return at;
+  for (size_t n = std::min(marker.size() - 1, text.size()); n > 0; --n) {
+    if (text.substr(text.size() - n) == marker.substr(0, n)) return text.size() - n;
+  }
+  return text.size();
+}
+
+std::string gbnf_literal(std::string_view s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02X}", c);
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+Result<std::string> argument_rules(const ToolDefinition& tool, const std::string& prefix) {
+  const std::string schema = tool.parameters.empty() ? R"({"type": "object"})" : tool.parameters;
+  auto g = json_schema_grammar(schema);
+  if (!g.ok()) return make_error("parameters: {}", g.message());
+  return grammar::prefix_gbnf_rules(*g, prefix);
+}
+
+}  // namespace tova::chat

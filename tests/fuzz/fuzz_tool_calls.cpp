@@ -1,0 +1,33 @@
+// Harness: the tool-call parsers (src/chat/tool_calls/) on arbitrary model output, in every
+// format. A parse never crashes; every call it finds has a name and arguments that are a JSON
+// object; text without a call is returned whole as content; the safe prefix of a stream is never
+// beyond the text.
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "tova/tool_calls.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using tova::ToolCallFormat;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const std::vector<tova::ToolDefinition> tools = {
+      {.name = "f",
+       .parameters = R"({"type": "object", "properties": {"s": {"type": "string"}}})"}};
+  for (ToolCallFormat f :
+       {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kQwen3Coder,
+        ToolCallFormat::kLlama3, ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs,
+        ToolCallFormat::kHarmony}) {
+    const tova::ParsedToolCalls p = tova::parse_tool_calls(f, text, tools);
+    for (const tova::ToolCall& c : p.calls) {
+      if (c.name.empty()) __builtin_trap();
+      const auto j = nlohmann::json::parse(c.arguments, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) __builtin_trap();
+    }
+    if (p.calls.empty() && p.content != text) __builtin_trap();
+    if (tova::tool_call_safe_prefix(f, text) > text.size()) __builtin_trap();
+  }
+  return 0;
+}
