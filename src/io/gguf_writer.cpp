@@ -103,8 +103,7 @@ void GgufWriter::set(std::string key, GgufValue value) {
   kv_.emplace_back(std::move(key), std::move(value));
 }
 
-void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
-                            std::vector<uint8_t> data) {
+uint64_t GgufWriter::checked_bytes(GgmlType type, const std::vector<int64_t>& dims) {
   TOVA_CHECK(find_type_traits(static_cast<uint32_t>(type)) != nullptr);
   TOVA_CHECK(!dims.empty() && dims.size() <= fmt_::kMaxDims);
   uint64_t rows = 1;
@@ -114,11 +113,24 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t
   }
   const Result<uint64_t> row_bytes = bytes_per_row(type, dims[0]);
   TOVA_CHECK(row_bytes.ok() && dims[0] >= 1);
-  TOVA_CHECK(data.size() == *row_bytes * rows);
-  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), std::move(data)});
+  return *row_bytes * rows;
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                            std::vector<uint8_t> data) {
+  const uint64_t n = checked_bytes(type, dims);
+  TOVA_CHECK(data.size() == n);
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), std::move(data), {}, n});
+}
+
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                            Producer produce) {
+  const uint64_t n = checked_bytes(type, dims);
+  TOVA_CHECK(produce != nullptr);
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), {}, std::move(produce), n});
+}
+
+std::vector<uint8_t> GgufWriter::header() const {
   TOVA_CHECK(is_power_of_two(alignment_));
   bool has_alignment_key = false;
   for (const auto& [k, v] : kv_) has_alignment_key |= (k == fmt_::kAlignmentKey);
@@ -148,31 +160,67 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     for (int64_t d : t.dims) sink.put<int64_t>(d);
     sink.put(static_cast<uint32_t>(t.type));
     sink.put<uint64_t>(offset);
-    offset += t.data.size();
+    offset += t.n_bytes;
     offset = (offset + alignment_ - 1) / alignment_ * alignment_;
   }
   sink.pad_to(alignment_);
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  std::vector<uint8_t> out = header();
   // Each tensor is padded to the alignment, the last one too, as llama.cpp's writer does.
   for (const Tensor& t : tensors_) {
-    sink.put_bytes(t.data.data(), t.data.size());
-    sink.pad_to(alignment_);
+    const size_t at = out.size();
+    if (t.produce) {
+      out.resize(at + t.n_bytes);
+      t.produce(std::span<uint8_t>(out.data() + at, t.n_bytes));
+    } else {
+      out.insert(out.end(), t.data.begin(), t.data.end());
+    }
+    out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);
   }
   return out;
 }
 
 Status GgufWriter::write_file(const std::string& path) const {
-  const std::vector<uint8_t> bytes = to_bytes();
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return make_error("{}: cannot create: {}", tmp, std::strerror(errno));
-  const size_t written = bytes.empty() ? 0 : std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const int write_errno = errno;
+  uint64_t total = 0;
+  auto put = [&](const uint8_t* p, size_t n) {
+    if (n > 0 && std::fwrite(p, 1, n, f) != n) return false;
+    total += n;
+    return true;
+  };
+  bool ok = true;
+  int write_errno = 0;
+  {
+    const std::vector<uint8_t> head = header();
+    ok = put(head.data(), head.size());
+  }
+  std::vector<uint8_t> buf;
+  const std::vector<uint8_t> zeros(alignment_, 0);
+  for (size_t i = 0; ok && i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
+    if (t.produce) {
+      buf.resize(t.n_bytes);
+      t.produce(std::span<uint8_t>(buf.data(), buf.size()));
+      ok = put(buf.data(), buf.size());
+    } else {
+      ok = put(t.data.data(), t.data.size());
+    }
+    const uint64_t pad = (alignment_ - total % alignment_) % alignment_;
+    if (ok) ok = put(zeros.data(), pad);
+  }
+  if (!ok) write_errno = errno;
+  buf = {};
   const bool close_ok = std::fclose(f) == 0;
   const int close_errno = errno;
-  if (written != bytes.size() || !close_ok) {
+  if (!ok || !close_ok) {
     std::remove(tmp.c_str());
-    return make_error("{}: write failed after {} of {} bytes: {}", tmp, written, bytes.size(),
-                      std::strerror(written != bytes.size() ? write_errno : close_errno));
+    return make_error("{}: write failed after {} bytes: {}", tmp, total,
+                      std::strerror(!ok ? write_errno : close_errno));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "gguf_test_util.h"
@@ -241,6 +244,39 @@ TEST(GgufRoundTrip, WriteFileThenOpenMapsTheSameBytes) {
   ASSERT_TRUE(file.ok()) << file.message();
   EXPECT_EQ((*file)->metadata().size(), 1u);
   std::filesystem::remove_all(dir);
+}
+
+// Deferred tensors (produced when written, one at a time) give the same file as tensors given
+// whole, through to_bytes and write_file alike, whatever the alignment.
+TEST(GgufWriteFile, DeferredTensorsWriteTheSameBytes) {
+  for (uint64_t align : {1u, 32u, 4096u}) {
+    GgufWriter whole, deferred;
+    whole.set_alignment(align);
+    deferred.set_alignment(align);
+    for (GgufWriter* w : {&whole, &deferred}) w->set("k", V::make_u32(7));
+    const Bytes a = pattern_bytes(34 * 4, 3), b = pattern_bytes(4 * 5, 4);
+    whole.add_tensor("a", GgmlType::kQ8_0, {32, 4}, a);
+    whole.add_tensor("b", GgmlType::kF32, {5}, b);
+    int calls = 0;
+    deferred.add_tensor("a", GgmlType::kQ8_0, {32, 4}, [&](std::span<uint8_t> out) {
+      ASSERT_EQ(out.size(), a.size());
+      std::copy(a.begin(), a.end(), out.begin());
+      ++calls;
+    });
+    deferred.add_tensor("b", GgmlType::kF32, {5}, [&](std::span<uint8_t> out) {
+      ASSERT_EQ(out.size(), b.size());
+      std::copy(b.begin(), b.end(), out.begin());
+      ++calls;
+    });
+    EXPECT_EQ(deferred.to_bytes(), whole.to_bytes()) << align;
+    const std::string dir = tova::testing::make_temp_dir();
+    ASSERT_TRUE(deferred.write_file(dir + "/d.gguf").ok());
+    std::ifstream f(dir + "/d.gguf", std::ios::binary);
+    const Bytes got((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(got, whole.to_bytes()) << align;
+    EXPECT_EQ(calls, 4);
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST(GgufWriteFile, MissingDirectoryFailsCleanly) {
