@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "model/arch.h"
 
@@ -56,6 +57,20 @@ Status read_rope_scaling(KeyReader& keys, ModelConfig& c, bool yarn) {
   c.rope.yarn_ext_factor = 1.f;
   c.rope.yarn_beta_fast = 32.f;
   c.rope.yarn_beta_slow = 1.f;
+  // Converters write the Hugging Face config's yarn parameters (gpt-oss: beta_fast 32, beta_slow
+  // 1); llama.cpp does not read them for these families and computes with its defaults, so a
+  // file is accepted when they are those values and refused (by name) when they differ.
+  const std::pair<const char*, float> fixed[] = {{"rope.scaling.yarn_beta_fast", 32.f},
+                                                 {"rope.scaling.yarn_beta_slow", 1.f},
+                                                 {"rope.scaling.yarn_ext_factor", 1.f}};
+  for (const auto& [key, value] : fixed) {
+    if (!keys.has(key)) continue;
+    TOVA_ASSIGN_OR_RETURN(float v, keys.f32(key));
+    if (v != value) {
+      return make_error("{}: {} {} is not implemented (llama.cpp computes this family with {})",
+                        path, keys.key(key), v, value);
+    }
+  }
   c.rope.yarn_n_ctx_orig = static_cast<int>(n_orig);
   // In float, step for step as llama.cpp and ggml compute it.
   const float f = 1.f / c.rope.freq_scale;

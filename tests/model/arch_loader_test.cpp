@@ -571,10 +571,20 @@ TEST(ArchLoader, GptOssRefusesWhatItDoesNotImplement) {
   EXPECT_EQ(sinks.load_error(),
             "mini.gguf: tensor 'blk.0.attn_sinks.weight' has shape [3], expected [2] for this "
             "architecture");
-  // YaRN parameters llama.cpp does not read for this family change nothing there: refused.
+  // YaRN parameters the converter copies from the Hugging Face config: llama.cpp computes with
+  // beta_fast 32 and beta_slow 1 whatever they say, so those values are accepted, others refused.
   MiniFile beta("gpt-oss", kExpert);
+  beta.key("rope.scaling.yarn_beta_fast", GgufValue::make_f32(32.f));
+  beta.key("rope.scaling.yarn_beta_slow", GgufValue::make_f32(1.f));
+  EXPECT_EQ(beta.load_error(), "");
   beta.key("rope.scaling.yarn_beta_fast", GgufValue::make_f32(16.f));
-  EXPECT_NE(beta.load_error().find("'gpt-oss.rope.scaling.yarn_beta_fast' is not implemented"),
+  EXPECT_EQ(beta.load_error(),
+            "mini.gguf: gpt-oss.rope.scaling.yarn_beta_fast 16 is not implemented (llama.cpp "
+            "computes this family with 32)");
+  MiniFile log_mul("gpt-oss", kExpert);
+  log_mul.key("rope.scaling.yarn_log_multiplier", GgufValue::make_f32(0.1f));
+  EXPECT_NE(log_mul.load_error().find("'gpt-oss.rope.scaling.yarn_log_multiplier' is not "
+                                      "implemented"),
             std::string::npos);
   MiniFile scale("gpt-oss", kExpert);
   scale.key("expert_weights_scale", GgufValue::make_f32(2.f));
