@@ -12,6 +12,7 @@
 # tests/data/arch/SOURCE; both equal that commit's files.
 #
 #   scripts/make_arch_goldens.sh [BUILD_DIR]      (run from the repository root)
+#   ONLY="gpt-oss" scripts/make_arch_goldens.sh   (only the fixtures of these families)
 set -euo pipefail
 BUILD=${1:-build}
 LLAMA_DIR=${LLAMA_DIR:-/work/ext/llama.cpp}
@@ -24,14 +25,18 @@ g++ -std=c++17 -O2 -o "$TMP/llama_dump" scripts/llama_dump.cpp -I"$LLAMA_DIR/inc
   -I"$LLAMA_DIR/ggml/include" -L"$LLAMA_DIR/build/bin" -lllama -lggml -lggml-base \
   -Wl,-rpath,"$LLAMA_DIR/build/bin"
 
+# Whether a family's fixtures are to be (re)made this run.
+wanted() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+
 mkdir -p "$OUT"
 {
   echo "llama.cpp tree: $LLAMA_DIR = upstream commit ${LLAMA_COMMIT:-34af94cd9ab277632e27caeec2d41de2fd091b31}"
   (cd "$LLAMA_DIR" && sha256sum include/llama.h src/llama-model.cpp)
   echo "dumper: scripts/llama_dump.cpp MODEL tokens-128.json LOGITS 16 64 GREEDY"
-  echo "        scripts/llama_dump.cpp --evict 32 {0,4} {qwen3,gemma3}-f32.gguf tokens-128.json LOGITS"
+  echo "        scripts/llama_dump.cpp --evict 32 {0,4} {qwen3,gemma3,gpt-oss}-f32.gguf tokens-128.json LOGITS"
 } > "$OUT/SOURCE"
-for arch in llama3 qwen3 qwen2 mistral phi3 gemma2 gemma3 mixtral qwen2moe qwen3moe; do
+for arch in llama3 qwen3 qwen2 mistral phi3 gemma2 gemma3 mixtral qwen2moe qwen3moe gpt-oss; do
+  wanted "$arch" || continue
   "$BUILD/bin/tova" make-random --arch "$arch" --type f32 -t 1 -o "$OUT/$arch-f32.gguf"
   "$TMP/llama_dump" "$OUT/$arch-f32.gguf" "$SHARED/golden/tokens-128.json" \
     "$OUT/$arch-f32.logits.f32" 16 64 "$OUT/$arch-f32.greedy.json" 2> "$TMP/$arch.log" ||
@@ -41,20 +46,29 @@ done
 # Quantized weights (Q8_0: llama.cpp rounds activations to Q8_0 blocks too): the fused phi3
 # matrices split on block rows, qwen3's q/k norms in the int8 path.
 for arch in qwen3 phi3 mixtral qwen2moe qwen3moe; do
+  wanted "$arch" || continue
   "$BUILD/bin/tova" make-random --arch "$arch" --type q8_0 -t 1 -o "$OUT/$arch-q8_0.gguf"
   "$TMP/llama_dump" "$OUT/$arch-q8_0.gguf" "$SHARED/golden/tokens-128.json" \
     "$OUT/$arch-q8_0.logits.f32" 16 64 "$OUT/$arch-q8_0.greedy.json" 2> "$TMP/$arch.log" ||
     { cat "$TMP/$arch.log"; exit 1; }
   echo "$arch q8_0: $(cat "$OUT/$arch-q8_0.greedy.json")"
 done
-# Bounded policies computed by llama.cpp's cache: window and sink:4 at k = 32 on the qwen3 fixture.
-"$TMP/llama_dump" --evict 32 0 "$OUT/qwen3-f32.gguf" "$SHARED/golden/tokens-128.json" \
-  "$OUT/qwen3-f32.window-32.logits.f32" 2> "$TMP/w.log" || { cat "$TMP/w.log"; exit 1; }
-"$TMP/llama_dump" --evict 32 4 "$OUT/qwen3-f32.gguf" "$SHARED/golden/tokens-128.json" \
-  "$OUT/qwen3-f32.sink4-32.logits.f32" 2> "$TMP/s.log" || { cat "$TMP/s.log"; exit 1; }
-# The same on gemma3, whose window layers (16 positions) also mask inside llama.cpp's SWA cache.
-for n_sink in 0 4; do
-  name=$([ "$n_sink" = 0 ] && echo window-32 || echo sink4-32)
-  "$TMP/llama_dump" --evict 32 "$n_sink" "$OUT/gemma3-f32.gguf" "$SHARED/golden/tokens-128.json" \
-    "$OUT/gemma3-f32.$name.logits.f32" 2> "$TMP/g.log" || { cat "$TMP/g.log"; exit 1; }
+# gpt-oss as it ships: MXFP4 experts, Q8_0 everywhere else (llama-quantize's MXFP4_MOE).
+if wanted gpt-oss; then
+  "$BUILD/bin/tova" make-random --arch gpt-oss --type mxfp4 -t 1 -o "$OUT/gpt-oss-mxfp4.gguf"
+  "$TMP/llama_dump" "$OUT/gpt-oss-mxfp4.gguf" "$SHARED/golden/tokens-128.json" \
+    "$OUT/gpt-oss-mxfp4.logits.f32" 16 64 "$OUT/gpt-oss-mxfp4.greedy.json" 2> "$TMP/mx.log" ||
+    { cat "$TMP/mx.log"; exit 1; }
+  echo "gpt-oss mxfp4: $(cat "$OUT/gpt-oss-mxfp4.greedy.json")"
+fi
+# Bounded policies computed by llama.cpp's cache: window and sink:4 at k = 32 on the qwen3
+# fixture, and on gemma3 and gpt-oss, whose window layers (16 positions) also mask inside
+# llama.cpp's SWA cache.
+for arch in qwen3 gemma3 gpt-oss; do
+  wanted "$arch" || continue
+  for n_sink in 0 4; do
+    name=$([ "$n_sink" = 0 ] && echo window-32 || echo sink4-32)
+    "$TMP/llama_dump" --evict 32 "$n_sink" "$OUT/$arch-f32.gguf" "$SHARED/golden/tokens-128.json" \
+      "$OUT/$arch-f32.$name.logits.f32" 2> "$TMP/e.log" || { cat "$TMP/e.log"; exit 1; }
+  done
 done

@@ -12,6 +12,7 @@ packages=(build-essential cmake ninja-build pkg-config libhwy-dev nlohmann-json3
           python3-dev pybind11-dev python3-pytest python3-numpy  # import tova (python/) and its tests
           python3-jsonschema  # validating constrained output (python/tests/test_grammar.py, tests/server)
           python3-jinja2  # the reference renderer of chat templates (tests/jinja, scripts/jinja_reference.py)
+          python3-regex  # the reference splitter of the gpt-4o pre-tokenizer (tests/tokenizer, scripts/pretokenize_reference.py)
           tmux)  # the terminal test of tova chat (line editing, Ctrl-C)
 missing=()
 for p in "${packages[@]}"; do

@@ -145,19 +145,20 @@ class GgufWriter {
   // `data` must hold exactly bytes_per_row(type, dims[0]) * (product of the other dims) bytes.
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
                   std::vector<uint8_t> data);
-  // A tensor whose bytes are made only when the file is written: `fill` gets a buffer of
-  // exactly bytes_per_row(type, dims[0]) * (product of the other dims) bytes to fill. The
-  // writer holds one such tensor's bytes at a time, so a file larger than memory can be
-  // written (`tova make-random` of a 30B shape).
-  using TensorFill = std::function<void(uint8_t* out)>;
-  void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims, TensorFill fill);
+  // A tensor whose bytes `produce` writes into its argument (sized to the tensor) only when the
+  // file is written, one tensor at a time: write_file then holds one tensor's data at once, so
+  // a file of many gigabytes is written in little memory. `produce` must give the same bytes
+  // every call.
+  using Producer = std::function<void(std::span<uint8_t> out)>;
+  void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims, Producer produce);
   // Alignment of the tensor data (a nonzero power of two). It is recorded as general.alignment
   // when it is not the default 32, unless general.alignment was set explicitly: then that value
   // is written as given (tests use this to craft inconsistent files).
   void set_alignment(uint64_t a) { alignment_ = a; }
 
   std::vector<uint8_t> to_bytes() const;
-  // Writes PATH.tmp, then renames it over PATH, so no partial file is left on failure.
+  // Writes PATH.tmp, then renames it over PATH, so no partial file is left on failure. Streams:
+  // the header, then each tensor's data (produced tensor by tensor for deferred ones).
   Status write_file(const std::string& path) const;
 
  private:
@@ -165,14 +166,13 @@ class GgufWriter {
     std::string name;
     GgmlType type;
     std::vector<int64_t> dims;
+    std::vector<uint8_t> data;  // empty for a deferred tensor
+    Producer produce;           // set for a deferred tensor
     uint64_t n_bytes = 0;
-    std::vector<uint8_t> data;  // empty when `fill` makes the bytes
-    TensorFill fill;
   };
-  // The size of a tensor of `dims` in `type` (checked: a valid type and shape).
-  static uint64_t checked_size(GgmlType type, const std::vector<int64_t>& dims);
-  // Everything before the first tensor's bytes (header, keys, tensor infos, padding).
-  std::vector<uint8_t> header_bytes() const;
+  static uint64_t checked_bytes(GgmlType type, const std::vector<int64_t>& dims);
+  // Everything before the first tensor's data, padded to the alignment.
+  std::vector<uint8_t> header() const;
   uint64_t alignment_ = 32;
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<Tensor> tensors_;

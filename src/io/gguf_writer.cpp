@@ -103,7 +103,7 @@ void GgufWriter::set(std::string key, GgufValue value) {
   kv_.emplace_back(std::move(key), std::move(value));
 }
 
-uint64_t GgufWriter::checked_size(GgmlType type, const std::vector<int64_t>& dims) {
+uint64_t GgufWriter::checked_bytes(GgmlType type, const std::vector<int64_t>& dims) {
   TOVA_CHECK(find_type_traits(static_cast<uint32_t>(type)) != nullptr);
   TOVA_CHECK(!dims.empty() && dims.size() <= fmt_::kMaxDims);
   uint64_t rows = 1;
@@ -118,19 +118,19 @@ uint64_t GgufWriter::checked_size(GgmlType type, const std::vector<int64_t>& dim
 
 void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
                             std::vector<uint8_t> data) {
-  const uint64_t n_bytes = checked_size(type, dims);
-  TOVA_CHECK(data.size() == n_bytes);
-  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), n_bytes, std::move(data), {}});
+  const uint64_t n = checked_bytes(type, dims);
+  TOVA_CHECK(data.size() == n);
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), std::move(data), {}, n});
 }
 
 void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
-                            TensorFill fill) {
-  TOVA_CHECK(fill != nullptr);
-  const uint64_t n_bytes = checked_size(type, dims);
-  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), n_bytes, {}, std::move(fill)});
+                            Producer produce) {
+  const uint64_t n = checked_bytes(type, dims);
+  TOVA_CHECK(produce != nullptr);
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), {}, std::move(produce), n});
 }
 
-std::vector<uint8_t> GgufWriter::header_bytes() const {
+std::vector<uint8_t> GgufWriter::header() const {
   TOVA_CHECK(is_power_of_two(alignment_));
   bool has_alignment_key = false;
   for (const auto& [k, v] : kv_) has_alignment_key |= (k == fmt_::kAlignmentKey);
@@ -168,60 +168,59 @@ std::vector<uint8_t> GgufWriter::header_bytes() const {
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
-  std::vector<uint8_t> out = header_bytes();
-  ByteSink sink(out);
+  std::vector<uint8_t> out = header();
   // Each tensor is padded to the alignment, the last one too, as llama.cpp's writer does.
   for (const Tensor& t : tensors_) {
-    if (t.fill) {
-      const size_t at = out.size();
+    const size_t at = out.size();
+    if (t.produce) {
       out.resize(at + t.n_bytes);
-      t.fill(out.data() + at);
+      t.produce(std::span<uint8_t>(out.data() + at, t.n_bytes));
     } else {
-      sink.put_bytes(t.data.data(), t.data.size());
+      out.insert(out.end(), t.data.begin(), t.data.end());
     }
-    sink.pad_to(alignment_);
+    out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);
   }
   return out;
 }
 
 Status GgufWriter::write_file(const std::string& path) const {
-  // Streamed: the header, then each tensor's bytes (made now when it has a fill) and its
-  // padding, so at most one made tensor is in memory.
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return make_error("{}: cannot create: {}", tmp, std::strerror(errno));
   uint64_t total = 0;
-  int write_errno = 0;
   auto put = [&](const uint8_t* p, size_t n) {
-    if (write_errno != 0 || n == 0) return;
-    if (std::fwrite(p, 1, n, f) != n) {
-      write_errno = errno != 0 ? errno : EIO;
-      return;
-    }
+    if (n > 0 && std::fwrite(p, 1, n, f) != n) return false;
     total += n;
+    return true;
   };
-  const std::vector<uint8_t> header = header_bytes();
-  put(header.data(), header.size());
-  std::vector<uint8_t> made;
-  const std::vector<uint8_t> zeros(alignment_, 0);
-  for (const Tensor& t : tensors_) {
-    if (write_errno != 0) break;
-    if (t.fill) {
-      made.assign(t.n_bytes, 0);
-      t.fill(made.data());
-      put(made.data(), made.size());
-      std::vector<uint8_t>().swap(made);
-    } else {
-      put(t.data.data(), t.data.size());
-    }
-    put(zeros.data(), (alignment_ - total % alignment_) % alignment_);
+  bool ok = true;
+  int write_errno = 0;
+  {
+    const std::vector<uint8_t> head = header();
+    ok = put(head.data(), head.size());
   }
+  std::vector<uint8_t> buf;
+  const std::vector<uint8_t> zeros(alignment_, 0);
+  for (size_t i = 0; ok && i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
+    if (t.produce) {
+      buf.resize(t.n_bytes);
+      t.produce(std::span<uint8_t>(buf.data(), buf.size()));
+      ok = put(buf.data(), buf.size());
+    } else {
+      ok = put(t.data.data(), t.data.size());
+    }
+    const uint64_t pad = (alignment_ - total % alignment_) % alignment_;
+    if (ok) ok = put(zeros.data(), pad);
+  }
+  if (!ok) write_errno = errno;
+  buf = {};
   const bool close_ok = std::fclose(f) == 0;
   const int close_errno = errno;
-  if (write_errno != 0 || !close_ok) {
+  if (!ok || !close_ok) {
     std::remove(tmp.c_str());
     return make_error("{}: write failed after {} bytes: {}", tmp, total,
-                      std::strerror(write_errno != 0 ? write_errno : close_errno));
+                      std::strerror(!ok ? write_errno : close_errno));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

@@ -89,7 +89,11 @@ void attention_ref(const AttentionArgs& a) {
         if (a.softcap > 0.f) sc[s] = a.softcap * std::tanh(sc[s] / a.softcap);
         mx = std::max(mx, sc[s]);
       }
-      double sum = 0;
+      const double sink = a.sinks != nullptr ? a.sinks[h] : -std::numeric_limits<double>::infinity();
+      const bool any_seen = mx != -std::numeric_limits<double>::infinity();
+      mx = std::max(mx, sink);
+      // The sink is in the denominator only; a head that sees no slot stays all zeros.
+      double sum = any_seen && a.sinks != nullptr ? std::exp(sink - mx) : 0.0;
       for (int s = 0; s < a.n_slot; ++s) {
         const bool live = s < end && visible(pos[s], a);
         sc[s] = live ? std::exp(sc[s] - mx) : 0.0;

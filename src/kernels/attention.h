@@ -37,6 +37,10 @@ struct AttentionArgs {
   // > 0: each seen score s (after `scale`) becomes softcap * tanh(s / softcap) before the
   // softmax (Gemma 2's attention soft-capping); 0: none.
   float softcap = 0.f;
+  // [n_head] or nullptr: learned attention sinks (gpt-oss), one logit per query head that joins
+  // the softmax's denominator (and its maximum) without a value: probabilities of the seen
+  // slots sum to 1 - p_sink, and the output shrinks by as much.
+  const float* sinks = nullptr;
   float* out = nullptr;          // [n_head][head_dim]
   // [n_head][n_slot]: receives the post-softmax probabilities (0 for unseen slots) when a
   // policy asked for scores; else nullptr and `scratch` ([n_slot]) is used.

@@ -338,8 +338,9 @@ HWY_INLINE hn::Vec<DF> SoftmaxExp(DF d, hn::Vec<DF> x) { return hn::Exp(d, x); }
 #endif
 
 // In-place softmax of one head's row; entries equal to -inf (unseen slots) become exactly 0,
-// and a row with no visible slot all zeros.
-void SoftmaxRow(float* x, int n) {
+// and a row with no visible slot all zeros. `sink` (-inf: none) is a logit in the denominator
+// without an entry of its own (attention sinks).
+void SoftmaxRow(float* x, int n, float sink) {
   const DF d;
   using V = hn::Vec<DF>;
   const int nl = static_cast<int>(hn::Lanes(d));
@@ -353,6 +354,7 @@ void SoftmaxRow(float* x, int n) {
     std::memset(x, 0, static_cast<size_t>(n) * sizeof(float));
     return;
   }
+  mx = std::fmax(mx, sink);
 
   // The sum runs in double so that long rows (thousands of slots) keep float-level relative
   // accuracy in every probability; policies compare near-tied scores.
@@ -386,8 +388,9 @@ void SoftmaxRow(float* x, int n) {
     std::memcpy(x + i, tail, static_cast<size_t>(n - i) * sizeof(float));
   }
 #if HWY_TARGET != HWY_SCALAR
-  const double sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(s_lo, s_hi)));
+  double sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(s_lo, s_hi)));
 #endif
+  if (sink != neg_inf) sum += static_cast<double>(std::exp(sink - mx));
   const float inv = static_cast<float>(1.0 / sum);
   const V vinv = hn::Set(d, inv);
   for (i = 0; i + nl <= n; i += nl) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), vinv), d, x + i);
@@ -968,9 +971,9 @@ void RunOutputs(D d, const Run& r, const float* const* p, float* tile_buf) {
 // Pass 2 for one head's row: softmax over the slots read; when probabilities were asked for,
 // the slots not read are not seen (probability 0). A row with no visible slot becomes all
 // zeros, and so do the outputs pass 3 sums from it.
-void NormalizeRow(const AttentionArgs& a, float* row) {
+void NormalizeRow(const AttentionArgs& a, float* row, int head) {
   const int end = a.slot_end < 0 ? a.n_slot : a.slot_end;
-  SoftmaxRow(row, end);
+  SoftmaxRow(row, end, a.sinks != nullptr ? a.sinks[head] : -HUGE_VALF);
   if (a.probs != nullptr && end < a.n_slot) std::fill(row + end, row + a.n_slot, 0.f);
 }
 
@@ -1008,7 +1011,7 @@ void AttentionWith(D d, const AttentionArgs& a) {
                         : a.scratch + static_cast<size_t>(j) * a.n_slot;
     }
     RunScores(d, r, 0, r.end, rows, tile.get());
-    for (int j = 0; j < r.n_head; ++j) NormalizeRow(a, rows[j]);
+    for (int j = 0; j < r.n_head; ++j) NormalizeRow(a, rows[j], r.h0 + j);
     RunOutputs(d, r, rows, tile.get());
   });
 }
@@ -1053,7 +1056,9 @@ void AttentionScores(const AttentionArgs& a, float* rows, int s_begin, int s_end
 }
 
 void AttentionNormalize(const AttentionArgs& a, float* rows, int h_begin, int h_end) {
-  for (int h = h_begin; h < h_end; ++h) NormalizeRow(a, rows + static_cast<size_t>(h) * a.n_slot);
+  for (int h = h_begin; h < h_end; ++h) {
+    NormalizeRow(a, rows + static_cast<size_t>(h) * a.n_slot, h);
+  }
 }
 
 void AttentionOutputs(const AttentionArgs& a, const float* rows) {

@@ -29,7 +29,23 @@ struct RopeParams {
   // [n_rot/2] or nullptr: theta_i is divided by freq_factors[i] (Llama-3.x's rope_freqs.weight,
   // the llama3 scaling baked in by the converter, as ggml_rope_ext applies it).
   const float* freq_factors = nullptr;
+  // YaRN (rope.scaling.type yarn, as ggml_rope_ext computes it): with yarn_ext_factor != 0 the
+  // angle of pair i blends the interpolated (freq_scale * theta) and the original theta by a
+  // ramp over the pairs between the correction dims of yarn_beta_fast and yarn_beta_slow for
+  // yarn_n_ctx_orig positions; 0: plain linear scaling.
+  float yarn_ext_factor = 0.f;
+  float yarn_beta_fast = 32.f;
+  float yarn_beta_slow = 1.f;
+  int yarn_n_ctx_orig = 0;
+  // Every cos and sin is multiplied by this (YaRN's attention temperature: rotated q and k both
+  // grow by it, so the scores of the rotated dims by its square).
+  float mscale = 1.f;
 };
+
+// The angle per unit of position of each of the n_rot/2 pairs: theta[i] = freq_scale-blended
+// freq_base^(-2i/n_rot) [/ freq_factors[i]], in double (rope_cos_sin is cos/sin(pos * theta[i])
+// times p.mscale).
+void rope_thetas(const RopeParams& p, double* theta);
 
 // y = x / sqrt(mean(x^2) + eps) * w over n floats (y may alias x).
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
@@ -47,6 +63,12 @@ void rope_apply(float* x, int n_head, int head_dim, const float* cs, const RopeP
 
 // gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
 void silu_mul(float* gate, const float* up, int64_t n);
+
+// gpt-oss's clamped SwiGLU (ggml's swiglu_oai): with g = min(gate[i], limit) and
+// u = clamp(up[i], -limit, limit), gate[i] = g * sigmoid(alpha * g) * (u + 1).
+inline constexpr float kSwigluOaiAlpha = 1.702f;
+inline constexpr float kSwigluOaiLimit = 7.f;
+void swiglu_oai_mul(float* gate, const float* up, int64_t n, float alpha, float limit);
 
 // gate[i] = gelu(gate[i]) * up[i] with the tanh approximation (Gemma's gelu_pytorch_tanh):
 // gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))).
@@ -86,6 +108,7 @@ void rope_ref(float* x, int n_head, int head_dim, int64_t pos, const RopeParams&
 void rope_cos_sin_ref(int64_t pos, const RopeParams& p, float* cs);
 void rope_apply_ref(float* x, int n_head, int head_dim, const float* cs, const RopeParams& p);
 void silu_mul_ref(float* gate, const float* up, int64_t n);
+void swiglu_oai_mul_ref(float* gate, const float* up, int64_t n, float alpha, float limit);
 void gelu_mul_ref(float* gate, const float* up, int64_t n);  // in double
 void softcap_ref(float* x, int64_t n, float cap);            // in double
 void add_ref(float* y, const float* x, int64_t n);

@@ -1,5 +1,6 @@
 // Scalar references for ops.h: plain loops, sums in double. The SIMD versions are tested
 // against these, so they favour obviousness over speed.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -17,16 +18,64 @@ void rms_norm_ref(const float* x, const float* w, float* y, int64_t n, float eps
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv_rms * w[i];
 }
 
+void rope_thetas(const RopeParams& p, double* theta) {
+  TOVA_DCHECK(p.n_rot % 2 == 0);
+  // YaRN's correction dims (ggml_rope_yarn_corr_dims): the pair whose wavelength makes
+  // `beta` turns over n_ctx_orig positions, floor for beta_fast and ceil for beta_slow.
+  double low = 0, high = 0;
+  if (p.yarn_ext_factor != 0.f) {
+    auto corr_dim = [&](double beta) {
+      return p.n_rot * std::log(p.yarn_n_ctx_orig / (beta * 2 * M_PI)) /
+             (2 * std::log(static_cast<double>(p.freq_base)));
+    };
+    low = std::max(0.0, std::floor(corr_dim(p.yarn_beta_fast)));
+    high = std::min(p.n_rot - 1.0, std::ceil(corr_dim(p.yarn_beta_slow)));
+  }
+  for (int i = 0; i < p.n_rot / 2; ++i) {
+    double th = std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
+    if (p.yarn_ext_factor == 0.f) {
+      th *= static_cast<double>(p.freq_scale);
+      if (p.freq_factors != nullptr) th /= static_cast<double>(p.freq_factors[i]);
+      theta[i] = th;
+      continue;
+    }
+    if (p.freq_factors != nullptr) th /= static_cast<double>(p.freq_factors[i]);
+    // Pairs below `low` keep their angle (extrapolate), pairs above `high` are interpolated
+    // (freq_scale), the ones between blend linearly.
+    const double y = (i - low) / std::max(0.001, high - low);
+    const double mix = (1 - std::min(1.0, std::max(0.0, y))) * p.yarn_ext_factor;
+    theta[i] = th * (p.freq_scale * (1 - mix) + mix);
+  }
+}
+
 void rope_cos_sin_ref(int64_t pos, const RopeParams& p, float* cs) {
   TOVA_DCHECK(p.n_rot % 2 == 0);
   // Double throughout: at pos ~1e5 theta is ~1e5 rad and float32 would leave ~1e-2 rad of
   // phase error after range reduction.
-  const double scaled_pos = static_cast<double>(pos) * static_cast<double>(p.freq_scale);
+  constexpr int kMaxStack = 512;
+  double stack[kMaxStack / 2];
+  std::vector<double> heap;
+  double* theta = stack;
+  if (p.n_rot > kMaxStack) {
+    heap.resize(p.n_rot / 2);
+    theta = heap.data();
+  }
+  const double pd = static_cast<double>(pos);
+  if (p.yarn_ext_factor == 0.f) {
+    // The angle as it always was computed here (same bits as before YaRN).
+    const double scaled_pos = pd * static_cast<double>(p.freq_scale);
+    for (int i = 0; i < p.n_rot / 2; ++i) {
+      theta[i] = scaled_pos * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
+      if (p.freq_factors != nullptr) theta[i] /= static_cast<double>(p.freq_factors[i]);
+    }
+  } else {
+    rope_thetas(p, theta);
+    for (int i = 0; i < p.n_rot / 2; ++i) theta[i] *= pd;
+  }
   for (int i = 0; i < p.n_rot / 2; ++i) {
-    double theta = scaled_pos * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
-    if (p.freq_factors != nullptr) theta /= static_cast<double>(p.freq_factors[i]);
-    cs[2 * i] = static_cast<float>(std::cos(theta));
-    cs[2 * i + 1] = static_cast<float>(std::sin(theta));
+    const double a = theta[i];
+    cs[2 * i] = static_cast<float>(std::cos(a) * p.mscale);
+    cs[2 * i + 1] = static_cast<float>(std::sin(a) * p.mscale);
   }
 }
 
@@ -58,6 +107,14 @@ void silu_mul_ref(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void swiglu_oai_mul_ref(float* gate, const float* up, int64_t n, float alpha, float limit) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = std::min(gate[i], limit);
+    const double u = std::clamp(up[i], -limit, limit);
+    gate[i] = static_cast<float>(g / (1.0 + std::exp(-alpha * g)) * (u + 1.0));
   }
 }
 

@@ -3,6 +3,7 @@
 //
 // Tails shorter than a vector run the scalar formula; remaining differences from the _ref
 // versions are summation order and FMA contraction (a few ulp), bounded in tests/kernels.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -176,6 +177,36 @@ void SiluMul(float* gate, const float* up, int64_t n) {
   for (; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void SwigluOaiMul(float* gate, const float* up, int64_t n, float alpha, float limit) {
+  const DF d;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(d));
+  const VF one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  const VF va = hn::Set(d, alpha), vlim = hn::Set(d, limit), vneg_lim = hn::Set(d, -limit);
+  auto step = [&](const VF graw, const VF uraw) {
+    const VF g = hn::Min(graw, vlim);
+    const VF u = hn::Min(hn::Max(uraw, vneg_lim), vlim);
+    // sigmoid(a g) as in SiluMul: Exp only sees arguments <= 0.
+    const VF ag = hn::Mul(va, g);
+    const VF e = ExpNonPositive(d, hn::Neg(hn::Abs(ag)));
+    const VF num = hn::IfThenElse(hn::Lt(ag, zero), e, one);
+    const VF sig = hn::Div(num, hn::Add(one, e));
+    return hn::Mul(hn::Mul(g, sig), hn::Add(u, one));
+  };
+  int64_t i = 0;
+  for (; i + nl <= n; i += nl) {
+    hn::StoreU(step(hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, gate + i);
+  }
+  if (i < n) {
+    // The tail through the same vector code on a padded copy.
+    HWY_ALIGN float g[hn::MaxLanes(d)] = {};
+    HWY_ALIGN float u[hn::MaxLanes(d)] = {};
+    std::copy_n(gate + i, n - i, g);
+    std::copy_n(up + i, n - i, u);
+    hn::Store(step(hn::Load(d, g), hn::Load(d, u)), d, g);
+    std::copy_n(g, n - i, gate + i);
   }
 }
 
@@ -357,6 +388,7 @@ namespace ops_hwy {
 HWY_EXPORT(RmsNorm);
 HWY_EXPORT(RopeApply);
 HWY_EXPORT(SiluMul);
+HWY_EXPORT(SwigluOaiMul);
 HWY_EXPORT(GeluMul);
 HWY_EXPORT(Softcap);
 HWY_EXPORT(Add);
@@ -397,6 +429,10 @@ void rope(float* x, int n_head, int head_dim, int64_t pos, const RopeParams& p) 
 
 void silu_mul(float* gate, const float* up, int64_t n) {
   HWY_DYNAMIC_DISPATCH(ops_hwy::SiluMul)(gate, up, n);
+}
+
+void swiglu_oai_mul(float* gate, const float* up, int64_t n, float alpha, float limit) {
+  HWY_DYNAMIC_DISPATCH(ops_hwy::SwigluOaiMul)(gate, up, n, alpha, limit);
 }
 
 void gelu_mul(float* gate, const float* up, int64_t n) {

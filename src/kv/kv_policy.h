@@ -31,6 +31,7 @@ struct QueryRope {
   bool neox = false;
   std::vector<double> theta;  // [n_rot/2] radians per position
   double scale = 0;           // the attention's logit scale (1/sqrt(head_dim) unless the model says)
+  std::vector<double> sinks;  // [n_head] attention sink logits in each softmax denominator, or empty
 };
 
 // Held rows as floats, for policies that read them (KvPolicy::needs_rows): keys as the pool

@@ -28,6 +28,8 @@ struct ArchSpec {
   // Reads {arch}.expert_count / expert_used_count (a mixture of experts; load_config checks
   // them): families without it refuse an expert count > 0.
   bool experts = false;
+  // Accepts rope.scaling.type yarn (read_rope_scaling).
+  bool yarn = false;
   // Reads the family's keys beyond the common ones (load_config reads embedding_length,
   // block_count, feed_forward_length, head counts, key/value length, context_length, rms
   // epsilon, rope base, dimension count and linear scaling) and sets the family's fields of c.
@@ -71,7 +73,8 @@ Status load_qkv_bias(TensorLoader& ld, const ModelConfig& c, int il, LayerWeight
 // attn_q_norm/attn_k_norm.weight [head_dim]: per-head RMSNorm of queries and keys (qwen3, gemma3).
 Status load_qk_norm(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 
-// Every family so far: the rope scaling keys (none or linear; another type is an error).
-Status read_rope_scaling(KeyReader& keys, ModelConfig& c);
+// The rope scaling keys: none or linear, and yarn where the family allows it (its factor,
+// original_context_length and attn_factor); another type is an error. c.n_ctx_train is set.
+Status read_rope_scaling(KeyReader& keys, ModelConfig& c, bool yarn);
 
 }  // namespace tova::model

@@ -10,7 +10,8 @@
   X(kArchGemma2)              \
   X(kArchGemma3)               \
   X(kArchQwen2Moe)            \
-  X(kArchQwen3Moe)
+  X(kArchQwen3Moe)            \
+  X(kArchGptOss)
 
 namespace tova::model {
 

@@ -2,24 +2,29 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "model/arch.h"
 
 namespace tova::model {
 
-Status read_rope_scaling(KeyReader& keys, ModelConfig& c) {
+Status read_rope_scaling(KeyReader& keys, ModelConfig& c, bool yarn) {
   const std::string& path = keys.file().path();
   // Linear RoPE scaling: positions are multiplied by 1/factor.
   float factor = 1.f;
+  bool is_yarn = false;
   if (keys.has("rope.scaling.type")) {
     TOVA_ASSIGN_OR_RETURN(std::string type, keys.str("rope.scaling.type"));
     if (type == "linear") {
       TOVA_ASSIGN_OR_RETURN(factor, keys.f32_or("rope.scaling.factor", 1.f));
     } else if (type == "none") {
       if (keys.has("rope.scaling.factor")) keys.accept("rope.scaling.factor");  // unused
+    } else if (type == "yarn" && yarn) {
+      TOVA_ASSIGN_OR_RETURN(factor, keys.f32_or("rope.scaling.factor", 1.f));
+      is_yarn = true;
     } else {
-      return make_error("{}: unsupported {} '{}' (supported: none, linear)", path,
-                        keys.key("rope.scaling.type"), type);
+      return make_error("{}: unsupported {} '{}' (supported: none, linear{})", path,
+                        keys.key("rope.scaling.type"), type, yarn ? ", yarn" : "");
     }
   } else if (keys.has("rope.scale_linear")) {
     TOVA_ASSIGN_OR_RETURN(factor, keys.f32("rope.scale_linear"));
@@ -31,6 +36,48 @@ Status read_rope_scaling(KeyReader& keys, ModelConfig& c) {
     return make_error("{}: invalid rope scaling factor {}", path, factor);
   }
   c.rope.freq_scale = 1.f / factor;
+  if (!is_yarn) return ok_status();
+  // YaRN as llama.cpp sets it up (llama_context's cparams): ext_factor 1, beta_fast 32 and
+  // beta_slow 1 (the files carry no yarn_beta_* keys that llama.cpp reads for these families:
+  // such keys stay unread and are refused), the correction dims over original_context_length
+  // (default context_length). Its attention factor: llama.cpp divides out the 1 + 0.1 ln(factor)
+  // that ggml's rope multiplies in, times get_mscale(factor) and rope.scaling.attn_factor: the
+  // cos/sin end up scaled by attn_factor * (factor > 1 ? 1 + 0.1 ln(factor) : 1).
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_orig, keys.u32_or("rope.scaling.original_context_length",
+                                                     static_cast<uint32_t>(c.n_ctx_train)));
+  if (n_orig < 1 || n_orig > (1u << 30)) {
+    return make_error("{}: {} {} is out of range", path,
+                      keys.key("rope.scaling.original_context_length"), n_orig);
+  }
+  TOVA_ASSIGN_OR_RETURN(float attn_factor, keys.f32_or("rope.scaling.attn_factor", 1.f));
+  if (!(attn_factor > 0.f) || !std::isfinite(attn_factor)) {
+    return make_error("{}: {} {} must be positive", path, keys.key("rope.scaling.attn_factor"),
+                      attn_factor);
+  }
+  c.rope.yarn_ext_factor = 1.f;
+  c.rope.yarn_beta_fast = 32.f;
+  c.rope.yarn_beta_slow = 1.f;
+  // Converters write the Hugging Face config's yarn parameters (gpt-oss: beta_fast 32, beta_slow
+  // 1); llama.cpp does not read them for these families and computes with its defaults, so a
+  // file is accepted when they are those values and refused (by name) when they differ.
+  const std::pair<const char*, float> fixed[] = {{"rope.scaling.yarn_beta_fast", 32.f},
+                                                 {"rope.scaling.yarn_beta_slow", 1.f},
+                                                 {"rope.scaling.yarn_ext_factor", 1.f}};
+  for (const auto& [key, value] : fixed) {
+    if (!keys.has(key)) continue;
+    TOVA_ASSIGN_OR_RETURN(float v, keys.f32(key));
+    if (v != value) {
+      return make_error("{}: {} {} is not implemented (llama.cpp computes this family with {})",
+                        path, keys.key(key), v, value);
+    }
+  }
+  c.rope.yarn_n_ctx_orig = static_cast<int>(n_orig);
+  // In float, step for step as llama.cpp and ggml compute it.
+  const float f = 1.f / c.rope.freq_scale;
+  float attn = f <= 1.f ? 1.f : 0.1f * std::log(f) + 1.f;
+  attn *= 1.f / (1.f + 0.1f * std::log(f));
+  attn *= attn_factor;
+  c.rope.mscale = attn * (1.f + 0.1f * std::log(1.f / c.rope.freq_scale));
   return ok_status();
 }
 
@@ -138,7 +185,8 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
                       head_dim);
   }
   c.rope.n_rot = static_cast<int>(n_rot);
-  TOVA_RETURN_IF_ERROR(read_rope_scaling(k, c));
+  c.n_ctx_train = static_cast<int>(n_ctx);
+  TOVA_RETURN_IF_ERROR(read_rope_scaling(k, c, spec->yarn));
   if (!(c.rope.freq_base > 0.f) || !(c.rms_eps > 0.f)) {
     return make_error("{}: invalid rope.freq_base {} or rms epsilon {}", f.path(), c.rope.freq_base,
                       c.rms_eps);

@@ -11,8 +11,15 @@
 
 namespace tova::model {
 
-// The gated feed-forward's activation: act(gate) * up.
-enum class FfnAct { kSilu, kGeluTanh };
+// The gated feed-forward's activation: act(gate) * up; kSwigluOai is gpt-oss's clamped SwiGLU
+// (kernels::swiglu_oai_mul: alpha 1.702, limit 7, up + 1).
+enum class FfnAct { kSilu, kGeluTanh, kSwigluOai };
+
+// How a mixture's router turns logits into the chosen experts' weights.
+enum class MoeGating {
+  kSoftmax,          // softmax over all experts, then the top k (their probabilities)
+  kSoftmaxOfChosen,  // the top k logits, then a softmax over those k (gpt-oss)
+};
 
 struct ModelConfig {
   std::string arch_name;  // general.architecture
@@ -45,6 +52,7 @@ struct ModelConfig {
   int n_ff_shexp = 0;                // the shared expert's (qwen2moe), 0: none
   bool expert_weights_norm = false;  // chosen experts' weights divided by their sum
   float expert_weights_scale = 1.f;  // and then multiplied by this
+  MoeGating moe_gating = MoeGating::kSoftmax;
   // The "{arch}." metadata keys the loader read (every such key of the file), sorted.
   std::vector<std::string> keys_read;
 };

@@ -1,7 +1,9 @@
 // The attention mixer kind (layer_kinds.h): norm, q/k/v projections (+ biases, + per-head q/k
 // norms), then for every sequence of the batch its multi-state's step (kv::step_layer: join,
-// attend, evict) with RoPE at the positions the state assigns, then the output projection and
-// the residual add. Window layers differ only in their rope parameters and in the window the
+// attend, evict) with RoPE at the positions the state assigns (YaRN's scaling inside the
+// rotation), the softmax with the layer's attention sinks where it has them (gpt-oss: one
+// logit per head in the denominator, kernels::AttentionArgs::sinks, so the probabilities the
+// policies score carry it too), then the output projection (+ bias) and the residual add. Window layers differ only in their rope parameters and in the window the
 // multi-state enforces (config.layer_window).
 #include <algorithm>
 #include <cmath>
@@ -20,7 +22,10 @@ namespace {
 
 bool same_rope(const kernels::RopeParams& a, const kernels::RopeParams& b) {
   return a.n_rot == b.n_rot && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
-         a.mode == b.mode && a.freq_factors == b.freq_factors;
+         a.mode == b.mode && a.freq_factors == b.freq_factors &&
+         a.yarn_ext_factor == b.yarn_ext_factor && a.yarn_beta_fast == b.yarn_beta_fast &&
+         a.yarn_beta_slow == b.yarn_beta_slow && a.yarn_n_ctx_orig == b.yarn_n_ctx_orig &&
+         a.mscale == b.mscale;
 }
 
 using AttendScratch = ForwardScratch::AttendScratch;
@@ -31,6 +36,7 @@ class SequenceAttention final : public kv::StepAttention {
   struct Shape {
     int n_head, n_head_kv, head_dim;
     float scale, softcap;
+    const float* sinks;  // [n_head] or nullptr (LayerWeights::attn_sinks)
   };
   // pool: the forward pass's threads when this is the batch's only sequence (else null): a
   // token's attention at depth splits its slots and heads over them, and the tokens of a
@@ -109,6 +115,7 @@ class SequenceAttention final : public kv::StepAttention {
                                    .min_pos = L.min_visible(s_.pos[i]),
                                    .scale = shape_.scale,
                                    .softcap = shape_.softcap,
+                                   .sinks = shape_.sinks,
                                    .out = &s_.att[i * q_dim],
                                    .probs = probs};
     // The fused kernel scores a whole GQA group at once: a row per query head of the group
@@ -200,8 +207,8 @@ void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s)
 // cos/sin table is computed once per forward call and reused by every layer that shares the
 // same rope parameters. Then the batch's new keys and values converted once into each storage
 // type a pool of the batch uses (f32 pools read them as they are), token by token over the pool.
-void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope, ForwardScratch& s,
-                  ThreadPool& pool) {
+void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope,
+                  const std::vector<float>& sinks, ForwardScratch& s, ThreadPool& pool) {
   const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
   const int64_t n = static_cast<int64_t>(s.pos.size());
@@ -227,15 +234,14 @@ void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope, Forward
       r.head_dim = c.head_dim;
       r.n_rot = rope.n_rot;
       r.neox = rope.mode == kernels::RopeMode::kNeox;
-      r.scale = c.attn_scale > 0.f ? c.attn_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+      // The policy rotates pre-RoPE queries against stored keys that already carry their
+      // YaRN mscale: the query's own mscale goes into the logit scale.
+      r.scale = (c.attn_scale > 0.f ? c.attn_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim))) *
+                static_cast<double>(rope.mscale);
       r.theta.resize(rope.n_rot / 2);
       // theta_i as kernels::rope_cos_sin computes it, per unit of position.
-      for (int i = 0; i < rope.n_rot / 2; ++i) {
-        double th = static_cast<double>(rope.freq_scale) *
-                    std::pow(static_cast<double>(rope.freq_base), -2.0 * i / rope.n_rot);
-        if (rope.freq_factors != nullptr) th /= static_cast<double>(rope.freq_factors[i]);
-        r.theta[i] = th;
-      }
+      kernels::rope_thetas(rope, r.theta.data());
+      r.sinks.assign(sinks.begin(), sinks.end());
       s.any_q_pre = true;
     }
     for (const int i : run.idx) {
@@ -278,16 +284,17 @@ void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope, Forward
 
 // Attention of layer il for every sequence of the batch: kv::step_layer orders each
 // sequence's step, SequenceAttention computes it.
-void attend_layer(const ModelConfig& c, int il, const kernels::RopeParams& rope, ForwardScratch& s,
-                  ThreadPool& pool) {
+void attend_layer(const ModelConfig& c, int il, const LayerWeights& L,
+                  const kernels::RopeParams& rope, ForwardScratch& s, ThreadPool& pool) {
   prepare_moved_positions(rope, s);
-  prepare_rows(c, rope, s, pool);
+  prepare_rows(c, rope, L.attn_sinks, s, pool);
   const SequenceAttention::Shape shape{
       .n_head = c.n_head,
       .n_head_kv = c.n_head_kv,
       .head_dim = c.head_dim,
       .scale = c.attn_scale > 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim)),
-      .softcap = c.attn_softcap};
+      .softcap = c.attn_softcap,
+      .sinks = L.attn_sinks.empty() ? nullptr : L.attn_sinks.data()};
   const kv::StepRows rows_of_batch{.pos = s.pos.data(),
                                    .k = s.k.data(),
                                    .v = s.v.data(),
@@ -365,10 +372,11 @@ void attention_block(const LayerPass& p, int il, const LayerWeights& L,
       }
     });
   }
-  attend_layer(c, il, rope, s, pool);
+  attend_layer(c, il, L, rope, s, pool);
   p.matmul(L.wo, s.att.data(), n, s.xb.data());
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
     float* xb = &s.xb[i * c.n_embd];
+    if (!L.bo.empty()) kernels::add(xb, L.bo.data(), c.n_embd);
     if (!L.attn_post_norm.empty()) {
       kernels::rms_norm(xb, L.attn_post_norm.data(), xb, c.n_embd, c.rms_eps);
     }

@@ -1,11 +1,16 @@
-// The mixture-of-experts feed-forward kind (layer_kinds.h), as qwen3moe, qwen2moe and Mixtral
-// compute it (llama.cpp's build_moe_ffn with softmax gating):
+// The mixture-of-experts feed-forward kind (layer_kinds.h), as qwen3moe, qwen2moe, Mixtral and
+// gpt-oss compute it (llama.cpp's build_moe_ffn):
 //   h = rms_norm(x) · ffn_norm
-//   p = softmax(router · h)                       over the n_expert experts
-//   E = the n_expert_used most probable experts    (ties: the lower index)
-//   w_e = p_e, / max(sum of the chosen p, 2^-14) when the family or file renormalizes,
-//         × expert_weights_scale
-//   out = sum over e in E, most probable first, of w_e · down_e(silu(gate_e · h) * (up_e · h))
+//   l = router · h [+ router bias (gpt-oss)]
+//   MoeGating::kSoftmax (qwen*moe, Mixtral):
+//     p = softmax(l) over the n_expert experts; E = the n_expert_used most probable
+//     (ties: the lower index); w_e = p_e, / max(sum of the chosen p, 2^-14) when the family or
+//     file renormalizes
+//   MoeGating::kSoftmaxOfChosen (gpt-oss): E = the n_expert_used largest logits; w = softmax
+//     of their logits
+//   w_e ×= expert_weights_scale
+//   out = sum over e in E, best first, of w_e · (down_e(act(gate_e · h + bg_e, up_e · h + bu_e))
+//         + bd_e)    (biases: gpt-oss; act: silu(g) * u, or gpt-oss's clamped swiglu_oai)
 //       + sigmoid(shared_gate_inp · h) · shared expert(h)   (qwen2moe)
 //   x += out
 // Speed: an expert's weights are read once per call whatever the number of its tokens. In
@@ -27,10 +32,11 @@ namespace {
 // ggml's clamp of the weights' sum (the smallest normal float16), kept for equal results.
 constexpr float kMinWeightSum = 6.103515625e-5f;
 
-// Token i's router logits (in place: probabilities) -> its chosen experts and their weights.
+// Token i's router logits (in place: probabilities under kSoftmax) -> its chosen experts and
+// their weights.
 void route(float* probs, const ModelConfig& c, int* chosen, float* weight) {
   const int n_expert = c.n_expert, k = c.n_expert_used;
-  kernels::softmax(probs, n_expert);
+  if (c.moe_gating == MoeGating::kSoftmax) kernels::softmax(probs, n_expert);
   for (int j = 0; j < k; ++j) {
     int best = -1;
     for (int e = 0; e < n_expert; ++e) {
@@ -41,6 +47,7 @@ void route(float* probs, const ModelConfig& c, int* chosen, float* weight) {
     chosen[j] = best;
     weight[j] = probs[best];
   }
+  if (c.moe_gating == MoeGating::kSoftmaxOfChosen) kernels::softmax(weight, k);
   if (c.expert_weights_norm) {
     float sum = 0.f;
     for (int j = 0; j < k; ++j) sum += weight[j];
@@ -50,6 +57,14 @@ void route(float* probs, const ModelConfig& c, int* chosen, float* weight) {
   if (c.expert_weights_scale != 1.f) {
     for (int j = 0; j < k; ++j) weight[j] *= c.expert_weights_scale;
   }
+}
+
+// rows [b, b + cnt) of y [.][width] += bias[e] ([n_expert][width]), if the layer has biases.
+void add_expert_bias(const LayerPass& p, const std::vector<float>& bias, int e, int b, int cnt,
+                     int64_t width, float* y) {
+  if (bias.empty() || cnt == 0) return;
+  const float* be = &bias[static_cast<size_t>(e) * width];
+  for_tokens(p.pool, cnt, width, [&](int64_t r) { kernels::add(y + (b + r) * width, be, width); });
 }
 
 // Rows of the (token, chosen expert) pairs grouped by expert: m.begin[e] .. m.begin[e + 1] are
@@ -92,12 +107,23 @@ void run_experts(const LayerPass& p, const MoeWeights& W) {
       p.matmul_multi(ws, &m.xe[b * d], cnt, ys);
     }
   }
+  for (int e = 0; e < c.n_expert; ++e) {
+    const int b = m.begin[e], cnt = m.begin[e + 1] - b;
+    add_expert_bias(p, W.gate_b, e, b, cnt, f, m.gate.data());
+    add_expert_bias(p, W.up_b, e, b, cnt, f, m.up.data());
+  }
   for_elems(p.pool, n_pick * f, [&](int64_t b, int64_t e) {
-    kernels::silu_mul(m.gate.data() + b, m.up.data() + b, e - b);
+    if (c.ffn_act == FfnAct::kSwigluOai) {
+      kernels::swiglu_oai_mul(m.gate.data() + b, m.up.data() + b, e - b, kernels::kSwigluOaiAlpha,
+                              kernels::kSwigluOaiLimit);
+    } else {
+      kernels::silu_mul(m.gate.data() + b, m.up.data() + b, e - b);
+    }
   });
   for (int e = 0; e < c.n_expert; ++e) {
     const int b = m.begin[e], cnt = m.begin[e + 1] - b;
     if (cnt > 0) p.matmul(W.down[e], &m.gate[b * f], cnt, &m.ye[b * d]);
+    add_expert_bias(p, W.down_b, e, b, cnt, d, m.ye.data());
   }
 }
 
@@ -146,6 +172,7 @@ void moe_ffn_block(const LayerPass& p, const LayerWeights& L) {
   });
   p.matmul(W.router, s.xb.data(), n, m.probs.data());
   for_tokens(p.pool, n, c.n_expert, [&](int64_t i) {
+    if (!W.router_b.empty()) kernels::add(&m.probs[i * c.n_expert], W.router_b.data(), c.n_expert);
     route(&m.probs[i * c.n_expert], c, &m.chosen[i * k], &m.weight[i * k]);
   });
   group_by_expert(c, n, m);

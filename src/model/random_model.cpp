@@ -99,6 +99,33 @@ std::vector<RandomShape> make_shapes() {
                .n_expert = 128,
                .n_expert_used = 8,
                .n_ff_exp = 768});
+  // gpt-oss-20b: MXFP4 experts as it ships with --type mxfp4 (Q8_0 elsewhere); a synthetic
+  // vocabulary of o200k's size. A file of ~12 GB, written tensor by tensor.
+  s.push_back({.name = "gpt-oss-20b",
+               .description = "gpt-oss-20b",
+               .arch = "gpt-oss",
+               .n_layer = 24,
+               .n_embd = 2880,
+               .n_head = 64,
+               .n_head_kv = 8,
+               .n_ff = 2880,
+               .n_vocab = 201088,
+               .n_ctx = 131072,
+               .rope_base = 150000.f,
+               .rms_eps = 1e-5f,
+               .tied_output = false,
+               .qkv_bias = true,
+               .head_dim = 64,
+               .sliding_window = 128,
+               .n_expert = 32,
+               .n_expert_used = 4,
+               .n_ff_exp = 2880,
+               .attn_out_bias = true,
+               .attn_sinks = true,
+               .moe_biases = true,
+               .rope_yarn = 32.f,
+               .yarn_orig_ctx = 4096,
+               .ffn_norm_name = "post_attention_norm"});
   s.push_back({.name = "tiny",
                .description = "tiny llama (tests)",
                .arch = "llama",
@@ -245,20 +272,21 @@ class Builder {
   }
 
   // n_out rows of n_in random weights in `type`, as a tensor of `dims`.
+  // The rows are drawn when the file is written, one tensor at a time (GgufWriter's deferred
+  // tensors), so a model of many gigabytes never sits in memory whole.
   void rows(const std::string& name, GgmlType type, int64_t n_in, int64_t n_out,
             std::vector<int64_t> dims) {
     const uint64_t row_bytes = *bytes_per_row(type, n_in);
     const uint64_t stream = o_.seed * 0x9E3779B97F4A7C15ull ^ hash_name(name);
     const float sd = o_.shape.weight_std;
+    ThreadPool& pool = pool_;
     count(dims, row_bytes * n_out);
-    // Made when the file is written, one tensor at a time: a 30B shape never sits in memory.
-    w_.add_tensor(name, type, std::move(dims), [this, type, n_in, n_out, row_bytes, stream,
-                                                 sd](uint8_t* data) {
-      pool_.parallel_for(n_out, 16, [&](int64_t r0, int64_t r1) {
+    w_.add_tensor(name, type, std::move(dims), [=, &pool](std::span<uint8_t> data) {
+      pool.parallel_for(n_out, 16, [&](int64_t r0, int64_t r1) {
         std::vector<float> row(n_in);
         for (int64_t r = r0; r < r1; ++r) {
           gaussian_row(stream, r, sd, row.data(), n_in);
-          kernels::quantize_row_ref(type, row.data(), data + r * row_bytes, n_in);
+          kernels::quantize_row_ref(type, row.data(), data.data() + r * row_bytes, n_in);
         }
       });
     });
@@ -276,6 +304,19 @@ class Builder {
     }
     add(name, GgmlType::kF32, {n}, std::move(data));
   }
+  // n_vec such vectors, ggml dims {n, n_vec} (a mixture's per-expert biases).
+  void vectors(const std::string& name, int64_t n, int64_t n_vec, float value, float sd) {
+    std::vector<float> v(n * n_vec + 1, 0.f);
+    if (sd > 0.f) {
+      gaussian_row(o_.seed * 0x9E3779B97F4A7C15ull ^ hash_name(name), 0, sd, v.data(), n * n_vec);
+    }
+    std::vector<uint8_t> data(n * n_vec * sizeof(float));
+    for (int64_t i = 0; i < n * n_vec; ++i) {
+      const float x = value + v[i];
+      std::memcpy(&data[i * sizeof(float)], &x, sizeof(float));
+    }
+    add(name, GgmlType::kF32, {n, n_vec}, std::move(data));
+  }
   void vector(const std::string& name, const std::vector<float>& v) {
     std::vector<uint8_t> data(v.size() * sizeof(float));
     std::memcpy(data.data(), v.data(), data.size());
@@ -286,17 +327,17 @@ class Builder {
   const RandomModelStats& stats() const { return stats_; }
 
  private:
-  void add(const std::string& name, GgmlType type, std::vector<int64_t> dims,
-           std::vector<uint8_t> data) {
-    count(dims, data.size());
-    w_.add_tensor(name, type, std::move(dims), std::move(data));
-  }
   void count(const std::vector<int64_t>& dims, uint64_t n_bytes) {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     ++stats_.n_tensors;
     stats_.n_params += static_cast<uint64_t>(n);
     stats_.n_bytes += n_bytes;
+  }
+  void add(const std::string& name, GgmlType type, std::vector<int64_t> dims,
+           std::vector<uint8_t> data) {
+    count(dims, data.size());
+    w_.add_tensor(name, type, std::move(dims), std::move(data));
   }
 
   const RandomModelOptions& o_;
@@ -456,7 +497,9 @@ GgmlType random_matrix_type(GgmlType base, MatrixRole role, bool tied_output, in
     // llama-quantize's MXFP4_MOE writes MXFP4 into expert tensors only and Q8_0 everywhere
     // else. The embedding and output follow it; the dense layer matrices of these shapes
     // (which have no experts) take MXFP4, so that a file of --type mxfp4 computes with it.
-    if (is_output || role == MatrixRole::kTokenEmbd) return fallback(GgmlType::kQ8_0, n_in);
+    if (is_output || role == MatrixRole::kTokenEmbd || role == MatrixRole::kMoeLayer) {
+      return fallback(GgmlType::kQ8_0, n_in);
+    }
     return fallback(base, n_in);
   }
   if (is_output) {
@@ -553,6 +596,11 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     w.set(a + "rope.scaling.type", io::GgufValue::make_str("linear"));
     w.set(a + "rope.scaling.factor", io::GgufValue::make_f32(s.rope_linear));
   }
+  if (s.rope_yarn > 0.f) {
+    w.set(a + "rope.scaling.type", io::GgufValue::make_str("yarn"));
+    w.set(a + "rope.scaling.factor", io::GgufValue::make_f32(s.rope_yarn));
+    w.set(a + "rope.scaling.original_context_length", io::GgufValue::make_u32(s.yarn_orig_ctx));
+  }
   if (s.n_expert > 0) {
     w.set(a + "expert_count", io::GgufValue::make_u32(s.n_expert));
     w.set(a + "expert_used_count", io::GgufValue::make_u32(s.n_expert_used));
@@ -599,6 +647,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     }
     b.vector("rope_freqs.weight", factors);
   }
+  const MatrixRole layer_role = s.n_expert > 0 ? MatrixRole::kMoeLayer : MatrixRole::kLayer;
   for (int il = 0; il < s.n_layer; ++il) {
     const std::string p = fmt::format("blk.{}.", il);
     b.vector(p + "attn_norm.weight", s.n_embd, 1.f, norm_sd);
@@ -606,9 +655,9 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.matrix(p + "attn_qkv.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
                q_dim + 2 * kv_dim);
     } else {
-      b.matrix(p + "attn_q.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, q_dim);
-      b.matrix(p + "attn_k.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
-      b.matrix(p + "attn_v.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, kv_dim);
+      b.matrix(p + "attn_q.weight", mtype(layer_role, s.n_embd), s.n_embd, q_dim);
+      b.matrix(p + "attn_k.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
+      b.matrix(p + "attn_v.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
     }
     if (s.qkv_bias) {
       b.vector(p + "attn_q.bias", q_dim, 0.f, norm_sd);
@@ -619,25 +668,33 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.vector(p + "attn_q_norm.weight", head_dim, 1.f, norm_sd);
       b.vector(p + "attn_k_norm.weight", head_dim, 1.f, norm_sd);
     }
-    b.matrix(p + "attn_output.weight", mtype(MatrixRole::kLayer, q_dim), q_dim, s.n_embd);
+    b.matrix(p + "attn_output.weight", mtype(layer_role, q_dim), q_dim, s.n_embd);
+    if (s.attn_out_bias) b.vector(p + "attn_output.bias", s.n_embd, 0.f, norm_sd);
+    if (s.attn_sinks) b.vector(p + "attn_sinks.weight", s.n_head, 0.f, 1.f);
     if (s.post_norms) b.vector(p + "post_attention_norm.weight", s.n_embd, 1.f, norm_sd);
-    b.vector(p + "ffn_norm.weight", s.n_embd, 1.f, norm_sd);
+    b.vector(p + s.ffn_norm_name + ".weight", s.n_embd, 1.f, norm_sd);
     if (s.n_expert > 0) {
       const int64_t ff = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
       b.matrix(p + "ffn_gate_inp.weight", GgmlType::kF32, s.n_embd, s.n_expert);
-      b.matrices(p + "ffn_gate_exps.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, ff,
+      if (s.moe_biases) b.vector(p + "ffn_gate_inp.bias", s.n_expert, 0.f, 0.5f);
+      b.matrices(p + "ffn_gate_exps.weight", mtype(MatrixRole::kExpert, s.n_embd), s.n_embd, ff,
                  s.n_expert);
-      b.matrices(p + "ffn_up_exps.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, ff,
+      b.matrices(p + "ffn_up_exps.weight", mtype(MatrixRole::kExpert, s.n_embd), s.n_embd, ff,
                  s.n_expert);
-      b.matrices(p + "ffn_down_exps.weight", mtype(MatrixRole::kLayer, ff), ff, s.n_embd,
+      b.matrices(p + "ffn_down_exps.weight", mtype(MatrixRole::kExpert, ff), ff, s.n_embd,
                  s.n_expert);
+      if (s.moe_biases) {
+        b.vectors(p + "ffn_gate_exps.bias", ff, s.n_expert, 0.f, 0.1f);
+        b.vectors(p + "ffn_up_exps.bias", ff, s.n_expert, 0.f, 0.1f);
+        b.vectors(p + "ffn_down_exps.bias", s.n_embd, s.n_expert, 0.f, 0.1f);
+      }
       if (s.n_ff_shexp > 0) {
         b.vector(p + "ffn_gate_inp_shexp.weight", s.n_embd, 0.f, 0.5f);
-        b.matrix(p + "ffn_gate_shexp.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
+        b.matrix(p + "ffn_gate_shexp.weight", mtype(layer_role, s.n_embd), s.n_embd,
                  s.n_ff_shexp);
-        b.matrix(p + "ffn_up_shexp.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
+        b.matrix(p + "ffn_up_shexp.weight", mtype(layer_role, s.n_embd), s.n_embd,
                  s.n_ff_shexp);
-        b.matrix(p + "ffn_down_shexp.weight", mtype(MatrixRole::kLayer, s.n_ff_shexp),
+        b.matrix(p + "ffn_down_shexp.weight", mtype(layer_role, s.n_ff_shexp),
                  s.n_ff_shexp, s.n_embd);
       }
     } else if (phi3) {  // fused: rows gate, up

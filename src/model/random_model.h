@@ -48,6 +48,15 @@ struct RandomShape {
   int n_expert_used = 0;
   int n_ff_exp = 0;    // expert_feed_forward_length, written when set (qwen*moe); 0: n_ff
   int n_ff_shexp = 0;  // > 0: a shared expert of this width (qwen2moe) and its gate
+  // gpt-oss: attn_output.bias, attn_sinks.weight (N(0, 1) logits), the router's and experts'
+  // biases, YaRN (rope.scaling.type yarn with this factor over yarn_orig_ctx positions), and
+  // the feed-forward norm under another name.
+  bool attn_out_bias = false;
+  bool attn_sinks = false;
+  bool moe_biases = false;
+  float rope_yarn = 0.f;
+  int yarn_orig_ctx = 0;
+  std::string ffn_norm_name = "ffn_norm";
   float weight_std = 0.02f;   // matrices are N(0, weight_std)
   bool random_norms = false;  // norm weights 1 + N(0, 0.1) instead of 1 (fixtures: a norm
                               // weight applied to the wrong element shows)
@@ -79,7 +88,9 @@ Result<GgmlType> parse_random_type(std::string_view name);
 
 // What a matrix is for: llama-quantize treats the output matrix (or the tied token embedding)
 // differently from the rest.
-enum class MatrixRole { kTokenEmbd, kOutput, kLayer };
+// A mixture's experts (kExpert) and its other layer matrices (kMoeLayer) differ only for MXFP4
+// (llama-quantize's MXFP4_MOE: MXFP4 experts, Q8_0 elsewhere).
+enum class MatrixRole { kTokenEmbd, kOutput, kLayer, kExpert, kMoeLayer };
 
 // The type llama-quantize gives a matrix with rows of n_in elements in a file of base type
 // `base`: the output matrix (or tied embedding) of a 4/5-bit file is Q6_K, and a k-quant that

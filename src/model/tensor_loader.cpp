@@ -69,7 +69,19 @@ kernels::WeightMatrix TensorLoader::rows(const kernels::WeightMatrix& m, int64_t
 }
 
 Result<std::vector<float>> TensorLoader::vector(const std::string& name, int64_t n) {
-  TOVA_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, tensor(name, {n}));
+  return vectors_of(name, {n});
+}
+
+Result<std::vector<float>> TensorLoader::vectors(const std::string& name, int64_t n,
+                                                 int64_t n_vec) {
+  return vectors_of(name, {n, n_vec});
+}
+
+Result<std::vector<float>> TensorLoader::vectors_of(const std::string& name,
+                                                    const std::vector<int64_t>& dims) {
+  TOVA_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, tensor(name, dims));
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
   if (t->type != GgmlType::kF32 && t->type != GgmlType::kF16 && t->type != GgmlType::kBF16) {
     return make_error("{}: tensor '{}' has type {}, expected f32, f16 or bf16", f_.path(), name,
                       type_name(t->type));

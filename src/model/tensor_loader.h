@@ -31,6 +31,9 @@ class TensorLoader {
   static kernels::WeightMatrix rows(const kernels::WeightMatrix& m, int64_t row0, int64_t n_rows);
   // A vector of n floats (stored as f32, f16 or bf16), converted to float32.
   Result<std::vector<float>> vector(const std::string& name, int64_t n);
+  // n_vec vectors of n floats, ggml dims {n, n_vec} (a mixture's per-expert biases), one after
+  // the other.
+  Result<std::vector<float>> vectors(const std::string& name, int64_t n, int64_t n_vec);
 
   // Bytes of tensor data read so far (what the forward pass streams).
   uint64_t n_bytes() const { return n_bytes_; }
@@ -42,6 +45,7 @@ class TensorLoader {
  private:
   Result<const io::GgufTensorInfo*> tensor(const std::string& name,
                                            const std::vector<int64_t>& dims);
+  Result<std::vector<float>> vectors_of(const std::string& name, const std::vector<int64_t>& dims);
 
   const io::GgufFile& f_;
   uint64_t n_bytes_ = 0;

@@ -22,8 +22,12 @@ enum class FfnKind { kDense, kMoe };
 // a sigmoid gate. The experts are views of the file's 3-D tensors, one matrix per expert.
 struct MoeWeights {
   kernels::WeightMatrix router;                 // ffn_gate_inp: [n_expert][n_embd]
+  std::vector<float> router_b;                  // gpt-oss: ffn_gate_inp.bias [n_expert]
   std::vector<kernels::WeightMatrix> gate, up;  // [n_expert] x [n_ff_exp][n_embd]
   std::vector<kernels::WeightMatrix> down;      // [n_expert] x [n_embd][n_ff_exp]
+  // gpt-oss: the experts' biases, added to each matrix's output; empty without.
+  std::vector<float> gate_b, up_b;              // [n_expert][n_ff_exp]
+  std::vector<float> down_b;                    // [n_expert][n_embd]
   // Shared expert (qwen2moe), empty without one.
   std::vector<float> shared_gate_inp;            // ffn_gate_inp_shexp: [n_embd]
   kernels::WeightMatrix shared_gate, shared_up;  // [n_ff_shexp][n_embd]
@@ -37,6 +41,8 @@ struct LayerWeights {
   kernels::WeightMatrix wk;       // [n_head_kv * head_dim][n_embd]
   kernels::WeightMatrix wv;       // [n_head_kv * head_dim][n_embd]
   kernels::WeightMatrix wo;       // [n_embd][n_head * head_dim]
+  std::vector<float> bo;          // gpt-oss: attn_output.bias [n_embd]
+  std::vector<float> attn_sinks;  // gpt-oss: [n_head] logits in each head's softmax denominator
   std::vector<float> bq, bk, bv;  // qwen2: [n_head * head_dim], [n_head_kv * head_dim] x2
   std::vector<float> q_norm;      // qwen3: [head_dim], RMSNorm of each query head before RoPE
   std::vector<float> k_norm;      // qwen3: [head_dim], RMSNorm of each key head before RoPE

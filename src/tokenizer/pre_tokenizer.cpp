@@ -112,7 +112,7 @@ struct Rule {
   bool optional_space = false;  // a leading \s?
 };
 
-enum class StageKind { kRule, kGpt2, kLlama3 };
+enum class StageKind { kRule, kGpt2, kLlama3, kGpt4o };
 
 struct Stage {
   StageKind kind;
@@ -229,6 +229,70 @@ void split_llama3(const Span& s, Words& out, size_t max_digits) {
   }
 }
 
+// gpt-4o (o200k), as llama.cpp writes tiktoken's regex without Unicode case classes:
+//   A [^\r\n\p{L}\p{N}]?U*W+C?  |  B [^\r\n\p{L}\p{N}]?U+W*C?  |  \p{N}{1,3}  |
+//   ' ?[^\s\p{L}\p{N}]+[\r\n/]*'  |  \s*[\r\n]+  |  \s+(?!\S)  |  \s+
+// with U = (?=\p{L})[^a-z] (a letter other than a-z), W = (?=\p{L})[^A-Z] (a letter other than
+// A-Z: non-ASCII letters are both) and C = (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|
+// '[dD]). tiktoken's own classes are [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and
+// [\p{Ll}\p{Lm}\p{Lo}\p{M}]; llama.cpp (and so this) differs on marks (here not letters) and
+// on non-ASCII case (here any letter is both).
+void split_gpt4o(const Span& s, Words& out) {
+  auto upper = [&](size_t k) { return s.letter(k) && !(s.cpts[k] >= 'a' && s.cpts[k] <= 'z'); };
+  auto lower = [&](size_t k) { return s.letter(k) && !(s.cpts[k] >= 'A' && s.cpts[k] <= 'Z'); };
+  // The letters of A or B starting at j (0: neither matches), as the backtracking engine
+  // settles them: A's greedy U* gives back until W+ can take at least one letter.
+  auto letters = [&](size_t j) -> size_t {
+    size_t k = j;
+    while (upper(k)) ++k;
+    size_t r = k;
+    while (lower(r)) ++r;
+    if (r > k) return r - j;  // A: U* then W+
+    for (size_t m = k; m > j; --m) {
+      if (lower(m - 1)) return m - j;  // A with U* shortened to m - 1 letters, W+ one letter
+    }
+    return k - j;  // B: U+ (W* empty), or 0
+  };
+  size_t i = s.begin;
+  while (i < s.end) {
+    const uint32_t c = s.cpts[i];
+    size_t n = 0;
+    // A / B: an optional non-letter, non-digit, non-newline prefix, then letters.
+    const bool prefix = c != '\r' && c != '\n' && !s.letter(i) && !s.number(i);
+    const size_t j = prefix ? i + 1 : i;
+    if (const size_t l = letters(j); l > 0) {
+      n = j - i + l;
+      if (s.has(i + n)) n += contraction(s, i + n, true);
+    }
+    if (n == 0 && s.number(i)) {
+      size_t k = i;
+      while (k - i < 3 && s.number(k)) ++k;
+      n = k - i;
+    }
+    if (n == 0) {
+      const size_t o = (c == ' ' && s.other(i + 1)) ? i + 1 : i;
+      if (s.other(o)) {
+        size_t k = o;
+        while (s.other(k)) ++k;
+        while (s.has(k) && (s.cpts[k] == '\r' || s.cpts[k] == '\n' || s.cpts[k] == '/')) ++k;
+        n = k - i;
+      }
+    }
+    if (n == 0 && s.space(i)) {
+      size_t k = i;
+      size_t last_newline_end = 0;
+      while (s.space(k)) {
+        if (s.cpts[k] == '\r' || s.cpts[k] == '\n') last_newline_end = k + 1;
+        ++k;
+      }
+      n = last_newline_end > 0 ? last_newline_end - i : space_run(s, i);
+    }
+    if (n == 0) n = 1;
+    out.push_back(static_cast<uint32_t>(n));
+    i += n;
+  }
+}
+
 // Length of the rule's match at i (0: none). kTrailingSpace is handled by the caller.
 size_t match_rule(const Rule& r, const Span& s, size_t i) {
   auto run = [&](size_t k) {
@@ -316,6 +380,8 @@ std::vector<Stage> stages_of(PreTokenizerKind kind) {
       return {Stage{StageKind::kLlama3, R{R::kOne}, 3}};
     case PreTokenizerKind::kQwen2:
       return {Stage{StageKind::kLlama3, R{R::kOne}, 1}};
+    case PreTokenizerKind::kGpt4o:
+      return {Stage{StageKind::kGpt4o}};
     case PreTokenizerKind::kDefault:
       return {rule(R::kPlus, C::kDefaultPunct), gpt2, rule(R::kPlus, C::kNumber),
               rule(R::kThree, C::kAsciiDigit)};
@@ -354,6 +420,7 @@ std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name) {
       {"qwen2", PreTokenizerKind::kQwen2},
       {"deepseek-r1-qwen", PreTokenizerKind::kQwen2},
       {"stablelm2", PreTokenizerKind::kQwen2},
+      {"gpt-4o", PreTokenizerKind::kGpt4o},
   };
   for (const Entry& e : kNames) {
     if (e.name == name) return e.kind;
@@ -381,6 +448,9 @@ std::vector<uint32_t> PreTokenizer::split_lengths(const std::vector<uint32_t>& c
           break;
         case StageKind::kLlama3:
           split_llama3(s, next, st.max_digits);
+          break;
+        case StageKind::kGpt4o:
+          split_gpt4o(s, next);
           break;
       }
       begin += len;

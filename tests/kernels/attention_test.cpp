@@ -67,6 +67,7 @@ struct Problem {
   int64_t max_pos = 0;
   int64_t min_pos = 0;   // a sliding window's lower limit (0: none)
   float softcap = 0.f;   // attention soft-capping (0: none)
+  std::vector<float> sinks;  // [n_head] attention sink logits (empty: none)
   int slot_end = -1;     // slots read per KV head (-1: all)
 
   explicit Problem(const Shape& s, uint32_t seed = 7) : su(s) {
@@ -158,6 +159,7 @@ struct Problem {
             .min_pos = min_pos,
             .scale = 1.f / std::sqrt(static_cast<float>(su.head_dim)),
             .softcap = softcap,
+            .sinks = sinks.empty() ? nullptr : sinks.data(),
             .out = out,
             .probs = probs,
             .scratch = scratch};
@@ -178,7 +180,7 @@ void expect_matches_ref(const Problem& pb) {
     ASSERT_NEAR(out[i], out_ref[i], 1e-5 * std::max(1.f, std::fabs(out_ref[i]))) << "out " << i;
   }
   for (int h = 0; h < su.n_head; ++h) {
-    double sum = 0;
+    double sum = 0, sum_ref = 0;
     for (int s = 0; s < su.n_slot; ++s) {
       const size_t i = static_cast<size_t>(h) * su.n_slot + s;
       ASSERT_NEAR(probs[i], probs_ref[i], 1e-6) << "head " << h << " slot " << s;
@@ -186,8 +188,13 @@ void expect_matches_ref(const Problem& pb) {
         ASSERT_EQ(probs[i], 0.f) << "unseen slot got a score";
       }
       sum += probs[i];
+      sum_ref += probs_ref[i];
     }
-    EXPECT_NEAR(sum, 1.0, 1e-5) << "head " << h;
+    // With a sink the seen slots share 1 - p_sink.
+    EXPECT_NEAR(sum, pb.sinks.empty() ? 1.0 : sum_ref, 1e-5) << "head " << h;
+    if (!pb.sinks.empty()) {
+      EXPECT_LE(sum, 1.0 + 1e-6) << "head " << h;
+    }
   }
 }
 
@@ -404,6 +411,63 @@ TEST(Attention, WindowAndSoftcapMatchRefOnEveryTarget) {
     }
   }
   hwy::SetSupportedTargetsForTest(0);
+}
+
+// Attention sinks (gpt-oss): against the reference and invariant under every call shape, on
+// every target, with sinks far below, near and far above the scores.
+TEST(Attention, SinksMatchRefOnEveryTarget) {
+  const std::vector<Shape> some = {
+      {8, 2, 64, 33, kF32, Mask::kMixed},   {6, 2, 64, 70, kF16, Mask::kAllVisible},
+      {4, 1, 32, 513, kF32, Mask::kMixed},  {4, 4, 3, 9, kF16, Mask::kMixed},
+      {8, 2, 64, 33, kQ8, Mask::kMixed},    {6, 3, 48, 70, kQ4, Mask::kAllVisible, -1, true},
+  };
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (const Shape& s : some) {
+      for (float level : {-30.f, 0.f, 3.f}) {
+        Problem pb(s, 17);
+        pb.sinks.resize(s.n_head);
+        for (int h = 0; h < s.n_head; ++h) pb.sinks[h] = level + 0.5f * static_cast<float>(h % 3);
+        SCOPED_TRACE(::testing::Message() << "sink level " << level);
+        expect_matches_ref(pb);
+        expect_call_invariance(pb);
+        expect_split_passes_match(pb);
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// By hand: scores 0 and ln 3 with a sink of ln 4: the denominator is 1 + 3 + 4 = 8, so the
+// probabilities are 1/8 and 3/8 and the output is 1/8 v0 + 3/8 v1.
+TEST(Attention, SinkHandComputed) {
+  const float q[2] = {1.f, 0.f};
+  const float k[4] = {0.f, 5.f, std::log(3.f), 1.f};
+  const float v[4] = {4.f, 0.f, 0.f, 8.f};
+  const int64_t pos[2] = {0, 1};
+  const float sink = std::log(4.f);
+  float out[2], probs[2], scratch[2];
+  for (auto* fn : {&attention, &attention_ref}) {
+    fn({.q = q,
+        .n_head = 1,
+        .n_head_kv = 1,
+        .head_dim = 2,
+        .n_slot = 2,
+        .k = k,
+        .v = v,
+        .pos = pos,
+        .max_pos = 1,
+        .scale = 1.f,
+        .sinks = &sink,
+        .out = out,
+        .probs = probs,
+        .scratch = scratch});
+    EXPECT_NEAR(probs[0], 0.125f, 1e-6);
+    EXPECT_NEAR(probs[1], 0.375f, 1e-6);
+    EXPECT_NEAR(out[0], 0.5f, 1e-6);
+    EXPECT_NEAR(out[1], 3.f, 1e-6);
+  }
 }
 
 // min_pos hides exactly the states below it: the same bits as a pool where they are free.

@@ -269,6 +269,64 @@ TEST_P(OpsTest, SiluMulMatchesRef) {
   }
 }
 
+TEST_P(OpsTest, SwigluOaiMulMatchesRef) {
+  for (int64_t n : kSizes) {
+    auto gate = random_floats(n, -20.f, 20.f, 3);
+    const auto up = random_floats(n, -12.f, 12.f, 4);
+    auto gate_ref = gate;
+    swiglu_oai_mul(gate.data(), up.data(), n, kSwigluOaiAlpha, kSwigluOaiLimit);
+    swiglu_oai_mul_ref(gate_ref.data(), up.data(), n, kSwigluOaiAlpha, kSwigluOaiLimit);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(gate[i], gate_ref[i], 2e-6f * std::fabs(gate_ref[i]) + 1e-30f)
+          << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+// By hand: the gate is clamped above only (at 7), the up branch on both sides, and gains 1.
+TEST_P(OpsTest, SwigluOaiHandComputed) {
+  std::vector<float> gate = {10.f, 1.f, -2.f, 0.f};
+  const std::vector<float> up = {0.f, 9.f, -9.f, 3.f};
+  auto sig = [](double x) { return 1 / (1 + std::exp(-1.702 * x)); };
+  const std::vector<double> want = {7 * sig(7) * 1, 1 * sig(1) * 8, -2 * sig(-2) * -6, 0};
+  for (bool ref : {false, true}) {
+    auto g = gate;
+    (ref ? swiglu_oai_mul_ref : swiglu_oai_mul)(g.data(), up.data(), 4, kSwigluOaiAlpha,
+                                                kSwigluOaiLimit);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(g[i], want[i], 1e-5) << i;
+  }
+}
+
+// YaRN (gpt-oss: factor 32 over 4096 positions, base 150000, 16 rotated dims): the correction
+// dims are floor(16 ln(4096 / (32 2 pi)) / (2 ln 150000)) = 2 and ceil(16 ln(4096 / (2 pi)) /
+// (2 ln 150000)) = 5; pairs 0-2 keep base^(-2i/16), pairs 5-7 are divided by 32, pairs 3 and 4
+// blend with weights 2/3 and 1/3 of the original; every cos/sin is scaled by mscale.
+TEST_P(OpsTest, RopeYarnByHand) {
+  RopeParams p{.n_rot = 16, .freq_base = 150000.f, .freq_scale = 1.f / 32, .mode = RopeMode::kNeox};
+  p.yarn_ext_factor = 1.f;
+  p.yarn_n_ctx_orig = 4096;
+  p.mscale = 1.25f;
+  std::vector<double> theta(8);
+  rope_thetas(p, theta.data());
+  for (int i = 0; i < 8; ++i) {
+    const double base = std::pow(150000.0, -2.0 * i / 16);
+    const double mix = i <= 2 ? 1.0 : i >= 5 ? 0.0 : 1.0 - (i - 2) / 3.0;
+    EXPECT_NEAR(theta[i], base * (mix + (1 - mix) / 32), 1e-12 * base) << i;
+  }
+  std::vector<float> cs(16);
+  rope_cos_sin(100, p, cs.data());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_NEAR(cs[2 * i], 1.25 * std::cos(100 * theta[i]), 1e-6) << i;
+    EXPECT_NEAR(cs[2 * i + 1], 1.25 * std::sin(100 * theta[i]), 1e-6) << i;
+  }
+  // Without YaRN, the rotation is what it always was.
+  const RopeParams lin{.n_rot = 16, .freq_base = 150000.f, .freq_scale = 1.f / 32};
+  rope_thetas(lin, theta.data());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_NEAR(theta[i], std::pow(150000.0, -2.0 * i / 16) / 32, 1e-15);
+  }
+}
+
 TEST_P(OpsTest, SoftmaxMatchesRef) {
   for (int64_t n : kSizes) {
     for (float range : {1.f, 30.f}) {

@@ -62,7 +62,8 @@ struct MiniFile {
       tensor(p + "attn_v.weight", {kEmbd, kHeadKv * kHeadDim});
     }
     tensor(p + "attn_output.weight", {kHead * kHeadDim, kEmbd});
-    tensor(p + "ffn_norm.weight", {kEmbd});
+    // gpt-oss names its feed-forward norm post_attention_norm.
+    tensor(p + (arch == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), {kEmbd});
     if (n_expert > 0) {
       key("expert_count", GgufValue::make_u32(n_expert));
       key("expert_used_count", GgufValue::make_u32(kExpertUsed));
@@ -86,7 +87,19 @@ struct MiniFile {
       tensor(p + "ffn_up.weight", {kEmbd, kFf});
     }
     if (n_expert == 0) tensor(p + "ffn_down.weight", {kFf, kEmbd});
-    if (arch == "qwen2" || arch == "qwen2moe") {
+    if (arch == "gpt-oss") {
+      key("attention.sliding_window", GgufValue::make_u32(128));
+      key("rope.scaling.type", GgufValue::make_str("yarn"));
+      key("rope.scaling.factor", GgufValue::make_f32(32.f));
+      key("rope.scaling.original_context_length", GgufValue::make_u32(4096));
+      tensor(p + "attn_output.bias", {kEmbd});
+      tensor(p + "attn_sinks.weight", {kHead});
+      tensor(p + "ffn_gate_inp.bias", {n_expert});
+      tensor(p + "ffn_gate_exps.bias", {kFfExp, n_expert});
+      tensor(p + "ffn_up_exps.bias", {kFfExp, n_expert});
+      tensor(p + "ffn_down_exps.bias", {kEmbd, n_expert});
+    }
+    if (arch == "qwen2" || arch == "qwen2moe" || arch == "gpt-oss") {
       tensor(p + "attn_q.bias", {kHead * kHeadDim});
       tensor(p + "attn_k.bias", {kHeadKv * kHeadDim});
       tensor(p + "attn_v.bias", {kHeadKv * kHeadDim});
@@ -96,7 +109,7 @@ struct MiniFile {
       tensor(p + "attn_q_norm.weight", {kHeadDim});
       tensor(p + "attn_k_norm.weight", {kHeadDim});
     }
-    if (arch == "qwen3" || arch == "qwen3moe" || gemma) {
+    if (arch == "qwen3" || arch == "qwen3moe" || gemma || arch == "gpt-oss") {
       key("attention.key_length", GgufValue::make_u32(kHeadDim));
       key("attention.value_length", GgufValue::make_u32(kHeadDim));
     }
@@ -479,6 +492,129 @@ TEST(ArchLoader, GemmaRefusesWhatItDoesNotImplement) {
   no_post.tensor("blk.0.attn_q_norm.weight", {kHeadDim});  // gemma3's, in a gemma2 file
   EXPECT_NE(no_post.load_error().find("tensor 'blk.0.attn_q_norm.weight' is not used"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace tova::model
+
+namespace tova::model {
+namespace {
+
+TEST(ArchLoader, GptOssReadsSinksBiasesWindowsAndYarn) {
+  MiniFile g("gpt-oss", kExpert);
+  g.key("block_count", GgufValue::make_u32(1));
+  ModelWeights w;
+  ASSERT_EQ(g.load_error(&w), "");
+  EXPECT_EQ(w.tensors_read.size(), 21u);  // tied output here
+  const LayerWeights& L = w.layers[0];
+  EXPECT_EQ(L.attn_sinks.size(), static_cast<size_t>(kHead));
+  EXPECT_EQ(L.bo.size(), static_cast<size_t>(kEmbd));
+  EXPECT_EQ(L.bq.size(), static_cast<size_t>(kHead * kHeadDim));
+  EXPECT_EQ(L.ffn_kind, FfnKind::kMoe);
+  EXPECT_EQ(L.moe.router_b.size(), static_cast<size_t>(kExpert));
+  EXPECT_EQ(L.moe.gate_b.size(), static_cast<size_t>(kExpert * kFfExp));
+  EXPECT_EQ(L.moe.up_b.size(), static_cast<size_t>(kExpert * kFfExp));
+  EXPECT_EQ(L.moe.down_b.size(), static_cast<size_t>(kExpert * kEmbd));
+
+  MiniFile four("gpt-oss", kExpert);
+  four.key("block_count", GgufValue::make_u32(4));
+  for (int il = 1; il < 4; ++il) {  // the other layers' tensors: copy layer 0's names
+    auto f = io::GgufFile::from_bytes(four.w.to_bytes(), "mini.gguf");
+    ASSERT_TRUE(f.ok());
+    for (const auto& t : (*f)->tensors()) {
+      if (!t.name.starts_with("blk.0.")) continue;
+      four.w.add_tensor("blk." + std::to_string(il) + t.name.substr(5), t.type, t.dims,
+                        std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    }
+  }
+  auto c = config_of(four);
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->layer_window, (std::vector<int>{128, 0, 128, 0}));  // even layers windowed
+  EXPECT_EQ(c->ffn_act, FfnAct::kSwigluOai);
+  EXPECT_EQ(c->moe_gating, MoeGating::kSoftmaxOfChosen);
+  EXPECT_FALSE(c->expert_weights_norm);
+  EXPECT_EQ(c->attn_scale, 1.f / std::sqrt(static_cast<float>(kHeadDim)));
+  EXPECT_EQ(c->rope.mode, kernels::RopeMode::kNeox);
+  EXPECT_EQ(c->rope.freq_scale, 1.f / 32);
+  EXPECT_EQ(c->rope.yarn_ext_factor, 1.f);
+  EXPECT_EQ(c->rope.yarn_n_ctx_orig, 4096);
+  EXPECT_NEAR(c->rope.mscale, 1 + 0.1 * std::log(32.0), 1e-6);
+  EXPECT_EQ(c->rope_window.mscale, c->rope.mscale);  // the window layers scale the same way
+  EXPECT_EQ(c->rope_window.freq_base, c->rope.freq_base);
+  EXPECT_EQ(c->n_ff_exp, kFfExp);
+}
+
+TEST(ArchLoader, GptOssRefusesWhatItDoesNotImplement) {
+  // The window key is required and must be > 0.
+  MiniFile no_window("gpt-oss", kExpert);
+  auto f = io::GgufFile::from_bytes(no_window.w.to_bytes(), "mini.gguf");
+  ASSERT_TRUE(f.ok());
+  io::GgufWriter w;
+  for (const auto& [k, v] : (*f)->metadata()) {
+    if (k != "gpt-oss.attention.sliding_window") w.set(k, v);
+  }
+  for (const auto& t : (*f)->tensors()) {
+    w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  no_window.w = w;
+  EXPECT_NE(no_window.load_error().find("gpt-oss.attention.sliding_window"), std::string::npos)
+      << no_window.load_error();
+  MiniFile zero_window("gpt-oss", kExpert);
+  zero_window.key("attention.sliding_window", GgufValue::make_u32(0));
+  EXPECT_EQ(zero_window.load_error(),
+            "mini.gguf: gpt-oss.attention.sliding_window 0 is out of range (gpt-oss's window "
+            "layers need a window > 0)");
+  // A sinks tensor of the wrong size: one line naming it.
+  MiniFile sinks("gpt-oss", kExpert);
+  sinks.drop({"blk.0.attn_sinks.weight"});
+  sinks.tensor("blk.0.attn_sinks.weight", {kHead + 1});
+  EXPECT_EQ(sinks.load_error(),
+            "mini.gguf: tensor 'blk.0.attn_sinks.weight' has shape [3], expected [2] for this "
+            "architecture");
+  // YaRN parameters the converter copies from the Hugging Face config: llama.cpp computes with
+  // beta_fast 32 and beta_slow 1 whatever they say, so those values are accepted, others refused.
+  MiniFile beta("gpt-oss", kExpert);
+  beta.key("rope.scaling.yarn_beta_fast", GgufValue::make_f32(32.f));
+  beta.key("rope.scaling.yarn_beta_slow", GgufValue::make_f32(1.f));
+  EXPECT_EQ(beta.load_error(), "");
+  beta.key("rope.scaling.yarn_beta_fast", GgufValue::make_f32(16.f));
+  EXPECT_EQ(beta.load_error(),
+            "mini.gguf: gpt-oss.rope.scaling.yarn_beta_fast 16 is not implemented (llama.cpp "
+            "computes this family with 32)");
+  MiniFile log_mul("gpt-oss", kExpert);
+  log_mul.key("rope.scaling.yarn_log_multiplier", GgufValue::make_f32(0.1f));
+  EXPECT_NE(log_mul.load_error().find("'gpt-oss.rope.scaling.yarn_log_multiplier' is not "
+                                      "implemented"),
+            std::string::npos);
+  MiniFile scale("gpt-oss", kExpert);
+  scale.key("expert_weights_scale", GgufValue::make_f32(2.f));
+  EXPECT_NE(scale.load_error().find("'gpt-oss.expert_weights_scale' is not implemented"),
+            std::string::npos);
+  // Without its router bias the layer is not gpt-oss's.
+  MiniFile no_bias("gpt-oss", kExpert);
+  no_bias.drop({"blk.0.ffn_gate_inp.bias"});
+  EXPECT_EQ(no_bias.load_error(), "mini.gguf: missing tensor 'blk.0.ffn_gate_inp.bias'");
+  // An MXFP4 expert tensor whose rows are not whole blocks of 32: one line from the reader
+  // (written with rows of 32, then its first dimension patched to 48 in the header).
+  MiniFile mx("gpt-oss", kExpert);
+  const std::string up = "blk.0.ffn_up_exps.weight";
+  mx.drop({up});
+  mx.w.add_tensor(up, GgmlType::kMXFP4, {32, kFfExp, kExpert},
+                  std::vector<uint8_t>(static_cast<size_t>(17) * kFfExp * kExpert, 0));
+  std::vector<uint8_t> bytes = mx.w.to_bytes();
+  const auto at = std::search(bytes.begin(), bytes.end(), up.begin(), up.end());
+  ASSERT_NE(at, bytes.end());
+  const int64_t bad_row = 48;
+  std::memcpy(&*(at + static_cast<int64_t>(up.size()) + 4), &bad_row, sizeof(bad_row));
+  auto bad = io::GgufFile::from_bytes(bytes, "mini.gguf");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.message().find('\n'), std::string::npos);
+  EXPECT_NE(bad.message().find("row length 48"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("the mxfp4 block size 32"), std::string::npos) << bad.message();
+  // Other families still refuse yarn.
+  MiniFile q("qwen3");
+  q.key("rope.scaling.type", GgufValue::make_str("yarn"));
+  EXPECT_NE(q.load_error().find("(supported: none, linear)"), std::string::npos);
 }
 
 }  // namespace

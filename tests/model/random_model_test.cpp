@@ -127,6 +127,11 @@ TEST(RandomShapes, TensorTypesFollowLlamaQuantize) {
       {kMXFP4, MatrixRole::kOutput, false, 2048, kQ8_0},
       {kMXFP4, MatrixRole::kTokenEmbd, false, 2048, kQ8_0},
       {kMXFP4, MatrixRole::kLayer, false, 576, kMXFP4},
+      // In a mixture: MXFP4 experts, Q8_0 for its other layer matrices (attention).
+      {kMXFP4, MatrixRole::kExpert, false, 2880, kMXFP4},
+      {kMXFP4, MatrixRole::kMoeLayer, false, 2880, kQ8_0},
+      {kQ4_0, MatrixRole::kExpert, false, 2048, kQ4_0},
+      {kQ4_0, MatrixRole::kMoeLayer, false, 2048, kQ4_0},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(random_matrix_type(c.base, c.role, c.tied, c.n_in), c.want)

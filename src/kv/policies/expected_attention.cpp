@@ -163,8 +163,12 @@ class ExpectedAttentionPolicy final : public KvPolicy {
     for (int s = 0; s < v.end(); ++s) out[s] = 0;
     for (int hg = 0; hg < group && n > 0; ++hg) {
       const double* z = &logits_[static_cast<size_t>(hg) * n];
-      const double zmax = *std::max_element(z, z + n);
-      double sum = 0;
+      // The layer's attention sink (gpt-oss) joins the denominator as it does in attention.
+      const int h = g * group + hg;
+      const bool sink = !rope_.sinks.empty();
+      double zmax = *std::max_element(z, z + n);
+      if (sink) zmax = std::max(zmax, rope_.sinks[h]);
+      double sum = sink ? std::exp(rope_.sinks[h] - zmax) : 0.0;
       for (int j = 0; j < n; ++j) sum += std::exp(z[j] - zmax);
       for (int j = 0; j < n; ++j) out[slots_[j]] += std::exp(z[j] - zmax) / sum / group;
     }
