@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { check, finish, startServer, stopServer, requireModule } from './lib.mjs';
+import { check, finish, startServer, stopServer, requireModule, sanitized } from './lib.mjs';
 
 const { default: OpenAI } = await requireModule('openai');
 const [schemaPath, templatePath] = process.argv.slice(4);
@@ -75,12 +75,14 @@ async function forced(seed, stream) {
   return r.choices[0];
 }
 
-await check('tool_choice required: 200 of 200 forced calls are valid for their tool (half via .stream())',
+// The count the issue asks for; under the sanitizers (a memory check, ~10x slower) 48 of them.
+const nForced = sanitized ? 48 : 200;
+await check(`tool_choice required: ${nForced} of ${nForced} forced calls are valid for their tool (half via .stream())`,
   async () => {
     const calls = [];
-    for (let base = 0; base < 200; base += 16) {
+    for (let base = 0; base < nForced; base += 16) {
       const batch = [];
-      for (let i = base; i < Math.min(base + 16, 200); i++) batch.push(forced(i, i % 2 === 1));
+      for (let i = base; i < Math.min(base + 16, nForced); i++) batch.push(forced(i, i % 2 === 1));
       for (const c of await Promise.all(batch)) {
         assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c));
         assert.ok(c.message.tool_calls.length >= 1);
@@ -92,10 +94,10 @@ await check('tool_choice required: 200 of 200 forced calls are valid for their t
         calls.push([t.function.name, t.function.arguments]);
       }
     }
-    assert.equal(calls.length, 200);
+    assert.equal(calls.length, nForced);
     assert.equal(validate(calls), '', 'jsonschema found invalid arguments');
     assert.ok(calls.some((c) => c[0] === 'save_person') && calls.some((c) => c[0] === 'add'));
-    assert.ok(new Set(calls.map((c) => c[1])).size > 150, 'the arguments are sampled');
+    assert.ok(new Set(calls.map((c) => c[1])).size > nForced * 0.75, 'the arguments are sampled');
   });
 
 await check('parallel calls: several in one message, distinct ids; streamed as indexed deltas',
