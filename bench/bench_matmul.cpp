@@ -25,7 +25,7 @@
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
-#include "kernels/simd_target.h"
+#include "tova/simd_target.h"
 
 namespace tova::kernels {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/field_names.h"
+#include "tova/field_names.h"
 #include "eval/perplexity.h"
 #include "eval/task_run.h"
 #include "kv/policy_registry.h"

@@ -9,7 +9,7 @@
 #include "commands.h"
 #include "common.h"
 #include "eval/bench.h"
-#include "kernels/simd_target.h"
+#include "tova/simd_target.h"
 #include "kv/policy_registry.h"
 
 namespace tova::cli {

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/field_names.h"
+#include "tova/field_names.h"
 #include "core/timer.h"
 #include "eval/token_list.h"
 #include "kv/policy_registry.h"

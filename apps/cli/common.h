@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "tova/result.h"
 #include "kv/policy_registry.h"
 #include "tova/engine.h"
 #include "tova/options.h"

@@ -12,7 +12,7 @@
 #include "plan.h"
 #include "web_assets.h"
 #include "worker_pool.h"
-#include "core/field_names.h"
+#include "tova/field_names.h"
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
 #include "runtime/cache_options.h"

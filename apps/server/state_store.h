@@ -24,7 +24,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/result.h"
+#include "tova/result.h"
 #include "tova/engine.h"
 #include "tova/session.h"
 

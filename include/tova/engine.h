@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "tova/result.h"
 #include "tova/options.h"
 #include "tova/session.h"
 
