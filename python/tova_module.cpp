@@ -39,7 +39,9 @@ constexpr FieldSpelling kKeywords[] = {
     {field::kKvRotate, "kv_type"},          {field::kTokenIds, "tokens"},
     {field::kPolicies, "policies"},         {field::kPositions, "positions"},
     {field::kKvTypes, "kv_type"},           {field::kWindow, "window"},
-    {field::kContext, "ctx"},
+    {field::kContext, "ctx"},               {field::kSpillDir, "spill_dir"},
+    {field::kChatTemplate, "chat_template"}, {field::kSamples, "samples"},
+    {field::kNeedleTemplate, "template"},
 };
 
 // Errors reach Python as exceptions whose message is the library's one line, options named as

@@ -188,6 +188,10 @@ constexpr FieldSpelling kFlags[] = {
     {field::kKvRotate, "--kv-rotate"},       {field::kPolicies, "--kv-policy"},
     {field::kPositions, "--kv-positions"},   {field::kKvTypes, "--kv-type"},
     {field::kWindow, "--window"},            {field::kContext, "-c"},
+    {field::kSpillDir, "--session-dir"},     {field::kChatTemplate, "--chat-template"},
+    {field::kSamples, "--samples"},          {field::kTurns, "--turns"},
+    {field::kNeedleTemplate, "--template"},  {field::kVocab, "--vocab"},
+    {field::kReplace, "--force"},
 };
 
 }  // namespace

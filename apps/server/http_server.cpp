@@ -177,7 +177,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
                                                        const ServerOptions& o) {
   if (!o.chat_template.empty()) {
     auto r = runtime::chat_template_of(engine, o.chat_template);  // a family's name or a .jinja file
-    if (!r.ok()) return make_error("--chat-template: {}", r.message());
+    if (!r.ok()) return r.error();  // "chat template: ...", as the front-end spells it
   }
   // The smallest request: one prompt token under the default multi-state.
   const uint64_t need = runtime::reserve_bytes(engine.model(), o.api.cache, 1, o.loop.ctx);
@@ -701,7 +701,7 @@ void HttpServer::routes() {
               send_json(res, {{"tokens", engine_.tokenize(t.content, t.add_special)}});
             }}});
   add_route(s, "/detokenize", {{"POST", [this](const Request& req, Response& res) {
-              auto r = decode_detokenize_request(req.body, engine_.n_vocab());
+              auto r = decode_detokenize_request(req.body);
               if (auto* e = std::get_if<ApiError>(&r)) return send_error(res, *e);
               auto text = engine_.detokenize(std::get<std::vector<int32_t>>(r));
               if (!text.ok()) return send_error(res, bad_request("tokens", text.message()));

@@ -25,6 +25,13 @@ inline constexpr std::string_view kPositions = "positions";
 inline constexpr std::string_view kKvTypes = "kv types";
 inline constexpr std::string_view kWindow = "window";
 inline constexpr std::string_view kContext = "context";
+inline constexpr std::string_view kSpillDir = "spill dir";
+inline constexpr std::string_view kChatTemplate = "chat template";
+inline constexpr std::string_view kSamples = "samples";
+inline constexpr std::string_view kTurns = "turns";
+inline constexpr std::string_view kNeedleTemplate = "needle template";
+inline constexpr std::string_view kVocab = "vocabulary";
+inline constexpr std::string_view kReplace = "replace";
 }  // namespace field
 
 // A front-end's spelling of one library field.

@@ -60,7 +60,7 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
     if (trained > 0 && len > trained) {
       warn(fmt::format(
           "length {} is past the model's trained context of {} tokens: positions beyond it were "
-          "never trained (--kv-positions is {}; gap or rank keep a bounded policy's positions "
+          "never trained (positions are {}; gap or rank keep a bounded policy's positions "
           "within the trained range, absolute does not)",
           len, trained, o.positions));
     }
