@@ -177,7 +177,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
                                                        const ServerOptions& o) {
   if (!o.chat_template.empty()) {
     auto r = runtime::chat_template_of(engine, o.chat_template);  // a family's name or a .jinja file
-    if (!r.ok()) return r.error();  // "chat template: ...", as the front-end spells it
+    // "chat template: ...": the front-end spells the field (--chat-template).
+    if (!r.ok()) return make_error("{}: {}", field::kChatTemplate, r.message());
   }
   // The smallest request: one prompt token under the default multi-state.
   const uint64_t need = runtime::reserve_bytes(engine.model(), o.api.cache, 1, o.loop.ctx);

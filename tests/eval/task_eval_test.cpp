@@ -144,7 +144,7 @@ TEST(Tasks, BadInputIsOneClearError) {
   EXPECT_NE(err({.tasks = {"niah_single"}, .lengths = {100}}).find("too short for task"),
             std::string::npos);
   EXPECT_NE(err({.tasks = {"vt"}, .lengths = {512}, .custom = ruler_needle_template(true)})
-                .find("--template"),
+                .find("needle template replaces"),
             std::string::npos);
   EXPECT_NE(err({.tasks = {"passkey"}, .lengths = {512}, .depths = {120}}).find("depth 120"),
             std::string::npos);
