@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "simd_env.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
+#include "simd_env.h"
 #include "tova/simd_target.h"
 
 namespace tova::kernels {

@@ -9,8 +9,8 @@
 #include "commands.h"
 #include "common.h"
 #include "eval/bench.h"
+#include "tova/policy_spec.h"
 #include "tova/simd_target.h"
-#include "kv/policy_registry.h"
 
 namespace tova::cli {
 

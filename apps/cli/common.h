@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tova/result.h"
-#include "kv/policy_registry.h"
+#include "tova/policy_spec.h"
 #include "tova/engine.h"
 #include "tova/options.h"
 

@@ -5,8 +5,8 @@
 #include <random>
 #include <set>
 
-#include "kv/policy_registry.h"
-#include "kv/positions.h"
+#include "tova/policy_spec.h"
+#include "tova/position_mode.h"
 #include "tova/grammar.h"
 
 namespace tova::server {

@@ -13,8 +13,8 @@
 #include "web_assets.h"
 #include "worker_pool.h"
 #include "tova/field_names.h"
-#include "kv/policy_registry.h"
-#include "kv/positions.h"
+#include "tova/policy_spec.h"
+#include "tova/position_mode.h"
 #include "runtime/cache_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -181,7 +181,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
     if (!r.ok()) return make_error("{}: {}", field::kChatTemplate, r.message());
   }
   // The smallest request: one prompt token under the default multi-state.
-  const uint64_t need = runtime::reserve_bytes(engine.model(), o.api.cache, 1, o.loop.ctx);
+  const uint64_t need = engine.reserve_bytes(o.api.cache, 1, o.loop.ctx);
   if (need > o.loop.kv_memory) {
     return make_error(
         "--kv-memory {} bytes cannot hold one sequence of the default multi-state ({}{}, "
@@ -625,15 +625,13 @@ json HttpServer::model_json() const {
   // The model, and what a request may choose (the policy registry, the defaults): the page and
   // the tests read it.
   json policies = json::array();
-  for (const kv::PolicyInfo* p : kv::all_policies()) {
-    if (!p->listed) continue;
-    policies.push_back({{"name", p->name},
-                        {"arg", p->arg_name.empty() ? json(nullptr) : json(p->arg_name)},
-                        {"bounded", p->bounded},
-                        {"help", p->help},
+  for (const kv::PolicyDescription& p : kv::describe_policies()) {
+    policies.push_back({{"name", p.name},
+                        {"arg", p.arg_name.empty() ? json(nullptr) : json(p.arg_name)},
+                        {"bounded", p.bounded},
+                        {"help", p.help},
                         // How to spell it, every form worth running ("sink:4", "adakv:tova").
-                        {"examples", p->examples.empty() ? json::array({p->name})
-                                                         : json(p->examples)}});
+                        {"examples", p.examples}});
   }
   const CacheOptions& c = o_.api.cache;
   const model::ModelConfig& cfg = engine_.model().config();
@@ -663,11 +661,10 @@ void HttpServer::show_session(const Request& req, Response& res) {
                                                    shown(id)),
                             .code = "not_found"});
   }
-  const tok::Tokenizer& tk = engine_.tokenizer();
   std::vector<std::string> pieces;
   pieces.reserve(v->tokens.size());
   for (size_t i = 0; i < v->tokens.size(); ++i) {
-    pieces.push_back(tk.token_to_piece(v->tokens[i], i > 0 ? v->tokens[i - 1] : -1));
+    pieces.push_back(engine_.token_piece(v->tokens[i], i > 0 ? v->tokens[i - 1] : -1));
   }
   send_json(res, state_view_json(*v, pieces));
 }
