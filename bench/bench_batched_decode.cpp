@@ -27,12 +27,12 @@
 #include <string>
 #include <vector>
 
-#include "simd_env.h"
 #include "core/thread_pool.h"
 #include "eval/bench.h"
 #include "eval/token_source.h"
 #include "model/model.h"
 #include "runtime/sequence.h"
+#include "simd_env.h"
 
 namespace tova {
 namespace {

@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "simd_env.h"
 #include "core/thread_pool.h"
 #include "kv/policy_registry.h"
 #include "model/model.h"
 #include "model/random_model.h"
 #include "runtime/sequence.h"
+#include "simd_env.h"
 
 namespace tova {
 namespace {

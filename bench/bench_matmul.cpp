@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "simd_env.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
-#include "kernels/simd_target.h"
+#include "simd_env.h"
+#include "tova/simd_target.h"
 
 namespace tova::kernels {
 namespace {

@@ -17,9 +17,9 @@
 #include <filesystem>
 #include <string>
 
-#include "simd_env.h"
 #include "core/thread_pool.h"
 #include "io/gguf.h"
+#include "simd_env.h"
 
 namespace tova {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "kernels/simd_target.h"
+#include "tova/simd_target.h"
 
 namespace tova::bench {
 

@@ -2,6 +2,7 @@
 // (include/tova/) as Python classes. Compute runs with the GIL released; the engine's pool takes
 // one forward pass at a time (Engine::exclusive), so sessions of one engine may be used from
 // several Python threads. Docstrings here; type hints in tova/__init__.pyi.
+#include <fmt/format.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -15,14 +16,15 @@
 #include <string>
 #include <vector>
 
-#include "core/field_names.h"
+#include "tova/field_names.h"
 #include "eval/perplexity.h"
 #include "eval/task_run.h"
-#include "kv/policy_registry.h"
+#include "tova/policy_spec.h"
 #include "tova/engine.h"
 #include "tova/grammar.h"
 #include "tova/options.h"
 #include "tova/session.h"
+#include "tova/state_cache.h"
 #include "tova/text_stream.h"
 
 namespace py = pybind11;
@@ -39,7 +41,9 @@ constexpr FieldSpelling kKeywords[] = {
     {field::kKvRotate, "kv_type"},          {field::kTokenIds, "tokens"},
     {field::kPolicies, "policies"},         {field::kPositions, "positions"},
     {field::kKvTypes, "kv_type"},           {field::kWindow, "window"},
-    {field::kContext, "ctx"},
+    {field::kContext, "ctx"},               {field::kSpillDir, "spill_dir"},
+    {field::kChatTemplate, "chat_template"}, {field::kSamples, "samples"},
+    {field::kNeedleTemplate, "template"},
 };
 
 // Errors reach Python as exceptions whose message is the library's one line, options named as
@@ -145,6 +149,74 @@ class Generator {
   std::unique_ptr<TextStream> stream_;
 };
 
+// The constraint of one generation (generate, chat): set from its root each time, or cleared.
+void constrain(Session& s, const std::optional<std::string>& grammar,
+               const py::object& json_schema) {
+  std::string g = grammar.value_or("");
+  if (!json_schema.is_none()) {
+    if (grammar) throw py::value_error("give grammar or json_schema, not both");
+    const std::string schema =
+        py::isinstance<py::str>(json_schema)
+            ? json_schema.cast<std::string>()
+            : py::module_::import("json").attr("dumps")(json_schema).cast<std::string>();
+    Result<std::string> r = json_schema_grammar(schema);
+    if (!r.ok()) throw py::value_error(r.message());
+    g = std::move(*r);
+  }
+  if (!g.empty() || !s.sampling().grammar.empty()) {
+    if (Status st = s.set_grammar(g); !st.ok()) throw py::value_error(st.message());
+  }
+}
+
+// A turn after what the session has queued: a `full` cache allocates its tokens before it
+// starts, as run and chat do (the copy of a growing cache happens here, not in the middle of the
+// answer), and the token that hits max_tokens joins the history (as in `tova chat`).
+Generator start_turn(const std::shared_ptr<Session>& s, int max_tokens,
+                     std::vector<std::string> stop, bool ignore_eos, int64_t max_context) {
+  const int64_t n_history = static_cast<int64_t>(s->history().size());
+  const int64_t n_hold =
+      max_tokens >= 0 ? n_history + max_tokens : std::max<int64_t>(max_context, 0);
+  if (n_hold > 0) unwrap(s->reserve(max_context > 0 ? std::min(n_hold, max_context) : n_hold));
+  return Generator(s, {.max_tokens = max_tokens,
+                       .stop = std::move(stop),
+                       .ignore_eos = ignore_eos,
+                       .max_context = max_context,
+                       .keep_length_token = true});
+}
+
+// Python's messages ([{"role": ..., "content": ...}, ...], OpenAI's optional fields too) as the
+// library's; a key it does not know is an error naming it.
+std::vector<ChatMessage> chat_messages(const py::list& messages) {
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (!py::isinstance<py::dict>(messages[i])) {
+      throw py::value_error(fmt::format("messages[{}]: expected a dict", i));
+    }
+    ChatMessage m;
+    for (const auto& [key, value] : messages[i].cast<py::dict>()) {
+      const std::string k = key.cast<std::string>();
+      std::string* text = k == "role"                ? &m.role
+                          : k == "content"           ? &m.content
+                          : k == "reasoning_content" ? &m.reasoning_content
+                          : k == "name"              ? &m.name
+                          : k == "tool_call_id"      ? &m.tool_call_id
+                                                     : nullptr;
+      if (text != nullptr) {
+        if (!value.is_none()) *text = value.cast<std::string>();
+      } else if (k == "tool_calls") {
+        m.tool_calls = py::module_::import("json").attr("dumps")(value).cast<std::string>();
+      } else {
+        throw py::value_error(fmt::format(
+            "messages[{}]: unknown key '{}' (role, content, reasoning_content, name, "
+            "tool_call_id, tool_calls)",
+            i, k));
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 std::vector<int32_t> prompt_tokens(const Session& s, const py::object& prompt) {
   if (prompt.is_none()) return {};
   if (py::isinstance<py::str>(prompt)) {
@@ -195,6 +267,21 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False)
           },
           "tokens"_a, "The text of token ids.")
       .def("is_eog", &Engine::is_eog, "token"_a, "End of generation (EOS, EOT, ...)?")
+      .def(
+          "chat_prompt",
+          [](const Engine& e, const py::list& messages, const std::string& chat_template,
+             const py::object& tools, bool add_generation_prompt) {
+            ChatOptions o{.chat_template = chat_template,
+                          .add_generation_prompt = add_generation_prompt};
+            if (!tools.is_none()) {
+              o.tools = py::module_::import("json").attr("dumps")(tools).cast<std::string>();
+            }
+            return unwrap(e.chat_prompt(chat_messages(messages), o));
+          },
+          "messages"_a, "chat_template"_a = "", "tools"_a = py::none(),
+          "add_generation_prompt"_a = true,
+          "The token ids of a conversation rendered with the chat template (as Session.chat "
+          "feeds it): special tokens parsed, BOS added unless the template wrote it.")
       .def(
           "session",
           [](const std::shared_ptr<Engine>& e, const std::string& policy, int budget,
@@ -283,36 +370,9 @@ void bind_session_generation(py::class_<Session, std::shared_ptr<Session>>& cls)
           [](const std::shared_ptr<Session>& s, const py::object& prompt, int max_tokens,
              std::vector<std::string> stop, bool ignore_eos, int64_t max_context,
              std::optional<std::string> grammar, const py::object& json_schema) {
-            // The constraint is this generation's: set from its root each time (or cleared).
-            std::string g = grammar.value_or("");
-            if (!json_schema.is_none()) {
-              if (grammar) throw py::value_error("give grammar or json_schema, not both");
-              const std::string schema =
-                  py::isinstance<py::str>(json_schema)
-                      ? json_schema.cast<std::string>()
-                      : py::module_::import("json").attr("dumps")(json_schema).cast<std::string>();
-              Result<std::string> r = json_schema_grammar(schema);
-              if (!r.ok()) throw py::value_error(r.message());
-              g = std::move(*r);
-            }
-            if (!g.empty() || !s->sampling().grammar.empty()) {
-              if (Status st = s->set_grammar(g); !st.ok()) throw py::value_error(st.message());
-            }
+            constrain(*s, grammar, json_schema);
             s->queue(prompt_tokens(*s, prompt));
-            // A `full` cache allocates the turn's tokens before it starts, as run and chat do:
-            // the copy of a growing cache happens here, not in the middle of the answer.
-            const int64_t n_history = static_cast<int64_t>(s->history().size());
-            const int64_t n_hold =
-                max_tokens >= 0 ? n_history + max_tokens : std::max<int64_t>(max_context, 0);
-            if (n_hold > 0) {
-              unwrap(s->reserve(max_context > 0 ? std::min(n_hold, max_context) : n_hold));
-            }
-            // The token that hits max_tokens joins the history (as in `tova chat`).
-            return Generator(s, {.max_tokens = max_tokens,
-                                 .stop = std::move(stop),
-                                 .ignore_eos = ignore_eos,
-                                 .max_context = max_context,
-                                 .keep_length_token = true});
+            return start_turn(s, max_tokens, std::move(stop), ignore_eos, max_context);
           },
           "prompt"_a = py::none(), "max_tokens"_a = 256, "stop"_a = std::vector<std::string>{},
           "ignore_eos"_a = false, "max_context"_a = 0, "grammar"_a = py::none(),
@@ -325,7 +385,42 @@ finish_reason is then "stop" or "length". The generated tokens join the session'
 end-of-generation token and the one that completed a stop string do not).
 grammar: a GBNF grammar (llama.cpp's notation) the text must follow; json_schema: a JSON Schema
 (a dict or JSON text) the text must validate against (docs/GRAMMAR.md: the keywords supported).
-Either constrains this generation only; a malformed one raises ValueError naming its fault.)");
+Either constrains this generation only; a malformed one raises ValueError naming its fault.)")
+      .def(
+          "chat",
+          [](const std::shared_ptr<Session>& s, const py::list& messages, int max_tokens,
+             std::vector<std::string> stop, bool ignore_eos, int64_t max_context,
+             const std::string& chat_template, const py::object& tools,
+             std::optional<std::string> grammar, const py::object& json_schema) {
+            ChatOptions o{.chat_template = chat_template};
+            if (!tools.is_none()) {
+              o.tools = py::module_::import("json").attr("dumps")(tools).cast<std::string>();
+            }
+            const std::vector<int32_t> prompt =
+                unwrap(s->engine().chat_prompt(chat_messages(messages), o));
+            constrain(*s, grammar, json_schema);
+            // The conversation so far is fed once: what the session holds is kept when the
+            // prompt extends it (the last answer as it was generated), else it starts afresh.
+            unwrap(s->feed({}));
+            const std::vector<int32_t>& h = s->history();
+            if (h.size() <= prompt.size() && std::equal(h.begin(), h.end(), prompt.begin())) {
+              s->queue(std::span<const int32_t>(prompt).subspan(h.size()));
+            } else {
+              unwrap(s->reset());
+              s->queue(prompt);
+            }
+            return start_turn(s, max_tokens, std::move(stop), ignore_eos, max_context);
+          },
+          "messages"_a, "max_tokens"_a = 256, "stop"_a = std::vector<std::string>{},
+          "ignore_eos"_a = false, "max_context"_a = 0, "chat_template"_a = "",
+          "tools"_a = py::none(), "grammar"_a = py::none(), "json_schema"_a = py::none(),
+          R"(The assistant's answer to a conversation: messages ([{"role": "system" | "user" |
+"assistant" | "tool", "content": ...}], with OpenAI's reasoning_content, name, tool_call_id and
+tool_calls where the template reads them) rendered with the chat template (chat_template: a
+name such as "chatml" or a .jinja file; "": the model's own, chatml if it has none; tools: the
+OpenAI tool list). Returns a Generator as generate() does. The session keeps the conversation:
+when the next call's messages extend it (this answer appended, then a new user message) only
+what they add is fed; otherwise it starts afresh.)");
 }
 
 // tova.Session: history, statistics, save, clone, reset.
@@ -386,17 +481,103 @@ bounded by its policy, its sampler, the tokens it has seen. Made by Engine.sessi
            "n_prompt, prompt_seconds, n_generated, n_decoded, decode_seconds");
 }
 
+// tova.StateCache: the library's prefix-state cache (tova/state_cache.h). It keeps its engine
+// alive; it is used under the GIL (one thread at a time, as the library requires).
+struct PyStateCache {
+  std::shared_ptr<Engine> engine;
+  std::unique_ptr<StateCache> cache;
+};
+
+py::dict cache_stats_dict(const StateCacheStats& s) {
+  return py::dict("n_held"_a = s.n_held, "held_bytes"_a = s.held_bytes,
+                  "n_stored"_a = s.n_stored, "stored_bytes"_a = s.stored_bytes,
+                  "n_spilled"_a = s.n_spilled, "n_restored"_a = s.n_restored,
+                  "n_skipped"_a = s.n_skipped, "first_skip_reason"_a = s.first_skip_reason);
+}
+
+void bind_state_cache(py::module_& m) {
+  py::class_<PyStateCache>(m, "StateCache", R"(Conversation states kept for reuse: a session put
+here continues, later, any prompt that extends its tokens instead of feeding them again. Least
+recently used states leave memory beyond max_bytes or max_states, to spill_dir (session files,
+shareable by several processes of one model) when given, else dropped.
+
+StateCache(engine, max_bytes=1 GiB, max_states=64, spill_dir=None, spill_max_bytes=4 GiB))")
+      .def(py::init([](std::shared_ptr<Engine> e, uint64_t max_bytes, int max_states,
+                       std::optional<std::string> spill_dir, uint64_t spill_max_bytes) {
+             StateCacheOptions o{.max_bytes = max_bytes,
+                                 .max_states = max_states,
+                                 .spill_dir = spill_dir.value_or(""),
+                                 .spill_max_bytes = spill_max_bytes};
+             auto c = unwrap(StateCache::open(*e, o));
+             return PyStateCache{.engine = std::move(e), .cache = std::move(c)};
+           }),
+           "engine"_a, "max_bytes"_a = uint64_t{1} << 30, "max_states"_a = 64,
+           "spill_dir"_a = py::none(), "spill_max_bytes"_a = uint64_t{4} << 30)
+      .def(
+          "put",
+          [](PyStateCache& c, Session& s, const std::string& id) {
+            if (&s.engine() != c.engine.get()) {
+              throw py::value_error("the session is another engine's");
+            }
+            unwrap(s.feed({}));  // what is queued joins the state first
+            c.cache->put(s.clone(), id);
+          },
+          "session"_a, "id"_a = "",
+          "Holds a copy of the session (after feeding what it has queued) for prompts that "
+          "extend its tokens. Sessions whose states cannot be continued exactly (chunked "
+          "prefill, a policy that chooses at a prompt's end) are not held.")
+      .def(
+          "session",
+          [](PyStateCache& c, const py::object& prompt, const std::string& policy, int budget,
+             const std::string& prefill, const std::string& positions, const std::string& kv_type,
+             float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
+             int repeat_last_n, std::optional<uint64_t> seed) {
+            const std::vector<int32_t> tokens =
+                py::isinstance<py::str>(prompt) ? c.engine->tokenize(prompt.cast<std::string>())
+                                                : prompt.cast<std::vector<int32_t>>();
+            SessionOptions o{
+                .cache = unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
+                .sampling = sampler(temperature, top_k, top_p, min_p, repeat_penalty,
+                                    repeat_last_n, seed)};
+            std::unique_ptr<Session> s;
+            int64_t reused = 0;
+            if (const StateMatch match = c.cache->find(tokens, o.cache)) {
+              if (auto t = c.cache->take(match, tokens, o); t.ok()) {
+                s = std::move(*t);
+                reused = match.n_tokens;
+              }
+            }
+            if (!s) {
+              o.n_prompt_hint = static_cast<int64_t>(tokens.size());
+              s = unwrap(c.engine->new_session(o));
+            }
+            s->queue(std::span<const int32_t>(tokens).subspan(static_cast<size_t>(reused)));
+            auto shared = std::shared_ptr<Session>(s.release(),
+                                                   [keep = c.engine](Session* p) { delete p; });
+            return py::make_tuple(shared, reused);
+          },
+          "prompt"_a, "policy"_a = "full", "budget"_a = 0, "prefill"_a = "exact",
+          "positions"_a = "absolute", "kv_type"_a = "f32", "temperature"_a = 0.8f,
+          "top_k"_a = 40, "top_p"_a = 0.95f, "min_p"_a = 0.05f, "repeat_penalty"_a = 1.0f,
+          "repeat_last_n"_a = 64, "seed"_a = py::none(),
+          R"((session, n_reused): a session for prompt (a str, tokenized with BOS, or token ids) with
+the prompt queued, continuing the longest held or spilled state of the same cache options whose
+tokens the prompt extends (taken out of the cache; n_reused of its tokens are not fed again),
+else a new one (n_reused 0). Options as Engine.session.)")
+      .def("flush", [](PyStateCache& c) { c.cache->flush(); },
+           "Every held state to spill_dir (forced to disk); memory is then empty.")
+      .def("stats", [](const PyStateCache& c) { return cache_stats_dict(c.cache->stats()); },
+           "n_held, held_bytes, n_stored, stored_bytes (spill_dir), n_spilled, n_restored, "
+           "n_skipped, first_skip_reason.");
+}
+
 // tova.policies().
 void bind_policies(py::module_& m) {
   m.def(
       "policies",
       [] {
         std::vector<std::string> names;
-        for (const kv::PolicyInfo* p : kv::all_policies()) {
-          names.push_back(p->suffix             ? "BASE+" + p->name
-                          : p->arg_name.empty() ? p->name
-                                                : p->name + ":" + p->arg_name);
-        }
+        for (const kv::PolicyDescription& p : kv::describe_policies()) names.push_back(p.form());
         return names;
       },
       "The registered KV policies (NAME, NAME:ARG, or BASE+NAME for a suffix such as merge).");
@@ -495,7 +676,9 @@ void bind_eval(py::module_& m) {
         eval::TaskReport rep = unwrap(std::move(r));
         // What `tova eval` prints as "tova: warning: ..." reaches Python as warnings too.
         const py::object warn = py::module_::import("warnings").attr("warn");
-        for (const std::string& w : rep.warnings) warn(w, py::handle(PyExc_UserWarning), 2);
+        for (const std::string& w : rep.warnings) {
+          warn(spell_field(w, kKeywords), py::handle(PyExc_UserWarning), 2);
+        }
         return json_to_python(rep.json);
       },
       "engine"_a, "tasks"_a, "lengths"_a = std::vector<int>{},
@@ -519,6 +702,7 @@ PYBIND11_MODULE(_tova, m) {
   m.doc() = "tova: bounded-memory LLM inference (compiled part; import tova)";
   bind_engine(m);
   bind_session(m);
+  bind_state_cache(m);
   bind_policies(m);
   bind_ppl(m);
   bind_eval(m);

@@ -9,8 +9,8 @@
 #include "commands.h"
 #include "common.h"
 #include "eval/bench.h"
-#include "kernels/simd_target.h"
-#include "kv/policy_registry.h"
+#include "tova/policy_spec.h"
+#include "tova/simd_target.h"
 
 namespace tova::cli {
 
@@ -36,34 +36,8 @@ void print_markdown(const std::vector<eval::BenchResult>& results) {
                     r.test.cache_label() + " " + r.test.cache.kv_type.label(),
                     r.test.name(), fmt::format("{:.2f} ± {:.2f}", r.avg_ts, r.stddev_ts)});
   }
-  std::vector<size_t> width(head.size());
-  // Width in code points, so "±" counts as one column.
-  auto cols = [](const std::string& s) {
-    size_t n = 0;
-    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-    return n;
-  };
-  for (size_t i = 0; i < head.size(); ++i) {
-    width[i] = cols(head[i]);
-    for (const auto& row : rows) width[i] = std::max(width[i], cols(row[i]));
-  }
   // Text columns align left, numbers right, as llama-bench does.
-  auto right = [](size_t i) { return i == 1 || i == 2 || i == 4 || i == 7; };
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string s = "|";
-    for (size_t i = 0; i < cells.size(); ++i) {
-      const std::string pad(width[i] - cols(cells[i]), ' ');
-      s += " " + (right(i) ? pad + cells[i] : cells[i] + pad) + " |";
-    }
-    fmt::print("{}\n", s);
-  };
-  line(head);
-  std::string rule = "|";
-  for (size_t i = 0; i < head.size(); ++i) {
-    rule += " " + std::string(width[i] - 1, '-') + (right(i) ? ":" : "-") + " |";
-  }
-  fmt::print("{}\n", rule);
-  for (const auto& row : rows) line(row);
+  print_markdown_table(head, rows, [](size_t i) { return i == 1 || i == 2 || i == 4 || i == 7; });
   fmt::print("\nsimd: {}\n", kernels::simd_target_name());
 }
 

@@ -61,7 +61,7 @@ void run(const Flags& f) {
   if (!f.out.empty()) out = take(eval::OutputDir::create(f.out, f.force));
 
   const std::unique_ptr<Engine> engine = take(f.model.load());
-  o.on_warning = [](const std::string& w) { fmt::print(stderr, "tova: warning: {}\n", w); };
+  o.on_warning = [](const std::string& w) { warn(w); };
   const bool tty = ::isatty(2) != 0;
   if (tty) {
     o.on_progress = [last = -1.0](const eval::EvalProgress& p) mutable {

@@ -7,8 +7,8 @@
 
 #include "commands.h"
 #include "common.h"
-#include "core/timer.h"
 #include "model/random_model.h"
+#include "tova/timer.h"
 
 namespace tova::cli {
 

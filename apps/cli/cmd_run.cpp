@@ -6,10 +6,9 @@
 
 #include "commands.h"
 #include "common.h"
-#include "core/timer.h"
-#include "tokenizer/tokenizer.h"
 #include "tova/grammar.h"
 #include "tova/text_stream.h"
+#include "tova/timer.h"
 
 namespace tova::cli {
 
@@ -161,11 +160,10 @@ void add_run_command(CLI::App& app) {
 
     // Echo the prompt, then stream the continuation.
     if (!f.no_display_prompt) {
-      const tok::Tokenizer& tk = e.tokenizer();
       int32_t prev = session->history().empty() ? -1 : session->history().back();
       std::string echo;
       for (int32_t id : ids) {
-        echo += tk.token_to_piece(id, prev);
+        echo += e.token_piece(id, prev);
         prev = id;
       }
       print_piece(echo);

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "common.h"
 #include "http_server.h"
+#include "tova/state_cache.h"
 
 namespace tova::cli {
 
@@ -129,15 +130,19 @@ void add_serve_command(CLI::App& app) {
     auto engine = f.model.load();
     if (!engine.ok()) throw CLI::RuntimeError(fail(engine.message()));
     if (!f.session_dir.empty()) {
-      auto store = server::StateStore::open(**engine, f.session_dir, *dir_max);
-      if (!store.ok()) throw CLI::RuntimeError(fail(store.message()));
+      auto states = StateCache::open(**engine, {.max_bytes = o.loop.kv_memory,
+                                                .max_states = o.loop.max_cached_states,
+                                                .spill_dir = f.session_dir,
+                                                .spill_max_bytes = *dir_max});
+      if (!states.ok()) throw CLI::RuntimeError(fail(states.message()));
+      const StateCacheStats st = (*states)->stats();
       fmt::print(stderr, "tova serve: --session-dir {}: {} conversation states ({}) from earlier runs\n",
-                 f.session_dir, (*store)->count(), format_bytes((*store)->bytes()));
-      if ((*store)->skipped() > 0) {
+                 f.session_dir, st.n_stored, format_bytes(st.stored_bytes));
+      if (st.n_skipped > 0) {
         fmt::print(stderr, "tova serve: --session-dir {}: {} files not used, first: {}\n",
-                   f.session_dir, (*store)->skipped(), (*store)->first_skip_reason());
+                   f.session_dir, st.n_skipped, st.first_skip_reason);
       }
-      o.loop.store = std::move(*store);
+      o.loop.states = std::move(*states);
     }
     auto created = server::HttpServer::create(**engine, o);
     if (!created.ok()) throw CLI::RuntimeError(fail(created.message()));

@@ -11,7 +11,7 @@
 #include "eval/output_dir.h"
 #include "eval/throughput.h"
 #include "eval/throughput_report.h"
-#include "kernels/simd_target.h"
+#include "tova/simd_target.h"
 
 namespace tova::cli {
 

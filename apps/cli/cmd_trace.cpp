@@ -10,7 +10,6 @@
 
 #include "commands.h"
 #include "common.h"
-#include "core/timer.h"
 #include "eval/output_dir.h"
 #include "eval/plots.h"
 #include "eval/progress.h"
@@ -19,6 +18,7 @@
 #include "eval/trace_compare.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tova/timer.h"
 
 namespace tova::cli {
 

@@ -12,11 +12,11 @@
 #include <sstream>
 #include <thread>
 
-#include "core/field_names.h"
-#include "core/timer.h"
 #include "eval/token_list.h"
-#include "kv/policy_registry.h"
 #include "tova/engine.h"
+#include "tova/field_names.h"
+#include "tova/policy_spec.h"
+#include "tova/timer.h"
 
 namespace tova::cli {
 
@@ -188,6 +188,10 @@ constexpr FieldSpelling kFlags[] = {
     {field::kKvRotate, "--kv-rotate"},       {field::kPolicies, "--kv-policy"},
     {field::kPositions, "--kv-positions"},   {field::kKvTypes, "--kv-type"},
     {field::kWindow, "--window"},            {field::kContext, "-c"},
+    {field::kSpillDir, "--session-dir"},     {field::kChatTemplate, "--chat-template"},
+    {field::kSamples, "--samples"},          {field::kTurns, "--turns"},
+    {field::kNeedleTemplate, "--template"},  {field::kVocab, "--vocab"},
+    {field::kReplace, "--force"},
 };
 
 }  // namespace
@@ -201,7 +205,9 @@ int fail(const std::string& message) {
   return 1;
 }
 
-void warn(const std::string& message) { fmt::print(stderr, "tova: warning: {}\n", message); }
+void warn(const std::string& message) {
+  fmt::print(stderr, "tova: warning: {}\n", spell_field(message, kFlags));
+}
 void note(const std::string& message) { fmt::print(stderr, "tova: note: {}\n", message); }
 
 Result<std::string> read_text_file(const std::string& path) {

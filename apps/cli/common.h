@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
-#include "kv/policy_registry.h"
+#include "tova/result.h"
+#include "tova/policy_spec.h"
 #include "tova/engine.h"
 #include "tova/options.h"
 

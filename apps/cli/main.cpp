@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "kernels/simd_target.h"
+#include "tova/simd_target.h"
 
 int main(int argc, char** argv) {
   CLI::App app{

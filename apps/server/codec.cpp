@@ -6,9 +6,9 @@
 #include <random>
 #include <set>
 
-#include "kv/policy_registry.h"
-#include "kv/positions.h"
 #include "jinja/json.h"
+#include "tova/policy_spec.h"
+#include "tova/position_mode.h"
 #include "tova/grammar.h"
 #include "turn.h"
 
@@ -701,8 +701,7 @@ std::variant<TokenizeRequest, ApiError> decode_tokenize_request(std::string_view
   return r;
 }
 
-std::variant<std::vector<int32_t>, ApiError> decode_detokenize_request(std::string_view body,
-                                                                       int32_t n_vocab) {
+std::variant<std::vector<int32_t>, ApiError> decode_detokenize_request(std::string_view body) {
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array()) {
     return bad_request("tokens", "expected {\"tokens\": [ID, ...]}");
@@ -714,8 +713,9 @@ std::variant<std::vector<int32_t>, ApiError> decode_detokenize_request(std::stri
   }
   std::vector<int32_t> ids;
   for (const auto& x : j["tokens"]) {
-    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= n_vocab) {
-      return bad_request("tokens", fmt::format("'tokens' must hold token ids in [0, {})", n_vocab));
+    // Whether each is in the vocabulary is the library's one check (Engine::detokenize).
+    if (!x.is_number_integer() || x.get<int64_t>() < INT32_MIN || x.get<int64_t>() > INT32_MAX) {
+      return bad_request("tokens", "'tokens' must hold token ids (integers)");
     }
     ids.push_back(x.get<int32_t>());
   }

@@ -72,8 +72,8 @@ struct TokenizeRequest {
   bool add_special = false;
 };
 std::variant<TokenizeRequest, ApiError> decode_tokenize_request(std::string_view body);
-std::variant<std::vector<int32_t>, ApiError> decode_detokenize_request(std::string_view body,
-                                                                       int32_t n_vocab);
+// The ids as given: Engine::detokenize checks them against the vocabulary.
+std::variant<std::vector<int32_t>, ApiError> decode_detokenize_request(std::string_view body);
 
 // A client's string as an error message shows it: control characters escaped (\n, \xNN) so the
 // message stays one line, cut to 64 bytes with "..." after.

@@ -13,9 +13,9 @@
 #include "turn.h"
 #include "web_assets.h"
 #include "worker_pool.h"
-#include "core/field_names.h"
-#include "kv/policy_registry.h"
-#include "kv/positions.h"
+#include "tova/field_names.h"
+#include "tova/policy_spec.h"
+#include "tova/position_mode.h"
 #include "runtime/cache_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -178,14 +178,15 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
                                                        const ServerOptions& o) {
   if (!o.chat_template.empty()) {
     auto r = runtime::chat_template_of(engine, o.chat_template);  // a family's name or a .jinja file
-    if (!r.ok()) return make_error("--chat-template: {}", r.message());
+    // "chat template: ...": the front-end spells the field (--chat-template).
+    if (!r.ok()) return make_error("{}: {}", field::kChatTemplate, r.message());
   }
   if (ReasoningFormat f; o.reasoning_format != "auto" && !parse_reasoning_format(o.reasoning_format, f)) {
     return make_error("--reasoning-format '{}': expected auto, none, think or harmony",
                       o.reasoning_format);
   }
   // The smallest request: one prompt token under the default multi-state.
-  const uint64_t need = runtime::reserve_bytes(engine.model(), o.api.cache, 1, o.loop.ctx);
+  const uint64_t need = engine.reserve_bytes(o.api.cache, 1, o.loop.ctx);
   if (need > o.loop.kv_memory) {
     return make_error(
         "--kv-memory {} bytes cannot hold one sequence of the default multi-state ({}{}, "
@@ -720,15 +721,13 @@ json HttpServer::model_json() const {
   // The model, and what a request may choose (the policy registry, the defaults): the page and
   // the tests read it.
   json policies = json::array();
-  for (const kv::PolicyInfo* p : kv::all_policies()) {
-    if (!p->listed) continue;
-    policies.push_back({{"name", p->name},
-                        {"arg", p->arg_name.empty() ? json(nullptr) : json(p->arg_name)},
-                        {"bounded", p->bounded},
-                        {"help", p->help},
+  for (const kv::PolicyDescription& p : kv::describe_policies()) {
+    policies.push_back({{"name", p.name},
+                        {"arg", p.arg_name.empty() ? json(nullptr) : json(p.arg_name)},
+                        {"bounded", p.bounded},
+                        {"help", p.help},
                         // How to spell it, every form worth running ("sink:4", "adakv:tova").
-                        {"examples", p->examples.empty() ? json::array({p->name})
-                                                         : json(p->examples)}});
+                        {"examples", p.examples}});
   }
   const CacheOptions& c = o_.api.cache;
   const model::ModelConfig& cfg = engine_.model().config();
@@ -758,11 +757,10 @@ void HttpServer::show_session(const Request& req, Response& res) {
                                                    shown(id)),
                             .code = "not_found"});
   }
-  const tok::Tokenizer& tk = engine_.tokenizer();
   std::vector<std::string> pieces;
   pieces.reserve(v->tokens.size());
   for (size_t i = 0; i < v->tokens.size(); ++i) {
-    pieces.push_back(tk.token_to_piece(v->tokens[i], i > 0 ? v->tokens[i - 1] : -1));
+    pieces.push_back(engine_.token_piece(v->tokens[i], i > 0 ? v->tokens[i - 1] : -1));
   }
   send_json(res, state_view_json(*v, pieces));
 }
@@ -797,7 +795,7 @@ void HttpServer::routes() {
               send_json(res, {{"tokens", engine_.tokenize(t.content, t.add_special)}});
             }}});
   add_route(s, "/detokenize", {{"POST", [this](const Request& req, Response& res) {
-              auto r = decode_detokenize_request(req.body, engine_.n_vocab());
+              auto r = decode_detokenize_request(req.body);
               if (auto* e = std::get_if<ApiError>(&r)) return send_error(res, *e);
               auto text = engine_.detokenize(std::get<std::vector<int32_t>>(r));
               if (!text.ok()) return send_error(res, bad_request("tokens", text.message()));

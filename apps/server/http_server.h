@@ -13,7 +13,7 @@
 
 #include "access_log.h"
 #include "codec.h"
-#include "core/result.h"
+#include "tova/result.h"
 #include "metrics.h"
 #include "serving_loop.h"
 #include "tokenizer/chat_template.h"

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "core/result.h"
+#include "tova/result.h"
 
 namespace tova::server {
 

@@ -5,10 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/batch_scheduler.h"
-#include "runtime/cache_options.h"
-#include "runtime/session_impl.h"
-#include "tokenizer/tokenizer.h"
 #include "tova/text_stream.h"
 
 namespace tova::server {
@@ -50,18 +46,18 @@ KvReport report(const Session& s, int64_t reused) {
   return r;
 }
 
-uint64_t state_bytes(const Session& s) { return runtime::state_of(s).bytes(); }
+uint64_t state_bytes(const Session& s) { return s.stats().kv_capacity; }
 
 // The log-probability of `id` under `logits` and the `top` most likely tokens (log-softmax of
 // the model's scores: before temperature and the sampler's filters).
-TokenLogprob logprob_of(std::span<const float> logits, int32_t id, int top,
-                        const tok::Tokenizer& tk, int32_t prev) {
+TokenLogprob logprob_of(std::span<const float> logits, int32_t id, int top, const Engine& e,
+                        int32_t prev) {
   float max = -INFINITY;
   for (float x : logits) max = std::max(max, x);
   double sum = 0;
   for (float x : logits) sum += std::exp(static_cast<double>(x - max));
   const float lse = max + static_cast<float>(std::log(sum));
-  TokenLogprob t{.token = tk.token_to_piece(id, prev), .logprob = logits[id] - lse};
+  TokenLogprob t{.token = e.token_piece(id, prev), .logprob = logits[id] - lse};
   if (top > 0) {
     std::vector<int32_t> ids(logits.size());
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
@@ -70,7 +66,7 @@ TokenLogprob logprob_of(std::span<const float> logits, int32_t id, int top,
       return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
     });
     for (size_t i = 0; i < k; ++i) {
-      t.top.emplace_back(tk.token_to_piece(ids[i], prev), logits[ids[i]] - lse);
+      t.top.emplace_back(e.token_piece(ids[i], prev), logits[ids[i]] - lse);
     }
   }
   return t;
@@ -90,6 +86,12 @@ void fail(Job& job, ApiError e) {
 
 ServingLoop::ServingLoop(const Engine& engine, const LoopOptions& o, Metrics& metrics)
     : engine_(engine), o_(o), metrics_(metrics) {
+  if (!o_.states) {
+    // Without a spill directory opening cannot fail.
+    auto states = StateCache::open(engine, {.max_bytes = o_.kv_memory,
+                                            .max_states = o_.max_cached_states});
+    if (states.ok()) o_.states = std::move(*states);
+  }
   thread_ = std::thread([this] { run(); });
 }
 
@@ -149,41 +151,9 @@ void ServingLoop::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void ServingLoop::spill(Held& h, bool sync) {
-  if (!o_.store || !h.session) return;
-  // A state that cannot be written is dropped, as it would be without a store.
-  if (o_.store->put(h.tokens, *h.session, sync).ok()) metrics_.stored(1);
-}
-
 void ServingLoop::hold(std::unique_ptr<Session> s, const std::string& id) {
-  if (!o_.prefix_reuse || !runtime::continues_exactly(s->cache())) return;
-  Held h{.id = id, .tokens = s->history(), .session = std::move(s)};
-  h.bytes = state_bytes(*h.session);
-  if (h.bytes > o_.kv_memory || o_.max_cached_states <= 0) {
-    spill(h, false);
-    return;
-  }
-  // One state per token sequence: a newer identical one replaces the old.
-  for (auto it = held_.begin(); it != held_.end(); ++it) {
-    if (it->tokens == h.tokens && it->session->cache().label() == h.session->cache().label()) {
-      reserved_ -= it->bytes;
-      held_.erase(it);
-      break;
-    }
-  }
-  // Room: drop least recently used states beyond the count or the memory.
-  while (!held_.empty() && (static_cast<int>(held_.size()) >= o_.max_cached_states ||
-                            reserved_ + h.bytes > o_.kv_memory)) {
-    reserved_ -= held_.back().bytes;
-    spill(held_.back(), false);
-    held_.pop_back();
-  }
-  if (reserved_ + h.bytes > o_.kv_memory) {
-    spill(h, false);
-    return;
-  }
-  reserved_ += h.bytes;
-  held_.push_front(std::move(h));
+  if (!o_.prefix_reuse || !o_.states) return;
+  o_.states->put(std::move(s), id, reserved_);
 }
 
 GenerateOptions ServingLoop::generate_options(const GenerationRequest& r) const {
@@ -196,57 +166,29 @@ GenerateOptions ServingLoop::generate_options(const GenerationRequest& r) const 
 
 bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   const GenerationRequest& r = job->request;
-  // The longest held state of the same configuration whose tokens the prompt extends, unless
-  // the store (on disk) has a longer one.
-  const std::string label = r.cache.label();
-  const bool can_reuse = o_.prefix_reuse && r.allow_reuse && runtime::continues_exactly(r.cache);
-  auto best = held_.end();
-  if (can_reuse) {
-    for (auto it = held_.begin(); it != held_.end(); ++it) {
-      if (it->tokens.size() < r.prompt.size() &&
-          (best == held_.end() || it->tokens.size() > best->tokens.size()) &&
-          std::equal(it->tokens.begin(), it->tokens.end(), r.prompt.begin()) &&
-          it->session->cache().label() == label) {
-        best = it;
-      }
-    }
-  }
-  size_t stored = can_reuse && o_.store ? o_.store->longest_prefix(r.prompt, label) : 0;
-  if (best != held_.end() && stored <= best->tokens.size()) stored = 0;
-  if (stored > 0) best = held_.end();
+  // The longest held state of the same configuration whose tokens the prompt extends, in
+  // memory or (if longer) in the spill directory.
+  StateMatch match;
+  if (o_.prefix_reuse && r.allow_reuse && o_.states) match = o_.states->find(r.prompt, r.cache);
   // Memory: every choice's reservation; a taken held state gives its bytes to the request;
   // least recently used states make room; what still does not fit waits.
   const uint64_t need = r.reserve_bytes * static_cast<uint64_t>(r.n);
-  uint64_t freed = best != held_.end() ? best->bytes : 0;
-  while (reserved_ - freed + need > o_.kv_memory) {
-    auto victim = held_.end();
-    for (auto it = held_.begin(); it != held_.end(); ++it) {
-      if (it != best) victim = it;  // the last one that is not `best`: least recently used
-    }
-    if (victim == held_.end()) return false;
-    reserved_ -= victim->bytes;
-    spill(*victim, false);
-    held_.erase(victim);
+  if (o_.states ? !o_.states->make_room(need, reserved_, match) : reserved_ + need > o_.kv_memory) {
+    return false;
   }
   auto a = std::make_unique<Active>();
   a->job = job;
   a->n_prompt = static_cast<int64_t>(r.prompt.size());
-  if (best != held_.end()) {
-    a->session = std::move(best->session);
-    a->reused = static_cast<int64_t>(best->tokens.size());
-    reserved_ -= best->bytes;
-    held_.erase(best);
-    if (auto st = a->session->set_sampling(r.sampling); !st.ok()) {
-      fail(*job, ApiError{.message = st.message()});
-      return true;
-    }
-  } else if (stored > 0) {
-    auto s = o_.store->take(r.prompt, label, {.cache = r.cache, .sampling = r.sampling});
+  if (match) {
+    auto s = o_.states->take(match, r.prompt, {.cache = r.cache, .sampling = r.sampling});
     if (s.ok()) {
       a->session = std::move(*s);
-      a->reused = static_cast<int64_t>(stored);
-      metrics_.restored(1);
+      a->reused = match.n_tokens;
+    } else if (match.in_memory) {
+      fail(*job, ApiError{.message = s.message()});
+      return true;
     }
+    // A stored state another replica took first, or an unreadable one: a new session.
   }
   if (!a->session) {
     auto s = engine_.new_session(
@@ -332,7 +274,6 @@ void ServingLoop::split(Active& a) {
 
 void ServingLoop::advance(Active& a) {
   const GenerationRequest& r = a.job->request;
-  const tok::Tokenizer& tk = engine_.tokenizer();
   const int32_t prev = a.session->history().empty() ? -1 : a.session->history().back();
   const Piece p = a.stream->advance();
   const auto now = std::chrono::steady_clock::now();
@@ -349,7 +290,7 @@ void ServingLoop::advance(Active& a) {
     a.last_token = now;
     metrics_.tokens(0, 1, 0);
     // The logits are still those the token was sampled from: it is queued, not fed.
-    if (r.logprobs >= 0) a.logprobs.push_back(logprob_of(a.session->logits(), id, r.logprobs, tk, prev));
+    if (r.logprobs >= 0) a.logprobs.push_back(logprob_of(a.session->logits(), id, r.logprobs, engine_, prev));
   }
   if (p.finish == Finish::kNone) {
     if (!p.text.empty()) {
@@ -406,11 +347,9 @@ void ServingLoop::answer_inspections() {
         v->kv = report(*a->session, a->reused);
       }
     }
-    for (const Held& h : held_) {
-      if (!v && h.id == q->id) {
-        v = view_state(*h.session);
-        v->kv = report(*h.session, 0);
-      }
+    if (const Session* h = !v && o_.states ? o_.states->held(q->id) : nullptr) {
+      v = view_state(*h);
+      v->kv = report(*h, 0);
     }
     if (v) v->id = q->id;
     q->result.set_value(std::move(v));
@@ -425,7 +364,6 @@ void ServingLoop::publish_metrics() {
     s.queued = static_cast<int64_t>(waiting_.size());
   }
   for (const auto& a : active_) s.kv_bytes_held += state_bytes(*a->session);
-  for (const auto& h : held_) s.kv_bytes_held += h.bytes;
   // Memory by kind of layer state, over active and held states.
   auto add_kinds = [&s](const Session& session) {
     for (const StateKindStats& k : session.stats().kinds) {
@@ -436,17 +374,25 @@ void ServingLoop::publish_metrics() {
     }
   };
   for (const auto& a : active_) add_kinds(*a->session);
-  for (const auto& h : held_) add_kinds(*h.session);
-  s.kv_bytes_reserved = reserved_;
-  s.cached_states = static_cast<int64_t>(held_.size());
-  if (o_.store) {
-    s.stored_states = static_cast<int64_t>(o_.store->count());
-    s.stored_bytes = o_.store->bytes();
+  if (o_.states) {
+    const StateCacheStats c = o_.states->stats();
+    s.kv_bytes_held += c.held_bytes;
+    s.kv_bytes_reserved = reserved_ + c.held_bytes;
+    s.cached_states = c.n_held;
+    s.stored_states = c.n_stored;
+    s.stored_bytes = c.stored_bytes;
+    o_.states->for_each_held(add_kinds);
+    metrics_.stored(c.n_spilled - spilled_seen_);
+    metrics_.restored(c.n_restored - restored_seen_);
+    spilled_seen_ = c.n_spilled;
+    restored_seen_ = c.n_restored;
+  } else {
+    s.kv_bytes_reserved = reserved_;
   }
   metrics_.set_snapshot(s);
 }
 
-void ServingLoop::step(runtime::BatchScheduler& sched) {
+void ServingLoop::step(Batch& batch) {
   admit();
   std::vector<Session*> sessions;
   for (const auto& a : active_) sessions.push_back(a->session.get());
@@ -455,7 +401,7 @@ void ServingLoop::step(runtime::BatchScheduler& sched) {
     // in it with an error object; the server goes on.
     std::string failure;
     try {
-      auto st = sched.step(sessions);
+      auto st = batch.step(sessions);
       if (!st.ok()) {
         failure = st.message();
       } else if (st->n_tokens > 0) {
@@ -497,7 +443,7 @@ void ServingLoop::step(runtime::BatchScheduler& sched) {
 }
 
 void ServingLoop::run() {
-  runtime::BatchScheduler sched(engine_, {.step_tokens = o_.step_tokens});
+  Batch batch(engine_, {.step_tokens = o_.step_tokens});
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
@@ -508,7 +454,7 @@ void ServingLoop::run() {
     }
     answer_inspections();
     try {
-      step(sched);
+      step(batch);
     } catch (const std::exception& e) {
       // Nothing thrown leaves this thread: the requests in flight fail, the server goes on.
       for (auto& a : active_) {
@@ -525,9 +471,9 @@ void ServingLoop::run() {
     }
     publish_metrics();
   }
-  // Stopping: held states go to the store (synced), so conversations survive a restart.
-  for (Held& h : held_) spill(h, true);
-  held_.clear();
+  // Stopping: held states go to the spill directory (synced), so conversations survive a
+  // restart.
+  if (o_.states) o_.states->flush();
   // Whoever still waits gets an error rather than silence.
   const ApiError stopped{.status = 503, .message = "the server stopped", .type = "server_error"};
   for (auto& a : active_) {

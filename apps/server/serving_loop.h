@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <deque>
 #include <future>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,14 +18,11 @@
 
 #include "job.h"
 #include "metrics.h"
-#include "state_store.h"
 #include "state_view.h"
+#include "tova/batch.h"
 #include "tova/engine.h"
+#include "tova/state_cache.h"
 #include "tova/text_stream.h"
-
-namespace tova::runtime {
-class BatchScheduler;
-}
 
 namespace tova::server {
 
@@ -38,9 +34,10 @@ struct LoopOptions {
   int step_tokens = 512;  // tokens per batched forward pass
   bool prefix_reuse = true;
   int max_cached_states = 64;  // held conversation states (LRU), inside kv_memory
-  // Where held states go when they leave memory, and come back from (--session-dir); null:
-  // they are dropped. Used by the scheduler thread only.
-  std::shared_ptr<StateStore> store;
+  // The held states (the library's StateCache, with --session-dir its spill directory), opened
+  // by the caller with max_bytes = kv_memory; null: one in memory only, of max_cached_states.
+  // Used by the scheduler thread only.
+  std::shared_ptr<StateCache> states;
 };
 
 class ServingLoop {
@@ -68,14 +65,8 @@ class ServingLoop {
 
  private:
   struct Active;
-  struct Held {
-    std::string id;  // of the request that left it
-    std::vector<int32_t> tokens;
-    std::unique_ptr<Session> session;
-    uint64_t bytes = 0;
-  };
   void run();
-  void step(runtime::BatchScheduler& sched);
+  void step(Batch& batch);
   void admit();
   bool try_admit(const std::shared_ptr<Job>& job);
   GenerateOptions generate_options(const GenerationRequest& r) const;
@@ -83,8 +74,6 @@ class ServingLoop {
   void advance(Active& a);  // one token of a sequence that has logits
   void finish(Active& a, const std::string& text, const std::string& reason);
   void hold(std::unique_ptr<Session> s, const std::string& id);
-  // A held state leaving memory: to the store if there is one (`sync` at shutdown).
-  void spill(Held& h, bool sync);
   void publish_metrics();
   void answer_inspections();
   struct Inspection {
@@ -105,8 +94,8 @@ class ServingLoop {
   int64_t n_active_ = 0;  // mirror of active_.size() for idle()
   // Scheduler-thread only:
   std::vector<std::unique_ptr<Active>> active_;
-  std::list<Held> held_;   // most recently used first
-  uint64_t reserved_ = 0;  // active reservations + held states
+  uint64_t reserved_ = 0;  // the active sequences' reservations (held states: o_.states)
+  int64_t spilled_seen_ = 0, restored_seen_ = 0;  // o_.states' counts as metrics last had them
   std::thread thread_;
 };
 

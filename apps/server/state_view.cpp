@@ -1,32 +1,18 @@
 #include "state_view.h"
 
-#include <algorithm>
-
-#include "kv/positions.h"
-#include "runtime/session_impl.h"
+#include "tova/state_map.h"
 
 namespace tova::server {
 
 StateView view_state(const Session& s) {
-  const kv::MultiState& m = runtime::state_of(s);
+  StateMap m = map_state(s);
   StateView v;
-  v.positions = std::string(kv::position_mode_name(m.positions()));
-  v.kv_type = m.kv_type().label();
-  v.n_layer = m.n_layer();
-  v.n_head_kv = v.n_layer > 0 ? m.layer(0).n_head_kv() : 0;
-  const int64_t n_fed = s.n_fed();
-  v.tokens.assign(s.history().begin(), s.history().begin() + n_fed);
-  v.held_by.assign(static_cast<size_t>(n_fed), 0);
-  for (int il = 0; il < m.n_layer(); ++il) {
-    const kv::LayerState& l = m.layer(il);
-    // Free slots hold -1; slots at or past slot_end() hold nothing.
-    for (int h = 0; h < l.n_head_kv(); ++h) {
-      const int64_t* pos = l.pos() + static_cast<size_t>(h) * l.n_slot();
-      for (int slot = 0; slot < std::min(l.slot_end(), l.n_slot()); ++slot) {
-        if (pos[slot] >= 0 && pos[slot] < n_fed) ++v.held_by[static_cast<size_t>(pos[slot])];
-      }
-    }
-  }
+  v.positions = std::move(m.positions);
+  v.kv_type = std::move(m.kv_type);
+  v.n_layer = m.n_layer;
+  v.n_head_kv = m.n_head_kv;
+  v.tokens = std::move(m.tokens);
+  v.held_by = std::move(m.held_by);
   return v;
 }
 

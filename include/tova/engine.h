@@ -14,7 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "tova/result.h"
+#include "tova/chat.h"
 #include "tova/options.h"
 #include "tova/session.h"
 
@@ -73,9 +74,21 @@ class Engine {
   // Every id in [0, n_vocab()), or an error naming the first that is not ("token ids: ...").
   Status check_token_ids(std::span<const int32_t> ids) const;
   bool is_eog(int32_t id) const;  // end of generation (EOS, EOT, ...)
+  // The text of token `id` as it reads after token `prev` (-1: at the start), as a stream of
+  // tokens shows it one by one (an OpenAI logprob's token); "" for an id not in the vocabulary.
+  std::string token_piece(int32_t id, int32_t prev = -1) const;
 
   // The model's tokenizer.chat_template (Jinja text), empty if it has none.
   std::string chat_template_text() const;
+  // A conversation's prompt: the messages rendered with the chat template o names (tova/chat.h)
+  // and tokenized, special tokens parsed, BOS added unless the template wrote it. An error names
+  // the template's fault or the message it cannot render.
+  Result<std::vector<int32_t>> chat_prompt(const std::vector<ChatMessage>& messages,
+                                           const ChatOptions& o = {}) const;
+
+  // K/V bytes a session under `o` allocates for a prompt of n_prompt tokens: its fixed size
+  // when bounded, n_ctx tokens' worth when unbounded (what a server reserves for it).
+  uint64_t reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx) const;
 
   // A fresh session of this model.
   Result<std::unique_ptr<Session>> new_session(const SessionOptions& o) const;

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/result.h"
+#include "tova/result.h"
 #include "tova/kv_format.h"
 #include "tova/policy_spec.h"
 #include "tova/position_mode.h"

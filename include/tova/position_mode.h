@@ -3,6 +3,10 @@
 // (kv/positions.h).
 #pragma once
 
+#include <string_view>
+
+#include "tova/result.h"
+
 namespace tova::kv {
 
 enum class PositionMode {
@@ -14,5 +18,9 @@ enum class PositionMode {
 // Every mode, the one list (tests and front-ends iterate it).
 inline constexpr PositionMode kPositionModes[] = {PositionMode::kAbsolute, PositionMode::kGap,
                                                   PositionMode::kRank};
+
+// "absolute" | "gap" | "rank"; the error lists the choices.
+Result<PositionMode> parse_position_mode(std::string_view text);
+std::string_view position_mode_name(PositionMode mode);
 
 }  // namespace tova::kv

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "tova/result.h"
 #include "tova/options.h"
 
 namespace tova {

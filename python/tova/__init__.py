@@ -10,6 +10,12 @@ least. The same library drives `tova run`, `tova chat`, `tova serve` and this mo
     for piece in s.generate("Once upon a time", max_tokens=50):
         print(piece, end="")
     s.stats()["kv_held"]                        # bytes of K/V the session holds
+    for piece in s.chat([{"role": "user", "content": "Tell me a story"}], max_tokens=50):
+        print(piece, end="")
+
+    cache = tova.StateCache(engine, spill_dir="states")   # prefix reuse, spilled to disk
+    cache.put(s)
+    s2, reused = cache.session(s.history + engine.tokenize(" More.", add_bos=False))
 
     s = engine.session()
     s.feed(engine.tokenize("Once upon a time"))
@@ -19,6 +25,6 @@ least. The same library drives `tova run`, `tova chat`, `tova serve` and this mo
     tova.eval(engine, "passkey", lengths=[256], samples=4, policies=["full", "tova"], budgets=[32])
 """
 
-from ._tova import Engine, Generator, Session, eval, policies, ppl
+from ._tova import Engine, Generator, Session, StateCache, eval, policies, ppl
 
-__all__ = ["Engine", "Session", "Generator", "policies", "ppl", "eval"]
+__all__ = ["Engine", "Session", "Generator", "StateCache", "policies", "ppl", "eval"]

@@ -28,6 +28,13 @@ class Engine:
     def tokenize(self, text: str, add_bos: bool = True, parse_special: bool = False) -> list[int]: ...
     def detokenize(self, tokens: Sequence[int]) -> str: ...
     def is_eog(self, token: int) -> bool: ...
+    def chat_prompt(
+        self,
+        messages: Sequence[dict],
+        chat_template: str = "",
+        tools: Optional[Sequence[dict]] = None,
+        add_generation_prompt: bool = True,
+    ) -> list[int]: ...
     def session(
         self,
         policy: str = "full",
@@ -72,6 +79,18 @@ class Session:
         grammar: Optional[str] = None,
         json_schema: Union[dict, str, None] = None,
     ) -> Generator: ...
+    def chat(
+        self,
+        messages: Sequence[dict],
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        ignore_eos: bool = False,
+        max_context: int = 0,
+        chat_template: str = "",
+        tools: Optional[Sequence[dict]] = None,
+        grammar: Optional[str] = None,
+        json_schema: Union[dict, str, None] = None,
+    ) -> Generator: ...
     @property
     def history(self) -> list[int]: ...
     @property
@@ -94,6 +113,36 @@ class Generator(Iterator[str]):
     def finish_reason(self) -> Optional[str]: ...
     @property
     def unfed(self) -> int: ...
+    def stats(self) -> dict: ...
+
+class StateCache:
+    """Conversation states kept for reuse (LRU, byte budget, optional spill directory)."""
+    def __init__(
+        self,
+        engine: Engine,
+        max_bytes: int = 1 << 30,
+        max_states: int = 64,
+        spill_dir: Optional[str] = None,
+        spill_max_bytes: int = 4 << 30,
+    ) -> None: ...
+    def put(self, session: Session, id: str = "") -> None: ...
+    def session(
+        self,
+        prompt: Union[str, Sequence[int]],
+        policy: str = "full",
+        budget: int = 0,
+        prefill: str = "exact",
+        positions: str = "absolute",
+        kv_type: str = "f32",
+        temperature: float = 0.8,
+        top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        repeat_penalty: float = 1.0,
+        repeat_last_n: int = 64,
+        seed: Optional[int] = None,
+    ) -> tuple[Session, int]: ...
+    def flush(self) -> None: ...
     def stats(self) -> dict: ...
 
 def policies() -> list[str]: ...

@@ -1,20 +1,4 @@
-// Wall-clock timing for stats that front-ends format.
+// Timer is part of the public face (tova/timer.h).
 #pragma once
 
-#include <chrono>
-
-namespace tova {
-
-class Timer {
- public:
-  Timer() : start_(std::chrono::steady_clock::now()) {}
-  void reset() { start_ = std::chrono::steady_clock::now(); }
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
-
-}  // namespace tova
+#include "tova/timer.h"

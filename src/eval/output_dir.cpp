@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/field_names.h"
+
 namespace tova::eval {
 
 namespace fs = std::filesystem;
@@ -23,7 +25,8 @@ Result<std::unique_ptr<OutputDir>> OutputDir::create(const std::string& path, bo
       return make_error("output folder '{}' exists and is not a folder", path);
     }
     if (!fs::is_empty(p, ec) && !replace) {
-      return make_error("output folder '{}' exists and is not empty (--force replaces it)", path);
+      return make_error("{}: output folder '{}' exists and is not empty, and replacing it was not asked for",
+                        field::kReplace, path);
     }
   }
   const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");

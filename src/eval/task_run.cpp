@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "runtime/chat_templates.h"
+#include "core/field_names.h"
 #include "core/timer.h"
 #include "eval/ppl_sweep.h"
 #include "eval/task_report.h"
@@ -59,10 +60,10 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
   for (int len : so.lengths) {
     if (trained > 0 && len > trained) {
       warn(fmt::format(
-          "length {} is past the model's trained context of {} tokens: positions beyond it were "
-          "never trained (--kv-positions is {}; gap or rank keep a bounded policy's positions "
-          "within the trained range, absolute does not)",
-          len, trained, o.positions));
+          "{} {}: length {} is past the model's trained context of {} tokens: positions beyond "
+          "it were never trained (gap or rank keep a bounded policy's positions within the "
+          "trained range, absolute does not)",
+          field::kPositions, o.positions, len, trained));
     }
   }
   const int max_len = *std::max_element(so.lengths.begin(), so.lengths.end());

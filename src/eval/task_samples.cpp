@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/field_names.h"
 #include "core/hash.h"
 #include "runtime/continuation.h"
 
@@ -55,8 +56,8 @@ int64_t follow_up_tokens(const tok::Tokenizer& tk, const TaskText& t, const Samp
 Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o) {
   if (o.tasks.empty()) return make_error("no tasks given (valid: {})", task_choices());
   if (o.lengths.empty()) return make_error("no lengths given");
-  if (o.samples < 1) return make_error("--samples must be at least 1, got {}", o.samples);
-  if (o.turns < 1) return make_error("--turns must be at least 1, got {}", o.turns);
+  if (o.samples < 1) return make_error("{} must be at least 1, got {}", field::kSamples, o.samples);
+  if (o.turns < 1) return make_error("{} must be at least 1, got {}", field::kTurns, o.turns);
   std::set<std::string> seen;
   std::vector<const TaskInfo*> tasks;
   for (const std::string& name : o.tasks) {
@@ -64,14 +65,13 @@ Result<SampleSet> make_samples(const tok::Tokenizer& tk, const SampleOptions& o)
     if (t == nullptr) return make_error("unknown task '{}' (valid: {})", name, task_choices());
     if (!seen.insert(name).second) return make_error("task '{}' is listed twice", name);
     if (o.custom && !t->uses_template) {
-      return make_error("--template replaces the needle phrasing of the niah tasks; task '{}' "
-                        "has its own",
-                        name);
+      return make_error("{} replaces the needle phrasing of the niah tasks; task '{}' has its own",
+                        field::kNeedleTemplate, name);
     }
     if (o.turns > t->max_turns) {
-      return make_error("task '{}' asks at most {} question{} of one context; --turns {} asks "
-                        "more (tasks with several: niah_multikey, vt)",
-                        name, t->max_turns, t->max_turns == 1 ? "" : "s", o.turns);
+      return make_error("{} {}: task '{}' asks at most {} question{} of one context (tasks with "
+                        "several: niah_multikey, vt)",
+                        field::kTurns, o.turns, name, t->max_turns, t->max_turns == 1 ? "" : "s");
     }
     tasks.push_back(t);
   }

@@ -371,7 +371,7 @@ const std::vector<TaskInfo>& all_tasks() {
        .min_size = 10,
        .build = fwe},
       {.name = "niah_multikey",
-       .help = "4 needles with different keys in the haystack, one asked (--turns N: N of them, "
+       .help = "4 needles with different keys in the haystack, one asked (N turns: N of them, "
                 "one per turn)",
        .uses_depth = true,
        .uses_template = true,
@@ -403,7 +403,7 @@ const std::vector<TaskInfo>& all_tasks() {
        .build = passkey},
       {.name = "vt",
        .help = "variable tracking: every variable a chain of 4 assignments binds to a value "
-                "(--turns N: N chains, one asked per turn)",
+                "(N turns: N chains, one asked per turn)",
        .max_new = 30,
        .max_turns = 4,
        .build = vt},

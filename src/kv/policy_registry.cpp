@@ -44,6 +44,26 @@ std::vector<const PolicyInfo*> all_policies() {
   return out;
 }
 
+std::string PolicyDescription::form() const {
+  if (suffix) return "BASE+" + name;
+  return arg_name.empty() ? name : name + ":" + arg_name;
+}
+
+std::vector<PolicyDescription> describe_policies() {
+  std::vector<PolicyDescription> out;
+  for (const PolicyInfo* p : all_policies()) {
+    if (!p->listed) continue;
+    out.push_back({.name = p->name,
+                   .arg_name = p->arg_name,
+                   .help = p->help,
+                   .bounded = p->bounded,
+                   .suffix = p->suffix,
+                   .examples = p->examples.empty() ? std::vector<std::string>{p->name}
+                                                   : p->examples});
+  }
+  return out;
+}
+
 std::string policy_choices() {
   std::string s;
   for (const PolicyInfo* p : all_policies()) {

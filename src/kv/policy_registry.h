@@ -51,8 +51,6 @@ const PolicyInfo* find_policy(std::string_view name);
 const PolicyInfo* policy_of(std::string_view text);
 // All registered policies, sorted by name.
 std::vector<const PolicyInfo*> all_policies();
-// "full, h2o, h2o-head, sink:N, tova, tova-head, window"
-std::string policy_choices();
 // Every registered policy in the forms it is worth running ("sink:4", "adakv:tova", ...),
 // sorted by name: what every-policy tests iterate over.
 std::vector<std::string> all_policy_examples();
@@ -63,8 +61,6 @@ LayerPlan layer_plan(const PolicySpec& spec, const PolicyArgs& args);
 // continued with more tokens then differs from one that took them all as its prompt.
 bool holds_prompt(const PolicySpec& spec);
 
-// Parses and validates; errors list the valid choices.
-Result<PolicySpec> parse_policy(std::string_view text, int budget);
 
 }  // namespace tova::kv
 

@@ -14,10 +14,6 @@
 
 namespace tova::kv {
 
-// "absolute" | "gap" | "rank"; the error lists the choices.
-Result<PositionMode> parse_position_mode(std::string_view text);
-std::string_view position_mode_name(PositionMode mode);
-
 // Modes other than absolute move positions: keys are then kept before RoPE and rotated by
 // their mapped position at every step.
 inline bool moves_positions(PositionMode mode) { return mode != PositionMode::kAbsolute; }

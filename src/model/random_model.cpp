@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/field_names.h"
 #include "core/hash.h"
 #include "io/gguf.h"
 #include "kernels/quant.h"
@@ -738,7 +739,7 @@ Result<std::string> find_vocab(const RandomShape& shape, std::span<const std::st
     if (std::filesystem::is_regular_file(p, ec)) return p.string();
     tried += (tried.empty() ? "" : ", ") + p.string();
   }
-  return make_error("vocabulary {} for shape '{}' not found (looked at: {}); give --vocab",
+  return make_error("{}: {} for shape '{}' not found (looked at: {}); give the file", field::kVocab,
                     shape.vocab_file, shape.name, tried.empty() ? "nothing" : tried);
 }
 

@@ -15,22 +15,15 @@
 
 #include "core/result.h"
 #include "model/model.h"
+#include "tova/batch.h"
 #include "tova/engine.h"
 #include "tova/session.h"
 
 namespace tova::runtime {
 
-struct SchedulerOptions {
-  int step_tokens = 512;  // most tokens in one forward pass (a chunked session may exceed it
-                          // with one whole chunk when it is alone in the step)
-};
-
-struct StepStats {
-  int n_tokens = 0;    // tokens in the forward pass
-  int n_sessions = 0;  // sessions that took part
-  int n_logits = 0;    // sessions that received logits
-  double seconds = 0;
-};
+// The public face's types (tova/batch.h: tova::Batch drives this scheduler).
+using SchedulerOptions = BatchOptions;
+using StepStats = BatchStep;
 
 class BatchScheduler {
  public:

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/field_names.h"
 #include "jinja/template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -255,10 +256,8 @@ Result<ChatTemplate> ChatTemplate::detect(std::string_view t) {
   for (char& c : head) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  return make_error(
-      "unrecognised chat template (it begins '{}'{}); choose one with "
-      "--chat-template NAME ({})",
-      head, t.size() > 60 ? "..." : "", names());
+  return make_error("{}: unrecognised (it begins '{}'{}); choose one by NAME ({})",
+                    field::kChatTemplate, head, t.size() > 60 ? "..." : "", names());
 }
 
 Result<ChatTemplate> ChatTemplate::by_name(std::string_view name) {
@@ -326,16 +325,16 @@ Result<ChatTemplate> ChatTemplate::resolve(std::string_view name, std::string_vi
   }
   if (model_template.empty()) {
     return make_error(
-        "the model has no chat template (tokenizer.chat_template); give --chat-template NAME "
-        "or a .jinja file to chat with it (valid: {})",
-        names());
+        "{}: the model has no chat template (tokenizer.chat_template); give a NAME or a .jinja "
+        "file to chat with it (valid: {})",
+        field::kChatTemplate, names());
   }
   auto t = from_jinja(model_template, std::string(bos_token), std::string(eos_token), "model");
   if (!t.ok()) {
     return make_error(
-        "the model's chat template cannot be rendered here ({}); give --chat-template NAME "
-        "(valid: {}) or a .jinja file",
-        t.message(), names());
+        "{}: the model's chat template cannot be rendered here ({}); give a NAME (valid: {}) or "
+        "a .jinja file",
+        field::kChatTemplate, t.message(), names());
   }
   return t;
 }

@@ -388,7 +388,7 @@ TEST_F(CliEval, EvalRejectsBadTurns) {
                        "--turns must be at least 1, got 0", {});
   expect_clean_failure(run("eval niah_single -m " + model_ +
                            " --lengths 700 --samples 1 --turns 2 --out " + dir_ + "/res"),
-                       "task 'niah_single' asks at most 1 question of one context; --turns 2", {});
+                       "--turns 2: task 'niah_single' asks at most 1 question of one context", {});
   expect_clean_failure(run("eval niah_multikey -m " + model_ +
                            " --lengths 700 --samples 1 --turns 5 --out " + dir_ + "/res"),
                        "asks at most 4 questions", {});

@@ -146,7 +146,7 @@ TEST(Tasks, BadInputIsOneClearError) {
   EXPECT_NE(err({.tasks = {"niah_single"}, .lengths = {100}}).find("too short for task"),
             std::string::npos);
   EXPECT_NE(err({.tasks = {"vt"}, .lengths = {512}, .custom = ruler_needle_template(true)})
-                .find("--template"),
+                .find("needle template replaces"),
             std::string::npos);
   EXPECT_NE(err({.tasks = {"passkey"}, .lengths = {512}, .depths = {120}}).find("depth 120"),
             std::string::npos);
@@ -317,10 +317,10 @@ TEST(Tasks, BadTurnsAreOneClearError) {
     return r.ok() ? std::string() : r.message();
   };
   EXPECT_NE(err({.tasks = {"niah_multikey"}, .lengths = {700}, .turns = 0})
-                .find("--turns must be at least 1, got 0"),
+                .find("turns must be at least 1, got 0"),
             std::string::npos);
   EXPECT_NE(err({.tasks = {"niah_multikey"}, .lengths = {700}, .turns = 5})
-                .find("task 'niah_multikey' asks at most 4 questions of one context; --turns 5"),
+                .find("turns 5: task 'niah_multikey' asks at most 4 questions of one context"),
             std::string::npos);
   EXPECT_NE(err({.tasks = {"niah_single"}, .lengths = {700}, .turns = 2})
                 .find("task 'niah_single' asks at most 1 question of one context"),

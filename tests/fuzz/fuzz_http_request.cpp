@@ -123,7 +123,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 3: {
-      auto r = server::decode_detokenize_request(rest, g_engine->n_vocab());
+      auto r = server::decode_detokenize_request(rest);
       if (const auto* e = std::get_if<ApiError>(&r)) {
         check_error(*e);
         break;

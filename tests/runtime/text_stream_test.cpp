@@ -13,20 +13,14 @@
 #include "runtime/batch_scheduler.h"
 #include "runtime/session_impl.h"
 #include "tokenizer/tokenizer.h"
+#include "runtime/stories_engine.h"
 #include "tova/engine.h"
 #include "tova/text_stream.h"
 
 namespace tova {
 namespace {
 
-const Engine& stories() {
-  static const std::unique_ptr<Engine> e = [] {
-    auto r = Engine::load({.model_path = "", .n_threads = 2});  // the bundled stories260K
-    EXPECT_TRUE(r.ok()) << r.message();
-    return std::move(*r);
-  }();
-  return *e;
-}
+using testing::stories;
 
 std::unique_ptr<Session> session(const std::string& policy = "full", int budget = 0) {
   auto c = parse_cache_options(policy, budget);

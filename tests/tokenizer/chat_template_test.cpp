@@ -156,8 +156,8 @@ TEST(ChatTemplate, UnknownTemplatesAndNamesAreClearErrors) {
   auto t = ChatTemplate::detect("{% for m in messages %}### {{ m.role }}: {{ m.content }}");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.message(),
-            "unrecognised chat template (it begins '{% for m in messages %}### {{ m.role }}: {{ "
-            "m.content }}'); choose one with --chat-template NAME (chatml, qwen2.5, qwen3, "
+            "chat template: unrecognised (it begins '{% for m in messages %}### {{ m.role }}: {{ "
+            "m.content }}'); choose one by NAME (chatml, qwen2.5, qwen3, "
             "llama2, llama3, llama3.1, mistral, gemma, gemma3, phi3, zephyr)");
   // Mistral v0.3+ templates are not rendered as v0.2's.
   auto v3 =

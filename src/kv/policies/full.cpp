@@ -15,7 +15,7 @@ class FullPolicy final : public KvPolicy {
 
 TOVA_REGISTER_POLICY(PolicyInfo{
     .name = "full",
-    .help = "never evict: the unbounded cache (topline); --kv-budget is ignored",
+    .help = "never evict: the unbounded cache (topline); the kv budget is ignored",
     .bounded = false,
     .make = [](const PolicyArgs&) { return std::make_unique<FullPolicy>(); },
 });

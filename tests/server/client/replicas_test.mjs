@@ -16,7 +16,7 @@ import {
 
 const nginxPath = process.env.TOVA_NGINX || '/usr/sbin/nginx';
 skipUnlessAvailable(nginxPath, 'replicas test', 'the shared --session-dir code runs under the ' +
-  'sanitizers in test_server StateStore.* and ServerSoak');
+  'sanitizers in test_runtime StateStore.* and ServerSoak');
 
 // nginx in the foreground with everything (pid, logs, temp files) in `dir`.
 async function startNginx(dir, upstreams) {

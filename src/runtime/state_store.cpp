@@ -1,4 +1,4 @@
-#include "state_store.h"
+#include "runtime/state_store.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -14,11 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "core/field_names.h"
 #include "core/hash.h"
 #include "runtime/session_file.h"
 #include "runtime/session_impl.h"
 
-namespace tova::server {
+namespace tova::runtime {
 namespace {
 
 namespace fs = std::filesystem;
@@ -106,7 +107,7 @@ bool remove_if_unchanged(const std::string& path, const FileId& seen, const std:
 }
 
 StateStore::StateStore(const Engine& engine) : engine_(engine) {
-  fingerprint_ = runtime::model_fingerprint(engine.model());
+  fingerprint_ = model_fingerprint(engine.model());
   prefix_ = fmt::format("{:016x}-", fingerprint_);
 }
 
@@ -115,7 +116,7 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const Engine& engine, const
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir, ec)) {
-    return make_error("--session-dir '{}' is not a usable directory{}", dir,
+    return make_error("{} '{}' is not a usable directory{}", field::kSpillDir, dir,
                       ec ? ": " + ec.message() : "");
   }
   auto s = std::unique_ptr<StateStore>(new StateStore(engine));
@@ -135,7 +136,7 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const Engine& engine, const
     if (it->path().extension() != ".sess" || is_state_name(name, s->prefix_)) continue;
     // Not named as this model's state: say why it is not used (another model's file, not a
     // session file, ...), and leave it.
-    auto d = runtime::load_session(it->path().string(), engine.model());
+    auto d = load_session(it->path().string(), engine.model());
     std::string why;
     if (!d.ok()) {
       why = d.message();
@@ -146,7 +147,7 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const Engine& engine, const
     }
     if (s->skipped_++ == 0) s->skip_reason_ = why;
   }
-  if (ec) return make_error("--session-dir '{}': {}", dir, ec.message());
+  if (ec) return make_error("{} '{}': {}", field::kSpillDir, dir, ec.message());
   s->enforce_cap("");
   return s;
 }
@@ -231,13 +232,13 @@ void StateStore::enforce_cap(const std::string& keep) {
 Status StateStore::put(const std::vector<int32_t>& tokens, const Session& s, bool sync) {
   if (tokens.empty() || s.n_pending() != 0) return make_error("no state to store");
   const std::string label = s.cache().label();
-  runtime::SessionData d = runtime::session_data(s, -1);
+  SessionData d = session_data(s, -1);
   d.note = encode_note(tokens, label);
   const std::string name = name_for(prefix_hashes(tokens, label).back());
   // Written under a name of this process, then renamed over the final name: another replica
   // writing the same conversation, or reading it, never sees a mix of two files.
   const std::string temp = claim_name("put");
-  auto bytes = runtime::save_session(temp, engine_.model(), d, sync);
+  auto bytes = save_session(temp, engine_.model(), d, sync);
   if (!bytes.ok()) {
     std::remove(temp.c_str());
     return make_error("{}", bytes.message());
@@ -277,7 +278,7 @@ Result<std::unique_ptr<Session>> StateStore::take(std::span<const int32_t> promp
   if (std::rename(path.c_str(), claimed.c_str()) != 0) {
     return make_error("{}: taken by another server", path);
   }
-  auto d = runtime::load_session(claimed, engine_.model());
+  auto d = load_session(claimed, engine_.model());
   if (!d.ok()) {
     // Unreadable (it was renamed into place whole, so it was damaged on disk): it goes.
     std::remove(claimed.c_str());
@@ -304,10 +305,10 @@ Result<std::unique_ptr<Session>> StateStore::take(std::span<const int32_t> promp
   // continued state is keyed by every token again when it is held.
   d->history = std::move(note->first);
   d->pending = -1;
-  auto s = runtime::resume_session(engine_, o, std::move(*d));
+  auto s = resume_session(engine_, o, std::move(*d));
   if (!s.ok()) return make_error("{}", s.message());
   if ((*s)->cache().label() != label) return make_error("stored state has another cache");
   return s;
 }
 
-}  // namespace tova::server
+}  // namespace tova::runtime

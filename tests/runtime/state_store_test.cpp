@@ -14,23 +14,17 @@
 #include <vector>
 
 #include "runtime/batch_scheduler.h"
-#include "state_store.h"
+#include "runtime/state_store.h"
+#include "runtime/stories_engine.h"
 #include "test_data.h"
 #include "tova/engine.h"
 
-namespace tova::server {
+namespace tova::runtime {
 namespace {
 
 namespace fs = std::filesystem;
 
-const Engine& stories() {
-  static std::unique_ptr<Engine> e = [] {
-    auto r = Engine::load({.model_path = "", .n_threads = 1});  // the bundled stories260K
-    EXPECT_TRUE(r.ok()) << r.message();
-    return std::move(*r);
-  }();
-  return *e;
-}
+using testing::stories;
 
 SessionOptions tova8() {
   SessionOptions o;
@@ -46,7 +40,7 @@ std::unique_ptr<Session> fed(const std::vector<int32_t>& tokens) {
   auto s = stories().new_session(tova8());
   EXPECT_TRUE(s.ok()) << s.message();
   (*s)->queue(tokens);
-  runtime::BatchScheduler sched(stories());
+  BatchScheduler sched(stories());
   std::vector<Session*> one = {s->get()};
   while ((*s)->n_pending() > 0) EXPECT_TRUE(sched.step(one).ok());
   return std::move(*s);
@@ -166,4 +160,4 @@ TEST(StateStore, TheCapDeletesThisModelsLeastRecentlyWrittenFilesOnly) {
 }
 
 }  // namespace
-}  // namespace tova::server
+}  // namespace tova::runtime

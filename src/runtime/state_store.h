@@ -1,7 +1,7 @@
-// Idle conversation states on disk (`tova serve --session-dir DIR`): a held state that leaves the
-// in-memory LRU (memory, --cache-states, shutdown) is written to DIR as a session file whose note
-// records its tokens and cache label; a later request whose prompt extends those tokens continues
-// it from the file as it would from memory, then the file leaves DIR. Conversations survive a
+// Idle conversation states on disk (StateCache's spill directory: `tova serve --session-dir DIR`):
+// a held state that leaves the in-memory LRU (memory, count, shutdown) is written to DIR as a
+// session file whose note records its tokens and cache label; a later request whose prompt
+// extends those tokens continues it from the file as it would from memory, then the file leaves DIR. Conversations survive a
 // restart, and several replicas of one model may share DIR (docs/DEPLOYMENT.md):
 //  - a file's name is a hash of the model's fingerprint, the cache label and the tokens, so a
 //    lookup hashes the prompt's prefixes and checks names, reading only the file it takes;
@@ -12,7 +12,7 @@
 //    replica wins), and the least-recently-written deletion (at most `max_bytes` of this
 //    model's files) deletes only the very file it chose: one the other replica has replaced
 //    since stays.
-// Scheduler-thread only (no locking within a process).
+// One thread only (no locking within a process).
 #pragma once
 
 #include <sys/types.h>
@@ -28,7 +28,7 @@
 #include "tova/engine.h"
 #include "tova/session.h"
 
-namespace tova::server {
+namespace tova::runtime {
 
 // Which file a directory entry was when it was looked at.
 struct FileId {
@@ -94,4 +94,4 @@ class StateStore {
   std::string skip_reason_;
 };
 
-}  // namespace tova::server
+}  // namespace tova::runtime

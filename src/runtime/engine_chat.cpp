@@ -1,0 +1,75 @@
+// Engine's conversation and token-text calls: the public face over the chat templates
+// (tok::ChatTemplate) and the tokenizer's pieces.
+#include <nlohmann/json.hpp>
+
+#include "jinja/json.h"
+#include "runtime/cache_options.h"
+#include "runtime/chat_templates.h"
+#include "tokenizer/chat_messages.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "tova/engine.h"
+
+namespace tova {
+namespace {
+
+Result<nlohmann::ordered_json> parse_json(std::string_view what, const std::string& text) {
+  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded()) return make_error("{}: not JSON text", what);
+  return j;
+}
+
+// The public messages as the OpenAI JSON the library reads (tok::chat_messages_from_json checks
+// every field there, once for every front-end).
+Result<std::vector<tok::ChatMessage>> to_template_messages(const std::vector<ChatMessage>& ms) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const ChatMessage& m = ms[i];
+    nlohmann::ordered_json o = {{"role", m.role}, {"content", m.content}};
+    if (!m.reasoning_content.empty()) o["reasoning_content"] = m.reasoning_content;
+    if (!m.name.empty()) o["name"] = m.name;
+    if (!m.tool_call_id.empty()) o["tool_call_id"] = m.tool_call_id;
+    if (!m.tool_calls.empty()) {
+      TOVA_ASSIGN_OR_RETURN(o["tool_calls"],
+                            parse_json(fmt::format("messages[{}].tool_calls", i), m.tool_calls));
+    }
+    j.push_back(std::move(o));
+  }
+  return tok::chat_messages_from_json(j);
+}
+
+}  // namespace
+
+std::string Engine::token_piece(int32_t id, int32_t prev) const {
+  if (!has_tokenizer() || id < 0 || id >= n_vocab()) return {};
+  if (prev >= n_vocab()) prev = -1;
+  return tokenizer().token_to_piece(id, prev);
+}
+
+Result<std::vector<int32_t>> Engine::chat_prompt(const std::vector<ChatMessage>& messages,
+                                                 const ChatOptions& o) const {
+  if (!has_tokenizer()) return make_error("a chat prompt needs the model's tokenizer");
+  if (messages.empty()) return make_error("messages: a conversation needs at least one message");
+  // As llama.cpp and tova serve do: a model without a template chats in ChatML.
+  const std::string name =
+      o.chat_template.empty() && chat_template_text().empty() ? "chatml" : o.chat_template;
+  TOVA_ASSIGN_OR_RETURN(const tok::ChatTemplate tmpl, runtime::chat_template_of(*this, name));
+  TOVA_ASSIGN_OR_RETURN(const std::vector<tok::ChatMessage> ms, to_template_messages(messages));
+  tok::ChatOptions co{.add_generation_prompt = o.add_generation_prompt};
+  if (!o.tools.empty()) {
+    TOVA_ASSIGN_OR_RETURN(const nlohmann::ordered_json tools, parse_json("tools", o.tools));
+    co.tools = jinja::from_json(tools);
+  }
+  for (const auto& [var, value] : o.vars) {
+    TOVA_ASSIGN_OR_RETURN(const nlohmann::ordered_json v, parse_json(var, value));
+    co.vars.emplace_back(var, jinja::from_json(v));
+  }
+  TOVA_ASSIGN_OR_RETURN(const std::string text, tmpl.render(ms, co));
+  return tok::encode_chat_prompt(tokenizer(), text);
+}
+
+uint64_t Engine::reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx) const {
+  return runtime::reserve_bytes(*model_, o, n_prompt, n_ctx);
+}
+
+}  // namespace tova

@@ -1,0 +1,51 @@
+# The face is sealed (STYLE.md #20): front-ends compile against include/ alone. Fails when a file
+# under apps/ or python/, or a bench that is not a kernel micro-bench, includes a header of src/
+# (a quoted include that names a file under src/, or a path that climbs out with "..").
+# Run as: cmake -DROOT=<source dir> -P face_sealed.cmake
+cmake_minimum_required(VERSION 3.25)
+if(NOT ROOT)
+  message(FATAL_ERROR "face_sealed.cmake: pass -DROOT=<source dir>")
+endif()
+
+# Kernel micro-benches time one kernel on raw buffers: they keep their private target.
+set(kernel_benches bench/bench_attention.cpp bench/bench_matmul.cpp bench/bench_fma_peak.cpp
+                   bench/bench_weight_stream.cpp bench/simd_env.h)
+
+# Front-end files that still reach into src/ while their calls move behind include/tova/ (issue
+# 37): each one listed must still do so (a sealed file leaves the list), and no other may.
+set(still_private
+  apps/cli/cmd_bench.cpp apps/cli/cmd_chat.cpp apps/cli/cmd_eval.cpp apps/cli/cmd_logits.cpp
+  apps/cli/cmd_make_random.cpp apps/cli/cmd_ppl.cpp apps/cli/cmd_template.cpp
+  apps/cli/cmd_throughput.cpp apps/cli/cmd_trace.cpp apps/cli/common.cpp apps/server/codec.h
+  apps/server/http_server.cpp apps/server/http_server.h apps/server/plan.cpp apps/server/plan.h
+  bench/bench_batched_decode.cpp bench/bench_decode.cpp python/tova_module.cpp)
+
+file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/apps/*.h ${ROOT}/apps/*.cpp ${ROOT}/python/*.h
+     ${ROOT}/python/*.cpp ${ROOT}/bench/*.h ${ROOT}/bench/*.cpp)
+set(faults "")
+foreach(f ${files})
+  if(f IN_LIST kernel_benches)
+    continue()
+  endif()
+  file(STRINGS ${ROOT}/${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  set(private "")
+  foreach(line ${includes})
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" path "${line}")
+    if(EXISTS ${ROOT}/src/${path} OR path MATCHES "(^|/)src/" OR path MATCHES "\\.\\./")
+      string(APPEND private "\n  ${f}: #include \"${path}\"")
+    endif()
+  endforeach()
+  if(f IN_LIST still_private)
+    if(NOT private)
+      string(APPEND faults "\n  ${f} is sealed now: take it off still_private")
+    endif()
+  else()
+    string(APPEND faults "${private}")
+  endif()
+endforeach()
+if(faults)
+  message(FATAL_ERROR "front-ends include private headers of src/ (use include/tova/):${faults}")
+endif()
+list(LENGTH files n)
+list(LENGTH still_private n_private)
+message(STATUS "face: ${n} front-end files checked, ${n_private} of them still reach into src/")
