@@ -16,8 +16,9 @@ set(kernel_benches bench/bench_attention.cpp bench/bench_matmul.cpp bench/bench_
 set(still_private
   apps/cli/cmd_bench.cpp apps/cli/cmd_chat.cpp apps/cli/cmd_eval.cpp apps/cli/cmd_logits.cpp
   apps/cli/cmd_make_random.cpp apps/cli/cmd_ppl.cpp apps/cli/cmd_template.cpp
-  apps/cli/cmd_throughput.cpp apps/cli/cmd_trace.cpp apps/cli/common.cpp apps/server/codec.h
-  apps/server/http_server.cpp apps/server/http_server.h apps/server/plan.cpp apps/server/plan.h
+  apps/cli/cmd_throughput.cpp apps/cli/cmd_trace.cpp apps/cli/common.cpp apps/server/codec.cpp
+  apps/server/codec.h apps/server/http_server.cpp apps/server/http_server.h apps/server/plan.cpp
+  apps/server/plan.h apps/server/tools.cpp apps/server/tools.h
   bench/bench_batched_decode.cpp bench/bench_decode.cpp python/tova_module.cpp)
 
 file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/apps/*.h ${ROOT}/apps/*.cpp ${ROOT}/python/*.h

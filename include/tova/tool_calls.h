@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "tova/result.h"
 
 namespace tova {
 

@@ -561,6 +561,14 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
       l.holds_prompt = false;
     }
   }
+  if (window > 0 && budget > window - 1 && l.shared_heads) {
+    // The policy is made with the window's budget (create: args.budget), so its floor per head
+    // is the one that budget gives, not the one of k: with k's, the heads' pool would be sized
+    // for a floor no head keeps (adakv at k = 128 on a 16-token window: 30 - 25 slots).
+    PolicyArgs a = policy_args(o, il);
+    a.budget = window - 1;
+    l.head_floor = layer_plan(o.policy, a).head_floor;
+  }
   if (window > 0) budget = budget < 0 ? window - 1 : std::min<int64_t>(budget, window - 1);
   // A window layer never holds more than its window: the buffer fills at most what is left.
   if (window > 0) l.buffer = static_cast<int>(std::clamp<int64_t>(window - 1 - budget, 0, l.buffer));

@@ -414,7 +414,7 @@ TEST_F(CliEval, EvalRejectsAReconstructionTheTemplateCannotRender) {
   expect_clean_failure(run("eval niah_single -m " + model_ +
                            " --lengths 400 --samples 1 --max-new 4 --chat-template llama2"
                            " --policies kvzip --budgets 32 --out " + dir_ + "/res"),
-                       "chat template 'llama2' cannot render kvzip's reconstruction prompt", {});
+                       "--chat-template 'llama2' cannot render kvzip's reconstruction prompt", {});
 }
 
 // Four questions of one haystack in one conversation on niah-13m: one record per turn carrying
