@@ -669,7 +669,8 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
   if (!j.is_object()) return bad_request("", "the request body must be a JSON object");
   const std::vector<FieldRule>& rules = field_rules();
   // Every field a request may carry has a rule; anything else is named in a 400.
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();  // not a structured binding: clang 14 cannot capture one
     const bool known = std::any_of(rules.begin(), rules.end(), [&](const FieldRule& f) {
       return key == f.name && takes(f.where, chat);
     });
