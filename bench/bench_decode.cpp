@@ -18,12 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
-#include "kv/policy_registry.h"
-#include "model/model.h"
-#include "model/random_model.h"
-#include "runtime/sequence.h"
 #include "simd_env.h"
+#include "tova/engine.h"
+#include "tova/random_model.h"
+#include "tova/session.h"
 
 namespace tova {
 namespace {
@@ -32,18 +30,13 @@ constexpr int kBudget = 512;
 constexpr int kThreads = 2;
 
 struct Loaded {
-  std::unique_ptr<model::Model> model;
+  std::unique_ptr<Engine> engine;
   std::string error;
   std::string temp_path;
   ~Loaded() {
     if (!temp_path.empty()) std::filesystem::remove(temp_path);
   }
 };
-
-ThreadPool& pool() {
-  static ThreadPool p(kThreads);
-  return p;
-}
 
 const Loaded& loaded() {
   static const std::unique_ptr<Loaded> l = [] {
@@ -53,30 +46,23 @@ const Loaded& loaded() {
     if (const char* env = std::getenv("TOVA_BENCH_MODEL"); env != nullptr && *env != '\0') {
       path = env;
     } else {
-      auto shape = model::find_random_shape("smollm");
-      const std::vector<std::string> dirs = model::default_vocab_dirs();
-      auto vocab = model::find_vocab(*shape, dirs);
-      if (!vocab.ok()) {
-        r.error = vocab.message();
-        return p;
-      }
       path = (std::filesystem::temp_directory_path() /
               ("tova-bench-decode-" + std::to_string(getpid()) + ".gguf"))
                  .string();
-      auto st = model::write_random_model(
-          {.shape = *shape, .type = GgmlType::kQ8_0, .vocab_path = *vocab}, path, pool());
+      auto st = make_random_model(
+          {.shape = "smollm", .type = "q8_0", .n_threads = kThreads}, path);
       if (!st.ok()) {
         r.error = st.message();
         return p;
       }
       r.temp_path = path;
     }
-    auto m = model::Model::load(path);
-    if (!m.ok()) {
-      r.error = m.message();
+    auto e = Engine::load({.model_path = path, .n_threads = kThreads, .need_tokenizer = false});
+    if (!e.ok()) {
+      r.error = e.message();
       return p;
     }
-    r.model = std::move(*m);
+    r.engine = std::move(*e);
     return p;
   }();
   return *l;
@@ -87,35 +73,34 @@ const char* const kPolicies[] = {"full", "window", "tova"};
 
 void BM_decode_step(benchmark::State& state) {
   const Loaded& l = loaded();
-  if (!l.model) {
+  if (!l.engine) {
     state.SkipWithError(l.error.c_str());
     return;
   }
-  const model::Model& m = *l.model;
+  const Engine& e = *l.engine;
   const char* policy = kPolicies[state.range(0)];
   const int depth = static_cast<int>(state.range(1));
-  CacheOptions o;
-  o.policy = *kv::parse_policy(policy, kBudget);
-  auto made = runtime::make_state(m, o, depth);
+  SessionOptions o;
+  o.cache.policy = *kv::parse_policy(policy, kBudget);
+  o.cache.reserve = depth;
+  auto made = e.new_session(o);
   if (!made.ok()) {
     state.SkipWithError(made.message().c_str());
     return;
   }
-  std::unique_ptr<kv::MultiState> ms = std::move(*made);
+  Session& s = **made;
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> tok(3, m.config().n_vocab - 1);
+  std::uniform_int_distribution<int32_t> tok(3, e.n_vocab() - 1);
   std::vector<int32_t> prompt(depth);
   for (int32_t& t : prompt) t = tok(rng);
-  model::ForwardScratch scratch;
-  std::vector<float> logits(m.config().n_vocab);
   // Untimed: fill the cache to `depth` with the exact semantics.
-  if (auto st = runtime::feed(m, pool(), scratch, *ms, prompt, 512, logits.data()); !st.ok()) {
+  if (auto st = s.feed(prompt); !st.ok()) {
     state.SkipWithError(st.message().c_str());
     return;
   }
   for (auto _ : state) {
-    const model::BatchToken bt{.token = tok(rng), .state = ms.get(), .logits = true};
-    auto st = m.forward({&bt, 1}, pool(), scratch, logits.data());
+    const int32_t t = tok(rng);
+    auto st = s.feed({&t, 1});  // one token through every layer, with logits
     if (!st.ok()) {
       state.SkipWithError(st.message().c_str());
       break;
@@ -123,7 +108,7 @@ void BM_decode_step(benchmark::State& state) {
   }
   state.counters["tok"] =  // shown as "tok=12.3/s"
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-  state.SetLabel(o.policy.bounded() ? std::string(policy) + " k=512" : std::string(policy));
+  state.SetLabel(o.cache.policy.bounded() ? std::string(policy) + " k=512" : std::string(policy));
 }
 
 BENCHMARK(BM_decode_step)

@@ -17,8 +17,7 @@
 #include <vector>
 
 #include "tova/field_names.h"
-#include "eval/perplexity.h"
-#include "eval/task_run.h"
+#include "tova/eval.h"
 #include "tova/policy_spec.h"
 #include "tova/engine.h"
 #include "tova/grammar.h"

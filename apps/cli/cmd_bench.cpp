@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "eval/bench.h"
+#include "tova/eval.h"
 #include "tova/policy_spec.h"
 #include "tova/simd_target.h"
 
@@ -177,7 +177,7 @@ void add_bench_command(CLI::App& app) {
     // The tests run on pools of their own thread counts (-t lists several).
     const auto engine = check(
         Engine::load({.model_path = path, .n_threads = 1, .mmap = f.mmap, .need_tokenizer = false}));
-    auto results = eval::run_bench(engine->model(), path, o);
+    auto results = eval::run_bench(*engine, path, o);
     if (!results.ok()) throw CLI::RuntimeError(fail(results.message()));
     if (f.output == "json") {
       print_json(*results);

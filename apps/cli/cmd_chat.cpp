@@ -16,11 +16,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "runtime/chat_templates.h"
 #include "commands.h"
 #include "common.h"
 #include "line_editor.h"
-#include "tokenizer/chat_template.h"
+#include "tova/chat.h"
 #include "tova/reasoning.h"
 #include "tova/text_stream.h"
 
@@ -31,7 +30,7 @@ namespace {
 // messages, and the conversation text fed so far (each turn feeds what follows it).
 struct ChatNote {
   std::string chat_template;
-  std::vector<tok::ChatMessage> messages;
+  std::vector<ChatMessage> messages;
   std::string consumed;
 };
 
@@ -179,15 +178,14 @@ void add_chat_command(CLI::App& app) {
       chat.chat_template = "chatml";
       note("the model has no chat template: using chatml (--chat-template NAME to choose another)");
     }
-    const tok::ChatTemplate tmpl = or_fail(runtime::chat_template_of(e, chat.chat_template));
-    const ReasoningFormat reasoning = runtime::reasoning_format_of(tmpl);
+    const ChatOptions chat_options{.chat_template = chat.chat_template};
+    const ReasoningFormat reasoning = or_fail(e.chat_reasoning(chat_options));
     // Reasoning is shown dimmed on a terminal, between markers elsewhere.
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
     const char* reasoning_on = tty ? "\x1b[2m" : "[reasoning]\n";
     const char* reasoning_off = tty ? "\x1b[0m\n" : "\n[/reasoning]\n";
-    chat.chat_template = tmpl.spec();  // "" for the model's own: resumed with it again
     Session& s = *session;
-    std::vector<tok::ChatMessage>& messages = chat.messages;
+    std::vector<ChatMessage>& messages = chat.messages;
     std::string& consumed = chat.consumed;  // the conversation text the session has been given
     const size_t n_system = !messages.empty() && messages[0].role == "system" ? 1 : 0;
     // After every answer (and reset): a kill loses at most the turn in progress.
@@ -232,13 +230,11 @@ void add_chat_command(CLI::App& app) {
         continue;
       }
       messages.push_back({"user", line[0] == '/' ? line.substr(1) : line});
-      const std::string text = or_fail(tmpl.render(
-          messages, tok::ChatOptions{.add_generation_prompt = true,
-                                     .vars = runtime::default_template_vars(tmpl)}));
+      const std::string text = or_fail(e.chat_text(messages, chat_options));
       // Feed only what the conversation added since the last turn.
       if (consumed.empty() || text.compare(0, consumed.size(), consumed) != 0) {
         if (!consumed.empty()) or_fail(s.reset());
-        s.queue(tok::encode_chat_prompt(e.tokenizer(), text));
+        s.queue(e.chat_tokens(text));
       } else {
         s.queue(e.tokenize(std::string_view(text).substr(consumed.size()), false, true));
       }

@@ -8,12 +8,11 @@
 
 #include "commands.h"
 #include "common.h"
-#include "eval/output_dir.h"
-#include "eval/progress.h"
-#include "eval/task_report.h"
-#include "eval/task_run.h"
-#include "eval/tasks.h"
-#include "tokenizer/chat_template.h"
+#include "output_dir.h"
+#include "plots.h"
+#include "progress.h"
+#include "tova/chat.h"
+#include "tova/eval.h"
 
 namespace tova::cli {
 namespace {
@@ -57,8 +56,8 @@ void run(const Flags& f) {
     o.haystack_label = f.haystack_file;
   }
   // A bad --out fails now, not after the grid.
-  std::unique_ptr<eval::OutputDir> out;
-  if (!f.out.empty()) out = take(eval::OutputDir::create(f.out, f.force));
+  std::unique_ptr<plot::OutputDir> out;
+  if (!f.out.empty()) out = take(plot::OutputDir::create(f.out, f.force));
 
   const std::unique_ptr<Engine> engine = take(f.model.load());
   o.on_warning = [](const std::string& w) { warn(w); };
@@ -67,7 +66,7 @@ void run(const Flags& f) {
     o.on_progress = [last = -1.0](const eval::EvalProgress& p) mutable {
       if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;
       last = p.seconds;
-      fmt::print(stderr, "\r{}", eval::progress_line(p.steps_done, p.steps_total, p.seconds));
+      fmt::print(stderr, "\r{}", plot::progress_line(p.steps_done, p.steps_total, p.seconds));
       std::fflush(stderr);
     };
   }
@@ -85,11 +84,11 @@ void run(const Flags& f) {
   // An answer may hold bytes that are not UTF-8 (the model writes byte tokens; niah_multikey on
   // niah-13m did): they become U+FFFD in the JSON instead of an exception after the whole grid.
   const std::string json = rep.json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
-  check(eval::write_file(out->file("results.json"), json + "\n"));
-  check(eval::write_file(out->file("results.csv"), rep.csv));
+  check(plot::write_file(out->file("results.json"), json + "\n"));
+  check(plot::write_file(out->file("results.csv"), rep.csv));
   std::string plots;
   if (!f.no_plot) {
-    auto stems = eval::plot_eval(r.records, rep.title, out->tmp_path());
+    auto stems = plot::plot_eval(r.records, rep.title, out->tmp_path());
     if (!stems.ok()) check(make_error("{} (--no-plot skips the plots)", stems.message()));
     for (const std::string& s : *stems) plots += ", " + s + ".png/.svg";
   }
@@ -142,7 +141,7 @@ void add_eval_command(CLI::App& app) {
                 "wrap each prompt in the model's chat template (the task as the user turn, the "
                 "answer prefix after the assistant's header); default: the raw prompt after BOS");
   cmd->add_option("--chat-template", flags->run.chat_template,
-                  "--chat with this template: a .jinja file or " + tok::ChatTemplate::names() + " (default: the model's own)");
+                  "--chat with this template: a .jinja file or " + chat_template_names() + " (default: the model's own)");
   cmd->add_option("--max-new", flags->run.max_new,
                   "tokens to generate per answer (default: the task's, as RULER: niah 128, vt "
                   "30, cwe 120, fwe 50, passkey 16); generation stops early at EOS or once every "

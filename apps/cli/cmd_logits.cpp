@@ -6,7 +6,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "eval/logits.h"
+#include "tova/eval.h"
 
 namespace tova::cli {
 
@@ -34,7 +34,7 @@ void add_logits_command(CLI::App& app) {
     const std::vector<int32_t> ids = or_fail(read_token_file(f.tokens));
     if (ids.empty()) throw CLI::RuntimeError(fail(f.tokens + ": the token list is empty"));
     const auto engine = or_fail(f.model.load(/*need_tokenizer=*/false));
-    auto logits = eval::all_logits(engine->model(), engine->pool(), ids, cache, f.n_batch);
+    auto logits = eval::all_logits(*engine, ids, cache, f.n_batch);
     if (!logits.ok()) {
       throw CLI::RuntimeError(
           fail(fmt::format("{} on {}: {}", f.tokens, f.model.model_path(), logits.message())));

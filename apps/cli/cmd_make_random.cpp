@@ -7,7 +7,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "model/random_model.h"
+#include "tova/random_model.h"
 #include "tova/timer.h"
 
 namespace tova::cli {
@@ -26,13 +26,13 @@ void add_make_random_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "make-random", "write a random-weight GGUF of a real model's shape (for benchmarks)");
   auto* shape_opt = cmd->add_option("--shape", flags->shape,
-                                    "model shape (" + model::random_shape_choices() + ")");
+                                    "model shape (" + random_shape_choices() + ")");
   cmd->add_option("--arch", flags->arch,
                   "an architecture's test fixture: every tensor and key of a converted model of "
                   "the family, scaled down (" +
-                      model::random_arch_choices() + "); same as --shape arch-NAME")
+                      random_arch_choices() + "); same as --shape arch-NAME")
       ->excludes(shape_opt);
-  cmd->add_option("--type", flags->type, "weight type (" + model::random_type_choices() + ")")
+  cmd->add_option("--type", flags->type, "weight type (" + random_type_choices() + ")")
       ->capture_default_str();
   cmd->add_option("-o,--out", flags->out, "output GGUF file")->required();
   cmd->add_option("--vocab", flags->vocab,
@@ -44,28 +44,19 @@ void add_make_random_command(CLI::App& app) {
   cmd->callback([flags] {
     const Flags& f = *flags;
     if (f.shape.empty() && f.arch.empty()) throw CLI::RuntimeError(fail("give --shape or --arch"));
-    auto shape =
-        f.arch.empty() ? model::find_random_shape(f.shape) : model::find_random_arch(f.arch);
-    if (!shape.ok()) throw CLI::RuntimeError(fail(shape.message()));
-    auto type = model::parse_random_type(f.type);
-    if (!type.ok()) throw CLI::RuntimeError(fail(type.message()));
-    std::string vocab = f.vocab;
-    if (vocab.empty()) {
-      const std::vector<std::string> dirs = model::default_vocab_dirs();
-      auto found = model::find_vocab(*shape, dirs);
-      if (!found.ok()) throw CLI::RuntimeError(fail(found.message()));
-      vocab = *found;
-    }
     ModelFlags threads{.threads = f.threads};
-    ThreadPool pool(threads.n_threads());
     Timer t;
-    auto st = model::write_random_model(
-        {.shape = *shape, .type = *type, .vocab_path = vocab, .seed = f.seed}, f.out, pool);
-    if (!st.ok()) throw CLI::RuntimeError(fail(st.message()));
+    const RandomModelReport r = or_fail(make_random_model({.shape = f.shape,
+                                                           .arch = f.arch,
+                                                           .type = f.type,
+                                                           .vocab = f.vocab,
+                                                           .seed = f.seed,
+                                                           .n_threads = threads.n_threads()},
+                                                          f.out));
     fmt::print(stderr,
                "wrote {}: {} shape, {} weights, {} tensors, {:.2f} M params, {} in {:.1f} s\n",
-               f.out, shape->description, type_name(*type), st->n_tensors, st->n_params / 1e6,
-               format_bytes(st->n_bytes), t.seconds());
+               f.out, r.description, r.type, r.n_tensors, r.n_params / 1e6,
+               format_bytes(r.n_bytes), t.seconds());
   });
 }
 

@@ -12,13 +12,10 @@
 
 #include "commands.h"
 #include "common.h"
-#include "eval/output_dir.h"
-#include "eval/plots.h"
-#include "eval/ppl_sweep.h"
-#include "eval/progress.h"
-#include "eval/report.h"
-#include "eval/perplexity.h"
-#include "eval/stream_report.h"
+#include "output_dir.h"
+#include "plots.h"
+#include "progress.h"
+#include "tova/eval.h"
 
 namespace tova::cli {
 
@@ -106,7 +103,7 @@ std::function<void(const eval::SweepProgress&)> progress_printer() {
   return [last = -1.0](const eval::SweepProgress& p) mutable {
     if (p.seconds - last < 0.1 && p.steps_done < p.steps_total) return;
     last = p.seconds;
-    fmt::print(stderr, "\r{}", eval::progress_line(p.steps_done, p.steps_total, p.seconds));
+    fmt::print(stderr, "\r{}", plot::progress_line(p.steps_done, p.steps_total, p.seconds));
     std::fflush(stderr);
   };
 }
@@ -253,8 +250,8 @@ void add_ppl_command(CLI::App& app) {
       throw CLI::RuntimeError(fail("nothing to score: give a text (-f) or token ids (--tokens)"));
     }
     // A bad --out fails now, not after the sweep.
-    std::unique_ptr<eval::OutputDir> out;
-    if (!f.out.empty()) out = or_fail(eval::OutputDir::create(f.out, f.force));
+    std::unique_ptr<plot::OutputDir> out;
+    if (!f.out.empty()) out = or_fail(plot::OutputDir::create(f.out, f.force));
     if (!f.tokens_file.empty()) {
       o.tokens = or_fail(read_token_file(f.tokens_file));
       o.tokens_label = f.tokens_file;
@@ -275,12 +272,12 @@ void add_ppl_command(CLI::App& app) {
       print_sweep(*rep, f);
     }
     if (!out) return;
-    Status st = eval::write_file(out->file("results.json"), rep->json.dump(1) + "\n");
-    if (st.ok()) st = eval::write_file(out->file("results.csv"), rep->csv);
+    Status st = plot::write_file(out->file("results.json"), rep->json.dump(1) + "\n");
+    if (st.ok()) st = plot::write_file(out->file("results.csv"), rep->csv);
     if (st.ok() && !f.no_plot) {
-      st = rep->stream ? eval::plot_stream(rep->curves, rep->title, rep->trained_ctx,
+      st = rep->stream ? plot::plot_stream(rep->curves, rep->title, rep->trained_ctx,
                                            out->tmp_path())
-                       : eval::plot_sweep(rep->sweep, rep->title, out->tmp_path());
+                       : plot::plot_sweep(rep->sweep, rep->title, out->tmp_path());
       if (!st.ok()) st = make_error("{} (--no-plot skips the plots)", st.message());
     }
     if (st.ok()) st = out->commit();

@@ -8,10 +8,8 @@
 
 #include "commands.h"
 #include "common.h"
-#include "jinja/json.h"
-#include "runtime/chat_templates.h"
-#include "tokenizer/chat_messages.h"
-#include "tokenizer/chat_template.h"
+#include "tova/chat.h"
+#include "tova/engine.h"
 
 namespace tova::cli {
 namespace {
@@ -26,14 +24,14 @@ Result<json> read_json(const std::string& path) {
 }
 
 // --var NAME=VALUE: VALUE as JSON when it is (true, 3, "x", [..]), else as a string.
-Result<std::pair<std::string, jinja::Value>> parse_var(const std::string& s) {
+Result<std::pair<std::string, std::string>> parse_var(const std::string& s) {
   const size_t eq = s.find('=');
   if (eq == std::string::npos || eq == 0) {
     return make_error("--var '{}': expected NAME=VALUE", s);
   }
   const std::string value = s.substr(eq + 1);
   json j = json::parse(value, nullptr, /*allow_exceptions=*/false);
-  return std::pair{s.substr(0, eq), j.is_discarded() ? jinja::Value(value) : jinja::from_json(j)};
+  return std::pair{s.substr(0, eq), j.is_discarded() ? json(value).dump() : value};
 }
 
 }  // namespace
@@ -53,7 +51,7 @@ void add_template_command(CLI::App& app) {
                   "sees)");
   flags->model.add(*cmd);
   cmd->add_option("--template", flags->tmpl,
-                  "a .jinja file or a family's name (" + tok::ChatTemplate::names() +
+                  "a .jinja file or a family's name (" + chat_template_names() +
                       "); default: the model's own (-m)");
   cmd->add_option("--messages", flags->messages,
                   "JSON file: a list of messages (role, content, tool_calls, tool_call_id, name, "
@@ -69,28 +67,33 @@ void add_template_command(CLI::App& app) {
     const Flags& f = *flags;
     const json doc = or_fail(read_json(f.messages));
     const json& list = doc.is_object() && doc.contains("messages") ? doc["messages"] : doc;
-    auto parsed = tok::chat_messages_from_json(list);
+    auto parsed = chat_messages_from_json(list.dump());
     if (!parsed.ok()) throw CLI::RuntimeError(fail(f.messages + ": " + parsed.message()));
-    const std::vector<tok::ChatMessage>& messages = *parsed;
-    tok::ChatOptions o{.add_generation_prompt = !f.no_generation_prompt};
+    const std::vector<ChatMessage>& messages = *parsed;
+    ChatOptions o{.chat_template = f.tmpl, .add_generation_prompt = !f.no_generation_prompt};
     if (!f.tools.empty()) {
       const json tools = or_fail(read_json(f.tools));
       if (!tools.is_array()) throw CLI::RuntimeError(fail(f.tools + ": expected a list of tools"));
-      o.tools = jinja::from_json(tools);
+      o.tools = tools.dump();
     } else if (doc.is_object() && doc.contains("tools")) {
-      o.tools = jinja::from_json(doc["tools"]);
+      o.tools = doc["tools"].dump();
     }
     for (const std::string& v : f.vars) o.vars.push_back(or_fail(parse_var(v)));
     // A model only when one is named or no --template is given (its tokenizer's BOS/EOS texts
     // and its own template).
-    tok::ChatTemplate t = [&] {
+    const std::string text = [&] {
       if (!f.model.model.empty() || f.tmpl.empty()) {
         const auto engine = or_fail(f.model.load());
-        return or_fail(runtime::chat_template_of(*engine, f.tmpl));
+        if (f.tmpl.empty() && engine->chat_template_text().empty()) {
+          // What the model sees is asked for: no fallback to ChatML here.
+          throw CLI::RuntimeError(fail("the model has no chat template "
+                                       "(tokenizer.chat_template); give --template NAME or a "
+                                       ".jinja file"));
+        }
+        return or_fail(engine->chat_text(messages, o));
       }
-      return or_fail(tok::ChatTemplate::resolve(f.tmpl, ""));
+      return or_fail(render_chat(messages, o));
     }();
-    const std::string text = or_fail(t.render(messages, o));
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   });

@@ -7,10 +7,9 @@
 
 #include "commands.h"
 #include "common.h"
-#include "eval/bench.h"
-#include "eval/output_dir.h"
-#include "eval/throughput.h"
-#include "eval/throughput_report.h"
+#include "output_dir.h"
+#include "plots.h"
+#include "tova/eval.h"
 #include "tova/simd_target.h"
 
 namespace tova::cli {
@@ -107,13 +106,13 @@ void add_throughput_command(CLI::App& app) {
                    p.phase, p.batch > 0 ? fmt::format(" (batch {})", p.batch) : "");
       };
     }
-    std::unique_ptr<eval::OutputDir> dir;
-    if (!f.out_dir.empty()) dir = check(eval::OutputDir::create(f.out_dir, f.force));
+    std::unique_ptr<plot::OutputDir> dir;
+    if (!f.out_dir.empty()) dir = check(plot::OutputDir::create(f.out_dir, f.force));
     const std::string path = f.model.model_path();
     const auto engine = check(f.model.load(/*need_tokenizer=*/false));
     const eval::ThroughputReport rep =
-        check(eval::run_throughput(engine->model(), engine->pool(), o));
-    const eval::BenchModelInfo info = eval::describe_model(engine->model(), path);
+        check(eval::run_throughput(*engine, o));
+    const eval::BenchModelInfo info = eval::describe_model(*engine, path);
     nlohmann::ordered_json header;
     header["model_filename"] = path;
     header["model_type"] = info.model_type;
@@ -143,10 +142,10 @@ void add_throughput_command(CLI::App& app) {
                            rows, [](size_t i) { return i >= 2; });
     }
     if (dir) {
-      check(eval::write_file(dir->file("results.json"), json.dump(2) + "\n"));
+      check(plot::write_file(dir->file("results.json"), json.dump(2) + "\n"));
       const std::string title = fmt::format("{}: decode throughput at {} of K/V, ctx {}",
                                             info.model_type, format_bytes(rep.kv_memory), rep.ctx);
-      check(eval::plot_throughput(rep, title, dir->tmp_path()));
+      check(plot::plot_throughput(rep, title, dir->tmp_path()));
       check(dir->commit());
     }
   });

@@ -10,14 +10,10 @@
 
 #include "commands.h"
 #include "common.h"
-#include "eval/output_dir.h"
-#include "eval/plots.h"
-#include "eval/progress.h"
-#include "eval/report.h"
-#include "eval/trace.h"
-#include "eval/trace_compare.h"
-#include "model/model.h"
-#include "tokenizer/tokenizer.h"
+#include "output_dir.h"
+#include "plots.h"
+#include "progress.h"
+#include "tova/eval.h"
 #include "tova/timer.h"
 
 namespace tova::cli {
@@ -122,56 +118,24 @@ void print_comparisons(const eval::TraceRun& run, const KvFormat& base) {
 }
 
 // The token strings kept longest.
-void print_longest(const eval::TraceResult& r, const tok::Tokenizer& tk, int top) {
-  if (top <= 0) return;
+void print_longest(const eval::TraceReport& rep) {
+  if (rep.longest.empty()) return;
   fmt::print(
       "\nToken strings kept longest (mean survival over layers, KV heads and "
       "occurrences):\n\n| rank | token | mean survival | count |\n|---:|---|---:|---:|\n");
   int rank = 0;
-  auto text_of = [&tk](int32_t id) { return tk.token_text(id); };
-  for (const eval::TokenSurvival& ts : eval::longest_kept(r, text_of, top)) {
+  for (const eval::TokenSurvival& ts : rep.longest) {
     fmt::print("| {} | {} | {:.1f} | {} |\n", ++rank, cell_text(ts.text), ts.mean_survival,
                ts.count);
   }
 }
 
-// The ids to feed: BOS + the text's tokens (or the token file as given), at most ctx.
-std::vector<int32_t> trace_ids(const TraceFlags& f, const Engine& engine, int ctx) {
-  const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-  const InputIds in = or_fail(read_input_ids(f.tokens_file, f.text_file, engine));
-  std::vector<int32_t> ids;
-  if (in.from_text && engine.tokenizer().bos() >= 0) ids.push_back(engine.tokenizer().bos());
-  ids.insert(ids.end(), in.ids.begin(), in.ids.end());
-  if (ids.empty()) throw CLI::RuntimeError(fail("'" + input + "' gives no tokens"));
-  if (static_cast<int>(ids.size()) > ctx) ids.resize(ctx);
-  return ids;
-}
-
 // trace.json (and trace.png) into the --out folder.
-void write_outputs(const TraceFlags& f, const eval::TraceRun& run, const tok::Tokenizer& tk,
-                   const std::string& title, int ctx, int64_t far_age, double wall_seconds,
-                   eval::OutputDir& od) {
-  const eval::TraceResult& r = run.trace;
-  const nlohmann::ordered_json header = {
-      {"model", f.model.model_path()},
-      {"text",
-       f.tokens_file.empty() ? nlohmann::ordered_json(f.text_file) : nlohmann::ordered_json()},
-      {"tokens_file",
-       f.tokens_file.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.tokens_file)},
-      {"ctx", ctx},
-      {"far_age", far_age},
-      {"kv_type", f.cache.kv_type.text()},
-      {"kv_positions", f.cache.positions},
-      {"f32_activations", f.model.f32_activations},
-      {"trace_seconds", r.seconds},
-      {"wall_seconds", wall_seconds},
-  };
-  auto text_of = [&tk](int32_t id) { return tk.token_text(id); };
-  nlohmann::ordered_json json = eval::trace_json(r, header, text_of, f.top);
-  if (!run.comparisons.empty()) json["kv_type_comparison"] = eval::comparison_json(run);
-  auto st = eval::write_file(od.file("trace.json"), json.dump() + "\n");
+void write_outputs(const TraceFlags& f, const eval::TraceReport& rep, plot::OutputDir& od) {
+  const eval::TraceResult& r = rep.run.trace;
+  auto st = plot::write_file(od.file("trace.json"), rep.json.dump() + "\n");
   if (st.ok() && !f.no_plot) {
-    st = eval::plot_trace(r, title, od.tmp_path());
+    st = plot::plot_trace(r, rep.title, od.tmp_path());
     if (!st.ok()) st = make_error("{} (--no-plot skips the plot)", st.message());
   }
   if (st.ok()) st = od.commit();
@@ -182,59 +146,50 @@ void write_outputs(const TraceFlags& f, const eval::TraceRun& run, const tok::To
 
 // The whole command once its flags are read.
 void run_trace_command(const TraceFlags& f) {
-  Timer wall;
   if (f.cache.prefill != "exact") {
     throw CLI::RuntimeError(
         fail("tova trace feeds one token per step; --kv-prefill must be exact"));
   }
-  const CacheOptions cache = or_fail(f.cache.options());
+  eval::TraceRunOptions o{.cache = or_fail(f.cache.options()),
+                          .ctx = f.ctx,
+                          .far_age = f.far_age,
+                          .top = f.top,
+                          .f32_activations = f.model.f32_activations};
   if (f.text_file.empty() && f.tokens_file.empty()) {
     throw CLI::RuntimeError(fail("nothing to feed: give a text (-f) or token ids (--tokens)"));
   }
-  std::vector<KvFormat> compare;
   for (const std::string& t :
        f.compare_kv_types.empty() ? std::vector<std::string>{} : split_list(f.compare_kv_types)) {
-    compare.push_back(or_fail(parse_kv_format(t)));
+    o.compare.push_back(or_fail(parse_kv_format(t)));
+  }
+  auto out = or_fail(plot::OutputDir::create(f.out, f.force));
+  if (!f.tokens_file.empty()) {
+    o.tokens = or_fail(read_token_file(f.tokens_file));
+    o.tokens_label = f.tokens_file;
+  } else {
+    o.text = or_fail(read_text_file(f.text_file));
+    o.text_label = f.text_file;
   }
   const auto engine = or_fail(f.model.load());
-  const model::Model& m = engine->model();
-  const int ctx = f.ctx > 0 ? f.ctx : (m.config().n_ctx_train > 0 ? m.config().n_ctx_train : 512);
-  if (cache.policy.bounded() && cache.policy.budget > ctx) {
-    throw CLI::RuntimeError(fail(
-        fmt::format("budget {} is above the context of {} tokens", cache.policy.budget, ctx)));
-  }
-  auto out = or_fail(eval::OutputDir::create(f.out, f.force));
-  const std::vector<int32_t> ids = trace_ids(f, *engine, ctx);
-  const int64_t far_age = f.far_age > 0 ? f.far_age : m.config().n_ctx_train;
-  eval::TraceOptions to{.policy = cache.policy,
-                        .kv_type = cache.kv_type,
-                        .positions = cache.positions,
-                        .far_age = far_age};
+  o.model_label = f.model.model_path();
   const bool tty = ::isatty(2) != 0;
   Timer t;
   if (tty) {
-    to.on_progress = [&t, last = -1.0](int64_t done, int64_t total) mutable {
+    o.on_progress = [&t, last = -1.0](int64_t done, int64_t total) mutable {
       if (t.seconds() - last < 0.1 && done < total) return;  // ~10 redraws/s
       last = t.seconds();
-      fmt::print(stderr, "\r{}", eval::progress_line(done, total, t.seconds()));
+      fmt::print(stderr, "\r{}", plot::progress_line(done, total, t.seconds()));
       std::fflush(stderr);
     };
   }
-  auto res = eval::run_trace_compared(m, engine->pool(), ids, to, compare);
+  auto res = eval::run_trace(*engine, o);
   if (tty) fmt::print(stderr, "\r\033[K");
-  const eval::TraceRun run = or_fail(std::move(res));
-  const eval::TraceResult& r = run.trace;
-  const std::string input = f.tokens_file.empty() ? f.text_file : f.tokens_file;
-  const std::string title =
-      fmt::format("{} on {}: {}, k = {}, {} tokens",
-                  std::filesystem::path(f.model.model_path()).filename().string(),
-                  std::filesystem::path(input).filename().string(), r.policy,
-                  r.budget >= 0 ? std::to_string(r.budget) : "unbounded", r.n_tokens);
-  fmt::print("## Trace: {}\n\n", title);
-  print_layers(r, far_age);
-  print_comparisons(run, to.kv_type);
-  print_longest(r, engine->tokenizer(), f.top);
-  write_outputs(f, run, engine->tokenizer(), title, ctx, far_age, wall.seconds(), *out);
+  const eval::TraceReport rep = or_fail(std::move(res));
+  fmt::print("## Trace: {}\n\n", rep.title);
+  print_layers(rep.run.trace, rep.far_age);
+  print_comparisons(rep.run, o.cache.kv_type);
+  print_longest(rep);
+  write_outputs(f, rep, *out);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "tova/result.h"
 #include "tova/chat.h"
 #include "tova/options.h"
+#include "tova/reasoning.h"
 #include "tova/session.h"
 
 namespace tova {
@@ -85,6 +86,15 @@ class Engine {
   // the template's fault or the message it cannot render.
   Result<std::vector<int32_t>> chat_prompt(const std::vector<ChatMessage>& messages,
                                            const ChatOptions& o = {}) const;
+  // The two halves of chat_prompt: the rendered text (the template's default switches, such as
+  // enable_thinking for a thinking template, applied where o.vars does not set them), and that
+  // text as the model reads it (a front-end that feeds only what a turn added tokenizes the
+  // new suffix itself).
+  Result<std::string> chat_text(const std::vector<ChatMessage>& messages,
+                                const ChatOptions& o = {}) const;
+  std::vector<int32_t> chat_tokens(std::string_view text) const;  // requires has_tokenizer()
+  // How answers under the template o names carry reasoning (think blocks, harmony channels).
+  Result<ReasoningFormat> chat_reasoning(const ChatOptions& o = {}) const;
 
   // K/V bytes a session under `o` allocates for a prompt of n_prompt tokens: its fixed size
   // when bounded, n_ctx tokens' worth when unbounded (what a server reserves for it).

@@ -249,3 +249,18 @@ Result<std::vector<BenchResult>> run_bench(const model::Model& m, const std::str
 }
 
 }  // namespace tova::eval
+
+namespace tova::eval {
+
+BenchModelInfo describe_model(const Engine& engine, const std::string& filename) {
+  return describe_model(engine.model(), filename);
+}
+
+Result<std::vector<BenchResult>> run_bench(const Engine& engine, const std::string& filename,
+                                           const BenchOptions& o) {
+  // Each case runs on a pool of its own thread count; the engine's stays idle meanwhile.
+  const auto lock = engine.exclusive();
+  return run_bench(engine.model(), filename, o);
+}
+
+}  // namespace tova::eval

@@ -10,12 +10,6 @@ Result<std::vector<float>> all_logits(const model::Model& m, ThreadPool& pool,
                                       std::span<const int32_t> ids, const CacheOptions& cache,
                                       int n_batch) {
   const int n_vocab = m.config().n_vocab;
-  if (ids.empty()) return make_error("the token list is empty");
-  for (int32_t id : ids) {
-    if (id < 0 || id >= n_vocab) {
-      return make_error("token id {} is outside the vocabulary of {} tokens", id, n_vocab);
-    }
-  }
   TOVA_ASSIGN_OR_RETURN(auto state,
                         runtime::make_state(m, cache, static_cast<int64_t>(ids.size())));
   model::ForwardScratch scratch;
@@ -32,6 +26,14 @@ Result<std::vector<float>> all_logits(const model::Model& m, ThreadPool& pool,
     TOVA_RETURN_IF_ERROR(m.forward(batch, pool, scratch, &logits[i0 * n_vocab]));
   }
   return logits;
+}
+
+Result<std::vector<float>> all_logits(const Engine& engine, std::span<const int32_t> ids,
+                                      const CacheOptions& cache, int n_batch) {
+  if (ids.empty()) return make_error("the token list is empty");
+  TOVA_RETURN_IF_ERROR(engine.check_token_ids(ids));
+  const auto lock = engine.exclusive();
+  return all_logits(engine.model(), engine.pool(), ids, cache, n_batch);
 }
 
 }  // namespace tova::eval

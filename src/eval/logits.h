@@ -7,13 +7,15 @@
 #include <vector>
 
 #include "core/result.h"
+#include "tova/eval.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
 #include "tova/options.h"
 
 namespace tova::eval {
 
-// [ids.size()][n_vocab]. Ids outside the vocabulary are an error naming the first; chunked
+// [ids.size()][n_vocab]. The ids must be in the vocabulary (the Engine overload, tova/eval.h,
+// checks them with Engine::check_token_ids); chunked
 // prefill feeds chunks of its size, exact prefill micro-batches of n_batch.
 Result<std::vector<float>> all_logits(const model::Model& m, ThreadPool& pool,
                                       std::span<const int32_t> ids, const CacheOptions& cache,

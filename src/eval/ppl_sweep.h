@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "tova/eval.h"
 #include "core/thread_pool.h"
 #include "kv/multi_state.h"
 #include "kv/policy_registry.h"
@@ -36,12 +37,6 @@ Result<std::vector<std::vector<int32_t>>> make_chunks(std::span<const int32_t> i
 Result<std::vector<kv::PolicySpec>> sweep_configs(std::span<const std::string> policies,
                                                   std::span<const int> budgets, int ctx);
 
-struct SweepProgress {
-  int64_t steps_done = 0;  // token steps fed, summed over configurations
-  int64_t steps_total = 0;
-  double seconds = 0;
-};
-
 struct SweepOptions {
   std::vector<kv::PolicySpec> configs;  // at most one unbounded (full)
   KvFormat kv_type;  // every configuration's K/V storage (f32 unless given)
@@ -63,40 +58,6 @@ struct SweepOptions {
   int max_seqs = 0;
   bool keep_token_nll = false;  // fill ConfigResult::token_nll (tests)
   std::function<void(const SweepProgress&)> on_progress;
-};
-
-struct ConfigResult {
-  kv::PolicySpec policy;
-  KvFormat kv_type;
-  double mean_nll = 0;
-  double ppl = 0;
-  double ppl_se = 0;  // delta method over per-chunk means; NaN with one chunk
-  // Against `full` (only when it is in the sweep; in the first format when there are several):
-  // mean and 99th percentile over predictions of KL(p_full || p_config), and the share of
-  // predictions with the same argmax.
-  std::optional<double> kl_mean, kl_p99, top1_agree;
-  // Paired against `full` on the same chunks: the mean over chunks of (this configuration's
-  // mean NLL - full's) and its standard error (sd of the differences / sqrt(chunks); NaN with
-  // one chunk). The chunks' difficulty, which both share, cancels out.
-  std::optional<double> dnll_mean, dnll_se;
-  std::vector<double> nll_by_position;  // [ctx - 1], mean over chunks
-  std::vector<double> nll_by_chunk;     // [n_chunks], mean over the chunk's predictions
-  std::vector<double> token_nll;        // [n_chunks][ctx - 1], if keep_token_nll
-};
-
-struct SweepResult {
-  int ctx = 0;
-  int n_chunks = 0;
-  int64_t n_predictions = 0;  // per configuration: n_chunks * (ctx - 1)
-  int64_t n_forward_calls = 0;
-  // (configuration, chunk, position) steps that rode along with the chunk's largest
-  // configuration instead of being computed (SweepOptions::share_prefix).
-  int64_t n_shared_steps = 0;
-  double seconds = 0;
-  std::vector<ConfigResult> configs;  // in SweepOptions::configs order (x kv_types)
-  bool several_kv_types = false;      // configurations differ in their K/V format
-  // "tova k=64" or, with several formats, "tova k=64 q8_0"; the policy's label alone for `full`.
-  std::string name(const ConfigResult& c) const;
 };
 
 // Scores every configuration on every chunk (all chunks have the same length) with exact

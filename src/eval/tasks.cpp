@@ -427,6 +427,15 @@ std::string task_choices() {
   return s;
 }
 
+std::vector<TaskDescription> describe_tasks() {
+  std::vector<TaskDescription> out;
+  for (const TaskInfo& t : all_tasks()) {
+    out.push_back({.name = t.name, .help = t.help, .uses_depth = t.uses_depth,
+                   .max_new = t.max_new});
+  }
+  return out;
+}
+
 double string_match_all(std::string_view answer, const std::vector<std::string>& expected) {
   if (expected.empty()) return 0;
   auto lower = [](std::string_view s) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "eval/task_text.h"
+#include "tova/eval.h"
 
 namespace tova::eval {
 

@@ -207,3 +207,12 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
 }
 
 }  // namespace tova::eval
+
+namespace tova::eval {
+
+Result<ThroughputReport> run_throughput(const Engine& engine, const ThroughputOptions& o) {
+  const auto lock = engine.exclusive();
+  return run_throughput(engine.model(), engine.pool(), o);
+}
+
+}  // namespace tova::eval

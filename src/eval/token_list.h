@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "tova/eval.h"
 
 namespace tova::eval {
 

@@ -17,29 +17,14 @@
 #include <vector>
 
 #include "core/result.h"
+#include "tova/eval.h"
 #include "eval/trace.h"
 
 namespace tova::eval {
 
-struct EvictionComparison {
-  std::vector<double> differ;   // [n_layer]; NaN where neither run evicted
-  std::vector<double> overlap;  // [n_layer]; NaN where the reference never evicted
-  // [n_layer]: the first step at which some KV head's evictions differ; -1: never.
-  std::vector<int64_t> first_difference;
-  double differ_mean = 0;   // over layers (and KV heads, pooled)
-  double overlap_mean = 0;  // over layers
-};
-
 // ref and other must trace the same tokens with the same layers, KV heads and budget.
 Result<EvictionComparison> compare_evictions(const TraceResult& ref, const TraceResult& other);
 
-// What `tova trace` reports: a trace, and the same trace in each other K/V format with its
-// evictions compared to the first.
-struct TraceRun {
-  TraceResult trace;
-  std::vector<KvFormat> compared;                // the other formats
-  std::vector<EvictionComparison> comparisons;  // [compared.size()]
-};
 // Traces `tokens` under o, then again under o with each format of `compare`; the error names
 // the format whose run failed. Comparing needs a policy that evicts.
 Result<TraceRun> run_trace_compared(const model::Model& m, ThreadPool& pool,

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "eval/plots.h"
+#include "plots.h"
 #include "kv/policy_registry.h"
 
 namespace tova::eval {
@@ -36,7 +36,7 @@ TEST(StreamCurve, WindowsAndCumulativeByHand) {
   EXPECT_EQ(csv.rfind("label,policy,budget,positions,window_end,window_ppl,cumulative_ppl\n", 0),
             0u);
   EXPECT_NE(csv.find("tova k=64 gap,tova,64,gap,5,4.000000,"), std::string::npos) << csv;
-  const std::string gp = stream_plot_script({s}, "t", 3);
+  const std::string gp = plot::stream_plot_script({s}, "t", 3);
   EXPECT_NE(gp.find("set arrow from 3,graph 0"), std::string::npos);
   EXPECT_NE(gp.find("trained context (3)"), std::string::npos);
   EXPECT_NE(gp.find("stream.svg"), std::string::npos);
@@ -56,9 +56,9 @@ TEST(StreamCurve, PlotSeriesAreDistinctAndTheAxisIsLinearAndCut) {
       curves.push_back(stream_curve(c, m, 1));
     }
   }
-  const std::string gp = stream_plot_script(curves, "t", 2);
+  const std::string gp = plot::stream_plot_script(curves, "t", 2);
   EXPECT_EQ(gp.find("logscale"), std::string::npos);
-  EXPECT_NEAR(stream_plot_ymax(curves), 3 * std::exp(2.0), 1e-9);
+  EXPECT_NEAR(plot::stream_plot_ymax(curves), 3 * std::exp(2.0), 1e-9);
   std::set<std::string> styles;
   const size_t plot = gp.find("\nplot ");
   for (size_t at = gp.find(" lc rgb ", plot); at != std::string::npos;
@@ -71,7 +71,7 @@ TEST(StreamCurve, PlotSeriesAreDistinctAndTheAxisIsLinearAndCut) {
   // Twelve series: twelve colours and twelve dashes, every one different.
   std::set<std::string> colours, dashes;
   for (size_t i = 0; i < 12; ++i) {
-    const std::string s = series_style(i);
+    const std::string s = plot::series_style(i);
     colours.insert(s.substr(0, s.find(" dt ")));
     dashes.insert(s.substr(s.find(" dt ")));
   }

@@ -13,6 +13,7 @@
 
 #include "eval/task_eval.h"
 #include "eval/task_report.h"
+#include "plots.h"
 #include "eval/task_samples.h"
 #include "eval/tasks.h"
 #include "eval/logits.h"
@@ -451,7 +452,7 @@ TEST(TaskReport, NllCellsPairWithFull) {
   EXPECT_NE(md.find("| window | 8 | 100 | 2.500 | +0.500 | 0.289 | 3 |"), std::string::npos) << md;
 }
 
-// The plots give each policy one colour and one dash (eval/plots.h series_style), the same in
+// The plots give each policy one colour and one dash (apps/plot/plots.h series_style), the same in
 // the accuracy, answer-NLL and per-turn plots: 12 bounded policies, none styled like another.
 TEST(TaskReport, EveryPolicyHasItsOwnColourAndDashInEveryPlot) {
   const std::vector<std::string> pols = {"window", "sink:4", "h2o", "tova", "snapkv", "keydiff",
@@ -474,7 +475,7 @@ TEST(TaskReport, EveryPolicyHasItsOwnColourAndDashInEveryPlot) {
   const std::string dir = ::testing::TempDir() + "/plot_styles";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  auto stems = plot_eval(recs, "styles", dir);
+  auto stems = plot::plot_eval(recs, "styles", dir);
   ASSERT_TRUE(stems.ok()) << stems.message();
   std::map<std::string, std::string> style_of;  // policy -> style, over every plot
   for (const char* stem : {"acc-t", "nll-t", "turns-t"}) {

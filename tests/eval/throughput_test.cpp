@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "eval/throughput.h"
-#include "eval/throughput_report.h"
+#include "plots.h"
 #include "test_data.h"
 
 namespace tova {
@@ -151,7 +151,7 @@ TEST(Throughput, JsonHasOneObjectPerConfigurationWithTheTableFields) {
   EXPECT_EQ(j[1]["budget"], 8);
   EXPECT_EQ(j[1]["max_batch"], 16);
   EXPECT_EQ(j[1]["relative"], 5.0);
-  const std::string gp = eval::throughput_plot_script(rep, "t");
+  const std::string gp = plot::throughput_plot_script(rep, "t");
   EXPECT_NE(gp.find("throughput.png"), std::string::npos);
   EXPECT_NE(gp.find("64 1.000000 2 10.000"), std::string::npos) << gp;  // full at k = ctx
   EXPECT_FALSE(j[1]["larger_than_full"].get<bool>());
@@ -172,7 +172,7 @@ TEST(Throughput, StatesLargerThanFullAreFlaggedAndNotDrawn) {
   const auto j = eval::throughput_json(rep, {});
   EXPECT_FALSE(j[1]["larger_than_full"].get<bool>());
   EXPECT_TRUE(j[2]["larger_than_full"].get<bool>());
-  const std::string gp = eval::throughput_plot_script(rep, "t");
+  const std::string gp = plot::throughput_plot_script(rep, "t");
   EXPECT_EQ(gp.find("\n128 "), std::string::npos) << gp;
   EXPECT_NE(gp.find("larger than full's at ctx 64: tova k=128"), std::string::npos) << gp;
 }

@@ -1,4 +1,4 @@
-#include "eval/output_dir.h"
+#include "output_dir.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/field_names.h"
+#include "tova/field_names.h"
 
-namespace tova::eval {
+namespace tova::plot {
 
 namespace fs = std::filesystem;
 
@@ -78,4 +78,4 @@ Status write_file(const std::string& path, std::string_view content) {
   return ok_status();
 }
 
-}  // namespace tova::eval
+}  // namespace tova::plot

@@ -1,4 +1,4 @@
-#include "eval/plots.h"
+#include "plots.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -10,9 +10,19 @@
 #include <fstream>
 #include <map>
 
-#include "eval/output_dir.h"
+#include "output_dir.h"
 
-namespace tova::eval {
+namespace tova::plot {
+
+using eval::ConfigResult;
+using eval::EvalRecord;
+using eval::NllCell;
+using eval::StreamCurve;
+using eval::SweepResult;
+using eval::ThroughputReport;
+using eval::ThroughputResult;
+using eval::TraceResult;
+using eval::TurnCell;
 
 namespace {
 
@@ -253,4 +263,4 @@ Status plot_trace(const TraceResult& r, const std::string& title, const std::str
   return run_gnuplot(dir, "trace.gp");
 }
 
-}  // namespace tova::eval
+}  // namespace tova::plot

@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/result.h"
+#include "tova/result.h"
 
-namespace tova::eval {
+namespace tova::plot {
 
 class OutputDir {
  public:
@@ -38,4 +38,4 @@ class OutputDir {
 // Writes a whole file; the error names it.
 Status write_file(const std::string& path, std::string_view content);
 
-}  // namespace tova::eval
+}  // namespace tova::plot

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace tova::eval {
+namespace tova::plot {
 
 // "[#########.........]  45%  12.3 s, ETA 15 s" (no newline).
 inline std::string progress_line(int64_t done, int64_t total, double seconds, int width = 30) {
@@ -19,4 +19,4 @@ inline std::string progress_line(int64_t done, int64_t total, double seconds, in
   return fmt::format("{} {:3.0f}%  {:.1f} s{}", bar, f * 100, seconds, eta);
 }
 
-}  // namespace tova::eval
+}  // namespace tova::plot

@@ -1,0 +1,41 @@
+// The public face of random-weight models (tova/random_model.h) over model/random_model.h.
+#include "tova/random_model.h"
+
+#include <thread>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "model/random_model.h"
+
+namespace tova {
+
+Result<RandomModelReport> make_random_model(const RandomModelOptions& o, const std::string& path) {
+  if (o.shape.empty() == o.arch.empty()) return make_error("give a shape or an architecture");
+  TOVA_ASSIGN_OR_RETURN(const model::RandomShape shape,
+                        o.arch.empty() ? model::find_random_shape(o.shape)
+                                       : model::find_random_arch(o.arch));
+  TOVA_ASSIGN_OR_RETURN(const GgmlType type, model::parse_random_type(o.type));
+  std::string vocab = o.vocab;
+  if (vocab.empty()) {
+    const std::vector<std::string> dirs = model::default_vocab_dirs();
+    TOVA_ASSIGN_OR_RETURN(vocab, model::find_vocab(shape, dirs));
+  }
+  const int n_threads =
+      o.n_threads > 0 ? o.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  ThreadPool pool(n_threads);
+  TOVA_ASSIGN_OR_RETURN(const model::RandomModelStats st,
+                        model::write_random_model(
+                            {.shape = shape, .type = type, .vocab_path = vocab, .seed = o.seed},
+                            path, pool));
+  return RandomModelReport{.description = shape.description,
+                           .type = std::string(type_name(type)),
+                           .n_tensors = st.n_tensors,
+                           .n_params = st.n_params,
+                           .n_bytes = st.n_bytes};
+}
+
+std::string random_shape_choices() { return model::random_shape_choices(); }
+std::string random_arch_choices() { return model::random_arch_choices(); }
+std::string random_type_choices() { return model::random_type_choices(); }
+
+}  // namespace tova
