@@ -14,16 +14,6 @@
 
 namespace tova::plot {
 
-using eval::ConfigResult;
-using eval::EvalRecord;
-using eval::NllCell;
-using eval::StreamCurve;
-using eval::SweepResult;
-using eval::ThroughputReport;
-using eval::ThroughputResult;
-using eval::TraceResult;
-using eval::TurnCell;
-
 namespace {
 
 // Quotes a string for a gnuplot double-quoted literal.

@@ -13,6 +13,18 @@
 
 namespace tova::plot {
 
+// The records plotted, by their short names.
+using eval::ConfigResult;
+using eval::EvalRecord;
+using eval::GridConfig;
+using eval::NllCell;
+using eval::StreamCurve;
+using eval::SweepResult;
+using eval::ThroughputReport;
+using eval::ThroughputResult;
+using eval::TraceResult;
+using eval::TurnCell;
+
 // Runs `gnuplot script` (a file name inside dir) with dir as the working folder. An error
 // carries gnuplot's first complaint, or says that gnuplot is missing.
 Status run_gnuplot(const std::string& dir, const std::string& script);

@@ -13,16 +13,6 @@
 
 namespace tova::plot {
 
-using eval::ConfigResult;
-using eval::EvalRecord;
-using eval::NllCell;
-using eval::StreamCurve;
-using eval::SweepResult;
-using eval::ThroughputReport;
-using eval::ThroughputResult;
-using eval::TraceResult;
-using eval::TurnCell;
-
 double stream_plot_ymax(const std::vector<StreamCurve>& curves) {
   // The reference: full's first window (inside its trained context), else the lowest median
   // window of any curve; curves that climb past 3x it (a policy or full falling apart beyond

@@ -13,16 +13,6 @@
 
 namespace tova::plot {
 
-using eval::GridConfig;
-using eval::EvalRecord;
-using eval::NllCell;
-using eval::StreamCurve;
-using eval::SweepResult;
-using eval::ThroughputReport;
-using eval::ThroughputResult;
-using eval::TraceResult;
-using eval::TurnCell;
-
 namespace {
 
 struct Mean {

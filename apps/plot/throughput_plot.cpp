@@ -13,16 +13,6 @@
 
 namespace tova::plot {
 
-using eval::ConfigResult;
-using eval::EvalRecord;
-using eval::NllCell;
-using eval::StreamCurve;
-using eval::SweepResult;
-using eval::ThroughputReport;
-using eval::ThroughputResult;
-using eval::TraceResult;
-using eval::TurnCell;
-
 std::string throughput_plot_script(const ThroughputReport& r, const std::string& title) {
   // One series per policy name and storage type; `full` (unbounded) sits at k = ctx.
   std::vector<std::string> names;

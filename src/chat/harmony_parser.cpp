@@ -1,16 +1,17 @@
 #include "chat/harmony_parser.h"
 
+#include "chat/harmony_markers.h"
 #include "chat/tag_scan.h"
 
 namespace tova::chat {
 namespace {
 
-constexpr std::string_view kStart = "<|start|>";
-constexpr std::string_view kChannel = "<|channel|>";
-constexpr std::string_view kMessage = "<|message|>";
-constexpr std::string_view kEnd = "<|end|>";
-constexpr std::string_view kReturn = "<|return|>";
-constexpr std::string_view kCall = "<|call|>";
+using harmony::kCall;
+using harmony::kChannel;
+using harmony::kEnd;
+using harmony::kMessage;
+using harmony::kReturn;
+using harmony::kStart;
 // What a header the model writes begins with (a recipient may follow the prompt's role).
 constexpr std::string_view kRecipient = " to=";
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "grammar/gbnf.h"
 #include "tova/grammar.h"
 
@@ -61,6 +63,32 @@ std::string_view trim(std::string_view s) {
   const size_t b = s.find_first_not_of(kSpace);
   if (b == std::string_view::npos) return {};
   return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
+}
+
+ParsedToolCalls parse_tagged_calls(
+    std::string_view text, std::string_view open_tag, std::string_view close_tag,
+    const std::function<std::optional<ToolCall>(std::string_view body)>& read) {
+  ParsedToolCalls out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t open = text.find(open_tag, pos);
+    if (open == std::string_view::npos) break;
+    const size_t body = open + open_tag.size();
+    const size_t close = text.find(close_tag, body);
+    const size_t body_end = close == std::string_view::npos ? text.size() : close;
+    const std::optional<ToolCall> call = read(text.substr(body, body_end - body));
+    if (!call) {
+      out.content += text.substr(pos, body - pos);
+      pos = body;
+      continue;
+    }
+    out.content += text.substr(pos, open - pos);
+    out.calls.push_back(*call);
+    pos = close == std::string_view::npos ? text.size() : close + close_tag.size();
+  }
+  out.content += text.substr(std::min(pos, text.size()));
+  if (!out.calls.empty()) out.content = std::string(trim(out.content));
+  return out;
 }
 
 size_t before_marker(std::string_view text, std::string_view marker) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,13 @@ std::optional<ToolCall> call_from_object(const ordered_json& o, std::string_view
 std::string_view trim(std::string_view s);
 // Bytes of `text` before `marker` (or before a tail that could be its beginning).
 size_t before_marker(std::string_view text, std::string_view marker);
+// Calls each written between an OPEN and a CLOSE tag (Hermes' JSON, Qwen3-Coder's XML): `read`
+// takes a body apart (none: not a call, and the text stays content, the search going on after
+// the tag). An unclosed last call (the turn ended at the end-of-turn token) still counts when
+// read() takes it. Text around the calls is content, trimmed when there are calls.
+ParsedToolCalls parse_tagged_calls(
+    std::string_view text, std::string_view open_tag, std::string_view close_tag,
+    const std::function<std::optional<ToolCall>(std::string_view body)>& read);
 
 // ---- grammar pieces -------------------------------------------------------------------------
 // A GBNF string literal of raw bytes.

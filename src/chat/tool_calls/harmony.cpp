@@ -4,16 +4,17 @@
 // generation prompt ends in "<|start|>assistant", so the first message of a reply has no
 // <|start|>. Every other message (analysis, final) stays content as written, for the reasoning
 // parser to take apart.
+#include "chat/harmony_markers.h"
 #include "chat/tool_calls/common.h"
 
 namespace tova::chat {
 namespace {
 
 constexpr std::string_view kTo = "to=functions.";
-constexpr std::string_view kStart = "<|start|>";
-constexpr std::string_view kMessage = "<|message|>";
-constexpr std::string_view kCall = "<|call|>";
-constexpr std::string_view kEnd = "<|end|>";
+using harmony::kCall;
+using harmony::kEnd;
+using harmony::kMessage;
+using harmony::kStart;
 
 // Where the message holding text[at] begins: after the previous message's end.
 size_t message_begin(std::string_view text, size_t at) {

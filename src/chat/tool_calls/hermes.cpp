@@ -10,30 +10,10 @@ constexpr std::string_view kClose = "</tool_call>";
 }  // namespace
 
 ParsedToolCalls parse_hermes(std::string_view text) {
-  ParsedToolCalls out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t open = text.find(kOpen, pos);
-    if (open == std::string_view::npos) break;
-    const size_t body = open + kOpen.size();
-    size_t close = text.find(kClose, body);
-    // An unclosed last call (the turn ended at the end-of-turn token) still counts when its
-    // JSON is whole.
-    const size_t body_end = close == std::string_view::npos ? text.size() : close;
-    const auto obj = parse_object(trim(text.substr(body, body_end - body)));
-    const auto call = obj ? call_from_object(*obj, "arguments") : std::nullopt;
-    if (!call) {  // not a call: the text stays content, and the search goes on after the tag
-      out.content += text.substr(pos, body - pos);
-      pos = body;
-      continue;
-    }
-    out.content += text.substr(pos, open - pos);
-    out.calls.push_back(*call);
-    pos = close == std::string_view::npos ? text.size() : close + kClose.size();
-  }
-  out.content += text.substr(std::min(pos, text.size()));
-  if (!out.calls.empty()) out.content = std::string(trim(out.content));
-  return out;
+  return parse_tagged_calls(text, kOpen, kClose, [](std::string_view body) {
+    const auto obj = parse_object(trim(body));
+    return obj ? call_from_object(*obj, "arguments") : std::nullopt;
+  });
 }
 
 size_t hermes_safe_prefix(std::string_view text) { return before_marker(text, kOpen); }

@@ -94,27 +94,8 @@ Result<std::string> value_expr(const ordered_json& schema, const std::string& pr
 }  // namespace
 
 ParsedToolCalls parse_qwen3_coder(std::string_view text, const std::vector<ToolDefinition>& tools) {
-  ParsedToolCalls out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t open = text.find(kOpen, pos);
-    if (open == std::string_view::npos) break;
-    const size_t body = open + kOpen.size();
-    const size_t close = text.find(kClose, body);
-    const size_t body_end = close == std::string_view::npos ? text.size() : close;
-    const auto call = read_call(text.substr(body, body_end - body), tools);
-    if (!call) {
-      out.content += text.substr(pos, body - pos);
-      pos = body;
-      continue;
-    }
-    out.content += text.substr(pos, open - pos);
-    out.calls.push_back(*call);
-    pos = close == std::string_view::npos ? text.size() : close + kClose.size();
-  }
-  out.content += text.substr(std::min(pos, text.size()));
-  if (!out.calls.empty()) out.content = std::string(trim(out.content));
-  return out;
+  return parse_tagged_calls(text, kOpen, kClose,
+                            [&](std::string_view body) { return read_call(body, tools); });
 }
 
 Result<std::string> qwen3_coder_grammar(const std::vector<ToolDefinition>& tools, bool parallel) {
