@@ -4,7 +4,10 @@
 // rotation), the softmax with the layer's attention sinks where it has them (gpt-oss: one
 // logit per head in the denominator, kernels::AttentionArgs::sinks, so the probabilities the
 // policies score carry it too), then the output projection (+ bias) and the residual add. Window layers differ only in their rope parameters and in the window the
-// multi-state enforces (config.layer_window).
+// multi-state enforces (config.layer_window). A NoPE layer (config.layer_nope) comes with
+// rope.n_rot == 0: nothing is rotated, and as its keys carry no position, a sequence in a mode
+// that moves positions (gap, rank) attends there exactly as in `absolute` (the pool's pre-RoPE
+// keys are its keys).
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -178,6 +181,7 @@ class SequenceAttention final : public kv::StepAttention {
 // Sizes the cos/sin table of mapped positions for the batch's sequences in modes that move
 // positions (before threads share it read-only).
 void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) {
+  if (rope.n_rot == 0) return;  // NoPE: no position moves anything
   int64_t need = 0;
   bool any = false;
   for (const SequenceRun& run : s.runs) {
@@ -212,7 +216,8 @@ void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope,
   const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
   const int64_t n = static_cast<int64_t>(s.pos.size());
-  if (!s.rope_cs_valid || !same_rope(s.rope_cs_params, rope)) {
+  const bool nope = rope.n_rot == 0;
+  if (!nope && (!s.rope_cs_valid || !same_rope(s.rope_cs_params, rope))) {
     resize(s.rope_cs, n * rope.n_rot);
     // n_rot / 2 sines and cosines in double per token: the costliest part of RoPE.
     for_tokens(pool, n, 16 * rope.n_rot, [&](int64_t i) {
@@ -251,7 +256,7 @@ void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope,
   // Sequences in a mode that moves positions keep q and k before RoPE here: attention rotates
   // them by their mapped positions.
   for (const SequenceRun& run : s.runs) {
-    if (kv::moves_positions(run.state->positions())) continue;
+    if (nope || kv::moves_positions(run.state->positions())) continue;
     for_tokens(pool, static_cast<int64_t>(run.idx.size()), q_dim + kv_dim, [&](int64_t j) {
       const int i = run.idx[j];
       const float* cs = &s.rope_cs[i * rope.n_rot];
@@ -308,7 +313,9 @@ void attend_layer(const ModelConfig& c, int il, const LayerWeights& L,
   auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* run_pool) {
     kv::StepRows rows = rows_of_batch;
     rows.idx = run.idx;
-    SequenceAttention attention(shape, rope, run.state->positions(), run.idx, s, mine, run_pool);
+    const kv::PositionMode mode =
+        rope.n_rot == 0 ? kv::PositionMode::kAbsolute : run.state->positions();
+    SequenceAttention attention(shape, rope, mode, run.idx, s, mine, run_pool);
     kv::step_layer(*run.state, run.followers, il, rows, c.n_head, attention, mine.step);
   };
 

@@ -103,7 +103,10 @@ TEST_P(ArchGoldenQ8, LogitsMatchLlamaCppWithQ8Activations) {
     num += (static_cast<double>(mine[i]) - cpp[i]) * (static_cast<double>(mine[i]) - cpp[i]);
     den += static_cast<double>(cpp[i]) * cpp[i];
   }
-  EXPECT_LT(std::sqrt(num / den), 5e-3);
+  // smollm3's fixture is four layers deep (twice the others) to hold a NoPE layer: its rounding
+  // of activations to Q8_0 blocks compounds to a relative L2 of 1.6e-2 (2026-11-29), held to
+  // the 3e-2 of the quantized mixtures; its 64 greedy tokens are still llama.cpp's.
+  EXPECT_LT(std::sqrt(num / den), GetParam() == "smollm3" ? 3e-2 : 5e-3);
   int agree = 0;
   for (size_t p = 0; p < ids.size(); ++p) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
@@ -116,7 +119,8 @@ TEST_P(ArchGoldenQ8, Greedy64EqualsLlamaCpp) {
   expect_greedy_64(GetParam() + "-q8_0");
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenQ8, ::testing::Values("qwen3", "phi3"));
+INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenQ8,
+                         ::testing::Values("qwen3", "phi3", "smollm3"));
 
 // Mixtures of experts at Q8_0: rounding the activations moves a small random MoE network by
 // more than a dense one (a near-tie in a router can pick another expert: the token's output
