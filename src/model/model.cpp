@@ -53,7 +53,9 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
                                .policy = policy,
                                .kv_type = kv_type,
                                .max_new = max_new,
-                               .windows = config_.layer_window};
+                               .windows = config_.layer_window,
+                               .layer_n_head_kv = config_.layer_n_head_kv,
+                               .layer_head_dim = config_.layer_head_dim};
 }
 
 Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& s,
@@ -87,6 +89,10 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
     switch (L.ffn_kind) {
       case FfnKind::kDense: dense_ffn_block(p, L); break;
       case FfnKind::kMoe: moe_ffn_block(p, L); break;
+    }
+    if (L.out_scale != 1.f) {  // Gemma 4's layer_output_scale: the whole stream, not the delta
+      for_tokens(pool, n, c.n_embd,
+                 [&](int64_t i) { kernels::scale(&s.x[i * c.n_embd], L.out_scale, c.n_embd); });
     }
   }
 
