@@ -10,6 +10,7 @@
 
 #include "io/gguf.h"
 #include "model_test_util.h"
+#include "runtime/session_file.h"
 
 namespace tova::testing {
 namespace {
@@ -105,6 +106,34 @@ TEST(ArchGemma4, WindowAndSinkMatchLlamaCppDroppingTheSamePositions) {
     }
     EXPECT_LT(std::sqrt(num / den), 2e-3) << policy;
     EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10)) << policy;
+  }
+}
+
+// A session file keeps each layer in its own shape: saved and loaded, continuing gives the same
+// logits as continuing the original (window layers of head size 16, the global one of 32).
+TEST(ArchGemma4, SessionFileRoundTripsLayersOfTheirOwnShape) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(arch_path("gemma4-f32.gguf"));
+  ASSERT_TRUE(m.ok()) << m.message();
+  auto ids = read_ids(shared_path("golden/tokens-128.json"));
+  ids.resize(40);
+  ThreadPool pool(2);
+  std::unique_ptr<kv::MultiState> st;
+  all_logits(**m, ids, cache_options("tova", 24), 8, pool, &st);
+  runtime::SessionData d;
+  d.state = st->clone();
+  auto back = runtime::decode_session_bytes(**m, runtime::encode_session(**m, d));
+  ASSERT_TRUE(back.ok()) << back.message();
+  const int n_vocab = (*m)->config().n_vocab;
+  std::vector<float> a(n_vocab), b(n_vocab);
+  model::ForwardScratch s1, s2;
+  const model::BatchToken t1{.token = ids[5], .state = st.get(), .logits = true};
+  const model::BatchToken t2{.token = ids[5], .state = back->state.get(), .logits = true};
+  ASSERT_TRUE((*m)->forward({&t1, 1}, pool, s1, a.data()).ok());
+  ASSERT_TRUE((*m)->forward({&t2, 1}, pool, s2, b.data()).ok());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  for (int il = 0; il < 6; ++il) {
+    EXPECT_EQ(back->state->layer(il).head_dim(), il < 5 ? 16 : 32);
   }
 }
 
