@@ -525,8 +525,8 @@ uint64_t LayerState::bytes() const {
 PolicyArgs policy_args(const MultiStateOptions& o, int il) {
   PolicyArgs a = o.policy.args();
   a.n_head = o.n_head;
-  a.n_head_kv = o.n_head_kv;
-  a.head_dim = o.head_dim;
+  a.n_head_kv = layer_n_head_kv(o, il);
+  a.head_dim = layer_head_dim(o, il);
   a.layer = il;
   a.n_layer = o.n_layer;
   a.prompt_end = o.prompt_end;
@@ -575,10 +575,11 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   l.budget = static_cast<int>(budget);
   // The most states one KV head holds between steps: its budget, or, when heads share the
   // layer's budget, all of it but the other heads' floors.
+  const int n_head_kv = layer_n_head_kv(o, il);
   const int64_t per_head =
       budget < 0 ? int64_t{INT_MAX}
-                 : (l.shared_heads ? budget * o.n_head_kv -
-                                         int64_t{o.n_head_kv - 1} * std::max(1, l.head_floor)
+                 : (l.shared_heads ? budget * n_head_kv -
+                                         int64_t{n_head_kv - 1} * std::max(1, l.head_floor)
                                    : budget);
   int64_t max_slots = budget >= 0 ? per_head + l.buffer + o.max_new : INT_MAX;
   z.holds_all_until = budget >= 0 ? static_cast<int>(std::min<int64_t>(budget + l.buffer, INT_MAX))
@@ -610,9 +611,21 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   }
   if (o.max_new < 1) return make_error("invalid chunk size {}", o.max_new);
   if (o.prompt_end < 0) return make_error("invalid prompt length {}", o.prompt_end);
+  for (const std::vector<int>* v : {&o.layer_n_head_kv, &o.layer_head_dim}) {
+    if (!v->empty() && static_cast<int>(v->size()) != o.n_layer) {
+      return make_error("{} per-layer attention shapes given for {} layers", v->size(), o.n_layer);
+    }
+  }
+  for (int il = 0; il < o.n_layer; ++il) {
+    const int n_kv = layer_n_head_kv(o, il), hd = layer_head_dim(o, il);
+    if (n_kv < 1 || hd < 1 || o.n_head % n_kv != 0) {
+      return make_error("invalid cache shape of layer {}: {} heads, {} KV heads, head_dim {}", il,
+                        o.n_head, n_kv, hd);
+    }
+    TOVA_RETURN_IF_ERROR(check_kv_format(o.kv_type, hd));
+  }
   auto ms = std::unique_ptr<MultiState>(new MultiState());
   ms->spec_ = o.policy;
-  TOVA_RETURN_IF_ERROR(check_kv_format(o.kv_type, o.head_dim));
   ms->kv_type_ = o.kv_type;
   ms->max_new_ = o.max_new;
   ms->positions_ = o.positions;
@@ -622,15 +635,16 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   ms->holds_all_until_ = INT_MAX;
   // What a layer of n slots allocates: per KV head a key pool (whole tiles of 16 slots when
   // quantized), the value rows and one position per slot.
-  auto layer_bytes = [&](int64_t n) {
-    return uint64_t(o.n_head_kv) *
-           (key_pool_bytes(o.kv_type.k, o.head_dim, n) +
-            static_cast<uint64_t>(n) * (kv_row_bytes(o.kv_type.v, o.head_dim) + sizeof(int64_t)));
+  auto layer_bytes = [&](int il, int64_t n) {
+    const int hd = layer_head_dim(o, il);
+    return uint64_t(layer_n_head_kv(o, il)) *
+           (key_pool_bytes(o.kv_type.k, hd, n) +
+            static_cast<uint64_t>(n) * (kv_row_bytes(o.kv_type.v, hd) + sizeof(int64_t)));
   };
   std::vector<LayerSizing> sizing;
   for (int il = 0; il < o.n_layer; ++il) {
     TOVA_ASSIGN_OR_RETURN(LayerSizing z, size_layer(o, il));
-    if (o.policy.bounded() && z.limits.budget >= 0) ms->max_bytes_ += layer_bytes(z.limits.max_slots);
+    if (o.policy.bounded() && z.limits.budget >= 0) ms->max_bytes_ += layer_bytes(il, z.limits.max_slots);
     ms->holds_all_until_ = std::min(ms->holds_all_until_, z.holds_all_until);
     sizing.push_back(z);
   }
@@ -660,8 +674,13 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
                           "needs the absolute position mode, not '{}'",
                           o.policy.label(), position_mode_name(o.positions));
       }
+      MultiStateOptions lo;  // the shape LayerState reads, of this layer
+      lo.n_head = o.n_head;
+      lo.n_head_kv = layer_n_head_kv(o, il);
+      lo.head_dim = layer_head_dim(o, il);
+      lo.kv_type = o.kv_type;
       ms->layers_.push_back(
-          std::make_unique<LayerState>(o, z.n_slot, std::move(policy), z.limits));
+          std::make_unique<LayerState>(lo, z.n_slot, std::move(policy), z.limits));
     }
   } catch (const std::bad_alloc&) {
     return make_error("out of memory allocating a K/V cache of {} slots per layer",
@@ -687,7 +706,9 @@ std::unique_ptr<MultiState> MultiState::clone() const {
 }
 
 Result<std::unique_ptr<MultiState>> MultiState::with_kv_type(const KvFormat& to) const {
-  TOVA_RETURN_IF_ERROR(check_kv_format(to, layers_.front()->head_dim()));
+  for (const auto& l : layers_) {
+    TOVA_RETURN_IF_ERROR(check_kv_format(to, l->head_dim()));
+  }
   std::unique_ptr<MultiState> ms = clone();
   ms->kv_type_ = to;
   for (auto& l : ms->layers_) l->convert_to(to);

@@ -55,11 +55,24 @@ struct MultiStateOptions {
   // `full`), its attention never sees a state older than the window, and states that fall out
   // of the window are dropped before the policy is asked (LayerState::evict).
   std::vector<int> windows;
+  // Layers of their own attention shape (Gemma 4: window layers and global layers differ in KV
+  // heads and head size): per layer its KV heads and head size; empty: every layer has
+  // n_head_kv and head_dim. Each layer's pool, policy and memory follow its own shape.
+  std::vector<int> layer_n_head_kv;
+  std::vector<int> layer_head_dim;
   // Tokens of the prompt the sequence starts with (0: unknown or none): policies that hold a
   // whole prompt before choosing (LayerPlan::holds_prompt) allocate for it under exact prefill,
   // cut it at its end and then shrink to their bounded size.
   int64_t prompt_end = 0;
 };
+
+// Layer il's KV heads and head size (MultiStateOptions::layer_n_head_kv / layer_head_dim).
+inline int layer_n_head_kv(const MultiStateOptions& o, int il) {
+  return o.layer_n_head_kv.empty() ? o.n_head_kv : o.layer_n_head_kv[il];
+}
+inline int layer_head_dim(const MultiStateOptions& o, int il) {
+  return o.layer_head_dim.empty() ? o.head_dim : o.layer_head_dim[il];
+}
 
 // How one layer's pool is bounded (MultiState::create fills it from the policy's LayerPlan).
 struct LayerLimits {

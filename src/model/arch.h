@@ -30,6 +30,9 @@ struct ArchSpec {
   bool experts = false;
   // Accepts rope.scaling.type yarn (read_rope_scaling).
   bool yarn = false;
+  // Reads attention.head_count_kv as a per-layer array where the file has one (Gemma 4):
+  // ModelConfig::layer_n_head_kv, n_head_kv the largest entry.
+  bool layer_kv_heads = false;
   // Reads the family's keys beyond the common ones (load_config reads embedding_length,
   // block_count, feed_forward_length, head counts, key/value length, context_length, rms
   // epsilon, rope base, dimension count and linear scaling) and sets the family's fields of c.

@@ -9,6 +9,8 @@
   X(kArchPhi3)                \
   X(kArchGemma2)              \
   X(kArchGemma3)               \
+  X(kArchSmolLM3)             \
+  X(kArchGemma4)              \
   X(kArchQwen2Moe)            \
   X(kArchQwen3Moe)            \
   X(kArchGptOss)

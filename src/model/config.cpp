@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -151,7 +152,22 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
   TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, k.u32("block_count"));
   TOVA_ASSIGN_OR_RETURN(uint32_t n_ff, k.u32("feed_forward_length"));
   TOVA_ASSIGN_OR_RETURN(uint32_t n_head, k.u32("attention.head_count"));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_head_kv, k.u32_or("attention.head_count_kv", n_head));
+  uint32_t n_head_kv = n_head;
+  std::vector<uint32_t> kv_heads;  // per layer, where the family and the file have them
+  if (spec->layer_kv_heads && k.is_array("attention.head_count_kv") && n_layer <= 4096) {
+    TOVA_ASSIGN_OR_RETURN(kv_heads, k.u32_array("attention.head_count_kv", n_layer));
+    n_head_kv = 0;
+    for (uint32_t h : kv_heads) {
+      if (h == 0 || n_head % h != 0) {
+        return make_error("{}: {}attention.head_count_kv holds {}, not a divisor of head_count {}",
+                          f.path(), a, h, n_head);
+      }
+      n_head_kv = std::max(n_head_kv, h);
+    }
+    c.layer_n_head_kv.assign(kv_heads.begin(), kv_heads.end());
+  } else {
+    TOVA_ASSIGN_OR_RETURN(n_head_kv, k.u32_or("attention.head_count_kv", n_head));
+  }
   TOVA_ASSIGN_OR_RETURN(uint32_t n_ctx, k.u32_or("context_length", 2048));
   TOVA_ASSIGN_OR_RETURN(c.rms_eps, k.f32_or("attention.layer_norm_rms_epsilon", 1e-5f));
   TOVA_ASSIGN_OR_RETURN(c.rope.freq_base, k.f32_or("rope.freq_base", 10000.f));

@@ -44,6 +44,17 @@ struct ModelConfig {
   // all); empty when no layer has a window. Window layers rotate with rope_window.
   std::vector<int> layer_window;
   kernels::RopeParams rope_window;
+  // Layers whose queries and keys are not rotated at all (NoPE; SmolLM3's every fourth layer):
+  // per layer 1 for such a layer; empty when every layer is rotated. Their keys carry no
+  // position, so a position mode (gap, rank) changes nothing there.
+  std::vector<uint8_t> layer_nope;
+  // Layers of their own attention shape (Gemma 4: window layers with more KV heads of a smaller
+  // head size than the global ones): per layer its KV heads and head size; empty when every
+  // layer has n_head_kv and head_dim (which are then the largest).
+  std::vector<int> layer_n_head_kv;
+  std::vector<int> layer_head_dim;
+  // Gemma 4: every value head RMS-normalised (without a weight) before attention.
+  bool v_norm = false;
   // Mixture of experts ({arch}.expert_count > 0; families with ArchSpec::experts): every
   // layer's feed-forward routes each token to n_expert_used of n_expert experts.
   int n_expert = 0;

@@ -31,6 +31,14 @@ class KeyReader {
   // Optional keys with a default.
   Result<uint32_t> u32_or(std::string_view suffix, uint32_t def);
   Result<float> f32_or(std::string_view suffix, float def);
+  // A per-layer array of exactly n entries (converters write one where layers differ, e.g.
+  // Gemma 4's head_count_kv and sliding_window_pattern): unsigned integers (any integer element
+  // type, each in 0..2^32-1), or bools as 0/1. An error names the key if it is not such an array.
+  Result<std::vector<uint32_t>> u32_array(std::string_view suffix, size_t n);
+  bool is_array(std::string_view suffix) const {
+    const io::GgufValue* v = f_.find(key(suffix));
+    return v != nullptr && v->type == io::GgufValueType::kArray;
+  }
   // Marks a key as accounted for without using its value (e.g. it is known not to change what
   // the forward pass computes).
   void accept(std::string_view suffix) { read_.insert(key(suffix)); }

@@ -4,7 +4,10 @@
 // rotation), the softmax with the layer's attention sinks where it has them (gpt-oss: one
 // logit per head in the denominator, kernels::AttentionArgs::sinks, so the probabilities the
 // policies score carry it too), then the output projection (+ bias) and the residual add. Window layers differ only in their rope parameters and in the window the
-// multi-state enforces (config.layer_window).
+// multi-state enforces (config.layer_window). A NoPE layer (config.layer_nope) comes with
+// rope.n_rot == 0: nothing is rotated, and as its keys carry no position, a sequence in a mode
+// that moves positions (gap, rank) attends there exactly as in `absolute` (the pool's pre-RoPE
+// keys are its keys).
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -29,6 +32,12 @@ bool same_rope(const kernels::RopeParams& a, const kernels::RopeParams& b) {
 }
 
 using AttendScratch = ForwardScratch::AttendScratch;
+
+// The layer's attention shape: the model's, or the layer's own (ModelConfig::layer_n_head_kv,
+// layer_head_dim: Gemma 4's window and global layers differ).
+struct AttnDims {
+  int n_head, n_head_kv, head_dim;
+};
 
 // The attention arithmetic of one sequence at the points kv::step_layer gives it.
 class SequenceAttention final : public kv::StepAttention {
@@ -178,6 +187,7 @@ class SequenceAttention final : public kv::StepAttention {
 // Sizes the cos/sin table of mapped positions for the batch's sequences in modes that move
 // positions (before threads share it read-only).
 void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s) {
+  if (rope.n_rot == 0) return;  // NoPE: no position moves anything
   int64_t need = 0;
   bool any = false;
   for (const SequenceRun& run : s.runs) {
@@ -207,12 +217,13 @@ void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s)
 // cos/sin table is computed once per forward call and reused by every layer that shares the
 // same rope parameters. Then the batch's new keys and values converted once into each storage
 // type a pool of the batch uses (f32 pools read them as they are), token by token over the pool.
-void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope,
+void prepare_rows(const ModelConfig& c, const AttnDims& d, const kernels::RopeParams& rope,
                   const std::vector<float>& sinks, ForwardScratch& s, ThreadPool& pool) {
-  const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
-  const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
+  const int64_t q_dim = static_cast<int64_t>(d.n_head) * d.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(d.n_head_kv) * d.head_dim;
   const int64_t n = static_cast<int64_t>(s.pos.size());
-  if (!s.rope_cs_valid || !same_rope(s.rope_cs_params, rope)) {
+  const bool nope = rope.n_rot == 0;
+  if (!nope && (!s.rope_cs_valid || !same_rope(s.rope_cs_params, rope))) {
     resize(s.rope_cs, n * rope.n_rot);
     // n_rot / 2 sines and cosines in double per token: the costliest part of RoPE.
     for_tokens(pool, n, 16 * rope.n_rot, [&](int64_t i) {
@@ -231,12 +242,12 @@ void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope,
     if (!s.any_q_pre) {
       resize(s.q_pre, static_cast<size_t>(n) * q_dim);
       kv::QueryRope& r = s.query_rope;
-      r.head_dim = c.head_dim;
+      r.head_dim = d.head_dim;
       r.n_rot = rope.n_rot;
       r.neox = rope.mode == kernels::RopeMode::kNeox;
       // The policy rotates pre-RoPE queries against stored keys that already carry their
       // YaRN mscale: the query's own mscale goes into the logit scale.
-      r.scale = (c.attn_scale > 0.f ? c.attn_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim))) *
+      r.scale = (c.attn_scale > 0.f ? c.attn_scale : 1.0 / std::sqrt(static_cast<double>(d.head_dim))) *
                 static_cast<double>(rope.mscale);
       r.theta.resize(rope.n_rot / 2);
       // theta_i as kernels::rope_cos_sin computes it, per unit of position.
@@ -251,12 +262,12 @@ void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope,
   // Sequences in a mode that moves positions keep q and k before RoPE here: attention rotates
   // them by their mapped positions.
   for (const SequenceRun& run : s.runs) {
-    if (kv::moves_positions(run.state->positions())) continue;
+    if (nope || kv::moves_positions(run.state->positions())) continue;
     for_tokens(pool, static_cast<int64_t>(run.idx.size()), q_dim + kv_dim, [&](int64_t j) {
       const int i = run.idx[j];
       const float* cs = &s.rope_cs[i * rope.n_rot];
-      kernels::rope_apply(&s.q[i * q_dim], c.n_head, c.head_dim, cs, rope);
-      kernels::rope_apply(&s.k[i * kv_dim], c.n_head_kv, c.head_dim, cs, rope);
+      kernels::rope_apply(&s.q[i * q_dim], d.n_head, d.head_dim, cs, rope);
+      kernels::rope_apply(&s.k[i * kv_dim], d.n_head_kv, d.head_dim, cs, rope);
     });
   }
   auto convert = [&](std::vector<ForwardScratch::Converted>& conv, const std::vector<float>& x,
@@ -264,16 +275,16 @@ void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope,
     stored.clear();
     for (ForwardScratch::Converted& cv : conv) {
       if (!cv.active) continue;
-      const size_t bytes = static_cast<size_t>(n) * c.n_head_kv * kv_row_bytes(cv.type, c.head_dim);
+      const size_t bytes = static_cast<size_t>(n) * d.n_head_kv * kv_row_bytes(cv.type, d.head_dim);
       if (cv.type == KvType::kF32) {
         stored.push_back({.type = cv.type, .data = reinterpret_cast<const uint8_t*>(x.data())});
         continue;
       }
       if (cv.rows.size() < bytes) cv.rows.resize(bytes);
-      const size_t token_bytes = c.n_head_kv * kv_row_bytes(cv.type, c.head_dim);
+      const size_t token_bytes = d.n_head_kv * kv_row_bytes(cv.type, d.head_dim);
       for_tokens(pool, n, kv_dim, [&](int64_t i) {
         kernels::kv_store_rows(cv.type, cv.rotated, x.data() + i * kv_dim,
-                               cv.rows.data() + i * token_bytes, c.n_head_kv, c.head_dim);
+                               cv.rows.data() + i * token_bytes, d.n_head_kv, d.head_dim);
       });
       stored.push_back({.type = cv.type, .rotated = cv.rotated, .data = cv.rows.data()});
     }
@@ -284,15 +295,15 @@ void prepare_rows(const ModelConfig& c, const kernels::RopeParams& rope,
 
 // Attention of layer il for every sequence of the batch: kv::step_layer orders each
 // sequence's step, SequenceAttention computes it.
-void attend_layer(const ModelConfig& c, int il, const LayerWeights& L,
+void attend_layer(const ModelConfig& c, const AttnDims& d, int il, const LayerWeights& L,
                   const kernels::RopeParams& rope, ForwardScratch& s, ThreadPool& pool) {
   prepare_moved_positions(rope, s);
-  prepare_rows(c, rope, L.attn_sinks, s, pool);
+  prepare_rows(c, d, rope, L.attn_sinks, s, pool);
   const SequenceAttention::Shape shape{
-      .n_head = c.n_head,
-      .n_head_kv = c.n_head_kv,
-      .head_dim = c.head_dim,
-      .scale = c.attn_scale > 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(c.head_dim)),
+      .n_head = d.n_head,
+      .n_head_kv = d.n_head_kv,
+      .head_dim = d.head_dim,
+      .scale = c.attn_scale > 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(d.head_dim)),
       .softcap = c.attn_softcap,
       .sinks = L.attn_sinks.empty() ? nullptr : L.attn_sinks.data()};
   const kv::StepRows rows_of_batch{.pos = s.pos.data(),
@@ -300,16 +311,18 @@ void attend_layer(const ModelConfig& c, int il, const LayerWeights& L,
                                    .v = s.v.data(),
                                    .stored_k = s.stored_k,
                                    .stored_v = s.stored_v,
-                                   .kv_dim = c.n_head_kv * c.head_dim,
+                                   .kv_dim = d.n_head_kv * d.head_dim,
                                    .q_pre = s.any_q_pre ? s.q_pre.data() : nullptr,
-                                   .q_dim = c.n_head * c.head_dim,
+                                   .q_dim = d.n_head * d.head_dim,
                                    .rope = s.any_q_pre ? &s.query_rope : nullptr};
   if (s.per_thread.size() < static_cast<size_t>(pool.size())) s.per_thread.resize(pool.size());
   auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* run_pool) {
     kv::StepRows rows = rows_of_batch;
     rows.idx = run.idx;
-    SequenceAttention attention(shape, rope, run.state->positions(), run.idx, s, mine, run_pool);
-    kv::step_layer(*run.state, run.followers, il, rows, c.n_head, attention, mine.step);
+    const kv::PositionMode mode =
+        rope.n_rot == 0 ? kv::PositionMode::kAbsolute : run.state->positions();
+    SequenceAttention attention(shape, rope, mode, run.idx, s, mine, run_pool);
+    kv::step_layer(*run.state, run.followers, il, rows, d.n_head, attention, mine.step);
   };
 
   if (s.runs.size() == 1) {
@@ -338,8 +351,11 @@ void attention_block(const LayerPass& p, int il, const LayerWeights& L,
   ForwardScratch& s = p.s;
   ThreadPool& pool = p.pool;
   const int64_t n = p.n;
-  const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
-  const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
+  const AttnDims d{.n_head = c.n_head,
+                   .n_head_kv = c.layer_n_head_kv.empty() ? c.n_head_kv : c.layer_n_head_kv[il],
+                   .head_dim = c.layer_head_dim.empty() ? c.head_dim : c.layer_head_dim[il]};
+  const int64_t q_dim = static_cast<int64_t>(d.n_head) * d.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(d.n_head_kv) * d.head_dim;
   resize(s.xb, n * c.n_embd);
   resize(s.q, n * q_dim);
   resize(s.k, n * kv_dim);
@@ -351,7 +367,10 @@ void attention_block(const LayerPass& p, int il, const LayerWeights& L,
   });
   const kernels::WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
   float* qkv_out[] = {s.q.data(), s.k.data(), s.v.data()};
-  p.matmul_multi(qkv, s.xb.data(), n, qkv_out);
+  const size_t n_proj = L.v_is_k ? 2 : 3;
+  p.matmul_multi(std::span(qkv, n_proj), s.xb.data(), n, std::span(qkv_out, n_proj));
+  // Gemma 4's global layers: the values are the keys as projected, before the key norm.
+  if (L.v_is_k) std::copy_n(s.k.data(), n * kv_dim, s.v.data());
   if (!L.bq.empty()) {
     for_tokens(pool, n, q_dim + 2 * kv_dim, [&](int64_t i) {
       kernels::add(&s.q[i * q_dim], L.bq.data(), q_dim);
@@ -362,17 +381,26 @@ void attention_block(const LayerPass& p, int il, const LayerWeights& L,
   if (!L.q_norm.empty()) {
     // qwen3: every query and key head is RMS-normalised on its own before RoPE.
     for_tokens(pool, n, q_dim + kv_dim, [&](int64_t i) {
-      for (int64_t h = i * c.n_head; h < (i + 1) * c.n_head; ++h) {
-        float* q = &s.q[h * c.head_dim];
-        kernels::rms_norm(q, L.q_norm.data(), q, c.head_dim, c.rms_eps);
+      for (int64_t h = i * d.n_head; h < (i + 1) * d.n_head; ++h) {
+        float* q = &s.q[h * d.head_dim];
+        kernels::rms_norm(q, L.q_norm.data(), q, d.head_dim, c.rms_eps);
       }
-      for (int64_t h = i * c.n_head_kv; h < (i + 1) * c.n_head_kv; ++h) {
-        float* k = &s.k[h * c.head_dim];
-        kernels::rms_norm(k, L.k_norm.data(), k, c.head_dim, c.rms_eps);
+      for (int64_t h = i * d.n_head_kv; h < (i + 1) * d.n_head_kv; ++h) {
+        float* k = &s.k[h * d.head_dim];
+        kernels::rms_norm(k, L.k_norm.data(), k, d.head_dim, c.rms_eps);
       }
     });
   }
-  attend_layer(c, il, L, rope, s, pool);
+  if (!L.v_norm.empty()) {
+    // Gemma 4: every value head RMS-normalised, unweighted (v_norm holds ones).
+    for_tokens(pool, n, kv_dim, [&](int64_t i) {
+      for (int64_t h = i * d.n_head_kv; h < (i + 1) * d.n_head_kv; ++h) {
+        float* v = &s.v[h * d.head_dim];
+        kernels::rms_norm(v, L.v_norm.data(), v, d.head_dim, c.rms_eps);
+      }
+    });
+  }
+  attend_layer(c, d, il, L, rope, s, pool);
   p.matmul(L.wo, s.att.data(), n, s.xb.data());
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
     float* xb = &s.xb[i * c.n_embd];

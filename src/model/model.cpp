@@ -53,7 +53,9 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
                                .policy = policy,
                                .kv_type = kv_type,
                                .max_new = max_new,
-                               .windows = config_.layer_window};
+                               .windows = config_.layer_window,
+                               .layer_n_head_kv = config_.layer_n_head_kv,
+                               .layer_head_dim = config_.layer_head_dim};
 }
 
 Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& s,
@@ -76,15 +78,21 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
   });
 
   // Layers: a token mixer, then a feed-forward block, each of the kind the family chose.
+  static constexpr kernels::RopeParams kNoRope{.n_rot = 0};  // a NoPE layer (layer_nope)
   kernels::RopeParams rope = c.rope;
   if (!w.rope_freqs.empty()) rope.freq_factors = w.rope_freqs.data();
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[il];
     const bool window_layer = !c.layer_window.empty() && c.layer_window[il] > 0;
-    attention_block(p, il, L, window_layer ? c.rope_window : rope);
+    const bool nope = !c.layer_nope.empty() && c.layer_nope[il] != 0;
+    attention_block(p, il, L, nope ? kNoRope : window_layer ? c.rope_window : rope);
     switch (L.ffn_kind) {
       case FfnKind::kDense: dense_ffn_block(p, L); break;
       case FfnKind::kMoe: moe_ffn_block(p, L); break;
+    }
+    if (L.out_scale != 1.f) {  // Gemma 4's layer_output_scale: the whole stream, not the delta
+      for_tokens(pool, n, c.n_embd,
+                 [&](int64_t i) { kernels::scale(&s.x[i * c.n_embd], L.out_scale, c.n_embd); });
     }
   }
 

@@ -616,10 +616,29 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     w.set(a + "attention.key_length", io::GgufValue::make_u32(head_dim));
     w.set(a + "attention.value_length", io::GgufValue::make_u32(head_dim));
   }
+  const RandomShape::Gemma4& g4 = s.gemma4;
+  const bool gemma4 = g4.head_dim_swa > 0;
+  // Gemma 4: is layer il a window layer (else global)?
+  auto swa = [&](int il) { return gemma4 && (il + 1) % std::max(1, g4.swa_pattern) != 0; };
+  if (gemma4) {
+    std::vector<int32_t> kv_heads;
+    std::vector<io::GgufValue> pattern;
+    for (int il = 0; il < s.n_layer; ++il) {
+      kv_heads.push_back(swa(il) ? g4.n_head_kv_swa : s.n_head_kv);
+      pattern.push_back(io::GgufValue::make_bool(swa(il)));
+    }
+    w.set(a + "attention.head_count_kv", io::GgufValue::make_i32_array(kv_heads));
+    w.set(a + "attention.sliding_window_pattern",
+          io::GgufValue::make_array(io::GgufValueType::kBool, std::move(pattern)));
+    w.set(a + "attention.key_length_swa", io::GgufValue::make_u32(g4.head_dim_swa));
+    w.set(a + "attention.value_length_swa", io::GgufValue::make_u32(g4.head_dim_swa));
+    w.set(a + "rope.dimension_count_swa", io::GgufValue::make_u32(g4.head_dim_swa));
+    w.set(a + "rope.freq_base_swa", io::GgufValue::make_f32(g4.rope_base_swa));
+    w.set(a + "attention.shared_kv_layers", io::GgufValue::make_u32(0));
+    w.set(a + "embedding_length_per_layer_input", io::GgufValue::make_u32(0));
+  }
   TOVA_RETURN_IF_ERROR(copy_vocab(o, w));
 
-  const int64_t q_dim = static_cast<int64_t>(s.n_head) * head_dim;
-  const int64_t kv_dim = static_cast<int64_t>(s.n_head_kv) * head_dim;
   auto mtype = [&](MatrixRole role, int64_t n_in) {
     return random_matrix_type(o.type, role, s.tied_output, n_in);
   };
@@ -648,9 +667,21 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     }
     b.vector("rope_freqs.weight", factors);
   }
+  if (gemma4) {
+    // convert_hf_to_gguf's Gemma4Model: the global layers' proportional RoPE as divisors.
+    const int n_pair = head_dim / 2;
+    const int n_rotated = static_cast<int>(head_dim * g4.rope_partial / 2);
+    std::vector<float> factors(n_pair, 1e30f);
+    for (int i = 0; i < n_rotated; ++i) factors[i] = 1.f;
+    b.vector("rope_freqs.weight", factors);
+  }
   const MatrixRole layer_role = s.n_expert > 0 ? MatrixRole::kMoeLayer : MatrixRole::kLayer;
   for (int il = 0; il < s.n_layer; ++il) {
     const std::string p = fmt::format("blk.{}.", il);
+    // Gemma 4's window layers have their own head size and KV heads.
+    const int64_t layer_hd = swa(il) ? g4.head_dim_swa : head_dim;
+    const int64_t q_dim = static_cast<int64_t>(s.n_head) * layer_hd;
+    const int64_t kv_dim = (swa(il) ? g4.n_head_kv_swa : s.n_head_kv) * layer_hd;
     b.vector(p + "attn_norm.weight", s.n_embd, 1.f, norm_sd);
     if (phi3) {  // fused: rows q, k, v
       b.matrix(p + "attn_qkv.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
@@ -658,21 +689,29 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     } else {
       b.matrix(p + "attn_q.weight", mtype(layer_role, s.n_embd), s.n_embd, q_dim);
       b.matrix(p + "attn_k.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
-      b.matrix(p + "attn_v.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
+      if (!gemma4 || swa(il)) {  // Gemma 4's global layers: K = V
+        b.matrix(p + "attn_v.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
+      }
     }
     if (s.qkv_bias) {
       b.vector(p + "attn_q.bias", q_dim, 0.f, norm_sd);
       b.vector(p + "attn_k.bias", kv_dim, 0.f, norm_sd);
       b.vector(p + "attn_v.bias", kv_dim, 0.f, norm_sd);
     }
-    if (s.qk_norm) {
-      b.vector(p + "attn_q_norm.weight", head_dim, 1.f, norm_sd);
-      b.vector(p + "attn_k_norm.weight", head_dim, 1.f, norm_sd);
+    if (s.qk_norm || gemma4) {
+      // Gemma 4's scores are q.k of unit-RMS heads at scale 1: norm weights of 0.5 keep the
+      // random fixture's softmax from saturating (a chaotic network amplifies any rounding).
+      const float qk = gemma4 ? 0.5f : 1.f;
+      b.vector(p + "attn_q_norm.weight", layer_hd, qk, norm_sd * qk);
+      b.vector(p + "attn_k_norm.weight", layer_hd, qk, norm_sd * qk);
     }
     b.matrix(p + "attn_output.weight", mtype(layer_role, q_dim), q_dim, s.n_embd);
     if (s.attn_out_bias) b.vector(p + "attn_output.bias", s.n_embd, 0.f, norm_sd);
     if (s.attn_sinks) b.vector(p + "attn_sinks.weight", s.n_head, 0.f, 1.f);
-    if (s.post_norms) b.vector(p + "post_attention_norm.weight", s.n_embd, 1.f, norm_sd);
+    if (s.post_norms || gemma4) {
+      b.vector(p + "post_attention_norm.weight", s.n_embd, 1.f, norm_sd);
+    }
+    if (gemma4) b.vector(p + "layer_output_scale.weight", 1, 1.f, 0.2f);
     b.vector(p + s.ffn_norm_name + ".weight", s.n_embd, 1.f, norm_sd);
     if (s.n_expert > 0) {
       const int64_t ff = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
@@ -707,7 +746,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     if (s.n_expert == 0) {
       b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, s.n_ff), s.n_ff, s.n_embd);
     }
-    if (s.post_norms) b.vector(p + "post_ffw_norm.weight", s.n_embd, 1.f, norm_sd);
+    if (s.post_norms || gemma4) b.vector(p + "post_ffw_norm.weight", s.n_embd, 1.f, norm_sd);
   }
   TOVA_RETURN_IF_ERROR(w.write_file(path));
   return b.stats();

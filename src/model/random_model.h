@@ -63,6 +63,18 @@ struct RandomShape {
   std::string vocab_file;     // default vocabulary, a file name in the vocab folder; empty:
                               // a synthetic vocabulary of n_vocab tokens (no real one of that
                               // size is at hand)
+  // Gemma 4 (head_dim_swa > 0): window layers of their own head size and KV heads
+  // (head_dim, n_head_kv are the global layers'), every swa_pattern-th layer global (written
+  // as a bool per layer), q/k norms, post norms, K = V on the global layers (no attn_v), the
+  // global layers' proportional RoPE (rope_freqs.weight: 1 for the first rope_partial of the
+  // pairs, 1e30 for the rest), layer_output_scale per layer, and the E-model keys as 0.
+  struct Gemma4 {
+    int head_dim_swa = 0;
+    int n_head_kv_swa = 0;
+    int swa_pattern = 0;
+    float rope_base_swa = 10000.f;
+    float rope_partial = 1.f;
+  } gemma4;
 };
 
 // The known shapes, in a fixed order (real models first, then small ones for tests).

@@ -122,8 +122,10 @@ Result<ModelWeights> load_weights(const io::GgufFile& f, const ModelConfig& c) {
   // Llama-3.x: the converter bakes the llama3 rope scaling into per-frequency factors.
   if (spec->rope_freqs && ld.has("rope_freqs.weight")) {
     TOVA_ASSIGN_OR_RETURN(w.rope_freqs, ld.vector("rope_freqs.weight", c.rope.n_rot / 2));
+    // Gemma 4's proportional RoPE leaves pairs unrotated with a factor of 1e30 (an angle of
+    // ~0): finite factors up to that are taken as they are.
     for (float x : w.rope_freqs) {
-      if (!(x > 0.f) || x > 1e6f) {
+      if (!(x > 0.f) || !(x <= 1e30f)) {
         return make_error("{}: tensor 'rope_freqs.weight' holds a factor {} (must be > 0)",
                           f.path(), x);
       }

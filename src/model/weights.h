@@ -47,6 +47,11 @@ struct LayerWeights {
   std::vector<float> q_norm;      // qwen3: [head_dim], RMSNorm of each query head before RoPE
   std::vector<float> k_norm;      // qwen3: [head_dim], RMSNorm of each key head before RoPE
   std::vector<float> attn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the attention output
+  // Gemma 4's global layers have no attn_v: the values are the key projection (before the key
+  // norm), "K = V".
+  bool v_is_k = false;
+  std::vector<float> v_norm;      // gemma4: [head_dim] ones: values RMS-normalised unweighted
+  float out_scale = 1.f;          // gemma4: layer_output_scale, the residual stream x this
   std::vector<float> ffn_norm;    // [n_embd]
   FfnKind ffn_kind = FfnKind::kDense;
   kernels::WeightMatrix w_gate;   // dense: [n_ff][n_embd]

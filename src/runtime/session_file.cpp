@@ -153,14 +153,14 @@ std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d)
     w.put<int64_t>(L.n_evicted());
     w.bytes(L.pos(), n_pos * sizeof(int64_t));
     // Keys as canonical rows, whatever the pool's tiling.
-    std::vector<uint8_t> row(kv_row_bytes(fmt.k, hd));
+    std::vector<uint8_t> row(kv_row_bytes(fmt.k, L.head_dim()));
     for (int g = 0; g < L.n_head_kv(); ++g) {
       for (int sl = 0; sl < L.n_slot(); ++sl) {
         L.key_row(g, sl, row.data());
         w.bytes(row.data(), row.size());
       }
     }
-    w.bytes(L.values(), n_pos * kv_row_bytes(fmt.v, hd));
+    w.bytes(L.values(), n_pos * kv_row_bytes(fmt.v, L.head_dim()));
     const std::vector<double> ps = L.policy().state();
     w.put<uint32_t>(static_cast<uint32_t>(ps.size()));
     w.bytes(ps.data(), ps.size() * sizeof(double));

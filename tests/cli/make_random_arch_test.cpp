@@ -26,7 +26,7 @@ TEST(MakeRandomArchCli, WritesTheCommittedFixturesByteForByte) {
     }
   }
   EXPECT_GE(n, 7);
-  EXPECT_ONE_LINE_ERROR(run_tova("make-random --arch gemma4 --out " + dir + "/x.gguf"),
+  EXPECT_ONE_LINE_ERROR(run_tova("make-random --arch gemma3n --out " + dir + "/x.gguf"),
                         model::random_arch_choices());
   EXPECT_ONE_LINE_ERROR(run_tova("make-random --out " + dir + "/x.gguf"), "--shape or --arch");
   std::filesystem::remove_all(dir);

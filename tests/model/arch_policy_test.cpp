@@ -195,7 +195,8 @@ TEST(ArchPolicyWindows, GptOssWindowLayersBoundedGlobalLayersByTheBudget) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, ArchPolicy, ::testing::Values("qwen3", "gemma3", "gpt-oss"));
+INSTANTIATE_TEST_SUITE_P(Families, ArchPolicy,
+                         ::testing::Values("qwen3", "gemma3", "gpt-oss", "smollm3"));
 
 }  // namespace
 }  // namespace tova::testing

@@ -1,0 +1,166 @@
+// gemma4: Google's Gemma 4 text decoder (31B dense; the E2B/E4B and 26B-A4B variants are
+// refused by name, see below). As llama.cpp 34af94cd computes it (src/models/gemma4.cpp):
+// - token embeddings x sqrt(n_embd); RMSNorm before and after the attention and the
+//   feed-forward (attn_post_norm, ffn_post_norm; the weights are used as stored: Gemma 4's
+//   converter adds no 1); a GELU-gated feed-forward (tanh approximation); tied output and an
+//   optional final soft-capping of the logits;
+// - sliding-window layers and global layers, chosen per layer by the file's
+//   attention.sliding_window_pattern (a bool per layer), each kind with its own head size
+//   (key_length_swa / key_length) and KV heads (head_count_kv, an array where they differ), so
+//   the multi-state holds each layer in its own shape;
+// - per-head RMSNorm of queries and keys (q/k norm weights), and of values without a weight;
+//   the attention scale is 1 (the norms set the scale);
+// - global layers without attn_v take their values from the key projection (K = V, before the
+//   key norm);
+// - RoPE on halves (NEOX): window layers rotate rope.dimension_count_swa dims with
+//   rope.freq_base_swa (default 10000); global layers use Gemma 4's "proportional" RoPE as the
+//   converter encodes it, rope.dimension_count = the head size with rope_freqs.weight dividing
+//   the angles (1 for the rotated pairs, 1e30, i.e. no rotation, for the rest);
+// - an optional per-layer blk.N.layer_output_scale [1]: the residual stream is multiplied by it
+//   at the end of the layer.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "model/arch.h"
+
+namespace tova::model {
+namespace {
+
+Status configure(KeyReader& keys, ModelConfig& c) {
+  const std::string& path = keys.file().path();
+  c.rope.mode = kernels::RopeMode::kNeox;
+  c.ffn_act = FfnAct::kGeluTanh;
+  c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  c.attn_scale = 1.f;  // llama.cpp's f_attention_scale for Gemma 4 (self.scaling = 1.0)
+  c.v_norm = true;
+  TOVA_ASSIGN_OR_RETURN(c.final_softcap, keys.f32_or("final_logit_softcapping", 0.f));
+  if (c.final_softcap != 0.f && !(c.final_softcap > 0.f && std::isfinite(c.final_softcap))) {
+    return make_error("{}: {} {} must be positive", path, keys.key("final_logit_softcapping"),
+                      c.final_softcap);
+  }
+  // Variants not implemented: refused by name rather than computed as the dense model.
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_shared_kv, keys.u32_or("attention.shared_kv_layers", 0));
+  if (n_shared_kv != 0) {
+    return make_error("{}: {} {}: layers that reuse another layer's K/V (Gemma 4 E2B/E4B) are "
+                      "not implemented",
+                      path, keys.key("attention.shared_kv_layers"), n_shared_kv);
+  }
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_per_layer, keys.u32_or("embedding_length_per_layer_input", 0));
+  if (n_per_layer != 0) {
+    return make_error("{}: {} {}: per-layer embeddings (Gemma 4 E2B/E4B) are not implemented",
+                      path, keys.key("embedding_length_per_layer_input"), n_per_layer);
+  }
+  // The window and which layers have it.
+  TOVA_ASSIGN_OR_RETURN(uint32_t window, keys.u32("attention.sliding_window"));
+  if (window < 2 || window > (1u << 30)) {
+    return make_error("{}: {} {} is out of range", path, keys.key("attention.sliding_window"),
+                      window);
+  }
+  TOVA_ASSIGN_OR_RETURN(std::vector<uint32_t> is_swa,
+                        keys.u32_array("attention.sliding_window_pattern", c.n_layer));
+  c.layer_window.assign(c.n_layer, 0);
+  for (int il = 0; il < c.n_layer; ++il) {
+    if (is_swa[il] != 0) c.layer_window[il] = static_cast<int>(window);
+  }
+  // Window layers' head size and rotation (the global layers' are the common keys').
+  TOVA_ASSIGN_OR_RETURN(uint32_t hd_swa, keys.u32("attention.key_length_swa"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t hd_v_swa, keys.u32("attention.value_length_swa"));
+  if (hd_swa == 0 || hd_swa % 2 != 0 || hd_swa > 1024 || hd_v_swa != hd_swa) {
+    return make_error("{}: unsupported window-layer head size ({} {}, {} {})", path,
+                      keys.key("attention.key_length_swa"), hd_swa,
+                      keys.key("attention.value_length_swa"), hd_v_swa);
+  }
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_rot_swa,
+                        keys.u32_or("rope.dimension_count_swa", static_cast<uint32_t>(c.rope.n_rot)));
+  if (n_rot_swa == 0 || n_rot_swa % 2 != 0 || n_rot_swa > hd_swa) {
+    return make_error("{}: {} {} does not fit the window layers' head size {}", path,
+                      keys.key("rope.dimension_count_swa"), n_rot_swa, hd_swa);
+  }
+  c.rope_window = c.rope;
+  c.rope_window.n_rot = static_cast<int>(n_rot_swa);
+  c.rope_window.freq_scale = 1.f;  // llama.cpp's rope_freq_scale_train_swa
+  TOVA_ASSIGN_OR_RETURN(c.rope_window.freq_base, keys.f32_or("rope.freq_base_swa", 10000.f));
+  if (!(c.rope_window.freq_base > 0.f) || !std::isfinite(c.rope_window.freq_base)) {
+    return make_error("{}: {} {} must be positive", path, keys.key("rope.freq_base_swa"),
+                      c.rope_window.freq_base);
+  }
+  c.layer_head_dim.assign(c.n_layer, c.head_dim);
+  if (c.layer_n_head_kv.empty()) c.layer_n_head_kv.assign(c.n_layer, c.n_head_kv);
+  for (int il = 0; il < c.n_layer; ++il) {
+    if (c.layer_window[il] > 0) c.layer_head_dim[il] = static_cast<int>(hd_swa);
+  }
+  return ok_status();
+}
+
+Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const std::string p = fmt::format("blk.{}.", il);
+  const int64_t hd = c.layer_head_dim[il];
+  const int64_t q_dim = c.n_head * hd;
+  const int64_t kv_dim = c.layer_n_head_kv[il] * hd;
+  const bool global = c.layer_window[il] == 0;
+  // The global layers' proportional RoPE lives in rope_freqs.weight (read by load_weights):
+  // without it llama.cpp refuses the file, and so does tova rather than rotate every pair.
+  if (global && !ld.has("rope_freqs.weight")) {
+    return make_error("{}: missing tensor 'rope_freqs.weight' (the global layers' proportional "
+                      "RoPE, layer {})",
+                      ld.file().path(), il);
+  }
+  TOVA_ASSIGN_OR_RETURN(l.attn_norm, ld.vector(p + "attn_norm.weight", c.n_embd));
+  TOVA_ASSIGN_OR_RETURN(l.wq, ld.matrix(p + "attn_q.weight", c.n_embd, q_dim));
+  TOVA_ASSIGN_OR_RETURN(l.wk, ld.matrix(p + "attn_k.weight", c.n_embd, kv_dim));
+  if (ld.has(p + "attn_v.weight")) {
+    TOVA_ASSIGN_OR_RETURN(l.wv, ld.matrix(p + "attn_v.weight", c.n_embd, kv_dim));
+  } else {
+    l.v_is_k = true;
+  }
+  TOVA_ASSIGN_OR_RETURN(l.wo, ld.matrix(p + "attn_output.weight", q_dim, c.n_embd));
+  TOVA_ASSIGN_OR_RETURN(l.q_norm, ld.vector(p + "attn_q_norm.weight", hd));
+  TOVA_ASSIGN_OR_RETURN(l.k_norm, ld.vector(p + "attn_k_norm.weight", hd));
+  l.v_norm.assign(hd, 1.f);
+  TOVA_ASSIGN_OR_RETURN(l.attn_post_norm, ld.vector(p + "post_attention_norm.weight", c.n_embd));
+  if (ld.has(p + "layer_output_scale.weight")) {
+    TOVA_ASSIGN_OR_RETURN(std::vector<float> scale,
+                          ld.vector(p + "layer_output_scale.weight", 1));
+    if (!std::isfinite(scale[0])) {
+      return make_error("{}: tensor '{}layer_output_scale.weight' is not finite",
+                        ld.file().path(), p);
+    }
+    l.out_scale = scale[0];
+  }
+  TOVA_RETURN_IF_ERROR(load_dense_ffn(ld, c, il, l));
+  TOVA_ASSIGN_OR_RETURN(l.ffn_post_norm, ld.vector(p + "post_ffw_norm.weight", c.n_embd));
+  return ok_status();
+}
+
+std::vector<RandomShape> fixtures() {
+  // Gemma-4-31B's layout scaled down: five window layers (16 positions, 2 KV heads of 16) then
+  // one global layer (1 KV head of 32, K = V, a quarter of its pairs rotated), bases 10000 and
+  // 1e6, final soft-capping 30, layer output scales.
+  RandomShape g4 = fixture_shape("gemma4", "Gemma-4-31B (scaled down)", "gemma4");
+  g4.n_layer = 6;
+  g4.n_head_kv = 1;  // the global layers'
+  g4.head_dim = 32;  // the global layers'
+  g4.rope_base = 1000000.f;
+  g4.rms_eps = 1e-6f;
+  g4.tied_output = true;
+  g4.sliding_window = 16;
+  g4.final_softcap = 30.f;
+  g4.gemma4 = {.head_dim_swa = 16,
+               .n_head_kv_swa = 2,
+               .swa_pattern = 6,
+               .rope_base_swa = 10000.f,
+               .rope_partial = 0.25f};
+  return {g4};
+}
+
+}  // namespace
+
+extern const ArchSpec kArchGemma4{.name = "gemma4",
+                                  .rope_freqs = true,
+                                  .layer_kv_heads = true,
+                                  .configure = configure,
+                                  .load_layer = load_layer,
+                                  .fixtures = fixtures};
+
+}  // namespace tova::model
