@@ -2,6 +2,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "core/check.h"
@@ -91,6 +92,83 @@ void matmul_multi(std::span<const WeightMatrix* const> ws, const float* x, int64
   // other's range; 8 parts per thread halved that, 64 per thread left ~1 % (a part is then
   // 1-6 chunks of 32 rows: each claim costs one atomic add).
   if (n_tok > 1) {
+    pool.parallel_for(total_rows, kBatchRowGrain, rows, kBatchPartsPerThread);
+  } else {
+    pool.parallel_for_ranges(total_rows, kDecodeRowGrain, rows);
+  }
+}
+
+void matmul_grouped(std::span<const MatmulJob> jobs, ThreadPool& pool) {
+  if (jobs.empty()) return;
+  const WeightMatrix& w0 = *jobs[0].w;
+  int64_t total_rows = 0, work = 0, act_elems = 0, max_tok = 0;
+  for (const MatmulJob& j : jobs) {
+    TOVA_CHECK(is_compute_supported(j.w->type));
+    TOVA_CHECK(j.w->n_in % type_traits(j.w->type).block_size == 0);
+    if (j.w->type != w0.type || j.w->n_in != w0.n_in) {  // converted differently: one call each
+      for (const MatmulJob& k : jobs) {
+        const WeightMatrix* ws[] = {k.w};
+        float* ys[] = {k.y};
+        matmul_multi(ws, k.x, k.n_tok, ys, pool);
+      }
+      return;
+    }
+    if (j.n_tok <= 0) continue;
+    total_rows += j.w->n_out;
+    work += j.w->n_out * j.w->n_in * j.n_tok;
+    max_tok = std::max(max_tok, j.n_tok);
+  }
+  if (total_rows == 0) return;
+  // The activation buffers, one per run of jobs over the same x: act_of[i] is job i's. Reused
+  // across calls (named through a reference: see matmul_multi).
+  thread_local std::vector<std::unique_ptr<detail::ActBuffer>> acts_storage;
+  thread_local std::vector<int> act_of_storage;
+  thread_local std::vector<const float*> act_x_storage;
+  std::vector<std::unique_ptr<detail::ActBuffer>>& acts = acts_storage;
+  std::vector<int>& act_of = act_of_storage;
+  std::vector<const float*>& act_x = act_x_storage;
+  act_of.assign(jobs.size(), -1);
+  act_x.clear();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const MatmulJob& j = jobs[i];
+    if (j.n_tok <= 0) continue;
+    const int prev = act_x.empty() ? -1 : static_cast<int>(act_x.size()) - 1;
+    if (prev >= 0 && act_x[prev] == j.x && acts[prev]->n_tok == j.n_tok) {
+      act_of[i] = prev;
+      continue;
+    }
+    act_of[i] = static_cast<int>(act_x.size());
+    act_x.push_back(j.x);
+    if (acts.size() < act_x.size()) acts.push_back(std::make_unique<detail::ActBuffer>());
+    detail::plan_acts(w0.type, w0.n_in, j.n_tok, j.x, acts[act_of[i]].get());
+    act_elems += j.n_tok * w0.n_in;
+  }
+  const int64_t n_acts = static_cast<int64_t>(act_x.size());
+  const bool parallel = pool.size() > 1 && work >= kMinParallelWork;
+  auto prepare = [&](int64_t a) {
+    detail::ActBuffer& b = *acts[a];
+    if (b.layout != detail::ActLayout::kFloatRows) detail::prepare_acts(act_x[a], 0, b.n_tok, &b);
+  };
+  if (parallel && n_acts > 1 && act_elems >= kMinParallelPrepareColumns) {
+    pool.for_each_dynamic(n_acts, [&](int64_t a, int) { prepare(a); });
+  } else {
+    for (int64_t a = 0; a < n_acts; ++a) prepare(a);
+  }
+  // Rows [r0, r1) of the jobs' matrices stacked in order (as matmul_multi).
+  auto rows = [&](int64_t r0, int64_t r1) {
+    int64_t base = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (act_of[i] < 0) continue;
+      const int64_t n_out = jobs[i].w->n_out;
+      const int64_t lo = std::max(r0, base), hi = std::min(r1, base + n_out);
+      if (lo < hi) detail::matmul_rows(*jobs[i].w, *acts[act_of[i]], lo - base, hi - base, jobs[i].y);
+      base += n_out;
+      if (base >= r1) break;
+    }
+  };
+  if (!parallel) {
+    rows(0, total_rows);
+  } else if (max_tok > 1) {
     pool.parallel_for(total_rows, kBatchRowGrain, rows, kBatchPartsPerThread);
   } else {
     pool.parallel_for_ranges(total_rows, kDecodeRowGrain, rows);

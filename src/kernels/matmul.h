@@ -30,6 +30,23 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, Thre
 void matmul_multi(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tok,
                   std::span<float* const> ys, ThreadPool& pool);
 
+// One product of a grouped call: y[t][o] = dot(w[o], x[t]) for t < n_tok, o < w->n_out.
+struct MatmulJob {
+  const WeightMatrix* w = nullptr;
+  const float* x = nullptr;  // [n_tok][w->n_in]
+  int64_t n_tok = 0;
+  float* y = nullptr;  // [n_tok][w->n_out]
+};
+
+// Several products with their own activations (a mixture of experts: each chosen expert's
+// matrices over its own tokens) as one task list: each job's activations are converted (once
+// for consecutive jobs with the same x and n_tok, e.g. an expert's gate and up), then the rows
+// of all jobs are split over the threads in one pass, so the threads stay busy however unevenly
+// the tokens fall on the jobs, and a decode step pays one dispatch, not one per expert. Every
+// job gives the same bits as matmul() alone. The jobs share one weight type and n_in (else they
+// run as separate calls).
+void matmul_grouped(std::span<const MatmulJob> jobs, ThreadPool& pool);
+
 // Calls with at least this many tokens compute each token's row with the same arithmetic,
 // whatever the other rows hold and however many there are; smaller calls may take row kernels
 // that sum in another order. Callers that want results independent of batching (the perplexity

@@ -13,14 +13,17 @@
 //         + bd_e)    (biases: gpt-oss; act: silu(g) * u, or gpt-oss's clamped swiglu_oai)
 //       + sigmoid(shared_gate_inp · h) · shared expert(h)   (qwen2moe)
 //   x += out
-// Speed: an expert's weights are read once per call whatever the number of its tokens. In
-// decode (one token) the gate and up rows of the chosen experts are one matmul_multi call, so
-// only their rows are read, split over the threads as one list of rows; in a prompt or a
-// batched step the (token, expert) pairs are grouped by expert and each chosen expert runs as
-// one GEMM over its tokens, its rows split over the threads, so both threads stay busy
-// however unevenly the tokens fall on the experts.
+// Speed: an expert's weights are read once per call whatever the number of its tokens. The
+// (token, expert) pairs are grouped by expert (in decode: the one token's chosen experts), and
+// the chosen experts' gate and up products, then their down products, each run as one task
+// list over (expert, rows) (kernels::matmul_grouped): a GEMM per expert over its tokens, only
+// the chosen experts' rows read, all of them split over the threads in one pass, so both
+// threads stay busy however unevenly the tokens fall on the experts, and a decode step pays
+// two dispatches per layer rather than one per expert.
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <vector>
 
 #include "kernels/ops.h"
 #include "model/forward_util.h"
@@ -80,33 +83,38 @@ void group_by_expert(const ModelConfig& c, int64_t n, ForwardScratch::Moe& m) {
   for (int64_t r = 0; r < n * k; ++r) m.token_of[m.row_of[r]] = static_cast<int>(r / k);
 }
 
+// The products of a list of jobs: one task list over the threads (kernels::matmul_grouped),
+// or one float-activation matmul per job.
+void matmul_jobs(const LayerPass& p, std::span<const kernels::MatmulJob> jobs) {
+  if (!p.f32_activations) return kernels::matmul_grouped(jobs, p.pool);
+  for (const kernels::MatmulJob& j : jobs) {
+    if (j.n_tok > 0) p.matmul(*j.w, j.x, j.n_tok, j.y);
+  }
+}
+
 // The routed experts' outputs, m.ye [n_pick][n_embd], from the normed inputs s.xb.
 void run_experts(const LayerPass& p, const MoeWeights& W) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
   ForwardScratch::Moe& m = s.moe;
-  const int64_t d = c.n_embd, f = c.n_ff_exp, k = c.n_expert_used, n_pick = p.n * k;
-  if (p.n == 1) {
-    // Decode: the chosen experts' gate and up rows as one list over the same input.
-    std::vector<const kernels::WeightMatrix*> ws;
-    std::vector<float*> ys;
-    for (int j = 0; j < k; ++j) {
-      const int e = m.chosen[j], r = m.row_of[j];
-      ws.insert(ws.end(), {&W.gate[e], &W.up[e]});
-      ys.insert(ys.end(), {&m.gate[r * f], &m.up[r * f]});
-    }
-    p.matmul_multi(ws, s.xb.data(), 1, ys);
-  } else {
+  const int64_t d = c.n_embd, f = c.n_ff_exp, n_pick = p.n * c.n_expert_used;
+  // The experts with tokens, each over its rows m.begin[e] .. m.begin[e + 1] (in decode the one
+  // token's input itself; in a prompt its tokens' inputs gathered into m.xe).
+  std::vector<kernels::MatmulJob>& jobs = m.jobs;
+  jobs.clear();
+  if (p.n > 1) {
     for_tokens(p.pool, n_pick, d,
                [&](int64_t r) { std::copy_n(&s.xb[m.token_of[r] * d], d, &m.xe[r * d]); });
-    for (int e = 0; e < c.n_expert; ++e) {
-      const int b = m.begin[e], cnt = m.begin[e + 1] - b;
-      if (cnt == 0) continue;
-      const kernels::WeightMatrix* ws[] = {&W.gate[e], &W.up[e]};
-      float* ys[] = {&m.gate[b * f], &m.up[b * f]};
-      p.matmul_multi(ws, &m.xe[b * d], cnt, ys);
-    }
   }
+  for (int e = 0; e < c.n_expert; ++e) {
+    const int b = m.begin[e], cnt = m.begin[e + 1] - b;
+    if (cnt == 0) continue;
+    const float* x = p.n > 1 ? &m.xe[b * d] : s.xb.data();
+    jobs.push_back({&W.gate[e], x, cnt, &m.gate[b * f]});
+    jobs.push_back({&W.up[e], x, cnt, &m.up[b * f]});
+  }
+  // Gate and up of every chosen expert as one task list over the threads.
+  matmul_jobs(p, jobs);
   for (int e = 0; e < c.n_expert; ++e) {
     const int b = m.begin[e], cnt = m.begin[e + 1] - b;
     add_expert_bias(p, W.gate_b, e, b, cnt, f, m.gate.data());
@@ -120,9 +128,14 @@ void run_experts(const LayerPass& p, const MoeWeights& W) {
       kernels::silu_mul(m.gate.data() + b, m.up.data() + b, e - b);
     }
   });
+  jobs.clear();
   for (int e = 0; e < c.n_expert; ++e) {
     const int b = m.begin[e], cnt = m.begin[e + 1] - b;
-    if (cnt > 0) p.matmul(W.down[e], &m.gate[b * f], cnt, &m.ye[b * d]);
+    if (cnt > 0) jobs.push_back({&W.down[e], &m.gate[b * f], cnt, &m.ye[b * d]});
+  }
+  matmul_jobs(p, jobs);
+  for (int e = 0; e < c.n_expert; ++e) {
+    const int b = m.begin[e], cnt = m.begin[e + 1] - b;
     add_expert_bias(p, W.down_b, e, b, cnt, d, m.ye.data());
   }
 }

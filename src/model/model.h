@@ -103,6 +103,7 @@ struct ForwardScratch {
     std::vector<float> xe;          // [n_pick][n_embd] inputs gathered by expert
     std::vector<float> gate, up;    // [n_pick][n_ff_exp] expert gate and up projections
     std::vector<float> ye;          // [n_pick][n_embd] expert outputs
+    std::vector<kernels::MatmulJob> jobs;  // the experts' products of one step (run_experts)
     std::vector<float> shared_gate;          // [n_tok] sigmoid gate of the shared expert
     std::vector<float> shared_h;    // [n_tok][n_ff_shexp] shared expert's gate projection
     std::vector<float> shared_h2;   // [n_tok][max(n_ff_shexp, n_embd)] its up projection, then

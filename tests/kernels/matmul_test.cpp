@@ -198,6 +198,68 @@ TEST(Matmul, RepeatedCallsReuseBuffersCorrectly) {
   });
 }
 
+TEST(Matmul, GroupedGivesTheBitsOfOneCallPerJob) {
+  // A mixture of experts' task list: each job its own matrix and tokens (none, one, a few, a
+  // token-lane group and more), an expert's gate and up over the same x (one conversion), row
+  // counts that put the split inside and across jobs; mixed types take one call per job.
+  ThreadPool pool1(1), pool2(2);
+  struct Group {
+    std::vector<GgmlType> types;
+    int64_t n_in;
+  };
+  const Group groups[] = {
+      {{GgmlType::kMXFP4, GgmlType::kMXFP4, GgmlType::kMXFP4, GgmlType::kMXFP4, GgmlType::kMXFP4,
+        GgmlType::kMXFP4},
+       256},
+      {{GgmlType::kQ3_K, GgmlType::kQ3_K, GgmlType::kQ3_K, GgmlType::kQ3_K, GgmlType::kQ3_K,
+        GgmlType::kQ3_K},
+       512},
+      {{GgmlType::kQ8_0, GgmlType::kQ8_0, GgmlType::kQ8_0, GgmlType::kQ8_0, GgmlType::kQ8_0,
+        GgmlType::kQ8_0},
+       256},
+      {{GgmlType::kF32, GgmlType::kF32, GgmlType::kF32, GgmlType::kF32, GgmlType::kF32,
+        GgmlType::kF32},
+       128},
+      {{GgmlType::kQ4_0, GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_0,
+        GgmlType::kQ4_0},
+       256},
+  };
+  const int64_t n_out[] = {400, 400, 48, 197, 320, 65};
+  for (const Group& g : groups) {
+    std::vector<Matrix> ms;
+    for (size_t i = 0; i < g.types.size(); ++i) {
+      ms.push_back(random_matrix(g.types[i], n_out[i], g.n_in, static_cast<uint32_t>(20 + i)));
+    }
+    for (int64_t scale : {1, 4}) {  // scale 1: one token per job at most (decode)
+      // Jobs 0 and 1 (gate and up of one expert) share x; the others have their own.
+      const int64_t toks[] = {scale, scale, 0, 3 * scale - 2, 17 * (scale - 1) + 1, 16 * (scale - 1) + 1};
+      std::vector<std::vector<float>> xs;
+      for (size_t i = 0; i < ms.size(); ++i) {
+        xs.push_back(random_acts(std::max<int64_t>(toks[i], 1), g.n_in, static_cast<uint32_t>(i)));
+      }
+      for_each_target([&] {
+        for (ThreadPool* pool : {&pool1, &pool2}) {
+          std::vector<std::vector<float>> one(ms.size()), grouped(ms.size());
+          std::vector<MatmulJob> jobs;
+          for (size_t i = 0; i < ms.size(); ++i) {
+            const float* x = xs[i == 1 ? 0 : i].data();
+            one[i].assign(static_cast<size_t>(std::max<int64_t>(toks[i], 1) * n_out[i]), 1.5f);
+            grouped[i] = one[i];
+            if (toks[i] > 0) matmul(ms[i].w, x, toks[i], one[i].data(), *pool);
+            jobs.push_back({&ms[i].w, x, toks[i], grouped[i].data()});
+          }
+          matmul_grouped(jobs, *pool);
+          for (size_t i = 0; i < ms.size(); ++i) {
+            EXPECT_EQ(0, std::memcmp(one[i].data(), grouped[i].data(), one[i].size() * 4))
+                << type_name(g.types[i]) << " job " << i << " n_tok=" << toks[i]
+                << " threads=" << pool->size();
+          }
+        }
+      });
+    }
+  }
+}
+
 TEST(Matmul, MultiGivesTheBitsOfOneCallPerMatrix) {
   // q/k/v-like stacks: row counts that are not multiples of 16 put the thread split inside a
   // matrix and across matrix boundaries; mixed types take one call per matrix.
