@@ -42,7 +42,7 @@ bool grammar_accepts(const std::string& gbnf, std::string_view text) {
   return m.accept(text) && m.can_end();
 }
 
-std::string read(const std::string& path) {
+std::string read_text(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;
   s << f.rdbuf();
@@ -73,7 +73,7 @@ const Family kFamilies[] = {
 // the conversation up to its generation prompt, less the end-of-turn text.
 std::string rendered_turn(const Family& f, const ojson& calls) {
   auto t = tok::ChatTemplate::from_jinja(
-      read(testing::shared_path(std::string("templates/") + f.file)), "<s>", "</s>", f.file);
+      read_text(testing::shared_path(std::string("templates/") + f.file)), "<s>", "</s>", f.file);
   EXPECT_TRUE(t.ok()) << t.message();
   std::vector<tok::ChatMessage> ms = {{.role = "user", .content = "Weather in Paris and Lyon?"}};
   tok::ChatOptions o{.add_generation_prompt = true,
@@ -111,7 +111,7 @@ TEST(ToolCalls, TemplatesRoundTrip) {
   TOVA_REQUIRE_SHARED();
   for (const Family& f : kFamilies) {
     SCOPED_TRACE(f.file);
-    const std::string source = read(testing::shared_path(std::string("templates/") + f.file));
+    const std::string source = read_text(testing::shared_path(std::string("templates/") + f.file));
     EXPECT_EQ(detect_tool_call_format(source), f.format);
     const ojson calls = test_calls(f.parallel);
     const std::string turn = rendered_turn(f, calls);

@@ -11,11 +11,11 @@
 namespace tova::testing {
 namespace {
 
-std::string model() { return shared_path("models/stories260K.gguf"); }
+std::string stories_model() { return shared_path("models/stories260K.gguf"); }
 
 TEST(Cli, RunStreamsAStoryAndReportsStats) {
   TOVA_REQUIRE_SHARED();
-  const CmdResult r = run_tova("run -m " + model() + " -n 40 --temp 0 -t 2");
+  const CmdResult r = run_tova("run -m " + stories_model() + " -n 40 --temp 0 -t 2");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("Once upon a time, there was a little girl named Lily.", 0), 0u) << r.out;
   for (const char* s : {"load time", "prompt", "decode", "tok/s", "multi-state", "layer   0"}) {
@@ -31,7 +31,7 @@ TEST(Cli, RunUsesTheBundledModelByDefault) {
 
 TEST(Cli, BoundedRunGoesPastTheTrainedContext) {
   TOVA_REQUIRE_SHARED();
-  const CmdResult r = run_tova("run -m " + model() +
+  const CmdResult r = run_tova("run -m " + stories_model() +
                                " -n 1500 --ignore-eos --kv-policy tova --kv-budget 64 -s 1");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("policy tova, budget 64"), std::string::npos) << r.err;
@@ -41,7 +41,7 @@ TEST(Cli, BoundedRunGoesPastTheTrainedContext) {
 TEST(Cli, LogitsMatchTheGoldenFile) {
   TOVA_REQUIRE_SHARED();
   const std::string dir = make_temp_dir();
-  const CmdResult r = run_tova("logits -m " + model() + " --tokens " +
+  const CmdResult r = run_tova("logits -m " + stories_model() + " --tokens " +
                                shared_path("golden/tokens-128.json") + " --out " + dir + "/l.f32");
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string mine = slurp(dir + "/l.f32");
@@ -67,7 +67,7 @@ TEST(Cli, AHugeBudgetRunsInTheMemoryTheRunNeeds) {
     GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: ulimit -v does not apply";
   }
   const std::string dir = make_temp_dir();
-  const std::string cmd = "ulimit -v 1500000; " + binary_dir() + "/bin/tova run -m " + model() +
+  const std::string cmd = "ulimit -v 1500000; " + binary_dir() + "/bin/tova run -m " + stories_model() +
                           " -n 2 --temp 0 -t 2 --kv-policy tova --kv-budget 3000000 >" + dir +
                           "/out 2>" + dir + "/err";
   const int st = std::system(("sh -c '" + cmd + "'").c_str());
@@ -80,7 +80,7 @@ TEST(Cli, AHugeBudgetRunsInTheMemoryTheRunNeeds) {
 TEST(Cli, ABudgetBeyondTheMachineIsOneClearError) {
   TOVA_REQUIRE_SHARED();
   const CmdResult r =
-      run_tova("run -m " + model() + " -n 2 --kv-policy tova --kv-budget 100000000");
+      run_tova("run -m " + stories_model() + " -n 2 --kv-policy tova --kv-budget 100000000");
   EXPECT_ONE_LINE_ERROR(r, "K/V budget 100000000 needs");
   EXPECT_NE(r.err.find("this machine's memory"), std::string::npos) << r.err;
 }
@@ -90,7 +90,7 @@ TEST(Cli, ABudgetBeyondTheMachineIsOneClearError) {
 // 48 takes q8_0 blocks of 16.
 TEST(Cli, KvTypesAndLlamaCppAliases) {
   TOVA_REQUIRE_SHARED();
-  const std::string run = "run -m " + model() + " -n 40 --temp 0 -t 2 --kv-policy tova --kv-budget 16";
+  const std::string run = "run -m " + stories_model() + " -n 40 --temp 0 -t 2 --kv-policy tova --kv-budget 16";
   const CmdResult a = run_tova(run + " --kv-type q8_0");
   const CmdResult b = run_tova(run + " -ctk q8_0 -ctv q8_0");
   ASSERT_EQ(a.code, 0) << a.err;
@@ -112,7 +112,7 @@ TEST(Cli, BadInputIsOneClearError) {
   TOVA_REQUIRE_SHARED();
   const std::string dir = make_temp_dir();
   // A truncated copy of a real model, and one whose architecture is renamed to "mamba".
-  const std::string bytes = slurp(model());
+  const std::string bytes = slurp(stories_model());
   {
     std::ofstream(dir + "/trunc.gguf", std::ios::binary).write(bytes.data(), 1000);
     std::string patched = bytes;

@@ -28,13 +28,13 @@ namespace {
 
 using testing::shared_path;
 
-struct Loaded {
+struct LoadedTask {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<tok::Tokenizer> tk;
 };
 
-Loaded load(const std::string& rel) {
-  Loaded l;
+LoadedTask load_task(const std::string& rel) {
+  LoadedTask l;
   auto m = model::Model::load(shared_path(rel));
   EXPECT_TRUE(m.ok()) << m.message();
   l.model = std::move(m).value();
@@ -88,7 +88,7 @@ TEST(Tasks, TemplatesAreDataAndBadOnesAreOneClearError) {
 
 TEST(Tasks, EveryTaskFitsItsLengthAndIsReproducible) {
   TOVA_REQUIRE_SHARED();
-  Loaded l = load("models/stories260K.gguf");
+  LoadedTask l = load_task("models/stories260K.gguf");
   std::vector<std::string> names;
   for (const TaskInfo& t : all_tasks()) names.push_back(t.name);
   SampleOptions o{.tasks = names, .lengths = {1400, 2000}, .depths = {0, 100}, .samples = 2};
@@ -135,7 +135,7 @@ TEST(Tasks, EveryTaskFitsItsLengthAndIsReproducible) {
 
 TEST(Tasks, BadInputIsOneClearError) {
   TOVA_REQUIRE_SHARED();
-  Loaded l = load("models/stories260K.gguf");
+  LoadedTask l = load_task("models/stories260K.gguf");
   auto err = [&](const SampleOptions& o) {
     auto r = make_samples(*l.tk, o);
     EXPECT_FALSE(r.ok());
@@ -155,7 +155,7 @@ TEST(Tasks, BadInputIsOneClearError) {
 
 TEST(Tasks, AShortHaystackFileIsRepeatedWithAWarning) {
   TOVA_REQUIRE_SHARED();
-  Loaded l = load("models/stories260K.gguf");
+  LoadedTask l = load_task("models/stories260K.gguf");
   auto h = file_haystack("Tom has a red ball. It is round!  Lily smiles?", "tiny.txt");
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(h->units, (std::vector<std::string>{"Tom has a red ball.", "It is round!", "Lily smiles?"}));
@@ -172,7 +172,7 @@ TEST(Tasks, AShortHaystackFileIsRepeatedWithAWarning) {
 // along or not, is the same; a budget past the length gives full's records.
 // Riding along, when asked for, must have happened (else "no sharing" compares a run with
 // itself).
-std::vector<EvalRecord> run(const Loaded& l, const std::vector<TaskSample>& samples,
+std::vector<EvalRecord> run(const LoadedTask& l, const std::vector<TaskSample>& samples,
                             const std::vector<kv::PolicySpec>& cfgs, int threads, bool batched,
                             bool share) {
   ThreadPool pool(threads);
@@ -204,7 +204,7 @@ void expect_same(const std::vector<EvalRecord>& a, const std::vector<EvalRecord>
 
 TEST(TaskEval, RecordsDoNotDependOnThreadsBatchingOrSharing) {
   TOVA_REQUIRE_SHARED();
-  Loaded l = load("models/stories260K.gguf");
+  LoadedTask l = load_task("models/stories260K.gguf");
   // 448 tokens under a budget of 24: every bounded policy evicts through most of each prompt.
   // (800 tokens asserted nothing more and took 40 s under the sanitizers. vt needs 710 tokens
   // and the runner does not depend on the task: multi-value, scored in parts, replaces it.)
@@ -239,7 +239,7 @@ TEST(TaskEval, RecordsDoNotDependOnThreadsBatchingOrSharing) {
 
 TEST(TaskEval, ABudgetPastTheLengthEqualsFull) {
   TOVA_REQUIRE_SHARED();
-  Loaded l = load("models/stories260K.gguf");
+  LoadedTask l = load_task("models/stories260K.gguf");
   auto samples = make_samples(*l.tk, {.tasks = {"niah_single"}, .lengths = {300}, .depths = {25},
                                       .samples = 2, .max_new = 8});
   ASSERT_TRUE(samples.ok());
@@ -264,7 +264,7 @@ TEST(TaskEval, ABudgetPastTheLengthEqualsFull) {
 // chain (vt), in the seed's order; the first is the single-turn question.
 TEST(Tasks, TurnsAskTheOtherNeedlesOfOneContext) {
   TOVA_REQUIRE_SHARED();
-  Loaded l = load("models/stories260K.gguf");
+  LoadedTask l = load_task("models/stories260K.gguf");
   auto one = make_samples(*l.tk, {.tasks = {"niah_multikey"}, .lengths = {700}, .depths = {50},
                                   .samples = 2, .max_new = 8});
   auto three = make_samples(*l.tk, {.tasks = {"niah_multikey"}, .lengths = {700}, .depths = {50},
@@ -310,7 +310,7 @@ TEST(Tasks, TurnsAskTheOtherNeedlesOfOneContext) {
 
 TEST(Tasks, BadTurnsAreOneClearError) {
   TOVA_REQUIRE_SHARED();
-  Loaded l = load("models/stories260K.gguf");
+  LoadedTask l = load_task("models/stories260K.gguf");
   auto err = [&](const SampleOptions& o) {
     auto r = make_samples(*l.tk, o);
     EXPECT_FALSE(r.ok());
@@ -333,7 +333,7 @@ TEST(Tasks, BadTurnsAreOneClearError) {
 // gives full's answers and their NLL, bit for bit, at every turn.
 TEST(TaskEval, TurnsAreTheSameAloneBatchedAndOnAnyThreadCount) {
   TOVA_REQUIRE_SHARED();
-  Loaded l = load("models/stories260K.gguf");
+  LoadedTask l = load_task("models/stories260K.gguf");
   auto samples = make_samples(*l.tk, {.tasks = {"niah_multikey"}, .lengths = {760},
                                       .depths = {50}, .samples = 2, .max_new = 6, .turns = 3});
   ASSERT_TRUE(samples.ok()) << samples.message();
@@ -398,7 +398,7 @@ TEST(TaskEval, TurnsAreTheSameAloneBatchedAndOnAnyThreadCount) {
 // independently: the prompt and the answer through all_logits (one sequence, full cache).
 TEST(TaskEval, AnswerNllIsTheTeacherForcedAnswer) {
   TOVA_REQUIRE_SHARED();
-  Loaded l = load("models/stories260K.gguf");
+  LoadedTask l = load_task("models/stories260K.gguf");
   auto samples = make_samples(*l.tk, {.tasks = {"niah_single", "vt"}, .lengths = {720},
                                       .depths = {25}, .samples = 1, .max_new = 4});
   ASSERT_TRUE(samples.ok()) << samples.message();

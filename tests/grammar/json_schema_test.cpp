@@ -25,7 +25,7 @@ bool accepts(const std::string& schema, std::string_view text) {
   return m.accept(text) && m.can_end();
 }
 
-std::string error_of(const std::string& schema) {
+std::string schema_error_of(const std::string& schema) {
   auto gbnf = json_schema_to_gbnf(schema);
   return gbnf.ok() ? "(converted)" : gbnf.message();
 }
@@ -128,7 +128,7 @@ TEST(JsonSchema, AnyOfOneOfAllOf) {
   EXPECT_TRUE(accepts(one, R"({"kind": "a", "x": 1})"));
   EXPECT_TRUE(accepts(one, R"({"kind": "b"})"));
   EXPECT_FALSE(accepts(one, R"({"kind": "c"})"));
-  EXPECT_NE(error_of(R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})")
+  EXPECT_NE(schema_error_of(R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})")
                 .find("'oneOf' branches 0 and 1 may both match"),
             std::string::npos);
   const std::string all = R"({"$defs": {"base": {"properties": {"id": {"type": "integer"}},
@@ -136,7 +136,7 @@ TEST(JsonSchema, AnyOfOneOfAllOf) {
       {"properties": {"name": {"type": "string"}}, "required": ["name"]}]})";
   EXPECT_TRUE(accepts(all, R"({"id": 1, "name": "n"})"));
   EXPECT_FALSE(accepts(all, R"({"id": 1})"));
-  EXPECT_NE(error_of(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})")
+  EXPECT_NE(schema_error_of(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})")
                 .find("'allOf' parts disagree on 'type'"),
             std::string::npos);
 }
@@ -149,11 +149,11 @@ TEST(JsonSchema, Refs) {
   EXPECT_FALSE(accepts(s, R"({"v": 1, "next": {"v": 2}})"));
   EXPECT_TRUE(accepts(R"({"definitions": {"x": {"type": "boolean"}}, "items": {"$ref": "#/definitions/x"}})",
                       "[true]"));
-  EXPECT_EQ(error_of(R"({"$ref": "#/$defs/missing"})"),
+  EXPECT_EQ(schema_error_of(R"({"$ref": "#/$defs/missing"})"),
             "json_schema: /$ref: '$ref' '#/$defs/missing' does not resolve");
-  EXPECT_EQ(error_of(R"({"$ref": "http://example.com/s.json"})"),
+  EXPECT_EQ(schema_error_of(R"({"$ref": "http://example.com/s.json"})"),
             "json_schema: /$ref: '$ref' 'http://example.com/s.json' is not local (only #/...)");
-  EXPECT_NE(error_of(R"({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})")
+  EXPECT_NE(schema_error_of(R"({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})")
                 .find("left-recursive"),
             std::string::npos);
 }
@@ -173,8 +173,8 @@ TEST(JsonSchema, StringLengthsPatternFormats) {
   EXPECT_TRUE(accepts(R"({"pattern": "o+k"})", R"("xxookyy")"));
   EXPECT_FALSE(accepts(R"({"pattern": "o+k"})", R"("xxkyy")"));
   EXPECT_TRUE(accepts(R"({"pattern": "^a\\.b\"$"})", R"("a.b\"")"));
-  EXPECT_NE(error_of(R"j({"pattern": "^(?=a)"})j").find("lookarounds"), std::string::npos);
-  EXPECT_NE(error_of(R"j({"pattern": "(a)\\1"})j").find("back-references"), std::string::npos);
+  EXPECT_NE(schema_error_of(R"j({"pattern": "^(?=a)"})j").find("lookarounds"), std::string::npos);
+  EXPECT_NE(schema_error_of(R"j({"pattern": "(a)\\1"})j").find("back-references"), std::string::npos);
   EXPECT_TRUE(accepts(R"({"format": "date"})", R"("2024-02-28")"));
   EXPECT_FALSE(accepts(R"({"format": "date"})", R"("2024-02-30")"));
   EXPECT_FALSE(accepts(R"({"format": "date"})", R"("2024-13-01")"));
@@ -183,7 +183,7 @@ TEST(JsonSchema, StringLengthsPatternFormats) {
   EXPECT_FALSE(accepts(R"({"format": "date-time"})", R"("2024-12-31 08:00:00Z")"));
   EXPECT_TRUE(accepts(R"({"format": "uuid"})", R"("123e4567-e89b-12d3-a456-426614174000")"));
   EXPECT_FALSE(accepts(R"({"format": "uuid"})", R"("123e4567e89b12d3a456426614174000")"));
-  EXPECT_EQ(error_of(R"({"format": "email"})"),
+  EXPECT_EQ(schema_error_of(R"({"format": "email"})"),
             "json_schema: /: format 'email' is not supported (date, time, date-time, uuid)");
 }
 
@@ -204,20 +204,20 @@ TEST(JsonSchema, NumberBounds) {
   const std::string n = R"({"type": "number", "minimum": -2, "maximum": 3})";
   for (const char* t : {"-2", "-1.5", "-0.25", "0", "2.999", "3"}) EXPECT_TRUE(accepts(n, t)) << t;
   for (const char* t : {"-2.5", "3.5", "4", "-3"}) EXPECT_FALSE(accepts(n, t)) << t;
-  EXPECT_NE(error_of(R"({"type": "number", "minimum": 0.5})").find("'minimum' 0.5 on a number"),
+  EXPECT_NE(schema_error_of(R"({"type": "number", "minimum": 0.5})").find("'minimum' 0.5 on a number"),
             std::string::npos);
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
-  EXPECT_EQ(error_of(R"({"type": "integer", "multipleOf": 3})"),
+  EXPECT_EQ(schema_error_of(R"({"type": "integer", "multipleOf": 3})"),
             "json_schema: /: 'multipleOf' is not supported");
-  EXPECT_EQ(error_of(R"({"properties": {"a": {"type": "array", "uniqueItems": true}}})"),
+  EXPECT_EQ(schema_error_of(R"({"properties": {"a": {"type": "array", "uniqueItems": true}}})"),
             "json_schema: /properties/a: 'uniqueItems' is not supported");
-  EXPECT_EQ(error_of(R"({"type": "object", "patternProperties": {}})"),
+  EXPECT_EQ(schema_error_of(R"({"type": "object", "patternProperties": {}})"),
             "json_schema: /: 'patternProperties' is not supported");
-  EXPECT_EQ(error_of(R"({"type": "objet"})"), "json_schema: /: unknown type 'objet'");
-  EXPECT_EQ(error_of("{"), "json_schema: the schema is not valid JSON");
-  EXPECT_EQ(error_of(R"({"minLength": 1, "pattern": "a"})"),
+  EXPECT_EQ(schema_error_of(R"({"type": "objet"})"), "json_schema: /: unknown type 'objet'");
+  EXPECT_EQ(schema_error_of("{"), "json_schema: the schema is not valid JSON");
+  EXPECT_EQ(schema_error_of(R"({"minLength": 1, "pattern": "a"})"),
             "json_schema: /: only one of 'pattern', 'format' and 'minLength'/'maxLength' is "
             "supported on one string");
 }

@@ -54,7 +54,7 @@ std::vector<float> random_acts(int64_t n_tok, int64_t n_in, uint32_t seed) {
 }
 
 // One matmul problem with its reference answer, computed once and checked on every target.
-struct Problem {
+struct MatmulProblem {
   const WeightMatrix* w;
   int64_t n_tok;
   std::vector<float> x;       // [n_tok][n_in]
@@ -62,9 +62,9 @@ struct Problem {
   std::vector<double> scale;  // [n_tok][n_out], sum_i |w_i x_i| with dequantized w
 };
 
-Problem make_problem(const WeightMatrix& w, const std::vector<float>& dequant, int64_t n_tok,
+MatmulProblem make_problem(const WeightMatrix& w, const std::vector<float>& dequant, int64_t n_tok,
                      uint32_t seed) {
-  Problem p{&w, n_tok, random_acts(n_tok, w.n_in, seed), {}, {}};
+  MatmulProblem p{&w, n_tok, random_acts(n_tok, w.n_in, seed), {}, {}};
   p.ref.resize(static_cast<size_t>(n_tok * w.n_out));
   matmul_ref(w, p.x.data(), n_tok, p.ref.data());
   p.scale.resize(p.ref.size());
@@ -82,7 +82,7 @@ Problem make_problem(const WeightMatrix& w, const std::vector<float>& dequant, i
 
 // Runs matmul and checks |y - ref| <= 1e-5 * sum_i |w_i x_i| for every output: the kernels
 // round activations exactly like the reference, so only float-vs-double summation differs.
-void check_matmul(const Problem& p, ThreadPool& pool, const std::string& what) {
+void check_matmul(const MatmulProblem& p, ThreadPool& pool, const std::string& what) {
   const WeightMatrix& w = *p.w;
   std::vector<float> y(p.ref.size(), std::nanf(""));
   matmul(w, p.x.data(), p.n_tok, y.data(), pool);
@@ -113,7 +113,7 @@ TEST(Matmul, MatchesReferenceForEveryTypeShapeAndThreadCount) {
       // 1 and 3: row kernels; 17 and 33: token-lane kernels where the type has them (with a
       // partial last token group).
       for (int64_t n_tok : {1, 3, 17, 33}) {
-        const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok));
+        const MatmulProblem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok));
         const std::string what = std::string(type_name(t)) + " " + std::to_string(s.n_out) + "x" +
                                  std::to_string(n_in) + " n_tok=" + std::to_string(n_tok);
         for_each_target([&] {
@@ -131,7 +131,7 @@ TEST(Matmul, ManyTokensAndLargeRowsOnTwoThreads) {
   for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ6_K, GgmlType::kF16, GgmlType::kQ8_0}) {
     const Matrix m = random_matrix(t, 100, 512, 5);
     for (int64_t n_tok : {8, 16, 31, 40, 64}) {
-      const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 1);
+      const MatmulProblem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 1);
       for_each_target([&] {
         check_matmul(p, pool, std::string(type_name(t)) + " n_tok=" + std::to_string(n_tok));
       });
@@ -148,7 +148,7 @@ TEST(Matmul, ActivationsSplitByColumnsGiveTheBitsOfOneThread) {
   for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kF16}) {
     const Matrix m = random_matrix(t, 40, 23 * 256, 29);
     for (int64_t n_tok : {12, 16, 31}) {
-      const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 5);
+      const MatmulProblem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 5);
       const std::string what = std::string(type_name(t)) + " n_tok=" + std::to_string(n_tok);
       for_each_target([&] {
         std::vector<float> y1(p.ref.size(), std::nanf("")), y(p.ref.size());
@@ -177,7 +177,7 @@ TEST(Matmul, TileShapesOfEveryTarget) {
     if (t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16) continue;
     const Matrix m = random_matrix(t, 37, 512, 23);
     for (int64_t n_tok : {2, 7, 8, 9, 11, 12, 16, 24, 25, 48, 49}) {
-      const Problem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 3);
+      const MatmulProblem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 3);
       for_each_target([&] {
         check_matmul(p, pool, std::string(type_name(t)) + " n_tok=" + std::to_string(n_tok));
       });
@@ -189,12 +189,12 @@ TEST(Matmul, RepeatedCallsReuseBuffersCorrectly) {
   // A big call then small ones: stale buffer contents (padding tokens) must not leak in.
   ThreadPool pool(2);
   const Matrix m = random_matrix(GgmlType::kQ4_0, 48, 256, 17);
-  std::vector<Problem> problems;
+  std::vector<MatmulProblem> problems;
   for (int64_t n_tok : {40, 9, 1, 33, 2}) {
     problems.push_back(make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) * 7));
   }
   for_each_target([&] {
-    for (const Problem& p : problems) check_matmul(p, pool, "n_tok=" + std::to_string(p.n_tok));
+    for (const MatmulProblem& p : problems) check_matmul(p, pool, "n_tok=" + std::to_string(p.n_tok));
   });
 }
 
@@ -388,7 +388,7 @@ TEST(MatmulRealData, MatmulOnRealTensorsMatchesReference) {
         dequantize_row_ref(t->type, t->data + o * w.row_bytes, dequant.data() + o * n_in, n_in);
       }
       for (int64_t n_tok : {1, 20, 64}) {
-        const Problem p = make_problem(w, dequant, n_tok, 3);
+        const MatmulProblem p = make_problem(w, dequant, n_tok, 3);
         for_each_target([&] {
           check_matmul(p, pool, std::string(file) + " " + name + " n_tok=" + std::to_string(n_tok));
         });

@@ -18,15 +18,15 @@
 namespace tova::kv {
 namespace {
 
-constexpr int kHead = 4;  // query heads 0,1 read KV head 0; heads 2,3 read KV head 1
-constexpr int kHeadKv = 2;
-constexpr int kDim = 2;
+constexpr int kZipHead = 4;  // query heads 0,1 read KV head 0; heads 2,3 read KV head 1
+constexpr int kZipHeadKv = 2;
+constexpr int kZipDim = 2;
 
 std::unique_ptr<MultiState> make(int budget) {
   auto spec = parse_policy("kvzip", budget);
   EXPECT_TRUE(spec.ok()) << spec.message();
   auto ms = MultiState::create(
-      {.n_layer = 1, .n_head = kHead, .n_head_kv = kHeadKv, .head_dim = kDim, .policy = *spec});
+      {.n_layer = 1, .n_head = kZipHead, .n_head_kv = kZipHeadKv, .head_dim = kZipDim, .policy = *spec});
   EXPECT_TRUE(ms.ok()) << ms.message();
   return std::move(ms).value();
 }
@@ -36,8 +36,8 @@ void join(MultiState& ms, int n) {
   LayerState& L = ms.layer(0);
   for (int i = 0; i < n; ++i) {
     const int64_t p = ms.n_seen();
-    float k[kHeadKv * kDim] = {}, v[kHeadKv * kDim] = {};
-    int32_t slots[kHeadKv];
+    float k[kZipHeadKv * kZipDim] = {}, v[kZipHeadKv * kZipDim] = {};
+    int32_t slots[kZipHeadKv];
     L.insert(p, k, v, slots);
     ms.advance(1);
     L.evict(p);
@@ -56,9 +56,9 @@ void pass_and_cut(MultiState& ms, const std::vector<Row>& rows) {
   kvzip_scorer(C.policy())->begin_pass(start);
   for (const Row& row : rows) {
     join(*copy, 1);
-    std::vector<float> probs(static_cast<size_t>(kHead) * C.n_slot(), 0.f);
-    for (int h = 0; h < kHead; ++h) {
-      const int g = h / (kHead / kHeadKv);
+    std::vector<float> probs(static_cast<size_t>(kZipHead) * C.n_slot(), 0.f);
+    for (int h = 0; h < kZipHead; ++h) {
+      const int g = h / (kZipHead / kZipHeadKv);
       for (int s = 0; s < C.n_slot(); ++s) {
         const int64_t p = C.pos()[g * C.n_slot() + s];
         auto r = row.find(h);
@@ -127,12 +127,12 @@ TEST(KvzipReference, RandomRowsKeepTheLargestMaxima) {
     std::vector<Row> rows(n_rows);
     std::uniform_int_distribution<int> sixteenths(0, 16);  // exact in float: ties happen
     for (int r = 0; r < n_rows; ++r) {
-      for (int h = 0; h < kHead; ++h) {
+      for (int h = 0; h < kZipHead; ++h) {
         for (int64_t p = 0; p <= n + r; ++p) rows[r][h][p] = sixteenths(rng) / 16.0;
       }
     }
     pass_and_cut(*ms, rows);
-    for (int g = 0; g < kHeadKv; ++g) {
+    for (int g = 0; g < kZipHeadKv; ++g) {
       std::vector<std::pair<double, int64_t>> score;  // (max, position)
       for (int64_t p = 0; p < n; ++p) {
         double best = 0;

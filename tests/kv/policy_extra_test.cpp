@@ -20,13 +20,13 @@
 namespace tova::kv {
 namespace {
 
-constexpr int kHead = 4;  // query heads 0,1 read KV head 0; heads 2,3 read KV head 1
-constexpr int kHeadKv = 2;
-constexpr int kDim = 2;
+constexpr int kExtraHead = 4;  // query heads 0,1 read KV head 0; heads 2,3 read KV head 1
+constexpr int kExtraHeadKv = 2;
+constexpr int kExtraDim = 2;
 
 using Held = std::vector<int64_t>;
 using ProbFn = std::function<double(int head, int64_t query, int64_t pos)>;
-using KeyFn = std::function<std::array<float, kDim>(int head_kv, int64_t pos)>;
+using KeyFn = std::function<std::array<float, kExtraDim>(int head_kv, int64_t pos)>;
 
 class Steps {
  public:
@@ -35,9 +35,9 @@ class Steps {
     auto spec = parse_policy(policy, budget);
     EXPECT_TRUE(spec.ok()) << spec.message();
     auto ms = MultiState::create({.n_layer = n_layer,
-                                  .n_head = kHead,
-                                  .n_head_kv = kHeadKv,
-                                  .head_dim = kDim,
+                                  .n_head = kExtraHead,
+                                  .n_head_kv = kExtraHeadKv,
+                                  .head_dim = kExtraDim,
                                   .policy = *spec,
                                   .max_new = max_new,
                                   .prompt_end = prompt_end});
@@ -54,12 +54,12 @@ class Steps {
     const int64_t first = ms_->n_seen();
     const int64_t last = first + n - 1;
     for (int64_t p = first; p <= last; ++p) {
-      float k[kHeadKv * kDim] = {}, v[kHeadKv * kDim] = {};
-      for (int g = 0; g < kHeadKv && key; ++g) {
+      float k[kExtraHeadKv * kExtraDim] = {}, v[kExtraHeadKv * kExtraDim] = {};
+      for (int g = 0; g < kExtraHeadKv && key; ++g) {
         const auto kk = key(g, p);
-        for (int d = 0; d < kDim; ++d) k[g * kDim + d] = kk[d];
+        for (int d = 0; d < kExtraDim; ++d) k[g * kExtraDim + d] = kk[d];
       }
-      int32_t slots[kHeadKv];
+      int32_t slots[kExtraHeadKv];
       L.insert(p, k, v, slots);
       if (n == 1) observe(p, last, prob);
     }
@@ -85,9 +85,9 @@ class Steps {
   void observe(int64_t q, int64_t last, const ProbFn& prob) {
     LayerState& L = layer();
     if (ms_->score_need() == ScoreNeed::kNone) return;
-    std::vector<float> probs(static_cast<size_t>(kHead) * L.n_slot(), 0.f);
-    for (int h = 0; h < kHead; ++h) {
-      const int g = h / (kHead / kHeadKv);
+    std::vector<float> probs(static_cast<size_t>(kExtraHead) * L.n_slot(), 0.f);
+    for (int h = 0; h < kExtraHead; ++h) {
+      const int g = h / (kExtraHead / kExtraHeadKv);
       for (int s = 0; s < L.n_slot(); ++s) {
         const int64_t p = L.pos()[g * L.n_slot() + s];
         if (p >= 0 && p <= q && prob) probs[h * L.n_slot() + s] = static_cast<float>(prob(h, q, p));
@@ -290,8 +290,8 @@ double rnd64(uint64_t seed, int h, int64_t q, int64_t p) {
 using HeldSets = std::vector<std::set<int64_t>>;  // [head_kv]
 
 HeldSets held_sets(Steps& s) {
-  HeldSets out(kHeadKv);
-  for (int g = 0; g < kHeadKv; ++g) {
+  HeldSets out(kExtraHeadKv);
+  for (int g = 0; g < kExtraHeadKv; ++g) {
     for (int64_t p : s.held(g)) out[g].insert(p);
   }
   return out;
@@ -337,14 +337,14 @@ TEST(SnapKvReference, RandomPromptsCutAndWindowAsTheRuleSays) {
     Steps s("snapkv:" + std::to_string(W), k, P);
     const ProbFn prob = [&](int h, int64_t q, int64_t p) { return rnd64(seed, h, q, p); };
     for (int64_t i = 0; i < P; ++i) s.step(1, prob);
-    HeldSets want(kHeadKv);
-    std::vector<std::set<int64_t>> chosen(kHeadKv);
-    for (int g = 0; g < kHeadKv; ++g) want[g] = snap_cut(seed, g, P, k, W, &chosen[g]);
+    HeldSets want(kExtraHeadKv);
+    std::vector<std::set<int64_t>> chosen(kExtraHeadKv);
+    for (int g = 0; g < kExtraHeadKv; ++g) want[g] = snap_cut(seed, g, P, k, W, &chosen[g]);
     ASSERT_EQ(held_sets(s), want) << "after the cut";
     // Decoding: each new token joins; the oldest state not chosen at the cut goes.
     for (int t = 0; t < 15; ++t) {
       s.step(1, prob);
-      for (int g = 0; g < kHeadKv; ++g) {
+      for (int g = 0; g < kExtraHeadKv; ++g) {
         want[g].insert(P + t);
         if (static_cast<int>(want[g].size()) > k) {
           for (int64_t p : want[g]) {
@@ -367,7 +367,7 @@ TEST(AdaKvReference, RandomStepsShareTheLayersBudgetAsTheRuleSays) {
     SCOPED_TRACE("seed " + std::to_string(seed) + " k " + std::to_string(k));
     Steps s("adakv:tova", k, 0);
     const ProbFn prob = [&](int h, int64_t q, int64_t p) { return rnd64(seed, h, q, p); };
-    HeldSets want(kHeadKv);
+    HeldSets want(kExtraHeadKv);
     for (int64_t t = 0; t < 40; ++t) {
       s.step(1, prob);
       for (auto& w : want) w.insert(t);
@@ -378,7 +378,7 @@ TEST(AdaKvReference, RandomStepsShareTheLayersBudgetAsTheRuleSays) {
         int head;
       };
       std::vector<C> all;
-      for (int g = 0; g < kHeadKv; ++g) {
+      for (int g = 0; g < kExtraHeadKv; ++g) {
         for (int64_t p : want[g]) {
           all.push_back({(rnd64(seed, 2 * g, t, p) + rnd64(seed, 2 * g + 1, t, p)) / 2, p, g});
         }
@@ -406,13 +406,13 @@ TEST(KeyDiffReference, RandomKeysEvictTheClosestToTheMeanDirection) {
     auto key = [&](int g, int64_t p) {
       const float x = static_cast<float>(static_cast<int>(mix(seed * 31 + g * 7 + p) % 33) - 16) / 8.f;
       const float y = static_cast<float>(static_cast<int>(mix(seed * 37 + g * 5 + p) % 33) - 16) / 8.f;
-      return std::array<float, kDim>{x, y};
+      return std::array<float, kExtraDim>{x, y};
     };
     Steps s("keydiff", k, 0);
-    HeldSets want(kHeadKv);
+    HeldSets want(kExtraHeadKv);
     for (int64_t t = 0; t < 30; ++t) {
       s.step(1, {}, key);
-      for (int g = 0; g < kHeadKv; ++g) {
+      for (int g = 0; g < kExtraHeadKv; ++g) {
         want[g].insert(t);
         if (static_cast<int>(want[g].size()) <= k) continue;
         double ax = 0, ay = 0;

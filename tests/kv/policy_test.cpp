@@ -14,10 +14,10 @@
 namespace tova::kv {
 namespace {
 
-constexpr int kHead = 4;    // query heads 0,1 read KV head 0; heads 2,3 read KV head 1
-constexpr int kHeadKv = 2;
+constexpr int kPolHead = 4;    // query heads 0,1 read KV head 0; heads 2,3 read KV head 1
+constexpr int kPolHeadKv = 2;
 
-using ProbFn = std::function<float(int head, int64_t pos)>;
+using HeadProbFn = std::function<float(int head, int64_t pos)>;
 
 class Harness {
  public:
@@ -25,8 +25,8 @@ class Harness {
     auto spec = parse_policy(policy, budget);
     EXPECT_TRUE(spec.ok()) << spec.message();
     auto ms = MultiState::create({.n_layer = 1,
-                                  .n_head = kHead,
-                                  .n_head_kv = kHeadKv,
+                                  .n_head = kPolHead,
+                                  .n_head_kv = kPolHeadKv,
                                   .head_dim = 2,
                                   .policy = *spec,
                                   .max_new = max_new,
@@ -38,19 +38,19 @@ class Harness {
   LayerState& layer() { return ms_->layer(0); }
 
   void insert() {
-    const float kv[kHeadKv * 2] = {};
-    int32_t slots[kHeadKv];
+    const float kv[kPolHeadKv * 2] = {};
+    int32_t slots[kPolHeadKv];
     layer().insert(ms_->n_seen(), kv, kv, slots);
     ms_->advance(1);
   }
 
   // Hands the policy one query row's probabilities (if it asked for scores).
-  void observe(const ProbFn& prob) {
+  void observe(const HeadProbFn& prob) {
     LayerState& L = layer();
     if (ms_->score_need() == ScoreNeed::kNone) return;
-    std::vector<float> probs(static_cast<size_t>(kHead) * L.n_slot(), 0.f);
-    for (int h = 0; h < kHead; ++h) {
-      const int g = h / (kHead / kHeadKv);
+    std::vector<float> probs(static_cast<size_t>(kPolHead) * L.n_slot(), 0.f);
+    for (int h = 0; h < kPolHead; ++h) {
+      const int g = h / (kPolHead / kPolHeadKv);
       for (int s = 0; s < L.n_slot(); ++s) {
         const int64_t p = L.pos()[g * L.n_slot() + s];
         if (p >= 0) probs[h * L.n_slot() + s] = prob(h, p);
@@ -60,7 +60,7 @@ class Harness {
   }
 
   // One exact step: the token joins, attends (prob), then the policy evicts down to k.
-  void step(const ProbFn& prob = [](int, int64_t) { return 0.f; }) {
+  void step(const HeadProbFn& prob = [](int, int64_t) { return 0.f; }) {
     insert();
     observe(prob);
     layer().evict_to(ms_->budget());
@@ -85,11 +85,11 @@ class Harness {
 using Held = std::vector<int64_t>;
 
 // Probabilities that are the same for every head: table[pos] / 16.
-ProbFn same(std::vector<float> sixteenths) {
+HeadProbFn same(std::vector<float> sixteenths) {
   return [t = std::move(sixteenths)](int, int64_t pos) { return t.at(pos) / 16.f; };
 }
 // Per KV-head group: g0 for heads 0-1, g1 for heads 2-3.
-ProbFn grouped(std::vector<float> g0, std::vector<float> g1) {
+HeadProbFn grouped(std::vector<float> g0, std::vector<float> g1) {
   return [g0 = std::move(g0), g1 = std::move(g1)](int h, int64_t pos) {
     return (h < 2 ? g0 : g1).at(pos) / 16.f;
   };
@@ -303,7 +303,7 @@ TEST(Chunked, HeldStatesPackLowAndH2oScoresFollowThem) {
   // pos3 moved from slot 3 into the freed slot 1, so the next step reads slots 0..2 only.
   EXPECT_EQ(h.layer().slot_end(), 2);
   EXPECT_EQ(h.layer().view().end(), 2);
-  for (int g = 0; g < kHeadKv; ++g) {
+  for (int g = 0; g < kPolHeadKv; ++g) {
     EXPECT_EQ(h.layer().pos()[g * h.layer().n_slot() + 1], 3) << "KV head " << g;
   }
   h.insert();  // pos4 joins slot 2

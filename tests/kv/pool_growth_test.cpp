@@ -14,13 +14,13 @@
 namespace tova::kv {
 namespace {
 
-constexpr int kHead = 4, kHeadKv = 2, kHeadDim = 4;
+constexpr int kGrowHead = 4, kGrowHeadKv = 2, kGrowHeadDim = 4;
 
 std::unique_ptr<MultiState> make(const PolicySpec& spec, int initial, int max_new) {
   auto ms = MultiState::create({.n_layer = 1,
-                                .n_head = kHead,
-                                .n_head_kv = kHeadKv,
-                                .head_dim = kHeadDim,
+                                .n_head = kGrowHead,
+                                .n_head_kv = kGrowHeadKv,
+                                .head_dim = kGrowHeadDim,
                                 .policy = spec,
                                 .max_new = max_new,
                                 .initial_slots = initial});
@@ -43,7 +43,7 @@ void expect_growth_changes_nothing(const PolicySpec& spec, int max_new, int n_to
   ASSERT_EQ(whole->layer(0).n_slot(), spec.bounded() ? max_slots : 4096);
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(0.f, 1.f);
-  std::vector<float> kv(kHeadKv * kHeadDim, 0.5f);
+  std::vector<float> kv(kGrowHeadKv * kGrowHeadDim, 0.5f);
   int64_t pos = 0;
   while (pos < n_tok) {
     const int chunk = std::min<int>(max_new, n_tok - pos);
@@ -51,19 +51,19 @@ void expect_growth_changes_nothing(const PolicySpec& spec, int max_new, int n_to
     std::vector<float> scores;  // one row of probabilities per token, shared by both
     for (int t = 0; t < chunk; ++t, ++pos) {
       for (MultiState* ms : {grow.get(), whole.get()}) {
-        int32_t slots[kHeadKv];
+        int32_t slots[kGrowHeadKv];
         ms->layer(0).insert(pos, kv.data(), kv.data(), slots);
       }
       const int n_slot = grow->layer(0).n_slot();
-      scores.assign(static_cast<size_t>(kHead) * n_slot, 0.f);
+      scores.assign(static_cast<size_t>(kGrowHead) * n_slot, 0.f);
       for (float& x : scores) x = u(rng);
       for (MultiState* ms : {grow.get(), whole.get()}) {
         LayerState& L = ms->layer(0);
         if (ms->score_need() == ScoreNeed::kNone) continue;
-        std::vector<float> probs(static_cast<size_t>(kHead) * L.n_slot(), 0.f);
-        for (int h = 0; h < kHead; ++h) {
+        std::vector<float> probs(static_cast<size_t>(kGrowHead) * L.n_slot(), 0.f);
+        for (int h = 0; h < kGrowHead; ++h) {
           for (int s = 0; s < n_slot; ++s) {
-            const bool held = L.pos()[(h / (kHead / kHeadKv)) * L.n_slot() + s] >= 0;
+            const bool held = L.pos()[(h / (kGrowHead / kGrowHeadKv)) * L.n_slot() + s] >= 0;
             probs[static_cast<size_t>(h) * L.n_slot() + s] = held ? scores[h * n_slot + s] : 0.f;
           }
         }
@@ -82,7 +82,7 @@ void expect_growth_changes_nothing(const PolicySpec& spec, int max_new, int n_to
     const LayerState& b = whole->layer(0);
     ASSERT_EQ(a.n_held(), b.n_held());
     ASSERT_EQ(a.slot_end(), b.slot_end());
-    for (int g = 0; g < kHeadKv; ++g) {
+    for (int g = 0; g < kGrowHeadKv; ++g) {
       for (int s = 0; s < a.slot_end(); ++s) {
         ASSERT_EQ(a.pos()[g * a.n_slot() + s], b.pos()[g * b.n_slot() + s])
             << spec.label() << " k=" << spec.budget << " C=" << max_new << " token " << pos
@@ -129,7 +129,7 @@ TEST(PoolGrowth, AHugeBudgetAllocatesWhatTheSequenceReaches) {
   // 6 slots x 2 KV heads x (4 keys + 4 values) x 4 bytes + positions: a few hundred bytes, not
   // the 3,000,001 slots (240 MB) the budget allows.
   EXPECT_LT(ms->bytes(), 4096u);
-  EXPECT_EQ(ms->max_bytes(), 3'000'001ull * kHeadKv * (2 * kHeadDim * 4 + 8));
+  EXPECT_EQ(ms->max_bytes(), 3'000'001ull * kGrowHeadKv * (2 * kGrowHeadDim * 4 + 8));
   // A reserve grows it, doubling, never past k + 1.
   ASSERT_TRUE(ms->reserve(7).ok());
   EXPECT_EQ(ms->layer(0).n_slot(), 12);
@@ -142,9 +142,9 @@ TEST(PoolGrowth, ABudgetBeyondTheMemoryLimitIsRefused) {
   auto spec = parse_policy("h2o", 1'000'000);
   ASSERT_TRUE(spec.ok());
   MultiStateOptions o{.n_layer = 2,
-                      .n_head = kHead,
-                      .n_head_kv = kHeadKv,
-                      .head_dim = kHeadDim,
+                      .n_head = kGrowHead,
+                      .n_head_kv = kGrowHeadKv,
+                      .head_dim = kGrowHeadDim,
                       .policy = *spec,
                       .initial_slots = 8,
                       .memory_limit = 1 << 20};

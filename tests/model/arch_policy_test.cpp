@@ -14,7 +14,7 @@
 namespace tova::testing {
 namespace {
 
-std::string arch_path(const std::string& file) {
+std::string policy_arch_path(const std::string& file) {
   return std::string(TOVA_TEST_DATA_DIR) + "/arch/" + file;
 }
 
@@ -30,16 +30,16 @@ class ArchPolicy : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchPolicy, WindowAndSinkMatchLlamaCppDroppingTheSamePositions) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path(GetParam() + "-f32.gguf"));
+  auto m = model::Model::load(policy_arch_path(GetParam() + "-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const int n_vocab = (*m)->config().n_vocab;
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
-  const auto full_cpp = read_f32(arch_path(GetParam() + "-f32.logits.f32"));
+  const auto full_cpp = read_f32(policy_arch_path(GetParam() + "-f32.logits.f32"));
   ThreadPool pool(2);
   const std::pair<const char*, const char*> cases[] = {{"window", "window-32"},
                                                        {"sink:4", "sink4-32"}};
   for (const auto& [policy, file] : cases) {
-    const auto cpp = read_f32(arch_path(GetParam() + "-f32." + file + ".logits.f32"));
+    const auto cpp = read_f32(policy_arch_path(GetParam() + "-f32." + file + ".logits.f32"));
     ASSERT_EQ(cpp.size(), ids.size() * n_vocab);
     // The golden is not `full` in disguise: past k + 1 tokens it differs.
     EXPECT_GT(max_abs_diff(cpp, full_cpp, 40 * n_vocab), 0.05) << policy;
@@ -58,7 +58,7 @@ TEST_P(ArchPolicy, WindowAndSinkMatchLlamaCppDroppingTheSamePositions) {
 
 TEST_P(ArchPolicy, BudgetAtLeastLengthIsBitIdenticalToFull) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path(GetParam() + "-f32.gguf"));
+  auto m = model::Model::load(policy_arch_path(GetParam() + "-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ThreadPool pool(2);
@@ -81,7 +81,7 @@ TEST_P(ArchPolicy, BudgetAtLeastLengthIsBitIdenticalToFull) {
 // states in window slots (the next token makes the window), the global layer keeps everything.
 TEST(ArchPolicyWindows, Gemma3WindowLayersAreBoundedEvenUnderFull) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path("gemma3-f32.gguf"));
+  auto m = model::Model::load(policy_arch_path("gemma3-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const model::ModelConfig& c = (*m)->config();
   ASSERT_EQ(c.layer_window, (std::vector<int>{16, 16, 16, 16, 16, 0}));
@@ -111,7 +111,7 @@ TEST(ArchPolicyWindows, Gemma3WindowLayersAreBoundedEvenUnderFull) {
 // window still bounds the layer, and budgets hold.
 TEST(ArchPolicyWindows, Gemma2HeadWisePoliciesStayWithinBudgetOnTheWindowLayer) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path("gemma2-f32.gguf"));
+  auto m = model::Model::load(policy_arch_path("gemma2-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   ASSERT_EQ((*m)->config().layer_window, (std::vector<int>{16, 0}));
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
@@ -136,7 +136,7 @@ TEST(ArchPolicyWindows, AdaKvOnWindowLayersAtAnyBudget) {
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ThreadPool pool(2);
   for (const std::string arch : {"gemma2", "gpt-oss"}) {
-    auto m = model::Model::load(arch_path(arch + "-f32.gguf"));
+    auto m = model::Model::load(policy_arch_path(arch + "-f32.gguf"));
     ASSERT_TRUE(m.ok()) << m.message();
     const auto full = all_logits(**m, ids, cache_options("full", 0), 16, pool);
     for (int k : {8, 14, 15, 16, 24, 128}) {
@@ -155,7 +155,7 @@ TEST(ArchPolicyWindows, AdaKvOnWindowLayersAtAnyBudget) {
 // most its budget (+ buffer) in a global layer; under `full` only the global layers grow.
 TEST(ArchPolicyWindows, GptOssWindowLayersBoundedGlobalLayersByTheBudget) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path("gpt-oss-f32.gguf"));
+  auto m = model::Model::load(policy_arch_path("gpt-oss-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   ASSERT_EQ((*m)->config().layer_window, (std::vector<int>{16, 0, 16, 0}));
   auto ids = read_ids(shared_path("golden/tokens-128.json"));

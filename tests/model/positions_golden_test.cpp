@@ -15,7 +15,7 @@
 namespace tova::testing {
 namespace {
 
-struct Golden {
+struct PositionsGolden {
   std::string policy;
   int budget;
   kv::PositionMode positions;
@@ -31,14 +31,14 @@ CacheOptions cache_options(const std::string& policy, int budget,
   return o;
 }
 
-std::vector<PolicyRun> run_all(const model::Model& m, const std::vector<int32_t>& ids,
-                               const std::vector<Golden>& gold) {
+std::vector<PolicyRun> positions_run_all(const model::Model& m, const std::vector<int32_t>& ids,
+                               const std::vector<PositionsGolden>& gold) {
   std::vector<CacheOptions> configs;
-  for (const Golden& g : gold) configs.push_back(cache_options(g.policy, g.budget, g.positions));
+  for (const PositionsGolden& g : gold) configs.push_back(cache_options(g.policy, g.budget, g.positions));
   return run_policies(m, ids, configs);
 }
 
-double overlap(const Golden& g, const PolicyRun& r) { return kept_overlap(g.kept, r.kept); }
+double positions_overlap(const PositionsGolden& g, const PolicyRun& r) { return kept_overlap(g.kept, r.kept); }
 
 TEST(PositionsGolden, EveryPolicyBudgetAndMode) {
   TOVA_REQUIRE_SHARED();
@@ -47,7 +47,7 @@ TEST(PositionsGolden, EveryPolicyBudgetAndMode) {
   std::ifstream in(shared_path("golden/policy-stories260K-positions.json"));
   const nlohmann::json j = nlohmann::json::parse(in);
   const auto ids = j["tokens"].get<std::vector<int32_t>>();
-  std::vector<Golden> gold;
+  std::vector<PositionsGolden> gold;
   for (const auto& r : j["results"]) {
     auto mode = kv::parse_position_mode(r["positions"].get<std::string>());
     ASSERT_TRUE(mode.ok()) << mode.message();
@@ -56,14 +56,14 @@ TEST(PositionsGolden, EveryPolicyBudgetAndMode) {
   }
   ASSERT_GE(gold.size(), 36u);
   if (std::getenv("TOVA_SANITIZE_RUN") != nullptr) {
-    std::vector<Golden> some;
+    std::vector<PositionsGolden> some;
     for (size_t i = 0; i < gold.size(); i += 6) some.push_back(gold[i]);
     gold = some;
   }
-  const std::vector<PolicyRun> runs = run_all(**m, ids, gold);
+  const std::vector<PolicyRun> runs = positions_run_all(**m, ids, gold);
   int kept_ok = 0;
   for (size_t c = 0; c < gold.size(); ++c) {
-    const Golden& g = gold[c];
+    const PositionsGolden& g = gold[c];
     const PolicyRun& r = runs[c];
     SCOPED_TRACE(g.policy + " k=" + std::to_string(g.budget) + " " +
                  std::string(kv::position_mode_name(g.positions)));
@@ -76,7 +76,7 @@ TEST(PositionsGolden, EveryPolicyBudgetAndMode) {
     for (size_t i = 0; i < exact_until; ++i) {
       ASSERT_NEAR(r.nll[i], g.nll[i], 1e-4) << "prediction " << i;
     }
-    const double ov = overlap(g, r);
+    const double ov = positions_overlap(g, r);
     kept_ok += ov >= 0.95;
     if (ov < 0.95) ADD_FAILURE() << "kept positions overlap only " << ov;
   }

@@ -16,7 +16,7 @@
 namespace tova {
 namespace {
 
-std::unique_ptr<Engine> stories() {
+std::unique_ptr<Engine> new_stories_engine() {
   auto e = Engine::load({.model_path = "",  // the bundled stories260K
                          .n_threads = 2});
   EXPECT_TRUE(e.ok()) << e.message();
@@ -57,7 +57,7 @@ std::vector<std::vector<int32_t>> run_greedy(const Engine& e,
 }
 
 TEST(BatchScheduler, BatchedSessionsGetTheTokensTheyGetAlone) {
-  auto e = stories();
+  auto e = new_stories_engine();
   // Every registered policy (the registry's examples), sessions told their prompt's length:
   // prompt-holding policies hold it whole however the scheduler cuts it.
   const std::vector<std::string> policies = kv::all_policy_examples();
@@ -85,7 +85,7 @@ TEST(BatchScheduler, BatchedSessionsGetTheTokensTheyGetAlone) {
 }
 
 TEST(BatchScheduler, StepRespectsTheTokenBudgetAndDecodersGoFirst) {
-  auto e = stories();
+  auto e = new_stories_engine();
   runtime::BatchScheduler sched(*e, {.step_tokens = 5});
   auto a = e->new_session(greedy("tova", 16));
   auto b = e->new_session(greedy("full", 0));
@@ -108,7 +108,7 @@ TEST(BatchScheduler, StepRespectsTheTokenBudgetAndDecodersGoFirst) {
 }
 
 TEST(Session, CloneContinuesExactlyAsTheOriginal) {
-  auto e = stories();
+  auto e = new_stories_engine();
   auto s = e->new_session(greedy("tova", 6));
   ASSERT_TRUE(s.ok());
   (*s)->queue(e->tokenize("One day a cat saw a big red ball"));
