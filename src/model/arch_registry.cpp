@@ -11,7 +11,9 @@
   X(kArchGemma3)               \
   X(kArchQwen2Moe)            \
   X(kArchQwen3Moe)            \
-  X(kArchGptOss)
+  X(kArchGptOss)              \
+  X(kArchQwen35)              \
+  X(kArchQwen35Moe)
 
 namespace tova::model {
 
