@@ -50,12 +50,15 @@ TEST_P(Hybrid, LayersAreThreeDeltaNetThenOneAttentionTwice) {
   auto st = runtime::make_state(**m, cache_options("full", 0), 0);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ((*st)->n_layer(), 2);      // K/V: the attention layers
-  EXPECT_EQ((*st)->n_recurrent(), 6);  // conv (3 x 96 floats) + delta (4 heads x 16 x 16)
-  EXPECT_EQ((*st)->recurrent_bytes(), 6u * (96 * 3 + 4 * 16 * 16) * 4);
+  // Per DeltaNet layer: conv (C = 2 x 32 + 64 = 128 channels x 3 taps) + delta (4 x 16 x 16).
+  EXPECT_EQ((*st)->n_recurrent(), 6);
+  EXPECT_EQ((*st)->recurrent_bytes(), 6u * (128 * 3 + 4 * 16 * 16) * 4);
 }
 
 // The prompt form (several tokens of a sequence in one batch) and the decoding form (one at a
-// time) run the same recurrence: the logits of every position agree within 1e-5 relative.
+// time) run the same recurrence: the logits of every position agree within 1e-5 relative
+// (qwen35moe: 5e-5, its experts run as one GEMM per expert in a prompt and as the chosen rows
+// in decoding, which moe_test.cpp already bounds by 1e-4 absolute).
 TEST_P(Hybrid, PromptAtOnceEqualsTokenByToken) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(fixture(GetParam()));
@@ -65,7 +68,7 @@ TEST_P(Hybrid, PromptAtOnceEqualsTokenByToken) {
   ThreadPool pool(2);
   const auto at_once = all_logits(**m, ids, cache_options("full", 0), 48, pool);
   const auto one_by_one = all_logits(**m, ids, cache_options("full", 0), 1, pool);
-  EXPECT_LT(rel_l2(at_once, one_by_one), 1e-5);
+  EXPECT_LT(rel_l2(at_once, one_by_one), GetParam() == "qwen35" ? 1e-5 : 5e-5);
 }
 
 // tova and window at k = 8 bound the two attention layers (8 states per KV head after 48
