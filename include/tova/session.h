@@ -45,7 +45,10 @@ struct LayerStats {
 //              steps; unbounded (limit -1) under `full`.
 //   "window":  K/V of a sliding-window layer (Gemma's local layers, gpt-oss's alternate
 //              layers): never more than its window (`limit`) per KV head, whatever the policy.
-// (A recurrent layer's fixed-size state will be a kind of its own.)
+//   "recurrent": the fixed-size state of a recurrent layer (qwen35's Gated DeltaNet layers: a
+//              conv1d window and a delta-rule matrix per head), the same bytes at any length;
+//              no K/V rows (limit, max_held and rows 0), no policy bounds it. SessionStats::
+//              layers lists the attention layers only.
 struct StateKindStats {
   std::string kind;
   int n_layer = 0;     // layers of this kind

@@ -48,7 +48,8 @@ uint64_t kv_read_bytes(const kv::MultiState& s) {
     const kv::LayerState& l = s.layer(il);
     b += uint64_t(l.n_held()) * l.n_head_kv() * l.kv_type().slot_bytes(l.head_dim());
   }
-  return b;
+  // A hybrid model's recurrent states are read (and written) whole at every step.
+  return b + s.recurrent_bytes();
 }
 
 // A state for one test: n_prompt sizes chunk:inf's chunk; an unbounded state reserves n_total

@@ -648,6 +648,11 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     ms->holds_all_until_ = std::min(ms->holds_all_until_, z.holds_all_until);
     sizing.push_back(z);
   }
+  if (ms->max_bytes_ > 0) {
+    for (const RecurrentShape& r : o.recurrent) {
+      ms->max_bytes_ += static_cast<uint64_t>(r.conv_floats() + r.delta_floats()) * sizeof(float);
+    }
+  }
   // A budget is refused when the bytes it allows do not fit, however few it would hold at
   // first: the pool grows to k + extra as the sequence goes on.
   const uint64_t limit = o.memory_limit > 0 ? o.memory_limit : physical_memory_bytes();
@@ -682,6 +687,9 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
       ms->layers_.push_back(
           std::make_unique<LayerState>(lo, z.n_slot, std::move(policy), z.limits));
     }
+    for (const RecurrentShape& r : o.recurrent) {
+      ms->recurrent_.push_back(std::make_unique<RecurrentState>(r));
+    }
   } catch (const std::bad_alloc&) {
     return make_error("out of memory allocating a K/V cache of {} slots per layer",
                       std::max(1, o.initial_slots));
@@ -702,6 +710,7 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->max_bytes_ = max_bytes_;
   ms->layers_.reserve(layers_.size());
   for (const auto& l : layers_) ms->layers_.push_back(std::make_unique<LayerState>(*l));
+  for (const auto& r : recurrent_) ms->recurrent_.push_back(std::make_unique<RecurrentState>(*r));
   return ms;
 }
 
@@ -734,6 +743,12 @@ Status MultiState::make_room(int n_new) {
 uint64_t MultiState::bytes() const {
   uint64_t b = 0;
   for (const auto& l : layers_) b += l->bytes();
+  return b + recurrent_bytes();
+}
+
+uint64_t MultiState::recurrent_bytes() const {
+  uint64_t b = 0;
+  for (const auto& r : recurrent_) b += r->bytes();
   return b;
 }
 

@@ -21,6 +21,7 @@
 #include "kv/kv_type.h"
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
+#include "kv/recurrent_state.h"
 
 namespace tova::kv {
 
@@ -64,6 +65,10 @@ struct MultiStateOptions {
   // whole prompt before choosing (LayerPlan::holds_prompt) allocate for it under exact prefill,
   // cut it at its end and then shrink to their bounded size.
   int64_t prompt_end = 0;
+  // The model's recurrent layers (Gated DeltaNet), in layer order: each gets a RecurrentState
+  // of this shape beside the n_layer attention layers above (which count attention layers
+  // only: policies, budgets and windows apply to them alone). Empty: no recurrent layer.
+  std::vector<RecurrentShape> recurrent;
 };
 
 // Layer il's KV heads and head size (MultiStateOptions::layer_n_head_kv / layer_head_dim).
@@ -280,6 +285,12 @@ class MultiState {
   int n_layer() const { return static_cast<int>(layers_.size()); }
   LayerState& layer(int il) { return *layers_[il]; }
   const LayerState& layer(int il) const { return *layers_[il]; }
+  // The recurrent layers' states (MultiStateOptions::recurrent), in layer order.
+  int n_recurrent() const { return static_cast<int>(recurrent_.size()); }
+  RecurrentState& recurrent(int ir) { return *recurrent_[ir]; }
+  const RecurrentState& recurrent(int ir) const { return *recurrent_[ir]; }
+  // Bytes of the recurrent states (fixed; part of bytes()).
+  uint64_t recurrent_bytes() const;
   ScoreNeed score_need() const { return score_need_; }
   // The policy reads each row's query before RoPE (KvPolicy::needs_queries): the model keeps
   // a copy for this sequence.
@@ -292,7 +303,7 @@ class MultiState {
   void advance(int64_t n) { n_seen_ += n; }
   // Session files: the tokens seen of a restored state.
   void set_n_seen(int64_t n) { n_seen_ = n; }
-  // Bytes of K/V (and position) memory allocated for this sequence.
+  // Bytes of K/V (and position) memory allocated for this sequence, plus its recurrent states.
   uint64_t bytes() const;
   // A cache that will hold n_states tokens allocates them now (LayerState::reserve: at least
   // doubling, up to at_most slots and at most k + extra under a bounded policy): the
@@ -302,7 +313,7 @@ class MultiState {
   // Every layer can take n_new tokens before its policy next evicts (LayerState::make_room).
   Status make_room(int n_new);
   // The most bytes this multi-state can reach: k + extra slots per layer under a bounded
-  // policy (0 when unbounded: `full` grows with the tokens).
+  // policy, plus the recurrent states (0 when unbounded: `full` grows with the tokens).
   uint64_t max_bytes() const { return max_bytes_; }
 
  private:
@@ -315,6 +326,7 @@ class MultiState {
   PositionMode positions_ = PositionMode::kAbsolute;
   int holds_all_until_ = 0;
   std::vector<std::unique_ptr<LayerState>> layers_;
+  std::vector<std::unique_ptr<RecurrentState>> recurrent_;
   int64_t n_seen_ = 0;
   uint64_t max_bytes_ = 0;
 };

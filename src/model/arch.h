@@ -53,12 +53,14 @@ const ArchSpec* find_arch(std::string_view name);
 Status load_llama_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 // Its attention part (the mixer) and its feed-forward part (the dense FFN kind).
 Status load_attention(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
-Status load_dense_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+// `norm`: the name of the feed-forward's norm tensor (qwen35*: post_attention_norm).
+Status load_dense_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l,
+                      const char* norm = "ffn_norm");
 // ffn_norm, the router ffn_gate_inp [n_embd, n_expert] and the experts ffn_{gate,up}_exps
 // [n_embd, n_ff_exp, n_expert], ffn_down_exps [n_ff_exp, n_embd, n_expert] (the MoE FFN
 // kind); with shared_expert also ffn_gate_inp_shexp [n_embd] and ffn_{gate,up,down}_shexp.
 Status load_moe_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l,
-                    bool shared_expert);
+                    bool shared_expert, const char* norm = "ffn_norm");
 // How a family reads a mixture's keys (read_expert_keys).
 struct ExpertKeys {
   bool required = false;       // the family is a mixture: expert_count must be > 0
@@ -75,6 +77,20 @@ Status read_expert_keys(KeyReader& keys, ModelConfig& c, const ExpertKeys& k);
 Status load_qkv_bias(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 // attn_q_norm/attn_k_norm.weight [head_dim]: per-head RMSNorm of queries and keys (qwen3, gemma3).
 Status load_qk_norm(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+
+// Gated DeltaNet families (qwen35, qwen35moe; deltanet_loader.cpp): the ssm.* keys, the layer
+// pattern (attention.recurrent_layers, else full_attention_interval) into c.layer_recurrent,
+// nextn_predict_layers (0 only) and rope.dimension_sections (interleaved M-RoPE on text).
+Status read_deltanet_keys(KeyReader& keys, ModelConfig& c);
+// A Gated DeltaNet layer's mixer: attn_norm, attn_qkv, attn_gate, ssm_conv1d, ssm_dt.bias,
+// ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out.
+Status load_deltanet(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+// Layer il's mixer as the pattern says: load_deltanet, or gated attention (attn_q with per-head
+// gates, attn_k/v/output, q/k norms); a layer whose tensors are of the other kind is refused
+// in one line naming the pattern key.
+Status load_qwen35_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+// The fixture base of both qwen35 families (arch_qwen35.cpp).
+RandomShape qwen35_fixture(std::string family, std::string description, std::string arch);
 
 // The rope scaling keys: none or linear, and yarn where the family allows it (its factor,
 // original_context_length and attn_factor); another type is an error. c.n_ctx_train is set.

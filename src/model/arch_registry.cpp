@@ -13,7 +13,9 @@
   X(kArchGemma4)              \
   X(kArchQwen2Moe)            \
   X(kArchQwen3Moe)            \
-  X(kArchGptOss)
+  X(kArchGptOss)              \
+  X(kArchQwen35)              \
+  X(kArchQwen35Moe)
 
 namespace tova::model {
 

@@ -46,7 +46,8 @@ Status attach_followers(std::span<const Follower> followers, std::vector<Sequenc
       }
     }
     const int64_t n_after = f.leader->n_seen() + static_cast<int64_t>(lead->idx.size());
-    if (f.state->n_layer() != f.leader->n_layer() || f.state->n_seen() != f.leader->n_seen() ||
+    if (f.state->n_layer() != f.leader->n_layer() ||
+        f.state->n_recurrent() != f.leader->n_recurrent() || f.state->n_seen() != f.leader->n_seen() ||
         f.state->max_new() != 1 || f.leader->max_new() != 1 ||
         n_after > f.state->holds_all_until() || n_after > f.leader->holds_all_until()) {
       return make_error(
@@ -73,7 +74,8 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
     if (t.token < 0 || t.token >= c.n_vocab) {
       return make_error("token id {} is outside the vocabulary (0..{})", t.token, c.n_vocab - 1);
     }
-    if (t.state == nullptr || t.state->n_layer() != c.n_layer) {
+    if (t.state == nullptr || t.state->n_layer() != c.n_attention_layers() ||
+        t.state->n_recurrent() != c.n_layer - c.n_attention_layers()) {
       return make_error("batch token without a multi-state of this model");
     }
   }

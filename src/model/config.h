@@ -21,6 +21,18 @@ enum class MoeGating {
   kSoftmaxOfChosen,  // the top k logits, then a softmax over those k (gpt-oss)
 };
 
+// Gated DeltaNet layers (qwen35, qwen35moe: the {arch}.ssm.* keys, as llama.cpp names them).
+struct DeltaNetConfig {
+  int conv_kernel = 0;  // ssm.conv_kernel: taps of the causal conv1d over q, k and v
+  int n_k_head = 0;     // ssm.group_count: query/key heads
+  int n_v_head = 0;     // ssm.time_step_rank: value heads (a multiple of n_k_head)
+  int head_dim = 0;     // ssm.state_size: a head's key and value size (ssm.inner_size =
+                        // n_v_head * head_dim)
+  int key_dim() const { return n_k_head * head_dim; }
+  int value_dim() const { return n_v_head * head_dim; }
+  int conv_dim() const { return 2 * key_dim() + value_dim(); }
+};
+
 struct ModelConfig {
   std::string arch_name;  // general.architecture
   std::string name;       // general.name, if any
@@ -64,6 +76,17 @@ struct ModelConfig {
   bool expert_weights_norm = false;  // chosen experts' weights divided by their sum
   float expert_weights_scale = 1.f;  // and then multiplied by this
   MoeGating moe_gating = MoeGating::kSoftmax;
+  // Recurrent (Gated DeltaNet) layers: per layer, whether it is one; empty when none is. The
+  // others attend, and only they hold K/V (MultiStateOptions::recurrent).
+  std::vector<bool> layer_recurrent;
+  DeltaNetConfig deltanet;
+  bool recurrent(int il) const { return !layer_recurrent.empty() && layer_recurrent[il]; }
+  // Layers that attend (hold K/V in the multi-state): n_layer minus the recurrent ones.
+  int n_attention_layers() const {
+    int n = n_layer;
+    for (bool r : layer_recurrent) n -= r ? 1 : 0;
+    return n;
+  }
   // The "{arch}." metadata keys the loader read (every such key of the file), sorted.
   std::vector<std::string> keys_read;
 };

@@ -345,7 +345,7 @@ void attend_layer(const ModelConfig& c, const AttnDims& d, int il, const LayerWe
 
 }  // namespace
 
-void attention_block(const LayerPass& p, int il, const LayerWeights& L,
+void attention_block(const LayerPass& p, int il, int ia, const LayerWeights& L,
                      const kernels::RopeParams& rope) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
@@ -367,10 +367,25 @@ void attention_block(const LayerPass& p, int il, const LayerWeights& L,
   });
   const kernels::WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
   float* qkv_out[] = {s.q.data(), s.k.data(), s.v.data()};
+  if (L.q_gate) {
+    resize(s.q_gated, 2 * n * q_dim);
+    resize(s.gate, n * q_dim);
+    qkv_out[0] = s.q_gated.data();
+  }
   const size_t n_proj = L.v_is_k ? 2 : 3;
   p.matmul_multi(std::span(qkv, n_proj), s.xb.data(), n, std::span(qkv_out, n_proj));
   // Gemma 4's global layers: the values are the keys as projected, before the key norm.
   if (L.v_is_k) std::copy_n(s.k.data(), n * kv_dim, s.v.data());
+  if (L.q_gate) {
+    // qwen35: per head, head_dim query rows then head_dim gate rows.
+    for_tokens(pool, n, 2 * q_dim, [&](int64_t i) {
+      for (int64_t h = i * d.n_head; h < (i + 1) * d.n_head; ++h) {
+        const float* qg = &s.q_gated[2 * h * d.head_dim];
+        std::copy_n(qg, d.head_dim, &s.q[h * d.head_dim]);
+        std::copy_n(qg + d.head_dim, d.head_dim, &s.gate[h * d.head_dim]);
+      }
+    });
+  }
   if (!L.bq.empty()) {
     for_tokens(pool, n, q_dim + 2 * kv_dim, [&](int64_t i) {
       kernels::add(&s.q[i * q_dim], L.bq.data(), q_dim);
@@ -400,7 +415,14 @@ void attention_block(const LayerPass& p, int il, const LayerWeights& L,
       }
     });
   }
-  attend_layer(c, d, il, L, rope, s, pool);
+  attend_layer(c, d, ia, L, rope, s, pool);
+  if (L.q_gate) {
+    for_tokens(pool, n, q_dim, [&](int64_t i) {
+      float* att = &s.att[i * q_dim];
+      const float* gate = &s.gate[i * q_dim];
+      for (int64_t j = 0; j < q_dim; ++j) att[j] *= 1.f / (1.f + std::exp(-gate[j]));
+    });
+  }
   p.matmul(L.wo, s.att.data(), n, s.xb.data());
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
     float* xb = &s.xb[i * c.n_embd];

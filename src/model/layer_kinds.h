@@ -2,6 +2,7 @@
 // (attention, global or sliding-window) followed by a feed-forward block (dense or mixture of
 // experts), each chosen per layer by the architecture file and computed by one file:
 //   layer_attention.cpp  attention, with the multi-state's step (kv::step_layer)
+//   layer_deltanet.cpp   Gated DeltaNet: causal conv1d + gated delta rule (a recurrent state)
 //   layer_ffn_dense.cpp  the gated feed-forward of every dense family
 //   layer_ffn_moe.cpp    routed experts (+ a shared expert)
 // Each block reads the residual stream s.x, adds its output to it, and uses the scratch
@@ -47,10 +48,17 @@ struct LayerPass {
   }
 };
 
-// Mixer: s.x += attn_post_norm(wo · attention(norm(s.x))) for layer il, every sequence of the
+// Mixer: s.x += attn_post_norm(wo · attention(norm(s.x))) for the model's layer il (its own
+// head count and size where the family gives layers their own), whose K/V is the multi-state's
+// layer `ia` (the attention layers' index: recurrent layers hold none), every sequence of the
 // batch stepping its multi-state (layer_attention.cpp). `rope`: the layer's rotation.
-void attention_block(const LayerPass& p, int il, const LayerWeights& L,
+void attention_block(const LayerPass& p, int il, int ia, const LayerWeights& L,
                      const kernels::RopeParams& rope);
+
+// Mixer: s.x += ssm_out · gated_norm(delta_rule(conv1d(qkv · norm(s.x)))) for a Gated DeltaNet
+// layer whose state is the multi-state's recurrent(ir) (layer_deltanet.cpp); each sequence's
+// tokens run in order through its state, and followers end with their leader's state.
+void deltanet_block(const LayerPass& p, int ir, const LayerWeights& L);
 
 // Dense feed-forward: s.x += ffn_post_norm(down(act(gate · h) * (up · h))), h = norm(s.x)
 // (layer_ffn_dense.cpp).

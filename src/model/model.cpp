@@ -46,16 +46,38 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<io::GgufFile> fi
 
 kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const KvFormat& kv_type,
                                            int max_new) const {
-  return kv::MultiStateOptions{.n_layer = config_.n_layer,
-                               .n_head = config_.n_head,
-                               .n_head_kv = config_.n_head_kv,
-                               .head_dim = config_.head_dim,
-                               .policy = policy,
-                               .kv_type = kv_type,
-                               .max_new = max_new,
-                               .windows = config_.layer_window,
-                               .layer_n_head_kv = config_.layer_n_head_kv,
-                               .layer_head_dim = config_.layer_head_dim};
+  kv::MultiStateOptions o{.n_layer = config_.n_layer,
+                          .n_head = config_.n_head,
+                          .n_head_kv = config_.n_head_kv,
+                          .head_dim = config_.head_dim,
+                          .policy = policy,
+                          .kv_type = kv_type,
+                          .max_new = max_new,
+                          .windows = config_.layer_window,
+                          .layer_n_head_kv = config_.layer_n_head_kv,
+                          .layer_head_dim = config_.layer_head_dim};
+  if (config_.layer_recurrent.empty()) return o;
+  // A hybrid model: the multi-state's layers are the attention layers; each recurrent layer
+  // has a fixed-size state instead (kv/recurrent_state.h). Per-layer arrays follow suit.
+  const DeltaNetConfig& d = config_.deltanet;
+  o.n_layer = 0;
+  o.windows.clear();
+  o.layer_n_head_kv.clear();
+  o.layer_head_dim.clear();
+  for (int il = 0; il < config_.n_layer; ++il) {
+    if (config_.recurrent(il)) {
+      o.recurrent.push_back({.conv_channels = d.conv_dim(),
+                             .conv_taps = d.conv_kernel - 1,
+                             .n_head = d.n_v_head,
+                             .head_dim = d.head_dim});
+      continue;
+    }
+    ++o.n_layer;
+    if (!config_.layer_window.empty()) o.windows.push_back(config_.layer_window[il]);
+    if (!config_.layer_n_head_kv.empty()) o.layer_n_head_kv.push_back(config_.layer_n_head_kv[il]);
+    if (!config_.layer_head_dim.empty()) o.layer_head_dim.push_back(config_.layer_head_dim[il]);
+  }
+  return o;
 }
 
 Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& s,
@@ -81,11 +103,19 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
   static constexpr kernels::RopeParams kNoRope{.n_rot = 0};  // a NoPE layer (layer_nope)
   kernels::RopeParams rope = c.rope;
   if (!w.rope_freqs.empty()) rope.freq_factors = w.rope_freqs.data();
+  // Attention layers index the multi-state's K/V layers (ia), recurrent ones its recurrent
+  // states (ir).
+  int ia = 0, ir = 0;
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[il];
     const bool window_layer = !c.layer_window.empty() && c.layer_window[il] > 0;
     const bool nope = !c.layer_nope.empty() && c.layer_nope[il] != 0;
-    attention_block(p, il, L, nope ? kNoRope : window_layer ? c.rope_window : rope);
+    switch (L.mixer_kind) {
+      case MixerKind::kAttention:
+        attention_block(p, il, ia++, L, nope ? kNoRope : window_layer ? c.rope_window : rope);
+        break;
+      case MixerKind::kDeltaNet: deltanet_block(p, ir++, L); break;
+    }
     switch (L.ffn_kind) {
       case FfnKind::kDense: dense_ffn_block(p, L); break;
       case FfnKind::kMoe: moe_ffn_block(p, L); break;

@@ -54,6 +54,8 @@ struct ForwardScratch {
   std::vector<float> q;                // [n_tok][n_head * head_dim] queries (attention)
   std::vector<float> k, v;             // [n_tok][n_head_kv * head_dim] new keys, values
   std::vector<float> att;              // [n_tok][n_head * head_dim] attention outputs
+  std::vector<float> q_gated;          // [n_tok][n_head][2][head_dim] queries and gates (q_gate)
+  std::vector<float> gate;             // [n_tok][n_head * head_dim] output gates (q_gate)
   std::vector<float> hb, hb2;          // [n_tok][n_ff] gate and up projections (dense FFN)
   std::vector<float> logit_in;         // [n_out][n_embd] final-normed rows that want logits
   std::vector<float> rope_cs;          // [n_tok][n_rot] cos/sin at each token's position
@@ -109,6 +111,15 @@ struct ForwardScratch {
     std::vector<float> shared_h2;   // [n_tok][max(n_ff_shexp, n_embd)] its up projection, then
                                     // its output
   } moe;
+  // The Gated DeltaNet kind (layer_deltanet.cpp); C, K, V as in DeltaNetWeights, H = n_v_head.
+  struct DeltaNet {
+    std::vector<float> qkv;    // [n_tok][C] projections, then their conv1d + silu
+    std::vector<float> z;      // [n_tok][V] output gates
+    std::vector<float> beta;   // [n_tok][H] projections, then sigmoid
+    std::vector<float> g;      // [n_tok][H] projections, then the log decay
+    std::vector<float> o;      // [n_tok][V] the delta rule's outputs, then gated-normed
+    std::vector<float> scratch;  // [pool threads][head_dim] the delta rule's per-thread row
+  } deltanet;
 };
 
 struct ModelOptions {

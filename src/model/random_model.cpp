@@ -127,6 +127,35 @@ std::vector<RandomShape> make_shapes() {
                .rope_yarn = 32.f,
                .yarn_orig_ctx = 4096,
                .ffn_norm_name = "post_attention_norm"});
+  // Qwen3.5-4B (Qwen/Qwen3.5-4B's config.json as convert_hf_to_gguf writes it: 32 layers,
+  // every 4th full attention with 16 query heads over 4 KV heads of 256 (a query gate per
+  // head, q/k norms, RoPE on the first 64 dims of each head, interleaved M-RoPE sections
+  // [11, 11, 10, 0], base 1e7); the other 24 Gated DeltaNet with 16 key heads and 32 value
+  // heads of 128 and a 4-tap conv1d; a 9216-wide SwiGLU; tied embeddings; 248,320 tokens,
+  // here a synthetic vocabulary of that size).
+  s.push_back({.name = "qwen3.5-4b",
+               .description = "Qwen3.5-4B",
+               .arch = "qwen35",
+               .n_layer = 32,
+               .n_embd = 2560,
+               .n_head = 16,
+               .n_head_kv = 4,
+               .n_ff = 9216,
+               .n_vocab = 248320,
+               .n_ctx = 262144,
+               .rope_base = 10000000.f,
+               .rms_eps = 1e-6f,
+               .tied_output = true,
+               .head_dim = 256,
+               .qk_norm = true,
+               .ffn_norm_name = "post_attention_norm",
+               .ssm_conv_kernel = 4,
+               .ssm_state = 128,
+               .ssm_groups = 16,
+               .ssm_v_heads = 32,
+               .full_attention_interval = 4,
+               .rope_sections = {11, 11, 10, 0},
+               .n_rot = 64});
   s.push_back({.name = "tiny",
                .description = "tiny llama (tests)",
                .arch = "llama",
@@ -552,6 +581,8 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       s.n_vocab < 1 || (s.head_dim == 0 && s.n_embd % s.n_head != 0) ||
       s.n_head % s.n_head_kv != 0 || s.n_embd % 32 != 0 || s.n_ff % 32 != 0 ||
       s.head_dim < 0 || s.head_dim % 2 != 0 || s.n_expert < 0 ||
+      (s.ssm_state > 0 && (s.full_attention_interval < 1 || s.ssm_groups < 1 ||
+                           s.ssm_v_heads % s.ssm_groups != 0 || s.ssm_conv_kernel < 1)) ||
       (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert ||
                           s.n_ff_exp % 32 != 0 || s.n_ff_shexp % 32 != 0))) {
     return make_error("shape '{}' is not a valid model shape", s.name);
@@ -576,7 +607,20 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   w.set(a + "attention.head_count_kv", io::GgufValue::make_u32(s.n_head_kv));
   w.set(a + "rope.freq_base", io::GgufValue::make_f32(s.rope_base));
   w.set(a + "attention.layer_norm_rms_epsilon", io::GgufValue::make_f32(s.rms_eps));
-  w.set(a + "rope.dimension_count", io::GgufValue::make_u32(head_dim));
+  w.set(a + "rope.dimension_count", io::GgufValue::make_u32(s.n_rot > 0 ? s.n_rot : head_dim));
+  const bool deltanet = s.ssm_state > 0;
+  if (deltanet) {
+    w.set(a + "ssm.conv_kernel", io::GgufValue::make_u32(s.ssm_conv_kernel));
+    w.set(a + "ssm.state_size", io::GgufValue::make_u32(s.ssm_state));
+    w.set(a + "ssm.group_count", io::GgufValue::make_u32(s.ssm_groups));
+    w.set(a + "ssm.time_step_rank", io::GgufValue::make_u32(s.ssm_v_heads));
+    w.set(a + "ssm.inner_size", io::GgufValue::make_u32(s.ssm_state * s.ssm_v_heads));
+    w.set(a + "full_attention_interval", io::GgufValue::make_u32(s.full_attention_interval));
+  }
+  if (!s.rope_sections.empty()) {
+    w.set(a + "rope.dimension_sections",
+          io::GgufValue::make_i32_array({s.rope_sections.begin(), s.rope_sections.end()}));
+  }
   w.set(a + "vocab_size", io::GgufValue::make_u32(s.n_vocab));
   const bool phi3 = s.arch == "phi3";
   if (phi3) {
@@ -683,7 +727,27 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     const int64_t q_dim = static_cast<int64_t>(s.n_head) * layer_hd;
     const int64_t kv_dim = (swa(il) ? g4.n_head_kv_swa : s.n_head_kv) * layer_hd;
     b.vector(p + "attn_norm.weight", s.n_embd, 1.f, norm_sd);
-    if (phi3) {  // fused: rows q, k, v
+    const bool recurrent = deltanet && (il + 1) % s.full_attention_interval != 0;
+    if (recurrent) {
+      // A Gated DeltaNet mixer as convert_hf_to_gguf writes Qwen3.5's: ssm_a = -exp(A_log) < 0,
+      // the conv1d [C][kernel] and the small vectors in float32.
+      const int64_t key_dim = int64_t{s.ssm_groups} * s.ssm_state;
+      const int64_t value_dim = int64_t{s.ssm_v_heads} * s.ssm_state;
+      const int64_t conv_dim = 2 * key_dim + value_dim;
+      b.matrix(p + "attn_qkv.weight", mtype(layer_role, s.n_embd), s.n_embd, conv_dim);
+      b.matrix(p + "attn_gate.weight", mtype(layer_role, s.n_embd), s.n_embd, value_dim);
+      b.vectors(p + "ssm_conv1d.weight", s.ssm_conv_kernel, conv_dim, 0.f, 0.3f);
+      b.vector(p + "ssm_dt.bias", s.ssm_v_heads, 0.f, 0.5f);
+      b.vector(p + "ssm_a", s.ssm_v_heads, -2.f, 0.5f);
+      b.matrix(p + "ssm_beta.weight", mtype(layer_role, s.n_embd), s.n_embd, s.ssm_v_heads);
+      b.matrix(p + "ssm_alpha.weight", mtype(layer_role, s.n_embd), s.n_embd, s.ssm_v_heads);
+      b.vector(p + "ssm_norm.weight", s.ssm_state, 1.f, norm_sd);
+      b.matrix(p + "ssm_out.weight", mtype(layer_role, value_dim), value_dim, s.n_embd);
+    } else if (deltanet) {  // gated attention: per head a query then a gate
+      b.matrix(p + "attn_q.weight", mtype(layer_role, s.n_embd), s.n_embd, 2 * q_dim);
+      b.matrix(p + "attn_k.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
+      b.matrix(p + "attn_v.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
+    } else if (phi3) {  // fused: rows q, k, v
       b.matrix(p + "attn_qkv.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
                q_dim + 2 * kv_dim);
     } else {
@@ -698,14 +762,14 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.vector(p + "attn_k.bias", kv_dim, 0.f, norm_sd);
       b.vector(p + "attn_v.bias", kv_dim, 0.f, norm_sd);
     }
-    if (s.qk_norm || gemma4) {
+    if ((s.qk_norm || gemma4) && !recurrent) {
       // Gemma 4's scores are q.k of unit-RMS heads at scale 1: norm weights of 0.5 keep the
       // random fixture's softmax from saturating (a chaotic network amplifies any rounding).
       const float qk = gemma4 ? 0.5f : 1.f;
       b.vector(p + "attn_q_norm.weight", layer_hd, qk, norm_sd * qk);
       b.vector(p + "attn_k_norm.weight", layer_hd, qk, norm_sd * qk);
     }
-    b.matrix(p + "attn_output.weight", mtype(layer_role, q_dim), q_dim, s.n_embd);
+    if (!recurrent) b.matrix(p + "attn_output.weight", mtype(layer_role, q_dim), q_dim, s.n_embd);
     if (s.attn_out_bias) b.vector(p + "attn_output.bias", s.n_embd, 0.f, norm_sd);
     if (s.attn_sinks) b.vector(p + "attn_sinks.weight", s.n_head, 0.f, 1.f);
     if (s.post_norms || gemma4) {

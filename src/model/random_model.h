@@ -57,6 +57,16 @@ struct RandomShape {
   float rope_yarn = 0.f;
   int yarn_orig_ctx = 0;
   std::string ffn_norm_name = "ffn_norm";
+  // Gated DeltaNet families (qwen35*; ssm_state > 0): the ssm.* keys, full_attention_interval
+  // and rope.dimension_sections are written; a layer the interval makes recurrent gets the
+  // DeltaNet tensors (attn_qkv, attn_gate, ssm_*), the others a gated attn_q of twice the rows.
+  int ssm_conv_kernel = 0;
+  int ssm_state = 0;      // ssm.state_size: a DeltaNet head's size
+  int ssm_groups = 0;     // ssm.group_count: key heads
+  int ssm_v_heads = 0;    // ssm.time_step_rank: value heads
+  int full_attention_interval = 0;
+  std::vector<int> rope_sections;  // rope.dimension_sections, written when set
+  int n_rot = 0;          // rope.dimension_count (partial rotary) when set, else head_dim
   float weight_std = 0.02f;   // matrices are N(0, weight_std)
   bool random_norms = false;  // norm weights 1 + N(0, 0.1) instead of 1 (fixtures: a norm
                               // weight applied to the wrong element shows)

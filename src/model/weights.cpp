@@ -19,10 +19,11 @@ Status load_attention(TensorLoader& ld, const ModelConfig& c, int il, LayerWeigh
   return ok_status();
 }
 
-Status load_dense_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+Status load_dense_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l,
+                      const char* norm) {
   const std::string p = fmt::format("blk.{}.", il);
   l.ffn_kind = FfnKind::kDense;
-  TOVA_ASSIGN_OR_RETURN(l.ffn_norm, ld.vector(p + "ffn_norm.weight", c.n_embd));
+  TOVA_ASSIGN_OR_RETURN(l.ffn_norm, ld.vector(p + norm + ".weight", c.n_embd));
   TOVA_ASSIGN_OR_RETURN(l.w_gate, ld.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
   TOVA_ASSIGN_OR_RETURN(l.w_up, ld.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
   TOVA_ASSIGN_OR_RETURN(l.w_down, ld.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
@@ -30,7 +31,7 @@ Status load_dense_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeigh
 }
 
 Status load_moe_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l,
-                    bool shared_expert) {
+                    bool shared_expert, const char* norm) {
   const std::string p = fmt::format("blk.{}.", il);
   if (c.n_expert <= 0) {
     // A router or experts in a file that declares no experts.
@@ -49,7 +50,7 @@ Status load_moe_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights
   l.ffn_kind = FfnKind::kMoe;
   MoeWeights& m = l.moe;
   const int64_t e = c.n_expert, f = c.n_ff_exp;
-  TOVA_ASSIGN_OR_RETURN(l.ffn_norm, ld.vector(p + "ffn_norm.weight", c.n_embd));
+  TOVA_ASSIGN_OR_RETURN(l.ffn_norm, ld.vector(p + norm + ".weight", c.n_embd));
   if (!ld.has(p + "ffn_gate_inp.weight")) {
     return make_error("{}: missing tensor '{}' (the router of the layer's {} experts)",
                       ld.file().path(), p + "ffn_gate_inp.weight", e);

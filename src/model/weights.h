@@ -14,6 +14,23 @@
 
 namespace tova::model {
 
+// The token mixer kind of a layer (layer_kinds.h), chosen by the architecture file.
+enum class MixerKind { kAttention, kDeltaNet };
+
+// A Gated DeltaNet mixer (qwen35, qwen35moe; layer_deltanet.cpp), shapes in DeltaNetConfig's
+// terms (K = n_k_head * head_dim, V = n_v_head * head_dim, C = 2K + V).
+struct DeltaNetWeights {
+  kernels::WeightMatrix qkv;    // attn_qkv: [C][n_embd], rows q (K), k (K), v (V)
+  kernels::WeightMatrix z;      // attn_gate: [V][n_embd], the output gate
+  kernels::WeightMatrix beta;   // ssm_beta: [n_v_head][n_embd]
+  kernels::WeightMatrix alpha;  // ssm_alpha: [n_v_head][n_embd]
+  std::vector<float> conv;      // ssm_conv1d: [C][conv_kernel], oldest tap first
+  std::vector<float> dt_bias;   // ssm_dt.bias: [n_v_head]
+  std::vector<float> a;         // ssm_a: [n_v_head], -exp(A_log) as converted
+  std::vector<float> norm;      // ssm_norm: [head_dim], the gated RMSNorm's weight
+  kernels::WeightMatrix out;    // ssm_out: [n_embd][V]
+};
+
 // The feed-forward kind of a layer (layer_kinds.h), chosen by the architecture file.
 enum class FfnKind { kDense, kMoe };
 
@@ -36,8 +53,13 @@ struct MoeWeights {
 };
 
 struct LayerWeights {
+  MixerKind mixer_kind = MixerKind::kAttention;
+  DeltaNetWeights deltanet;       // kDeltaNet
   std::vector<float> attn_norm;   // [n_embd]
-  kernels::WeightMatrix wq;       // [n_head * head_dim][n_embd]
+  kernels::WeightMatrix wq;       // [n_head * head_dim][n_embd]; with q_gate [n_head][2][head_dim]
+  // qwen35: wq's rows are per head a query then an output gate; the attention's output is
+  // multiplied by sigmoid(gate) before wo.
+  bool q_gate = false;
   kernels::WeightMatrix wk;       // [n_head_kv * head_dim][n_embd]
   kernels::WeightMatrix wv;       // [n_head_kv * head_dim][n_embd]
   kernels::WeightMatrix wo;       // [n_embd][n_head * head_dim]

@@ -115,6 +115,15 @@ SessionStats Session::stats() const {
     kind->bytes += l.bytes();
     kind->held_bytes += held;
   }
+  if (st.n_recurrent() > 0) {
+    const uint64_t b = st.recurrent_bytes();
+    k.kv_held += b;
+    k.kinds.push_back({.kind = "recurrent",
+                       .n_layer = st.n_recurrent(),
+                       .limit = 0,
+                       .bytes = b,
+                       .held_bytes = b});
+  }
   return k;
 }
 

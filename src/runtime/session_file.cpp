@@ -10,6 +10,8 @@
 #include <fstream>
 #include <optional>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "core/hash.h"
 #include "runtime/sequence.h"
@@ -131,6 +133,16 @@ std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d)
   std::vector<uint8_t> payload;
   Writer w(payload);
   w.put<uint64_t>(model_fingerprint(m));
+  w.str(m.config().arch_name);
+  w.put<uint32_t>(static_cast<uint32_t>(s.n_recurrent()));
+  for (int ir = 0; ir < s.n_recurrent(); ++ir) {
+    const kv::RecurrentState& rs = s.recurrent(ir);
+    const int64_t nc = rs.shape().conv_floats(), nd = rs.shape().delta_floats();
+    w.put<uint32_t>(static_cast<uint32_t>(nc));
+    w.put<uint32_t>(static_cast<uint32_t>(nd));
+    w.bytes(rs.conv(), nc * sizeof(float));
+    w.bytes(rs.delta(), nd * sizeof(float));
+  }
   // A policy that takes a policy ("adakv:snapkv:16") is written whole in the name field.
   w.str(s.policy().base.empty() ? s.policy().name : s.policy().label());
   w.put<int32_t>(s.policy().arg.value_or(-1));
@@ -203,8 +215,8 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   }
   Reader hr(bytes.subspan(8));
   TOVA_ASSIGN_OR_RETURN(uint32_t version, hr.get<uint32_t>("the header"));
-  if (version != kSessionVersion && version != 1) {
-    return make_error("session file version {}, this tova reads versions 1 and {}", version,
+  if (version < 1 || version > kSessionVersion) {
+    return make_error("session file version {}, this tova reads versions 1 to {}", version,
                       kSessionVersion);
   }
   TOVA_ASSIGN_OR_RETURN(uint32_t flags, hr.get<uint32_t>("the header"));
@@ -223,8 +235,35 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   }
   Reader r(payload);
   TOVA_ASSIGN_OR_RETURN(uint64_t fp, r.get<uint64_t>("the model fingerprint"));
+  // Version 3: the architecture, then the recurrent states (restored once the state exists).
+  std::vector<std::pair<std::vector<float>, std::vector<float>>> recurrent;
+  if (version >= 3) {
+    TOVA_ASSIGN_OR_RETURN(std::string arch, r.str(64, "the architecture"));
+    if (arch != m.config().arch_name) {
+      return make_error("session file was saved with a model of architecture '{}', this model's "
+                        "is '{}'",
+                        arch, m.config().arch_name);
+    }
+  }
   if (fp != model_fingerprint(m)) {
     return make_error("session file was saved with another model");
+  }
+  if (version >= 3) {
+    TOVA_ASSIGN_OR_RETURN(uint32_t n_rec, r.get<uint32_t>("the recurrent states"));
+    if (n_rec > 4096) return make_error("session file has {} recurrent states", n_rec);
+    for (uint32_t i = 0; i < n_rec; ++i) {
+      TOVA_ASSIGN_OR_RETURN(uint32_t nc, r.get<uint32_t>("a recurrent state"));
+      TOVA_ASSIGN_OR_RETURN(uint32_t nd, r.get<uint32_t>("a recurrent state"));
+      if ((static_cast<uint64_t>(nc) + nd) * sizeof(float) > r.left()) {
+        return make_error("session file ends inside recurrent state {}", i);
+      }
+      TOVA_ASSIGN_OR_RETURN(auto cb, r.bytes(nc * sizeof(float), "a recurrent state"));
+      TOVA_ASSIGN_OR_RETURN(auto db, r.bytes(nd * sizeof(float), "a recurrent state"));
+      std::vector<float> conv(nc), delta(nd);
+      if (nc > 0) std::memcpy(conv.data(), cb.data(), cb.size());
+      if (nd > 0) std::memcpy(delta.data(), db.data(), db.size());
+      recurrent.emplace_back(std::move(conv), std::move(delta));
+    }
   }
   TOVA_ASSIGN_OR_RETURN(std::string name, r.str(64, "the policy name"));
   TOVA_ASSIGN_OR_RETURN(int32_t arg, r.get<int32_t>("the policy"));
@@ -242,6 +281,14 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   so.positions = static_cast<kv::PositionMode>(positions);
   so.initial_slots = 1;  // each layer grows to its saved size in restore()
   TOVA_ASSIGN_OR_RETURN(auto state, kv::MultiState::create(so));
+  if (static_cast<int>(recurrent.size()) != state->n_recurrent()) {
+    return make_error("session file (version {}) has {} recurrent states, the model {}", version,
+                      recurrent.size(), state->n_recurrent());
+  }
+  for (int ir = 0; ir < state->n_recurrent(); ++ir) {
+    const Status st = state->recurrent(ir).restore(recurrent[ir].first, recurrent[ir].second);
+    if (!st.ok()) return make_error("session recurrent state {}: {}", ir, st.message());
+  }
   TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, r.get<uint32_t>("the layer count"));
   if (static_cast<int>(n_layer) != state->n_layer()) {
     return make_error("session file has {} layers, the model {}", n_layer, state->n_layer());

@@ -5,7 +5,8 @@
 //
 // Layout (little-endian): "TOVASESS", u32 version, u32 flags, u64 payload bytes, u64 FNV-1a
 // hash of the payload, then the payload (model fingerprint, cache options, layers, tokens,
-// logits, sampler; with flag 1, u64 bytes of a front-end note and the note). The K/V storage
+// logits, sampler; version 3: architecture and recurrent states after the fingerprint; with
+// flag 1, u64 bytes of a front-end note and the note). The K/V storage
 // travels with the state: u8 key type, u8 value type (core/kv_type.h tags), u8 rotated, u16
 // blocks per key row, u16 blocks per value row, and each layer's keys and values as canonical
 // rows of those types. Any truncation, flipped byte, other model, other version, unknown type
@@ -24,9 +25,13 @@
 
 namespace tova::runtime {
 
-// Version 2 stores the keys' and values' storage types, the rotation flag and their blocks per
-// row; version 1 files (one type tag, f32 or f16) are still read.
-inline constexpr uint32_t kSessionVersion = 2;
+// Version 3 stores, after the model fingerprint, the model's architecture (a file of another
+// one is refused by name) and the recurrent layers' states (hybrid models: u32 count, then per
+// state u32 conv floats, u32 delta floats and the floats; kv/recurrent_state.h). Version 2
+// stores the keys' and values' storage types, the rotation flag and their blocks per row;
+// versions 1 (one type tag, f32 or f16) and 2 are still read (for models without recurrent
+// layers).
+inline constexpr uint32_t kSessionVersion = 3;
 // Header flag: the payload ends with a front-end note (SessionData::note).
 inline constexpr uint32_t kSessionFlagNote = 1;
 // Tokens of history kept (the repetition penalty looks back at most this far).

@@ -118,6 +118,7 @@ struct Stage {
   StageKind kind;
   Rule rule{Rule::kOne};
   size_t max_digits = 3;  // kLlama3: \p{N}{1,max_digits}
+  bool marks = false;     // kLlama3: [\p{L}\p{M}]+ for letters' runs, marks out of the others'
 };
 
 using Words = std::vector<uint32_t>;  // consecutive word lengths in code points
@@ -189,15 +190,21 @@ void split_gpt2(const Span& s, Words& out) {
 }
 
 // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
-// \s*[\r\n]+|\s+(?!\S)|\s+       (qwen2: \p{N} instead of \p{N}{1,3})
-void split_llama3(const Span& s, Words& out, size_t max_digits) {
+// \s*[\r\n]+|\s+(?!\S)|\s+       (qwen2: \p{N} instead of \p{N}{1,3}; qwen35 also
+// [\p{L}\p{M}]+ for \p{L}+ and [^\s\p{L}\p{M}\p{N}] for [^\s\p{L}\p{N}]: `marks`)
+void split_llama3(const Span& s, Words& out, size_t max_digits, bool marks) {
+  auto mark = [&](size_t k) {
+    return marks && k < s.end && unicode_class(s.cpts[k]) == UnicodeClass::kMark;
+  };
+  auto letter = [&](size_t k) { return s.letter(k) || mark(k); };
+  auto other = [&](size_t k) { return s.other(k) && !mark(k); };
   size_t i = s.begin;
   while (i < s.end) {
     const uint32_t c = s.cpts[i];
     size_t n = contraction(s, i, true);
-    if (n == 0 && c != '\r' && c != '\n' && !s.number(i) && (s.letter(i) || s.letter(i + 1))) {
+    if (n == 0 && c != '\r' && c != '\n' && !s.number(i) && (letter(i) || letter(i + 1))) {
       size_t k = i + 1;
-      while (s.letter(k)) ++k;
+      while (letter(k)) ++k;
       n = k - i;
     }
     if (n == 0 && s.number(i)) {
@@ -207,9 +214,9 @@ void split_llama3(const Span& s, Words& out, size_t max_digits) {
     }
     if (n == 0) {
       const size_t j = (c == ' ') ? i + 1 : i;
-      if (s.other(j) || (c == ' ' && !s.has(j))) {
+      if (other(j) || (c == ' ' && !s.has(j))) {
         size_t k = j;
-        while (s.other(k)) ++k;
+        while (other(k)) ++k;
         while (s.has(k) && (s.cpts[k] == '\r' || s.cpts[k] == '\n')) ++k;
         n = k - i;
       }
@@ -380,6 +387,8 @@ std::vector<Stage> stages_of(PreTokenizerKind kind) {
       return {Stage{StageKind::kLlama3, R{R::kOne}, 3}};
     case PreTokenizerKind::kQwen2:
       return {Stage{StageKind::kLlama3, R{R::kOne}, 1}};
+    case PreTokenizerKind::kQwen35:
+      return {Stage{StageKind::kLlama3, R{R::kOne}, 1, true}};
     case PreTokenizerKind::kGpt4o:
       return {Stage{StageKind::kGpt4o}};
     case PreTokenizerKind::kDefault:
@@ -418,6 +427,7 @@ std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name) {
       {"llama-bpe", PreTokenizerKind::kLlama3},
       {"falcon3", PreTokenizerKind::kLlama3},
       {"qwen2", PreTokenizerKind::kQwen2},
+      {"qwen35", PreTokenizerKind::kQwen35},
       {"deepseek-r1-qwen", PreTokenizerKind::kQwen2},
       {"stablelm2", PreTokenizerKind::kQwen2},
       {"gpt-4o", PreTokenizerKind::kGpt4o},
@@ -447,7 +457,7 @@ std::vector<uint32_t> PreTokenizer::split_lengths(const std::vector<uint32_t>& c
           split_gpt2(s, next);
           break;
         case StageKind::kLlama3:
-          split_llama3(s, next, st.max_digits);
+          split_llama3(s, next, st.max_digits, st.marks);
           break;
         case StageKind::kGpt4o:
           split_gpt4o(s, next);

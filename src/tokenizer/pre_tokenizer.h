@@ -18,6 +18,7 @@ enum class PreTokenizerKind {
   kDeepseekLlm,    // deepseek-llm
   kLlama3,         // llama3 / llama-bpe: digits in groups of up to 3
   kQwen2,          // qwen2: llama3's regex with single digits
+  kQwen35,         // qwen35: qwen2's with marks (\p{M}) joining letters' runs, not punctuation's
   kGpt4o,          // gpt-4o (o200k: gpt-oss): case-split letter runs, digits in groups of 3
   kDefault,        // no or "default" tokenizer.ggml.pre (e.g. gpt-neox)
 };

@@ -112,7 +112,10 @@ TEST_P(MoeFixture, GroupedPromptEqualsTokenByTokenAndThreadsDoNotChangeBits) {
   const auto prompt1 = all_logits(**m, ids, cache_options("full", 0), 48, one);
   const auto single = all_logits(**m, ids, cache_options("full", 0), 1, two);
   EXPECT_EQ(prompt, prompt1);
-  EXPECT_LT(max_abs_diff(prompt, single), 1e-4);
+  // A hybrid (qwen35moe) carries each token's rounding difference forward in its recurrent
+  // states: 3.4e-4 at most on its fixture (relative L2 2.3e-5).
+  const bool hybrid = !(*m)->config().layer_recurrent.empty();
+  EXPECT_LT(max_abs_diff(prompt, single), hybrid ? 5e-4 : 1e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, MoeFixture, ::testing::ValuesIn(moe_fixtures()));

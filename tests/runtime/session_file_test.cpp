@@ -141,9 +141,21 @@ std::vector<uint8_t> resealed(std::vector<uint8_t> b) {
   return b;
 }
 
-// Offset of the key type tag in a file of a policy named `name`: header (32), fingerprint (8),
-// name (4 + n), arg and budget (8), position mode (1).
-size_t key_tag_at(const std::string& name) { return 32 + 8 + 4 + name.size() + 8 + 1; }
+// Offset of the key type tag in a version 2 file of a policy named `name`: header (32),
+// fingerprint (8), name (4 + n), arg and budget (8), position mode (1).
+size_t key_tag_at_v2(const std::string& name) { return 32 + 8 + 4 + name.size() + 8 + 1; }
+// In a version 3 file of a model without recurrent layers: the architecture (4 + its length) and
+// the recurrent state count (4) come after the fingerprint.
+size_t key_tag_at(const std::string& name, const std::string& arch = "llama") {
+  return key_tag_at_v2(name) + 4 + arch.size() + 4;
+}
+// A version 3 file of a model without recurrent layers as version 2 wrote it.
+std::vector<uint8_t> as_version_2(const std::vector<uint8_t>& v3, const std::string& arch) {
+  std::vector<uint8_t> v2(v3.begin(), v3.begin() + 40);
+  v2.insert(v2.end(), v3.begin() + 40 + 4 + arch.size() + 4, v3.end());
+  v2[8] = 2;
+  return resealed(v2);
+}
 
 // Every storage format travels with the state: 300 tokens, save, load (the same format, the same
 // bytes when saved again), 100 more == 400 in one go, bit for bit. Hostile type tags, rotation
@@ -197,15 +209,19 @@ TEST(SessionFile, StorageTypesTravelWithTheState) {
     auto st = runtime::make_state(**m, options("tova", 64, kv::PositionMode::kAbsolute), 0);
     feed_logits(**m, **st, ids, 0, 100, pool);
     SessionData d{.state = std::move(st).value()};
-    const std::vector<uint8_t> v2 = runtime::encode_session(**m, d);
-    const size_t at = key_tag_at("tova");
+    const std::vector<uint8_t> v3 = runtime::encode_session(**m, d);
+    const std::vector<uint8_t> v2 = as_version_2(v3, "llama");
+    auto r2 = runtime::decode_session_bytes(**m, v2);
+    ASSERT_TRUE(r2.ok()) << r2.message();
+    EXPECT_EQ(runtime::encode_session(**m, *r2), v3);
+    const size_t at = key_tag_at_v2("tova");
     std::vector<uint8_t> v1(v2.begin(), v2.begin() + at);
     v1.push_back(0);  // f32
     v1.insert(v1.end(), v2.begin() + at + 7, v2.end());
     v1[8] = 1;
     auto r = runtime::decode_session_bytes(**m, resealed(v1));
     ASSERT_TRUE(r.ok()) << r.message();
-    EXPECT_EQ(runtime::encode_session(**m, *r), v2);
+    EXPECT_EQ(runtime::encode_session(**m, *r), v3);
   }
   // Loaded into another format: converted (and what converts back to f32 is the stored rows).
   {
@@ -261,11 +277,11 @@ TEST(SessionFile, HostileFilesAreOneClearErrorAndChangeNothing) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("another model"), std::string::npos) << r.message();
   // Another version.
-  auto v3 = good;
-  v3[8] = 3;
-  r = runtime::decode_session_bytes(**m, v3);
+  auto v4 = good;
+  v4[8] = 4;
+  r = runtime::decode_session_bytes(**m, v4);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.message().find("version 3"), std::string::npos) << r.message();
+  EXPECT_NE(r.message().find("version 4"), std::string::npos) << r.message();
   // Unknown header flags.
   auto flagged = good;
   flagged[12] = 2;

@@ -157,3 +157,47 @@ TEST(StateCache, AnUnusableSpillDirectoryIsAnErrorNamingTheField) {
 
 }  // namespace
 }  // namespace tova
+
+namespace tova {
+namespace {
+
+// A hybrid model (qwen35: Gated DeltaNet layers with recurrent states): a held state is only
+// ever continued whole. A prompt that shares part of its tokens and then differs finds nothing
+// (a recurrent state cannot be cut back to that shorter prefix); one that extends it continues
+// to the logits of feeding it whole.
+TEST(StateCache, AHybridModelsStateIsContinuedWholeOrNotAtAll) {
+  auto e = Engine::load({.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/qwen35-f32.gguf",
+                         .n_threads = 1});
+  ASSERT_TRUE(e.ok()) << e.message();
+  auto feed = [&](const std::vector<int32_t>& t) {
+    auto s = (*e)->new_session(options());
+    EXPECT_TRUE(s.ok()) << s.message();
+    (*s)->queue(t);
+    std::vector<Session*> one = {s->get()};
+    EXPECT_TRUE(Batch(**e).drain(one).ok());
+    return std::move(*s);
+  };
+  auto cache = StateCache::open(**e, {});
+  ASSERT_TRUE(cache.ok()) << cache.message();
+  const auto tokens = conversation(20, 12);
+  (*cache)->put(feed(tokens), "a");
+  auto diverging = tokens;
+  diverging[6] = 300;
+  diverging.push_back(301);
+  EXPECT_FALSE((*cache)->find(diverging, options().cache));
+  const auto prompt = extended(tokens);
+  const StateMatch m = (*cache)->find(prompt, options().cache);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m.n_tokens, static_cast<int64_t>(tokens.size()));
+  auto s = (*cache)->take(m, prompt, options());
+  ASSERT_TRUE(s.ok()) << s.message();
+  (*s)->queue(std::span<const int32_t>(prompt).subspan(tokens.size()));
+  std::vector<Session*> one = {s->get()};
+  ASSERT_TRUE(Batch(**e).drain(one).ok());
+  auto whole = feed(prompt);
+  EXPECT_EQ(std::vector<float>((*s)->logits().begin(), (*s)->logits().end()),
+            std::vector<float>(whole->logits().begin(), whole->logits().end()));
+}
+
+}  // namespace
+}  // namespace tova

@@ -62,6 +62,18 @@ TEST(PreTokenizer, Llama3AndQwen2Digits) {
   EXPECT_EQ(words(PreTokenizerKind::kQwen2, "12345"), (Words{"1", "2", "3", "4", "5"}));
 }
 
+// qwen35 (llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN35): a combining mark (U+0301) continues a
+// letters' run ([\p{L}\p{M}]+) and is no longer punctuation ([^\s\p{L}\p{M}\p{N}]); qwen2
+// splits it off.
+TEST(PreTokenizer, Qwen35MarksJoinLetters) {
+  const char* text = "cafe\xCC\x81 x\xCC\x81!";
+  EXPECT_EQ(words(PreTokenizerKind::kQwen2, text),
+            (Words{"cafe", "\xCC\x81", " x", "\xCC\x81!"}));
+  EXPECT_EQ(words(PreTokenizerKind::kQwen35, text), (Words{"cafe\xCC\x81", " x\xCC\x81", "!"}));
+  EXPECT_EQ(words(PreTokenizerKind::kQwen35, "12345"), (Words{"1", "2", "3", "4", "5"}));
+  EXPECT_EQ(pre_tokenizer_from_name("qwen35"), PreTokenizerKind::kQwen35);
+}
+
 TEST(PreTokenizer, DeepseekLlm) {
   EXPECT_EQ(words(PreTokenizerKind::kDeepseekLlm, "Hello, \xE4\xB8\x96\xE7\x95\x8C  "),
             (Words{"Hello", ",", " ", "\xE4\xB8\x96\xE7\x95\x8C", "  "}));

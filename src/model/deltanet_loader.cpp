@@ -1,0 +1,176 @@
+// What qwen35 and qwen35moe share (arch_qwen35.cpp, arch_qwen35moe.cpp): the Gated DeltaNet
+// keys and layer pattern, and each layer's mixer, a Gated DeltaNet or a gated attention, as
+// llama.cpp's loaders read them (src/models/qwen35*.cpp).
+#include <fmt/format.h>
+
+#include "model/arch.h"
+
+namespace tova::model {
+namespace {
+
+// A GGUF integer (or bool) array key as ints; an error names the key.
+Result<std::vector<int64_t>> int_array(KeyReader& keys, std::string_view suffix) {
+  const io::GgufValue* v = keys.file().find(keys.key(suffix));
+  if (v == nullptr || v->type != io::GgufValueType::kArray) {
+    return make_error("{}: {} must be an array", keys.file().path(), keys.key(suffix));
+  }
+  std::vector<int64_t> out;
+  for (const io::GgufValue& e : v->arr) {
+    switch (e.type) {
+      case io::GgufValueType::kBool: out.push_back(e.b ? 1 : 0); break;
+      case io::GgufValueType::kUint8:
+      case io::GgufValueType::kUint16:
+      case io::GgufValueType::kUint32:
+      case io::GgufValueType::kUint64: out.push_back(static_cast<int64_t>(e.u)); break;
+      case io::GgufValueType::kInt8:
+      case io::GgufValueType::kInt16:
+      case io::GgufValueType::kInt32:
+      case io::GgufValueType::kInt64: out.push_back(e.i); break;
+      default:
+        return make_error("{}: {} must hold integers", keys.file().path(), keys.key(suffix));
+    }
+  }
+  keys.accept(suffix);
+  return out;
+}
+
+}  // namespace
+
+Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
+  const std::string& path = keys.file().path();
+  DeltaNetConfig& d = c.deltanet;
+  TOVA_ASSIGN_OR_RETURN(uint32_t conv, keys.u32("ssm.conv_kernel"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t inner, keys.u32("ssm.inner_size"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t state, keys.u32("ssm.state_size"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t rank, keys.u32("ssm.time_step_rank"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t groups, keys.u32("ssm.group_count"));
+  if (conv < 1 || conv > 64 || state < 1 || state > 1024 || groups < 1 || rank < 1 ||
+      rank > 4096 || rank % groups != 0) {
+    return make_error("{}: implausible Gated DeltaNet shape ({} {}, {} {}, {} {}, {} {})", path,
+                      keys.key("ssm.conv_kernel"), conv, keys.key("ssm.state_size"), state,
+                      keys.key("ssm.group_count"), groups, keys.key("ssm.time_step_rank"), rank);
+  }
+  // llama.cpp sizes the tensors with a value head of state_size and computes with inner_size /
+  // time_step_rank: they must agree.
+  if (inner != state * rank) {
+    return make_error("{}: {} {} is not {} {} x {} {}", path, keys.key("ssm.inner_size"), inner,
+                      keys.key("ssm.state_size"), state, keys.key("ssm.time_step_rank"), rank);
+  }
+  d = {.conv_kernel = static_cast<int>(conv),
+       .n_k_head = static_cast<int>(groups),
+       .n_v_head = static_cast<int>(rank),
+       .head_dim = static_cast<int>(state)};
+
+  // The multi-token prediction block (an extra layer past the main stack) is not run by the
+  // main pass, but its tensors would be in the file: refused until implemented.
+  TOVA_ASSIGN_OR_RETURN(uint32_t nextn, keys.u32_or("nextn_predict_layers", 0));
+  if (nextn != 0) {
+    return make_error("{}: {} {}: the multi-token prediction layers are not implemented "
+                      "(convert without them)",
+                      path, keys.key("nextn_predict_layers"), nextn);
+  }
+
+  // Which layers are recurrent: attention.recurrent_layers if given, else every layer but each
+  // full_attention_interval-th (default 4).
+  c.layer_recurrent.assign(c.n_layer, false);
+  if (keys.has("attention.recurrent_layers")) {
+    TOVA_ASSIGN_OR_RETURN(std::vector<int64_t> r, int_array(keys, "attention.recurrent_layers"));
+    if (static_cast<int>(r.size()) != c.n_layer) {
+      return make_error("{}: {} has {} entries for {} layers", path,
+                        keys.key("attention.recurrent_layers"), r.size(), c.n_layer);
+    }
+    for (int il = 0; il < c.n_layer; ++il) c.layer_recurrent[il] = r[il] != 0;
+  } else {
+    TOVA_ASSIGN_OR_RETURN(uint32_t interval, keys.u32_or("full_attention_interval", 4));
+    if (interval < 1) {
+      return make_error("{}: {} must be at least 1", path, keys.key("full_attention_interval"));
+    }
+    for (int il = 0; il < c.n_layer; ++il) c.layer_recurrent[il] = (il + 1) % interval != 0;
+  }
+  bool any_attention = false;
+  for (int il = 0; il < c.n_layer; ++il) any_attention |= !c.layer_recurrent[il];
+  if (!any_attention) {
+    return make_error("{}: the layer pattern ({}) leaves no attention layer", path,
+                      keys.has("attention.recurrent_layers")
+                          ? keys.key("attention.recurrent_layers")
+                          : keys.key("full_attention_interval"));
+  }
+
+  // Interleaved M-RoPE (llama.cpp's IMROPE) on text: every pair whose section is t, h or w
+  // turns by the token's position (all three are it), a pair of the fourth section by position
+  // 0 (not at all). Implemented: sections that give every rotated pair one of the first three,
+  // which is NeoX rotation of the first rope.dimension_count dims.
+  c.rope.mode = kernels::RopeMode::kNeox;
+  TOVA_ASSIGN_OR_RETURN(std::vector<int64_t> sec, int_array(keys, "rope.dimension_sections"));
+  if (sec.size() != 4 || sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[3] < 0) {
+    return make_error("{}: {} must be 4 counts", path, keys.key("rope.dimension_sections"));
+  }
+  const int64_t sect_dims = sec[0] + sec[1] + sec[2] + sec[3];
+  for (int pair = 0; pair < c.rope.n_rot / 2; ++pair) {
+    const int64_t sector = sect_dims > 0 ? pair % sect_dims : 0;
+    const bool turns = (sector % 3 == 0 && sector < 3 * sec[0]) ||
+                       (sector % 3 == 1 && sector < 3 * sec[1]) ||
+                       (sector % 3 == 2 && sector < 3 * sec[2]);
+    if (!turns) {
+      return make_error("{}: {} [{}, {}, {}, {}] leaves rotated pair {} of {} unturned on text "
+                        "(not implemented)",
+                        path, keys.key("rope.dimension_sections"), sec[0], sec[1], sec[2], sec[3],
+                        pair, c.rope.n_rot / 2);
+    }
+  }
+  return ok_status();
+}
+
+Status load_deltanet(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const DeltaNetConfig& d = c.deltanet;
+  const std::string p = fmt::format("blk.{}.", il);
+  const int64_t C = d.conv_dim(), V = d.value_dim(), H = d.n_v_head;
+  l.mixer_kind = MixerKind::kDeltaNet;
+  DeltaNetWeights& w = l.deltanet;
+  TOVA_ASSIGN_OR_RETURN(l.attn_norm, ld.vector(p + "attn_norm.weight", c.n_embd));
+  TOVA_ASSIGN_OR_RETURN(w.qkv, ld.matrix(p + "attn_qkv.weight", c.n_embd, C));
+  TOVA_ASSIGN_OR_RETURN(w.z, ld.matrix(p + "attn_gate.weight", c.n_embd, V));
+  TOVA_ASSIGN_OR_RETURN(w.conv, ld.vectors(p + "ssm_conv1d.weight", d.conv_kernel, C));
+  TOVA_ASSIGN_OR_RETURN(w.dt_bias, ld.vector(p + "ssm_dt.bias", H));
+  TOVA_ASSIGN_OR_RETURN(w.a, ld.vector(p + "ssm_a", H));
+  TOVA_ASSIGN_OR_RETURN(w.beta, ld.matrix(p + "ssm_beta.weight", c.n_embd, H));
+  TOVA_ASSIGN_OR_RETURN(w.alpha, ld.matrix(p + "ssm_alpha.weight", c.n_embd, H));
+  TOVA_ASSIGN_OR_RETURN(w.norm, ld.vector(p + "ssm_norm.weight", d.head_dim));
+  TOVA_ASSIGN_OR_RETURN(w.out, ld.matrix(p + "ssm_out.weight", V, c.n_embd));
+  return ok_status();
+}
+
+Status load_qwen35_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const std::string p = fmt::format("blk.{}.", il);
+  const char* pattern = ld.file().find(c.arch_name + ".attention.recurrent_layers") != nullptr
+                            ? "attention.recurrent_layers"
+                            : "full_attention_interval";
+  if (c.recurrent(il)) {
+    if (!ld.has(p + "ssm_conv1d.weight") && ld.has(p + "attn_q.weight")) {
+      return make_error("{}: the layer pattern ({}.{}) makes layer {} a Gated DeltaNet layer, "
+                        "but it has '{}' and no '{}'",
+                        ld.file().path(), c.arch_name, pattern, il, p + "attn_q.weight",
+                        p + "ssm_conv1d.weight");
+    }
+    return load_deltanet(ld, c, il, l);
+  }
+  if (ld.has(p + "ssm_conv1d.weight") && !ld.has(p + "attn_q.weight")) {
+    return make_error("{}: the layer pattern ({}.{}) makes layer {} an attention layer, but it "
+                      "has '{}' and no '{}'",
+                      ld.file().path(), c.arch_name, pattern, il, p + "ssm_conv1d.weight",
+                      p + "attn_q.weight");
+  }
+  // Gated attention: attn_q holds per head a query and an output gate.
+  const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
+  l.mixer_kind = MixerKind::kAttention;
+  l.q_gate = true;
+  TOVA_ASSIGN_OR_RETURN(l.attn_norm, ld.vector(p + "attn_norm.weight", c.n_embd));
+  TOVA_ASSIGN_OR_RETURN(l.wq, ld.matrix(p + "attn_q.weight", c.n_embd, 2 * q_dim));
+  TOVA_ASSIGN_OR_RETURN(l.wk, ld.matrix(p + "attn_k.weight", c.n_embd, kv_dim));
+  TOVA_ASSIGN_OR_RETURN(l.wv, ld.matrix(p + "attn_v.weight", c.n_embd, kv_dim));
+  TOVA_ASSIGN_OR_RETURN(l.wo, ld.matrix(p + "attn_output.weight", q_dim, c.n_embd));
+  return load_qk_norm(ld, c, il, l);
+}
+
+}  // namespace tova::model

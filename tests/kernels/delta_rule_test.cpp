@@ -1,0 +1,136 @@
+// The Gated DeltaNet kernels (kernels/delta_rule.h): a hand-computed gated delta rule (2 heads,
+// 3 tokens), the fast form against the scalar reference on random inputs of awkward sizes on
+// every Highway target, and the conv1d and l2 norm by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "kernels/delta_rule.h"
+
+namespace tova::kernels {
+namespace {
+
+class DeltaRuleTest : public ::testing::TestWithParam<int64_t> {
+ protected:
+  void SetUp() override { hwy::SetSupportedTargetsForTest(GetParam()); }
+  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+};
+
+std::string target_param_name(const ::testing::TestParamInfo<int64_t>& info) {
+  return hwy::TargetName(info.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTargets, DeltaRuleTest,
+                         ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
+                         target_param_name);
+
+using Step = void (*)(float*, const float*, const float*, const float*, float, float, float,
+                      int64_t, float*);
+
+// Two heads of size 2 through three tokens, by hand (S: the state, out = scale S^T q with
+// scale = 1/sqrt(2); the kernels store S transposed: m[j][i] = S[i][j]).
+//
+// Head 0, decay 0.5, beta 0.5:
+//  t1 k=(1,0) v=(2,4) q=(1,0): S^T k = 0, delta = .5(2,4) = (1,2), S = [[1,2],[0,0]],
+//     out = (S[0][0], S[0][1]) = (1, 2)
+//  t2 k=(0,1) v=(2,0) q=(.6,.8): S = .5 S = [[.5,1],[0,0]], S^T k = (0,0), delta = (1,0),
+//     S[1] += (1,0): S = [[.5,1],[1,0]], out = (.5*.6 + 1*.8, 1*.6 + 0) = (1.1, .6)
+//  t3 k=(.6,.8) v=(1,1) q=(1,0): S = [[.25,.5],[.5,0]], S^T k = (.15+.4, .3) = (.55,.3),
+//     delta = .5(.45,.7) = (.225,.35), S[0] += .6 delta = (.385,.71), S[1] += .8 delta =
+//     (.68,.28), out = S[0] = (.385, .71)
+// Head 1, decay 1, beta 1:
+//  t1 k=(0,1) v=(3,-1) q=(0,1): delta = (3,-1), S = [[0,0],[3,-1]], out = S[1] = (3,-1)
+//  t2 k=(0,1) v=(1,1) q=(1,0): S^T k = (3,-1), delta = (-2,2), S[1] = (1,1), out = S[0] = (0,0)
+//  t3 k=(1,0) v=(5,5) q=(.6,.8): S^T k = (0,0), delta = (5,5), S = [[5,5],[1,1]],
+//     out = .6 S[0] + .8 S[1] = (3.8, 3.8)
+void hand_case(Step step) {
+  const float scale = 1.f / std::sqrt(2.f);
+  const float decay[2] = {0.5f, 1.f}, beta[2] = {0.5f, 1.f};
+  const float k[2][3][2] = {{{1, 0}, {0, 1}, {.6f, .8f}}, {{0, 1}, {0, 1}, {1, 0}}};
+  const float v[2][3][2] = {{{2, 4}, {2, 0}, {1, 1}}, {{3, -1}, {1, 1}, {5, 5}}};
+  const float q[2][3][2] = {{{1, 0}, {.6f, .8f}, {1, 0}}, {{0, 1}, {1, 0}, {.6f, .8f}}};
+  const float want_out[2][3][2] = {{{1, 2}, {1.1f, .6f}, {.385f, .71f}},
+                                   {{3, -1}, {0, 0}, {3.8f, 3.8f}}};
+  // Final states, transposed: head 0 S = [[.385,.71],[.68,.28]], head 1 S = [[5,5],[1,1]].
+  const float want_m[2][4] = {{.385f, .68f, .71f, .28f}, {5, 1, 5, 1}};
+  for (int h = 0; h < 2; ++h) {
+    float m[4] = {0, 0, 0, 0};
+    for (int t = 0; t < 3; ++t) {
+      float out[2];
+      step(m, q[h][t], k[h][t], v[h][t], decay[h], beta[h], scale, 2, out);
+      for (int j = 0; j < 2; ++j) {
+        EXPECT_NEAR(out[j], want_out[h][t][j] * scale, 1e-6f) << "head " << h << " token " << t;
+      }
+    }
+    for (int e = 0; e < 4; ++e) EXPECT_NEAR(m[e], want_m[h][e], 1e-6f) << "head " << h;
+  }
+}
+
+TEST_P(DeltaRuleTest, TwoHeadsThreeTokensByHand) {
+  hand_case(gated_delta_rule);
+  hand_case(gated_delta_rule_ref);
+}
+
+TEST_P(DeltaRuleTest, MatchesRefOnRandomInputs) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t n : {1, 7, 16, 33, 128}) {
+    std::vector<float> m(n * n), m_ref(n * n), out(n), out_ref(n);
+    for (float& x : m) x = u(rng);
+    m_ref = m;
+    for (int t = 0; t < 5; ++t) {
+      std::vector<float> q(n), k(n), v(n);
+      for (int64_t i = 0; i < n; ++i) q[i] = u(rng), k[i] = u(rng), v[i] = u(rng);
+      l2_norm(q.data(), n, 1e-6f);
+      l2_norm(k.data(), n, 1e-6f);
+      const float decay = 0.5f + 0.5f * std::fabs(u(rng)), beta = std::fabs(u(rng));
+      gated_delta_rule(m.data(), q.data(), k.data(), v.data(), decay, beta, 0.25f, n, out.data());
+      gated_delta_rule_ref(m_ref.data(), q.data(), k.data(), v.data(), decay, beta, 0.25f, n,
+                           out_ref.data());
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_NEAR(out[j], out_ref[j], 2e-5f * (1 + std::fabs(out_ref[j]))) << "n=" << n;
+      }
+    }
+    for (int64_t e = 0; e < n * n; ++e) {
+      ASSERT_NEAR(m[e], m_ref[e], 2e-5f * (1 + std::fabs(m_ref[e]))) << "n=" << n;
+    }
+  }
+}
+
+TEST(DeltaNetKernels, ConvStepByHand) {
+  // 2 channels, kernel 3 (2 taps of state): y = s0 w0 + s1 w1 + x w2, then the state shifts.
+  float state[4] = {1, 2, -1, 0.5f};
+  const float w[6] = {0.5f, 0.25f, 2, 1, -1, 3};
+  const float x1[2] = {4, 2};
+  float y[2];
+  causal_conv1d_step(state, w, x1, 2, 2, y);
+  EXPECT_FLOAT_EQ(y[0], 1 * 0.5f + 2 * 0.25f + 4 * 2);     // 9
+  EXPECT_FLOAT_EQ(y[1], -1 * 1 + 0.5f * -1 + 2 * 3);       // 4.5
+  EXPECT_FLOAT_EQ(state[0], 2);
+  EXPECT_FLOAT_EQ(state[1], 4);
+  EXPECT_FLOAT_EQ(state[2], 0.5f);
+  EXPECT_FLOAT_EQ(state[3], 2);
+  float x2[2] = {0, 1};
+  causal_conv1d_step(state, w, x2, 2, 2, x2);  // in place
+  EXPECT_FLOAT_EQ(x2[0], 2 * 0.5f + 4 * 0.25f);           // 2
+  EXPECT_FLOAT_EQ(x2[1], 0.5f * 1 + 2 * -1 + 1 * 3);      // 1.5
+}
+
+TEST(DeltaNetKernels, L2NormAndSoftplus) {
+  float x[2] = {3, 4};
+  l2_norm(x, 2, 1e-6f);
+  EXPECT_FLOAT_EQ(x[0], 0.6f);
+  EXPECT_FLOAT_EQ(x[1], 0.8f);
+  float z[2] = {0, 0};
+  l2_norm(z, 2, 1e-6f);  // eps keeps a zero vector zero
+  EXPECT_EQ(z[0], 0.f);
+  EXPECT_FLOAT_EQ(softplus(0.f), std::log(2.f));
+  EXPECT_EQ(softplus(25.f), 25.f);  // ggml: the identity above 20
+}
+
+}  // namespace
+}  // namespace tova::kernels
