@@ -49,13 +49,13 @@ class OpsTest : public ::testing::TestWithParam<int64_t> {
   void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
 };
 
-std::string target_param_name(const ::testing::TestParamInfo<int64_t>& info) {
+std::string ops_target_param_name(const ::testing::TestParamInfo<int64_t>& info) {
   return hwy::TargetName(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTargets, OpsTest,
                          ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
-                         target_param_name);
+                         ops_target_param_name);
 
 TEST_P(OpsTest, DispatchesToTheRequestedTarget) {
   EXPECT_STREQ(ops_target_name(), hwy::TargetName(GetParam()));

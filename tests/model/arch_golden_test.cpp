@@ -20,7 +20,7 @@
 namespace tova::testing {
 namespace {
 
-std::string arch_path(const std::string& file) {
+std::string golden_arch_path(const std::string& file) {
   return std::string(TOVA_TEST_DATA_DIR) + "/arch/" + file;
 }
 
@@ -32,13 +32,13 @@ class ArchGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path(GetParam() + "-f32.gguf"));
+  auto m = model::Model::load(golden_arch_path(GetParam() + "-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const int n_vocab = (*m)->config().n_vocab;
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ThreadPool pool(2);
   const auto mine = all_logits(**m, ids, cache_options("full", 0), 64, pool);
-  const auto cpp = read_f32(arch_path(GetParam() + "-f32.logits.f32"));
+  const auto cpp = read_f32(golden_arch_path(GetParam() + "-f32.logits.f32"));
   ASSERT_EQ(cpp.size(), mine.size());
   double max_diff = 0, num = 0, den = 0;
   for (size_t i = 0; i < mine.size(); ++i) {
@@ -67,12 +67,12 @@ TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
 }
 
 void expect_greedy_64(const std::string& name) {
-  auto m = model::Model::load(arch_path(name + ".gguf"));
+  auto m = model::Model::load(golden_arch_path(name + ".gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const int n_vocab = (*m)->config().n_vocab;
   auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ids.resize(16);
-  const auto want = read_ids(arch_path(name + ".greedy.json"));
+  const auto want = read_ids(golden_arch_path(name + ".greedy.json"));
   ASSERT_EQ(want.size(), 64u);
   ThreadPool pool(2);
   auto state = runtime::make_state(**m, cache_options("full", 0), 16 + 64);
@@ -105,13 +105,13 @@ class ArchGoldenQ8 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchGoldenQ8, LogitsMatchLlamaCppWithQ8Activations) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path(GetParam() + "-q8_0.gguf"));
+  auto m = model::Model::load(golden_arch_path(GetParam() + "-q8_0.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const int n_vocab = (*m)->config().n_vocab;
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ThreadPool pool(2);
   const auto mine = all_logits(**m, ids, cache_options("full", 0), 64, pool);
-  const auto cpp = read_f32(arch_path(GetParam() + "-q8_0.logits.f32"));
+  const auto cpp = read_f32(golden_arch_path(GetParam() + "-q8_0.logits.f32"));
   ASSERT_EQ(cpp.size(), mine.size());
   double num = 0, den = 0;
   for (size_t i = 0; i < mine.size(); ++i) {
@@ -147,13 +147,13 @@ class ArchGoldenMoeQ8 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchGoldenMoeQ8, LogitsMatchLlamaCppWithQ8Activations) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path(GetParam() + "-q8_0.gguf"));
+  auto m = model::Model::load(golden_arch_path(GetParam() + "-q8_0.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const int n_vocab = (*m)->config().n_vocab;
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ThreadPool pool(2);
   const auto mine = all_logits(**m, ids, cache_options("full", 0), 64, pool);
-  const auto cpp = read_f32(arch_path(GetParam() + "-q8_0.logits.f32"));
+  const auto cpp = read_f32(golden_arch_path(GetParam() + "-q8_0.logits.f32"));
   ASSERT_EQ(cpp.size(), mine.size());
   double num = 0, den = 0;
   for (size_t i = 0; i < mine.size(); ++i) {
@@ -179,13 +179,13 @@ INSTANTIATE_TEST_SUITE_P(Hybrids, ArchGoldenMoeQ8, ::testing::Values("qwen35", "
 // the same argmax at >= 90% of the positions, as the other quantized mixtures.
 TEST(ArchGoldenMxfp4, GptOssLogitsMatchLlamaCpp) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path("gpt-oss-mxfp4.gguf"));
+  auto m = model::Model::load(golden_arch_path("gpt-oss-mxfp4.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const int n_vocab = (*m)->config().n_vocab;
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ThreadPool pool(2);
   const auto mine = all_logits(**m, ids, cache_options("full", 0), 64, pool);
-  const auto cpp = read_f32(arch_path("gpt-oss-mxfp4.logits.f32"));
+  const auto cpp = read_f32(golden_arch_path("gpt-oss-mxfp4.logits.f32"));
   ASSERT_EQ(cpp.size(), mine.size());
   double num = 0, den = 0;
   for (size_t i = 0; i < mine.size(); ++i) {

@@ -13,7 +13,7 @@
 namespace tova::testing {
 namespace {
 
-std::string arch_path(const std::string& file) {
+std::string nope_arch_path(const std::string& file) {
   return std::string(TOVA_TEST_DATA_DIR) + "/arch/" + file;
 }
 
@@ -40,7 +40,7 @@ bool same_keys(const kv::MultiState& a, const kv::MultiState& b, int il) {
 
 TEST(ArchNope, SmolLM3SkipsRopeOnEveryFourthLayer) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path("smollm3-f32.gguf"));
+  auto m = model::Model::load(nope_arch_path("smollm3-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   EXPECT_EQ((*m)->config().layer_nope, (std::vector<uint8_t>{0, 0, 0, 1}));
 }
@@ -50,7 +50,7 @@ TEST(ArchNope, SmolLM3SkipsRopeOnEveryFourthLayer) {
 // on the NoPE layer (never rotated).
 TEST(ArchNope, NopeLayerKeysAreNeverRotatedInAnyMode) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path("smollm3-f32.gguf"));
+  auto m = model::Model::load(nope_arch_path("smollm3-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ids.resize(48);
@@ -73,7 +73,7 @@ TEST(ArchNope, NopeLayerKeysAreNeverRotatedInAnyMode) {
 // the whole length nothing is evicted, so every mode gives absolute's logits.
 TEST(ArchNope, BoundedPoliciesUnderGapAndRank) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(arch_path("smollm3-f32.gguf"));
+  auto m = model::Model::load(nope_arch_path("smollm3-f32.gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const int n_vocab = (*m)->config().n_vocab;
   const auto ids = read_ids(shared_path("golden/tokens-128.json"));

@@ -24,7 +24,7 @@ std::string fixture(const std::string& family) {
   return std::string(TOVA_TEST_DATA_DIR) + "/arch/" + family + "-f32.gguf";
 }
 
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+double qwen35_rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
   double num = 0, den = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
@@ -68,7 +68,7 @@ TEST_P(Hybrid, PromptAtOnceEqualsTokenByToken) {
   ThreadPool pool(2);
   const auto at_once = all_logits(**m, ids, cache_options("full", 0), 48, pool);
   const auto one_by_one = all_logits(**m, ids, cache_options("full", 0), 1, pool);
-  EXPECT_LT(rel_l2(at_once, one_by_one), GetParam() == "qwen35" ? 1e-5 : 5e-5);
+  EXPECT_LT(qwen35_rel_l2(at_once, one_by_one), GetParam() == "qwen35" ? 1e-5 : 5e-5);
 }
 
 // tova and window at k = 8 bound the two attention layers (8 states per KV head after 48
