@@ -135,6 +135,7 @@ std::vector<RandomShape> fixtures() {
   g.n_expert_used = 2;
   g.n_ff_exp = 64;
   g.moe_biases = true;
+  g.expert_gate_up_bias_std = 5.f;
   return {g};
 }
 

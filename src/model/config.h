@@ -48,6 +48,9 @@ struct ModelConfig {
   kernels::RopeParams rope;
   bool tied_output = false;  // no output.weight: the token embedding is reused
   FfnAct ffn_act = FfnAct::kSilu;
+  // kSwigluOai's clamp of gate (above) and up (both sides); gpt-oss's files carry no key for
+  // it (llama.cpp fixes 7 too). A field so that tests can lift it (MoeGptOss).
+  float swiglu_limit = kernels::kSwigluOaiLimit;
   float embd_scale = 1.f;     // token embeddings are multiplied by it (Gemma: sqrt(n_embd))
   float attn_scale = 0.f;     // attention scores' scale; 0: 1/sqrt(head_dim)
   float attn_softcap = 0.f;   // > 0: scores become cap * tanh(score / cap) (Gemma 2)

@@ -123,7 +123,7 @@ void run_experts(const LayerPass& p, const MoeWeights& W) {
   for_elems(p.pool, n_pick * f, [&](int64_t b, int64_t e) {
     if (c.ffn_act == FfnAct::kSwigluOai) {
       kernels::swiglu_oai_mul(m.gate.data() + b, m.up.data() + b, e - b, kernels::kSwigluOaiAlpha,
-                              kernels::kSwigluOaiLimit);
+                              c.swiglu_limit);
     } else {
       kernels::silu_mul(m.gate.data() + b, m.up.data() + b, e - b);
     }

@@ -788,8 +788,8 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.matrices(p + "ffn_down_exps.weight", mtype(MatrixRole::kExpert, ff), ff, s.n_embd,
                  s.n_expert);
       if (s.moe_biases) {
-        b.vectors(p + "ffn_gate_exps.bias", ff, s.n_expert, 0.f, 0.1f);
-        b.vectors(p + "ffn_up_exps.bias", ff, s.n_expert, 0.f, 0.1f);
+        b.vectors(p + "ffn_gate_exps.bias", ff, s.n_expert, 0.f, s.expert_gate_up_bias_std);
+        b.vectors(p + "ffn_up_exps.bias", ff, s.n_expert, 0.f, s.expert_gate_up_bias_std);
         b.vectors(p + "ffn_down_exps.bias", s.n_embd, s.n_expert, 0.f, 0.1f);
       }
       if (s.n_ff_shexp > 0) {

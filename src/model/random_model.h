@@ -54,6 +54,7 @@ struct RandomShape {
   bool attn_out_bias = false;
   bool attn_sinks = false;
   bool moe_biases = false;
+  float expert_gate_up_bias_std = 0.1f;  // moe_biases: ffn_{gate,up}_exps.bias are N(0, this)
   float rope_yarn = 0.f;
   int yarn_orig_ctx = 0;
   std::string ffn_norm_name = "ffn_norm";

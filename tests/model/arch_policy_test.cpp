@@ -172,9 +172,18 @@ TEST(ArchPolicyWindows, GptOssWindowLayersBoundedGlobalLayersByTheBudget) {
     for (float x : logits) ASSERT_TRUE(std::isfinite(x)) << policy;
     for (int il : {0, 2}) {
       const kv::LayerState& L = st->layer(il);
-      // A buffering policy (rkv) may hold its buffer beyond that.
-      const int most = (k > 0 ? std::min(k, 15) : 15) + std::max(L.buffer(), 0);
-      EXPECT_LE(L.n_held(), most) << policy << " k " << k << " layer " << il;
+      // A buffering policy (rkv) may hold its buffer beyond that. A policy that shares the
+      // layer's budget between its heads (adakv) bounds their total by it; one head may hold
+      // more than k, never more than the window.
+      const int buf = std::max(L.buffer(), 0);
+      const int most = (k > 0 ? std::min(k, 15) : 15) + buf;
+      if (L.shared_heads()) {
+        EXPECT_LE(L.n_held(), 15 + buf) << policy << " k " << k << " layer " << il;
+        EXPECT_LE(L.n_held_total(), int64_t{most} * L.n_head_kv())
+            << policy << " k " << k << " layer " << il;
+      } else {
+        EXPECT_LE(L.n_held(), most) << policy << " k " << k << " layer " << il;
+      }
       // Layer-wise policies hold nothing older than the next query's window; head-wise ones may
       // keep out-of-window states, masked, until they evict them (docs/ARCHITECTURES.md).
       if (k > 0 && policy != "tova" && policy != "h2o" && policy != "window") continue;

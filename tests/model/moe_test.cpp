@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <span>
 
 #include "io/gguf.h"
@@ -120,12 +122,16 @@ TEST_P(MoeFixture, GroupedPromptEqualsTokenByTokenAndThreadsDoNotChangeBits) {
 
 INSTANTIATE_TEST_SUITE_P(Families, MoeFixture, ::testing::ValuesIn(moe_fixtures()));
 
-// gpt-oss's learned sinks and YaRN scaling change the fixture's logits far beyond the goldens'
-// 1e-3, so arch_golden_test would catch their loss: the sinks set to -1e30 (exp(sink) = 0, as
-// if there were none), and the rope scaling "none" (its yarn keys dropped). The clamp of the
-// SwiGLU (limit 7) is not engaged on this fixture: its expert gate and up values stay within
-// +-5.7, so losing it would not move the logits (docs/PERFORMANCE.md, issue 33's MoE notes).
-TEST(MoeGptOss, RemovingSinksOrYarnMovesTheLogitsBeyondTheGoldenTolerance) {
+// gpt-oss's learned sinks, YaRN scaling and SwiGLU clamp change the fixture's logits far beyond
+// the goldens' 1e-3, so arch_golden_test would catch their loss: the sinks set to -1e30
+// (exp(sink) = 0, as if there were none), the rope scaling "none" (its yarn keys dropped), and
+// the clamp lifted (limit 7 -> infinity; no key carries it, so the loaded config is edited).
+// The fixture's expert gate/up biases are N(0, 5) (RandomShape::expert_gate_up_bias_std) so
+// that the clamp engages: measured on 2026-11-29 over a 67-token `tova run` (34,304 expert
+// activations), 7.9% of the expert gate values exceed 7 and 16.0% of the up values exceed |7|
+// (22.1% clamp in gate or up; before, none: max gate 5.6). Lifting the clamp moves these 48
+// positions' logits by max |d| = 4.08, 4000x the golden tolerance.
+TEST(MoeGptOss, RemovingSinksYarnOrClampMovesTheLogitsBeyondTheGoldenTolerance) {
   TOVA_REQUIRE_SHARED();
   auto ids = read_ids(shared_path("golden/tokens-128.json"));
   ids.resize(48);  // past the fixture's 16-token window, so both layer kinds see sinks
@@ -150,6 +156,17 @@ TEST(MoeGptOss, RemovingSinksOrYarnMovesTheLogitsBeyondTheGoldenTolerance) {
   EXPECT_EQ(no_yarn->config().rope.yarn_ext_factor, 0.f);
   EXPECT_GT(max_abs_diff(all_logits(*no_yarn, ids, cache_options("full", 0), 48, pool), want),
             0.05);
+  auto no_clamp = load_with("gpt-oss", {});
+  // The model object is not const (only its accessor is): lifting the limit after loading is
+  // defined, and the only way in without a key.
+  auto& cfg = const_cast<model::ModelConfig&>(no_clamp->config());
+  ASSERT_EQ(cfg.swiglu_limit, kernels::kSwigluOaiLimit);
+  EXPECT_EQ(all_logits(*no_clamp, ids, cache_options("full", 0), 48, pool), want);
+  cfg.swiglu_limit = std::numeric_limits<float>::infinity();
+  const double d =
+      max_abs_diff(all_logits(*no_clamp, ids, cache_options("full", 0), 48, pool), want);
+  std::printf("lifting the SwiGLU clamp moves the logits by max |d| = %.4g\n", d);
+  EXPECT_GT(d, 0.05);
 }
 
 }  // namespace
