@@ -10,9 +10,11 @@ endif()
 # Kernel micro-benches time one kernel on raw buffers: they keep their private target (issue 37
 # allows it). bench_batched_decode is one of them: the roofline of one batched forward step
 # (the weights' shapes give its FLOPs and bytes) beside the machine's read bandwidth on the
-# thread pool, numbers the public face does not and should not expose.
+# thread pool, numbers the public face does not and should not expose; bench_moe_ffn times one
+# mixture-of-experts block (layer_ffn_moe.cpp) at the real shapes on raw buffers.
 set(kernel_benches bench/bench_attention.cpp bench/bench_matmul.cpp bench/bench_fma_peak.cpp
-                   bench/bench_weight_stream.cpp bench/bench_batched_decode.cpp bench/simd_env.h)
+                   bench/bench_weight_stream.cpp bench/bench_batched_decode.cpp
+                   bench/bench_moe_ffn.cpp bench/simd_env.h)
 
 # Front-end files that still reach into src/ while their calls move behind include/tova/ (issue
 # 37): each one listed must still do so (a sealed file leaves the list), and no other may.
