@@ -45,6 +45,13 @@ std::string series_style(size_t i) {
   return fmt::format(" lc rgb \"{}\" dt {}", kColours[i % n], kDashes[(i + i / n) % n]);
 }
 
+std::string log_budget_axis(const std::vector<int>& ks) {
+  std::string tics;
+  for (int k : ks) tics += (tics.empty() ? "" : ", ") + std::to_string(k);
+  return fmt::format("set logscale x 2\nset xrange [{}:{}]\nset xtics ({})\n", ks.front() / 1.4,
+                     ks.back() * 1.4, tics);
+}
+
 Status run_gnuplot(const std::string& dir, const std::string& script) {
   const std::string log = dir + "/gnuplot.log";
   const pid_t pid = ::fork();
@@ -137,11 +144,7 @@ std::string sweep_plot_script(const SweepResult& r, const std::string& title) {
   s += "set key outside right top noenhanced\n";
   s += "set grid\n";
   if (!budgets.empty()) {
-    s += "set logscale x 2\n";
-    s += fmt::format("set xrange [{}:{}]\n", budgets.front() / 1.4, budgets.back() * 1.4);
-    std::string tics;
-    for (int b : budgets) tics += (tics.empty() ? "" : ", ") + std::to_string(b);
-    s += "set xtics (" + tics + ")\n";
+    s += log_budget_axis(budgets);
   } else {
     s += fmt::format("set xrange [1:{}]\n", r.ctx);
   }

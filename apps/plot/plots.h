@@ -30,6 +30,9 @@ using eval::TurnCell;
 Status run_gnuplot(const std::string& dir, const std::string& script);
 // s as a gnuplot double-quoted string literal.
 std::string gnuplot_string(const std::string& s);
+// A log2 x axis over the budgets ks (ascending, not empty): its range with a margin and one tic
+// per budget, as gnuplot commands.
+std::string log_budget_axis(const std::vector<int>& ks);
 // The line style of series i of a plot: ` lc rgb "#..." dt ...`. Series 0..11 each get their
 // own colour and their own dash pattern, and no two series of a plot get both alike.
 std::string series_style(size_t i);

@@ -67,11 +67,7 @@ std::string accuracy_plot_script(const std::vector<EvalRecord>& records, const s
   s += "set xlabel \"budget k (states kept per layer)\"\nset ylabel \"accuracy (%)\"\n";
   s += "set yrange [-3:103]\nset key outside right top noenhanced\nset grid\n";
   if (!budgets.empty()) {
-    s += "set logscale x 2\n";
-    s += fmt::format("set xrange [{}:{}]\n", *budgets.begin() / 1.4, *budgets.rbegin() * 1.4);
-    std::string tics;
-    for (int b : budgets) tics += (tics.empty() ? "" : ", ") + std::to_string(b);
-    s += "set xtics (" + tics + ")\n";
+    s += log_budget_axis({budgets.begin(), budgets.end()});
   }
   std::string plot = "plot ";
   const char* sep = "";
@@ -289,11 +285,7 @@ std::string nll_plot_script(const std::vector<EvalRecord>& records, const std::s
   s += "set ylabel \"answer NLL - full's (nats/token, paired; bars: se)\"\n";
   s += "set key outside right top noenhanced\nset grid\n";
   if (!budgets.empty()) {
-    s += "set logscale x 2\n";
-    s += fmt::format("set xrange [{}:{}]\n", *budgets.begin() / 1.4, *budgets.rbegin() * 1.4);
-    std::string tics;
-    for (int b : budgets) tics += (tics.empty() ? "" : ", ") + std::to_string(b);
-    s += "set xtics (" + tics + ")\n";
+    s += log_budget_axis({budgets.begin(), budgets.end()});
   }
   std::string plot = "plot ";
   const char* sep = "";

@@ -56,11 +56,7 @@ std::string throughput_plot_script(const ThroughputReport& r, const std::string&
   s += "set ytics nomirror\nset y2tics\nset yrange [0:*]\nset y2range [0:*]\n";
   s += "set key outside right top noenhanced\nset grid\n";
   if (!ks.empty()) {
-    s += "set logscale x 2\n";
-    s += fmt::format("set xrange [{}:{}]\n", ks.front() / 1.4, ks.back() * 1.4);
-    std::string tics;
-    for (int k : ks) tics += (tics.empty() ? "" : ", ") + std::to_string(k);
-    s += "set xtics (" + tics + ")\n";
+    s += log_budget_axis(ks);
   }
   if (!skipped.empty()) {
     s += fmt::format(
