@@ -9,6 +9,7 @@
 #include "eval/report.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "model/token_ids.h"
 
 namespace tova::eval {
 
@@ -53,12 +54,7 @@ Result<Input> input_of(const Engine& e, const PplOptions& o) {
   if (!o.tokens.empty() || !o.tokens_label.empty()) {
     in.ids = o.tokens;
     in.label = o.tokens_label.empty() ? "tokens" : o.tokens_label;
-    for (int32_t id : in.ids) {
-      if (id < 0 || id >= e.n_vocab()) {
-        return make_error("{}: token id {} is outside the vocabulary of {} tokens", in.label, id,
-                          e.n_vocab());
-      }
-    }
+    TOVA_RETURN_IF_ERROR(model::check_token_ids(in.ids, e.n_vocab(), in.label));
     return in;
   }
   in.label = o.text_label.empty() ? "text" : o.text_label;

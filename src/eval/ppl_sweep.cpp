@@ -12,6 +12,7 @@
 #include "eval/nll.h"
 #include "kernels/matmul.h"
 #include "runtime/sequence.h"
+#include "model/token_ids.h"
 
 namespace tova::eval {
 
@@ -464,12 +465,8 @@ Result<SweepResult> run_sweep(const model::Model& m, ThreadPool& pool,
     if (chunks[g].size() != ctx) {
       return make_error("chunk {} has {} tokens, chunk 0 has {}", g, chunks[g].size(), ctx);
     }
-    for (int32_t id : chunks[g]) {
-      if (id < 0 || id >= m.config().n_vocab) {
-        return make_error("chunk {}: token id {} is outside the vocabulary (0..{})", g, id,
-                          m.config().n_vocab - 1);
-      }
-    }
+    TOVA_RETURN_IF_ERROR(
+        model::check_token_ids(chunks[g], m.config().n_vocab, fmt::format("chunk {}", g)));
   }
   int n_full = 0;
   for (const kv::PolicySpec& s : o.configs) {

@@ -13,6 +13,7 @@
 #include "runtime/sequence.h"
 #include "runtime/session_impl.h"
 #include "tova/text_stream.h"
+#include "model/token_ids.h"
 
 namespace tova::eval {
 
@@ -452,11 +453,8 @@ Result<EvalResult> run_eval(const model::Model& m, const tok::Tokenizer& tk, Thr
       lists.push_back(t.answer_ids);
     }
     for (std::span<const int32_t> ids : lists) {
-      for (int32_t id : ids) {
-        if (id < 0 || id >= m.config().n_vocab) {
-          return make_error("task '{}': token id {} is outside the vocabulary", s.task, id);
-        }
-      }
+      TOVA_RETURN_IF_ERROR(
+          model::check_token_ids(ids, m.config().n_vocab, fmt::format("task '{}'", s.task)));
     }
     if (!o.chat) {
       for (const SampleTurn& t : s.more) {

@@ -7,6 +7,7 @@
 #include "core/timer.h"
 #include "eval/nll.h"
 #include "runtime/sequence.h"
+#include "model/token_ids.h"
 
 namespace tova::eval {
 
@@ -14,12 +15,7 @@ Result<TraceResult> run_trace(const model::Model& m, ThreadPool& pool,
                               std::span<const int32_t> tokens, const TraceOptions& o) {
   if (tokens.empty()) return make_error("no tokens to trace");
   if (o.policy.info == nullptr) return make_error("no KV policy given");
-  for (int32_t id : tokens) {
-    if (id < 0 || id >= m.config().n_vocab) {
-      return make_error("token id {} is outside the vocabulary (0..{})", id,
-                        m.config().n_vocab - 1);
-    }
-  }
+  TOVA_RETURN_IF_ERROR(model::check_token_ids(tokens, m.config().n_vocab, "tokens"));
   const int64_t T = static_cast<int64_t>(tokens.size());
   const CacheOptions co{
       .policy = o.policy, .kv_type = o.kv_type, .positions = o.positions};

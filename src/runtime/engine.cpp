@@ -16,6 +16,7 @@
 #include "runtime/sequence.h"
 #include "runtime/session_impl.h"
 #include "tokenizer/tokenizer.h"
+#include "model/token_ids.h"
 
 namespace tova {
 
@@ -56,13 +57,7 @@ std::vector<int32_t> Engine::tokenize(std::string_view text, bool add_bos,
 }
 
 Status Engine::check_token_ids(std::span<const int32_t> ids) const {
-  for (int32_t id : ids) {
-    if (id < 0 || id >= n_vocab()) {
-      return make_error("{}: {} is outside the vocabulary [0, {})", field::kTokenIds, id,
-                        n_vocab());
-    }
-  }
-  return ok_status();
+  return model::check_token_ids(ids, n_vocab(), field::kTokenIds);
 }
 
 Result<std::string> Engine::detokenize(std::span<const int32_t> ids) const {

@@ -64,10 +64,12 @@ Result<std::string> render(const tok::ChatTemplate& tmpl, const std::vector<Chat
     TOVA_ASSIGN_OR_RETURN(const nlohmann::ordered_json v, parse_json(var, value));
     co.vars.emplace_back(var, jinja::from_json(v));
   }
-  for (auto& [var, value] : runtime::default_template_vars(tmpl)) {
+  // (A named pair, not a structured binding: clang 14 cannot capture one in the lambda.)
+  for (auto& default_var : runtime::default_template_vars(tmpl)) {
+    const std::string& name = default_var.first;
     const bool given = std::any_of(o.vars.begin(), o.vars.end(),
-                                   [&](const auto& v) { return v.first == var; });
-    if (!given) co.vars.emplace_back(var, std::move(value));
+                                   [&](const auto& v) { return v.first == name; });
+    if (!given) co.vars.emplace_back(name, std::move(default_var.second));
   }
   return tmpl.render(ms, co);
 }
