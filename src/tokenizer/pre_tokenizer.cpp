@@ -163,6 +163,25 @@ size_t space_run(const Span& s, size_t i) {
   return n;
 }
 
+// \s*[\r\n]+|\s+(?!\S)|\s+ at i (i is white space): through the run's last newline if it has
+// one, else space_run.
+size_t newline_or_space_run(const Span& s, size_t i) {
+  size_t k = i;
+  size_t last_newline_end = 0;
+  while (s.space(k)) {
+    if (s.cpts[k] == '\r' || s.cpts[k] == '\n') last_newline_end = k + 1;
+    ++k;
+  }
+  return last_newline_end > 0 ? last_newline_end - i : space_run(s, i);
+}
+
+// \p{N}{1,max} at i (0: i is not a digit).
+size_t digit_run(const Span& s, size_t i, size_t max) {
+  size_t k = i;
+  while (k - i < max && s.number(k)) ++k;
+  return k - i;
+}
+
 // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 void split_gpt2(const Span& s, Words& out) {
   size_t i = s.begin;
@@ -207,11 +226,7 @@ void split_llama3(const Span& s, Words& out, size_t max_digits, bool marks) {
       while (letter(k)) ++k;
       n = k - i;
     }
-    if (n == 0 && s.number(i)) {
-      size_t k = i;
-      while (k - i < max_digits && s.number(k)) ++k;
-      n = k - i;
-    }
+    if (n == 0) n = digit_run(s, i, max_digits);
     if (n == 0) {
       const size_t j = (c == ' ') ? i + 1 : i;
       if (other(j) || (c == ' ' && !s.has(j))) {
@@ -221,15 +236,7 @@ void split_llama3(const Span& s, Words& out, size_t max_digits, bool marks) {
         n = k - i;
       }
     }
-    if (n == 0 && s.space(i)) {
-      size_t k = i;
-      size_t last_newline_end = 0;
-      while (s.space(k)) {
-        if (s.cpts[k] == '\r' || s.cpts[k] == '\n') last_newline_end = k + 1;
-        ++k;
-      }
-      n = last_newline_end > 0 ? last_newline_end - i : space_run(s, i);
-    }
+    if (n == 0 && s.space(i)) n = newline_or_space_run(s, i);
     if (n == 0) n = 1;
     out.push_back(static_cast<uint32_t>(n));
     i += n;
@@ -271,11 +278,7 @@ void split_gpt4o(const Span& s, Words& out) {
       n = j - i + l;
       if (s.has(i + n)) n += contraction(s, i + n, true);
     }
-    if (n == 0 && s.number(i)) {
-      size_t k = i;
-      while (k - i < 3 && s.number(k)) ++k;
-      n = k - i;
-    }
+    if (n == 0) n = digit_run(s, i, 3);
     if (n == 0) {
       const size_t o = (c == ' ' && s.other(i + 1)) ? i + 1 : i;
       if (s.other(o)) {
@@ -285,15 +288,7 @@ void split_gpt4o(const Span& s, Words& out) {
         n = k - i;
       }
     }
-    if (n == 0 && s.space(i)) {
-      size_t k = i;
-      size_t last_newline_end = 0;
-      while (s.space(k)) {
-        if (s.cpts[k] == '\r' || s.cpts[k] == '\n') last_newline_end = k + 1;
-        ++k;
-      }
-      n = last_newline_end > 0 ? last_newline_end - i : space_run(s, i);
-    }
+    if (n == 0 && s.space(i)) n = newline_or_space_run(s, i);
     if (n == 0) n = 1;
     out.push_back(static_cast<uint32_t>(n));
     i += n;
