@@ -40,6 +40,9 @@
 #   DEPTH_FILE  the file of part 2 [gpt-oss-20b-mxfp4.gguf]   MEMORY  0 skips part 3 [1]
 #   TOVA_ARGS, LLAMA_ARGS, IK_ARGS  extra flags for each engine's bench [none]
 #   ENGINES     which engines run [tova llama.cpp ik_llama.cpp]
+#   PREWARM     1: read the file through the page cache before each engine's run, so that a
+#               mapped engine does not time page faults from disk after another engine's private
+#               copy pushed the file out of the page cache [1]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$(mktemp -d /tmp/moe_side_by_side.XXXXXX)}
@@ -63,6 +66,7 @@ depth_rounds=${DEPTH_ROUNDS:-1}
 depth_file=${DEPTH_FILE:-gpt-oss-20b-mxfp4.gguf}
 memory=${MEMORY:-1}
 engines=${ENGINES:-tova llama.cpp ik_llama.cpp}
+prewarm=${PREWARM:-1}
 read -r -a tova_args <<<"${TOVA_ARGS:-}"
 read -r -a llama_args <<<"${LLAMA_ARGS:-}"
 read -r -a ik_args <<<"${IK_ARGS:-}"
@@ -99,7 +103,7 @@ header="$out/header.md"
   done
   echo "- tova $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?') ($T)"
   echo "- $threads threads, f16 K/V, pp$prompt and tg$gen, $rounds rounds x $reps repetitions;" \
-       "depth $depth (tova k=$depth_k), $depth_rounds round(s); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+       "depth $depth (tova k=$depth_k), $depth_rounds round(s); prewarm $prewarm; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- engines: $engines (a missing binary is skipped: its cells read '-')"
   echo
 } | tee "$header"
@@ -127,6 +131,7 @@ run_engine() {  # engine file target round
   local e=$1 f=$2 tg=$3 r=$4 b
   enabled "$e" || return 0
   echo "  $e" >&2
+  [ "$prewarm" = 1 ] && cat "$f" >/dev/null
   if [ "$e" = tova ]; then
     "$T" bench --simd "$tg" -m "$f" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" --kv-type f16 \
       "${tova_args[@]}" -o json 2>>"$log" | record tova "$(basename "$f")" "$tg" "$r" speed
