@@ -16,7 +16,9 @@
 #      size (target RSS <= 1.1x the file: a file above half of MemAvailable is mapped, model.cpp
 #      load_by_mapping, so the page cache holds the only copy).
 # Only one big file is loaded at a time and only one engine runs at a time (the files are
-# ~12-14 GB on a 24 GiB machine). Run it on a quiet machine (`quiet` on the shared one).
+# ~12-14 GB on a 24 GiB machine). Run it on a quiet machine (`quiet` on the shared one), or on a
+# busy one under `chrt -r 10` (real-time round robin: the engines take the cores whenever they
+# compute; loading and page faults still wait on others).
 #
 # Time: about 1 minute per engine, file and target for pp512 + tg64 with its warm-up, plus a
 # first read of each file from disk; with the defaults (3 rounds, 2 files, 2 targets, 3
@@ -40,9 +42,9 @@
 #   DEPTH_FILE  the file of part 2 [gpt-oss-20b-mxfp4.gguf]   MEMORY  0 skips part 3 [1]
 #   TOVA_ARGS, LLAMA_ARGS, IK_ARGS  extra flags for each engine's bench [none]
 #   ENGINES     which engines run [tova llama.cpp ik_llama.cpp]
-#   PREWARM     1: read the file through the page cache before each engine's run, so that a
-#               mapped engine does not time page faults from disk after another engine's private
-#               copy pushed the file out of the page cache [1]
+#   PREWARM     1: read the file through the page cache before each of tova's runs (tova maps a
+#               file above half of the available memory), so that it does not time page faults
+#               from disk after another engine's private copy pushed the file out [1]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$(mktemp -d /tmp/moe_side_by_side.XXXXXX)}
@@ -131,8 +133,8 @@ run_engine() {  # engine file target round
   local e=$1 f=$2 tg=$3 r=$4 b
   enabled "$e" || return 0
   echo "  $e" >&2
-  [ "$prewarm" = 1 ] && cat "$f" >/dev/null
   if [ "$e" = tova ]; then
+    [ "$prewarm" = 1 ] && cat "$f" >/dev/null
     "$T" bench --simd "$tg" -m "$f" -p "$prompt" -n "$gen" -r "$reps" -t "$threads" --kv-type f16 \
       "${tova_args[@]}" -o json 2>>"$log" | record tova "$(basename "$f")" "$tg" "$r" speed
   else
