@@ -2,6 +2,7 @@
 // against libllama by scripts/make_arch_goldens.sh (never part of tova's build).
 //   llama_dump MODEL TOKENS.json LOGITS.f32 N_PROMPT N_GREEDY GREEDY.json [LAST]
 //   llama_dump --evict K N_SINK MODEL TOKENS.json LOGITS.f32
+//   llama_dump --tokenize VOCAB.gguf INP OUT
 // LOGITS.f32: float32 [n_tokens][n_vocab], the logits after every token of TOKENS.json fed in one
 // batch (f32 K/V cache, flash attention off, one thread). GREEDY.json: the N_GREEDY tokens that
 // argmax decoding produces after the first N_PROMPT tokens of TOKENS.json, one token at a time.
@@ -85,9 +86,50 @@ static int evict_mode(char** argv) {
   return 0;
 }
 
+// --tokenize: each string of INP (separated by "\n__ggml_vocab_test__\n", as llama.cpp's
+// tokenizer tests write them) tokenized by llama.cpp with add_special = false and
+// parse_special = false, one line of space-separated ids per string in OUT; then the same with
+// add_special = true and parse_special = true into OUT.special.
+static int tokenize_mode(char** argv) {
+  llama_model_params mp = llama_model_default_params();
+  mp.vocab_only = true;
+  llama_model* model = llama_model_load_from_file(argv[2], mp);
+  if (model == nullptr) return 1;
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  std::ifstream in(argv[3], std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string all = ss.str();
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts;
+  for (size_t pos = 0; pos < all.size();) {
+    const size_t next = all.find(sep, pos);
+    texts.push_back(all.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+    if (next == std::string::npos) break;
+    pos = next + sep.size();
+  }
+  for (int special = 0; special < 2; ++special) {
+    const std::string out_path = std::string(argv[4]) + (special ? ".special" : "");
+    FILE* out = std::fopen(out_path.c_str(), "w");
+    if (out == nullptr) return 1;
+    for (const std::string& t : texts) {
+      std::vector<llama_token> ids(t.size() + 8);
+      const int n = llama_tokenize(vocab, t.data(), static_cast<int32_t>(t.size()), ids.data(),
+                                   static_cast<int32_t>(ids.size()), special != 0, special != 0);
+      if (n < 0) return 1;
+      for (int i = 0; i < n; ++i) std::fprintf(out, i == 0 ? "%d" : " %d", ids[i]);
+      std::fprintf(out, "\n");
+    }
+    std::fclose(out);
+  }
+  llama_model_free(model);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   llama_backend_init();
   if (argc == 7 && std::string(argv[1]) == "--evict") return evict_mode(argv);
+  if (argc == 5 && std::string(argv[1]) == "--tokenize") return tokenize_mode(argv);
   if (argc != 7 && argc != 8) {
     std::fprintf(stderr,
                  "usage: %s MODEL TOKENS.json LOGITS.f32 N_PROMPT N_GREEDY GREEDY.json [LAST]\n",
