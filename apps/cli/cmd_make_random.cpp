@@ -21,6 +21,7 @@ void add_make_random_command(CLI::App& app) {
     std::string vocab;
     uint64_t seed = 1;
     int threads = 0;
+    std::vector<std::string> set;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -38,6 +39,10 @@ void add_make_random_command(CLI::App& app) {
   cmd->add_option("--vocab", flags->vocab,
                   "GGUF whose tokenizer.* keys to copy (default: the shape's vocabulary in "
                   "$TOVA_SHARED_DIR/vocab or ../shared/vocab)");
+  cmd->add_option("--set", flags->set,
+                  "change a field of the shape, NAME=VALUE, repeatable (other sizes of a fixture "
+                  "for checks against llama.cpp; names: " +
+                      random_shape_field_choices() + ")");
   cmd->add_option("-s,--seed", flags->seed, "random seed")->capture_default_str();
   cmd->add_option("-t,--threads", flags->threads, "threads to use (default: all cores)")
       ->check(CLI::Range(1, 1024));
@@ -51,7 +56,8 @@ void add_make_random_command(CLI::App& app) {
                                                            .type = f.type,
                                                            .vocab = f.vocab,
                                                            .seed = f.seed,
-                                                           .n_threads = threads.n_threads()},
+                                                           .n_threads = threads.n_threads(),
+                                                           .set = f.set},
                                                           f.out));
     fmt::print(stderr,
                "wrote {}: {} shape, {} weights, {} tensors, {:.2f} M params, {} in {:.1f} s\n",

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tova/result.h"
 
@@ -20,6 +21,9 @@ struct RandomModelOptions {
   std::string vocab;
   uint64_t seed = 1;
   int n_threads = 0;  // 0: every core
+  // Changes to the shape, "NAME=VALUE" each ("n_head=8", "n_expert_used=3"): other sizes of a
+  // fixture for held-back checks; random_shape_field_choices() lists the names.
+  std::vector<std::string> set;
 };
 
 struct RandomModelReport {
@@ -36,5 +40,6 @@ Result<RandomModelReport> make_random_model(const RandomModelOptions& o, const s
 std::string random_shape_choices();  // "tinyllama, smollm-135m, ..."
 std::string random_arch_choices();   // "llama, qwen2, ..."
 std::string random_type_choices();   // "f32, f16, q8_0, q4_0, ..."
+std::string random_shape_field_choices();  // "n_layer, n_embd, ..."
 
 }  // namespace tova

@@ -502,6 +502,105 @@ Result<RandomShape> find_random_shape(std::string_view name) {
   return make_error("unknown shape '{}' (valid: {})", name, random_shape_choices());
 }
 
+namespace {
+
+// The fields `--set` may change: sizes and switches, never names or the vocabulary.
+struct ShapeField {
+  std::string_view name;
+  int RandomShape::*i = nullptr;
+  float RandomShape::*f = nullptr;
+  bool RandomShape::*b = nullptr;
+  int RandomShape::Gemma4::*gi = nullptr;
+  float RandomShape::Gemma4::*gf = nullptr;
+};
+
+const std::vector<ShapeField>& shape_fields() {
+  using S = RandomShape;
+  using G = RandomShape::Gemma4;
+  static const std::vector<ShapeField> f = {
+      {.name = "n_layer", .i = &S::n_layer},
+      {.name = "n_embd", .i = &S::n_embd},
+      {.name = "n_head", .i = &S::n_head},
+      {.name = "n_head_kv", .i = &S::n_head_kv},
+      {.name = "n_ff", .i = &S::n_ff},
+      {.name = "n_ctx", .i = &S::n_ctx},
+      {.name = "head_dim", .i = &S::head_dim},
+      {.name = "n_rot", .i = &S::n_rot},
+      {.name = "sliding_window", .i = &S::sliding_window},
+      {.name = "n_expert", .i = &S::n_expert},
+      {.name = "n_expert_used", .i = &S::n_expert_used},
+      {.name = "n_ff_exp", .i = &S::n_ff_exp},
+      {.name = "n_ff_shexp", .i = &S::n_ff_shexp},
+      {.name = "yarn_orig_ctx", .i = &S::yarn_orig_ctx},
+      {.name = "ssm_conv_kernel", .i = &S::ssm_conv_kernel},
+      {.name = "ssm_state", .i = &S::ssm_state},
+      {.name = "ssm_groups", .i = &S::ssm_groups},
+      {.name = "ssm_v_heads", .i = &S::ssm_v_heads},
+      {.name = "full_attention_interval", .i = &S::full_attention_interval},
+      {.name = "rope_base", .f = &S::rope_base},
+      {.name = "rms_eps", .f = &S::rms_eps},
+      {.name = "attn_softcap", .f = &S::attn_softcap},
+      {.name = "final_softcap", .f = &S::final_softcap},
+      {.name = "rope_yarn", .f = &S::rope_yarn},
+      {.name = "weight_std", .f = &S::weight_std},
+      {.name = "expert_gate_up_bias_std", .f = &S::expert_gate_up_bias_std},
+      {.name = "tied_output", .b = &S::tied_output},
+      {.name = "qkv_bias", .b = &S::qkv_bias},
+      {.name = "qk_norm", .b = &S::qk_norm},
+      {.name = "random_norms", .b = &S::random_norms},
+      {.name = "gemma4.head_dim_swa", .gi = &G::head_dim_swa},
+      {.name = "gemma4.n_head_kv_swa", .gi = &G::n_head_kv_swa},
+      {.name = "gemma4.swa_pattern", .gi = &G::swa_pattern},
+      {.name = "gemma4.rope_base_swa", .gf = &G::rope_base_swa},
+      {.name = "gemma4.rope_partial", .gf = &G::rope_partial},
+  };
+  return f;
+}
+
+}  // namespace
+
+std::string shape_field_choices() {
+  std::string s;
+  for (const ShapeField& f : shape_fields()) s += (s.empty() ? "" : ", ") + std::string(f.name);
+  return s;
+}
+
+Status set_shape_field(RandomShape& shape, std::string_view name_eq_value) {
+  const size_t eq = name_eq_value.find('=');
+  if (eq == std::string_view::npos) {
+    return make_error("'{}': give NAME=VALUE (names: {})", name_eq_value, shape_field_choices());
+  }
+  const std::string_view name = name_eq_value.substr(0, eq);
+  const std::string value(name_eq_value.substr(eq + 1));
+  for (const ShapeField& f : shape_fields()) {
+    if (f.name != name) continue;
+    char* end = nullptr;
+    errno = 0;
+    if (f.i != nullptr || f.gi != nullptr || f.b != nullptr) {
+      const long v = std::strtol(value.c_str(), &end, 10);
+      const bool bad = value.empty() || *end != '\0' || errno != 0 || v < 0 || v > (1 << 30) ||
+                       (f.b != nullptr && v > 1);
+      if (bad) {
+        return make_error("'{}': {} takes {}", name_eq_value, name,
+                          f.b != nullptr ? "0 or 1" : "a whole number >= 0");
+      }
+      if (f.i != nullptr) shape.*f.i = static_cast<int>(v);
+      if (f.gi != nullptr) shape.gemma4.*f.gi = static_cast<int>(v);
+      if (f.b != nullptr) shape.*f.b = v == 1;
+    } else {
+      const float v = std::strtof(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(v) || v < 0.f) {
+        return make_error("'{}': {} takes a finite number >= 0", name_eq_value, name);
+      }
+      if (f.f != nullptr) shape.*f.f = v;
+      if (f.gf != nullptr) shape.gemma4.*f.gf = v;
+    }
+    return ok_status();
+  }
+  return make_error("'{}': unknown shape field '{}' (names: {})", name_eq_value, name,
+                    shape_field_choices());
+}
+
 std::string random_type_choices() {
   std::string s;
   for (GgmlType t : kRandomTypes) s += (s.empty() ? "" : ", ") + std::string(type_name(t));

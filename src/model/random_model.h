@@ -104,6 +104,15 @@ Result<RandomShape> find_random_arch(std::string_view family);
 // general.architecture.
 RandomShape fixture_shape(std::string family, std::string description, std::string arch);
 
+// Sets one field of `shape` from "NAME=VALUE" (`tova make-random --set`): other sizes of a
+// fixture (head counts, GQA ratio, experts, window, layers) for held-back checks against
+// llama.cpp. The names are the fields' own (n_layer, n_head, ..., gemma4.head_dim_swa); an
+// error names the unknown field or the value that is not a number. The shape is checked when
+// the file is written.
+Status set_shape_field(RandomShape& shape, std::string_view name_eq_value);
+// The names set_shape_field knows, comma-separated.
+std::string shape_field_choices();
+
 // Weight types a random model can be written in (those tova computes with), e.g. "q4_0, f16".
 std::string random_type_choices();
 // An error lists the valid types.

@@ -11,9 +11,10 @@ namespace tova {
 
 Result<RandomModelReport> make_random_model(const RandomModelOptions& o, const std::string& path) {
   if (o.shape.empty() == o.arch.empty()) return make_error("give a shape or an architecture");
-  TOVA_ASSIGN_OR_RETURN(const model::RandomShape shape,
+  TOVA_ASSIGN_OR_RETURN(model::RandomShape shape,
                         o.arch.empty() ? model::find_random_shape(o.shape)
                                        : model::find_random_arch(o.arch));
+  for (const std::string& s : o.set) TOVA_RETURN_IF_ERROR(model::set_shape_field(shape, s));
   TOVA_ASSIGN_OR_RETURN(const GgmlType type, model::parse_random_type(o.type));
   std::string vocab = o.vocab;
   if (vocab.empty()) {
@@ -37,5 +38,6 @@ Result<RandomModelReport> make_random_model(const RandomModelOptions& o, const s
 std::string random_shape_choices() { return model::random_shape_choices(); }
 std::string random_arch_choices() { return model::random_arch_choices(); }
 std::string random_type_choices() { return model::random_type_choices(); }
+std::string random_shape_field_choices() { return model::shape_field_choices(); }
 
 }  // namespace tova

@@ -86,6 +86,35 @@ TEST(RandomShapes, UnknownNamesListTheValidOnes) {
   EXPECT_EQ(*parse_random_type("Q4_K"), GgmlType::kQ4_K);
 }
 
+// `make-random --set`: other sizes of a fixture (held-back checks, scripts/check_heldback.sh).
+TEST(RandomShapes, SetChangesOneFieldAndNamesBadInput) {
+  RandomShape s = *find_random_arch("gemma4");
+  ASSERT_TRUE(set_shape_field(s, "n_head=8").ok());
+  ASSERT_TRUE(set_shape_field(s, "gemma4.n_head_kv_swa=4").ok());
+  ASSERT_TRUE(set_shape_field(s, "gemma4.rope_partial=0.5").ok());
+  ASSERT_TRUE(set_shape_field(s, "tied_output=0").ok());
+  EXPECT_EQ(s.n_head, 8);
+  EXPECT_EQ(s.gemma4.n_head_kv_swa, 4);
+  EXPECT_EQ(s.gemma4.rope_partial, 0.5f);
+  EXPECT_FALSE(s.tied_output);
+  EXPECT_EQ(s.n_layer, find_random_arch("gemma4")->n_layer);  // the rest as it was
+
+  auto st = set_shape_field(s, "n_heads=8");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("unknown shape field 'n_heads'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("n_head_kv"), std::string::npos) << st.message();
+  st = set_shape_field(s, "n_head");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("NAME=VALUE"), std::string::npos) << st.message();
+  for (const char* bad : {"n_head=x", "n_head=-2", "n_head=3.5", "n_head=", "tied_output=2",
+                          "rope_base=inf", "rope_base=1e5x"}) {
+    st = set_shape_field(s, bad);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find(bad), std::string::npos) << st.message();
+  }
+  EXPECT_EQ(s.n_head, 8);
+}
+
 // What llama-quantize does, worked out by hand from its rules.
 TEST(RandomShapes, TensorTypesFollowLlamaQuantize) {
   using enum GgmlType;
