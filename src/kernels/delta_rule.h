@@ -8,9 +8,9 @@
 //   S     <- S + k delta^T                            (S[i][j] += k[i] delta[j])
 //   out    = scale * S^T q                            (out[j] = scale sum_i S[i][j] q[i])
 // The state is stored transposed, as llama.cpp stores it (row j holds column j of S), so each
-// of these is a pass over contiguous rows; the fast form does all four for one row before the
-// next (one pass over the state per token), which computes every element exactly as the four
-// passes do.
+// of these is a pass over contiguous rows; the fast form (Highway, delta_rule_simd.cpp) does all
+// four for one row before the next, in two passes over the row while it sits in L1, which
+// computes every element as the four passes do (up to the order of the dot products' sums).
 #pragma once
 
 #include <cmath>
@@ -83,6 +83,17 @@ void l2_norm(float* x, int64_t n, float eps);
 // layer's matrices cost a hundred times more.
 void causal_conv1d_step(float* state, const float* w, const float* x, int64_t channels, int taps,
                         float* y);
+
+// The conv1d then silu (y / (1 + exp(-y))) over a run of tokens, in place: row rows[t] of x
+// (row stride x_stride) is token t's input, each of whose channels goes through
+// causal_conv1d_step in token order; only channels [c0, c1) are touched (their state included),
+// so disjoint ranges can run on separate threads. Highway, lanes across channels (the state and
+// weights of a block of channels are held in registers through the run); no allocation.
+void causal_conv1d_silu(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+                        int64_t n_tok, int taps, int64_t c0, int64_t c1);
+// The scalar reference: causal_conv1d_step per token (all channels), then silu in float.
+void causal_conv1d_silu_ref(float* state, const float* w, float* x, int64_t x_stride,
+                            const int* rows, int64_t n_tok, int64_t channels, int taps);
 
 // softplus as ggml computes it: x above 20, else log(1 + exp(x)) in float.
 inline float softplus(float x) { return x > 20.f ? x : std::log(1.f + std::exp(x)); }

@@ -102,4 +102,13 @@ void gated_delta_rule_chunked_ref(float* m, const DeltaRuleRun& run, float scale
   }
 }
 
+void causal_conv1d_silu_ref(float* state, const float* w, float* x, int64_t x_stride,
+                            const int* rows, int64_t n_tok, int64_t channels, int taps) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* row = x + rows[t] * x_stride;
+    causal_conv1d_step(state, w, row, channels, taps, row);
+    for (int64_t c = 0; c < channels; ++c) row[c] = row[c] / (1.f + std::exp(-row[c]));
+  }
+}
+
 }  // namespace tova::kernels

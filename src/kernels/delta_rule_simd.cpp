@@ -245,6 +245,108 @@ void Chunk(const DeltaRuleRun& run, int64_t t0, int64_t L, float scale, int64_t 
   Gemm(KgT, CL, U, np, S, np, n, np, L, 1.f, true, false);
 }
 
+// One token of the recurrent form (gated_delta_rule): per row of the transposed state, one
+// pass that decays it and takes its dot with k, one that adds delta k and takes its dot with
+// q; the row stays in L1 between them. One dispatch per token and head (not per row).
+void RecurrentStep(float* HWY_RESTRICT m, const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
+                   const float* HWY_RESTRICT v, float decay, float beta, float scale, int64_t n,
+                   float* HWY_RESTRICT out) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF vdecay = hn::Set(d, decay);
+  for (int64_t j = 0; j < n; ++j) {
+    float* row = m + j * n;
+    VF acc = hn::Zero(d);
+    int64_t c = 0;
+    for (; c + N <= n; c += N) {
+      const VF r = hn::Mul(hn::LoadU(d, row + c), vdecay);
+      hn::StoreU(r, d, row + c);
+      acc = hn::MulAdd(r, hn::LoadU(d, k + c), acc);
+    }
+    float sk = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; c < n; ++c) {
+      row[c] *= decay;
+      sk += row[c] * k[c];
+    }
+    const float delta = (v[j] - sk) * beta;
+    const VF vdelta = hn::Set(d, delta);
+    acc = hn::Zero(d);
+    for (c = 0; c + N <= n; c += N) {
+      const VF r = hn::MulAdd(vdelta, hn::LoadU(d, k + c), hn::LoadU(d, row + c));
+      hn::StoreU(r, d, row + c);
+      acc = hn::MulAdd(r, hn::LoadU(d, q + c), acc);
+    }
+    float sq = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; c < n; ++c) {
+      row[c] += delta * k[c];
+      sq += row[c] * q[c];
+    }
+    out[j] = sq * scale;
+  }
+}
+
+// silu(y) = y / (1 + exp(-y)), exp's argument kept below float's overflow (y < -88 gives -0,
+// silu's true value there is below 1e-36 in magnitude).
+HWY_INLINE VF Silu(DF d, VF y) {
+  const VF e = hn::Exp(d, hn::Min(hn::Neg(y), hn::Set(d, 88.f)));
+  return hn::Div(y, hn::Add(hn::Set(d, 1.f), e));
+}
+
+constexpr int kMaxTaps = 7;
+
+void ConvSilu(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+              int64_t n_tok, int taps, int64_t c0, int64_t c1) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t c = c0;
+  if (taps <= kMaxTaps) {
+    HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)];
+    for (; c + N <= c1; c += N) {
+      // This block's state (tap t of its N channels in h[t]) and weights, gathered once.
+      VF h[kMaxTaps], wt[kMaxTaps + 1];
+      for (int t = 0; t < taps; ++t) {
+        for (int64_t l = 0; l < N; ++l) buf[l] = state[(c + l) * taps + t];
+        h[t] = hn::Load(d, buf);
+      }
+      for (int t = 0; t <= taps; ++t) {
+        for (int64_t l = 0; l < N; ++l) buf[l] = w[(c + l) * (taps + 1) + t];
+        wt[t] = hn::Load(d, buf);
+      }
+      for (int64_t i = 0; i < n_tok; ++i) {
+        float* px = x + rows[i] * x_stride + c;
+        const VF xin = hn::LoadU(d, px);
+        // Tap by tap in order, as ggml_ssm_conv sums (here fused multiply-adds).
+        VF y = taps > 0 ? hn::Mul(h[0], wt[0]) : hn::Zero(d);
+        for (int t = 1; t < taps; ++t) y = hn::MulAdd(h[t], wt[t], y);
+        y = hn::MulAdd(xin, wt[taps], y);
+        for (int t = 0; t + 1 < taps; ++t) h[t] = h[t + 1];
+        if (taps > 0) h[taps - 1] = xin;
+        hn::StoreU(Silu(d, y), d, px);
+      }
+      for (int t = 0; t < taps; ++t) {
+        hn::Store(h[t], d, buf);
+        for (int64_t l = 0; l < N; ++l) state[(c + l) * taps + t] = buf[l];
+      }
+    }
+  }
+  // Channels left over (and kernels past kMaxTaps + 1 taps), one at a time.
+  for (; c < c1; ++c) {
+    float* st = state + c * taps;
+    const float* wc = w + c * (taps + 1);
+    for (int64_t i = 0; i < n_tok; ++i) {
+      float* px = x + rows[i] * x_stride + c;
+      float sum = 0.f;
+      for (int t = 0; t < taps; ++t) sum += st[t] * wc[t];
+      sum += *px * wc[taps];
+      if (taps > 0) {
+        std::copy(st + 1, st + taps, st);
+        st[taps - 1] = *px;
+      }
+      *px = sum / (1.f + std::exp(-sum));
+    }
+  }
+}
+
 void ChunkedRun(float* m, const DeltaRuleRun& run, float scale, int64_t n, float* ws) {
   const ChunkLayout ly(n);
   float* S = ws + ly.s;
@@ -268,7 +370,19 @@ HWY_AFTER_NAMESPACE();
 namespace tova::kernels {
 namespace delta_hwy {
 HWY_EXPORT(ChunkedRun);
+HWY_EXPORT(ConvSilu);
+HWY_EXPORT(RecurrentStep);
 }  // namespace delta_hwy
+
+void gated_delta_rule(float* m, const float* q, const float* k, const float* v, float decay,
+                      float beta, float scale, int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(delta_hwy::RecurrentStep)(m, q, k, v, decay, beta, scale, n, out);
+}
+
+void causal_conv1d_silu(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+                        int64_t n_tok, int taps, int64_t c0, int64_t c1) {
+  HWY_DYNAMIC_DISPATCH(delta_hwy::ConvSilu)(state, w, x, x_stride, rows, n_tok, taps, c0, c1);
+}
 
 int64_t delta_chunk_workspace_floats(int64_t n) { return delta_hwy::ChunkLayout(n).total; }
 
