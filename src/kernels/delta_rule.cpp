@@ -4,22 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/ops.h"
 
 namespace tova::kernels {
-
-void gated_delta_rule(float* m, const float* q, const float* k, const float* v, float decay,
-                      float beta, float scale, int64_t n, float* out) {
-  // One row (a column of S) at a time: it stays in L1 through its four steps. The dot products
-  // and updates are ops.h's (Highway, the target ops_target_name() reports).
-  for (int64_t j = 0; j < n; ++j) {
-    float* row = m + j * n;
-    kernels::scale(row, decay, n);
-    const float delta = (v[j] - kernels::dot(row, k, n)) * beta;
-    kernels::axpy(delta, k, row, n);
-    out[j] = kernels::dot(row, q, n) * scale;
-  }
-}
 
 void gated_delta_rule_ref(float* m, const float* q, const float* k, const float* v, float decay,
                           float beta, float scale, int64_t n, float* out) {

@@ -13,10 +13,13 @@
 //            delta_rule.h: state S_h decays by exp(g_h), moves toward v by beta_h, read by q)
 //   o_h    = rms_norm(o_h) · ssm_norm · silu(z_h),  z = attn_gate · h
 //   x     += ssm_out · o
-// The prompt form is the same recurrence token by token (llama.cpp's CPU backend runs the
-// fused op, not its chunked graph, for prompts): a prompt fed at once and token by token give
-// the same state and outputs. Each sequence's state is its multi-state's recurrent(ir); the
-// value heads of all sequences run in parallel, the tokens of one head in order.
+// A sequence with several tokens in the batch (a prompt) runs the delta rule in its chunked
+// form (kernels/delta_rule.h: blocked matrix products over chunks of 64 tokens), a single token
+// (decoding) the recurrent form; both compute the same states and outputs up to float rounding
+// (llama.cpp's CPU backend runs its fused recurrent op for both, and its goldens hold either).
+// Each sequence's state is its multi-state's recurrent(ir). Threads: the conv1d over blocks of
+// channels, the delta rule over (sequence, value head) pairs, the projections inside the matmul
+// kernels over the whole batch; the buffers are ForwardScratch's, grown once, never per token.
 #include <algorithm>
 #include <cmath>
 
@@ -62,31 +65,57 @@ void deltanet_block(const LayerPass& p, int ir, const LayerWeights& L) {
     }
   });
 
-  // The conv1d runs through each sequence's tokens in order (its state carries them), in place.
-  pool.for_each_dynamic(static_cast<int64_t>(s.runs.size()), [&](int64_t r, int) {
-    const SequenceRun& run = s.runs[r];
-    kv::RecurrentState& st = run.state->recurrent(ir);
-    for (const int i : run.idx) {
-      float* row = &b.qkv[i * C];
-      kernels::causal_conv1d_step(st.conv(), W.conv.data(), row, C, d.conv_kernel - 1, row);
-    }
+  // The conv1d + silu runs through each sequence's tokens in order (its state carries them), in
+  // place; blocks of channels (a multiple of every target's lanes) on separate threads.
+  const int64_t n_runs = static_cast<int64_t>(s.runs.size());
+  constexpr int64_t kConvBlock = 512;
+  const int64_t n_blocks = (C + kConvBlock - 1) / kConvBlock;
+  pool.for_each_dynamic(n_runs * n_blocks, [&](int64_t job, int) {
+    const SequenceRun& run = s.runs[job / n_blocks];
+    const int64_t c0 = (job % n_blocks) * kConvBlock, c1 = std::min(C, c0 + kConvBlock);
+    kernels::causal_conv1d_silu(run.state->recurrent(ir).conv(), W.conv.data(), b.qkv.data(), C,
+                                run.idx.data(), static_cast<int64_t>(run.idx.size()),
+                                d.conv_kernel - 1, c0, c1);
   });
-  for_tokens(pool, n, 4 * C, [&](int64_t i) {
+  for_tokens(pool, n, 2 * K, [&](int64_t i) {
     float* row = &b.qkv[i * C];
-    for (int64_t e = 0; e < C; ++e) row[e] = row[e] * sigmoid(row[e]);  // silu
     for (int64_t h = 0; h < d.n_k_head; ++h) {
       kernels::l2_norm(row + h * S, S, c.rms_eps);      // q
       kernels::l2_norm(row + K + h * S, S, c.rms_eps);  // k
     }
   });
 
-  // The delta rule: (sequence, value head) pairs in parallel, each through its tokens in order.
+  // The delta rule: (sequence, value head) pairs in parallel, each through its tokens in order:
+  // the chunked form from kChunkedFrom tokens (below it, copying the state in and out of the
+  // chunk's workspace costs about what the blocking saves), else token by token.
+  constexpr int64_t kChunkedFrom = 4;
   const float scale = 1.f / std::sqrt(static_cast<float>(S));
-  const int64_t n_runs = static_cast<int64_t>(s.runs.size());
-  pool.for_each_dynamic(n_runs * H, [&](int64_t job, int) {
+  const int64_t work_floats = kernels::delta_chunk_workspace_floats(S);
+  bool any_chunked = false;
+  for (const SequenceRun& run : s.runs) {
+    any_chunked |= static_cast<int64_t>(run.idx.size()) >= kChunkedFrom;
+  }
+  if (any_chunked) resize(b.scratch, pool.size() * work_floats);
+  pool.for_each_dynamic(n_runs * H, [&](int64_t job, int thread) {
     const SequenceRun& run = s.runs[job / H];
     const int64_t h = job % H, kh = h % d.n_k_head;
     float* m = run.state->recurrent(ir).delta() + h * S * S;
+    const int64_t n_tok = static_cast<int64_t>(run.idx.size());
+    if (n_tok >= kChunkedFrom) {
+      const kernels::DeltaRuleRun r{.rows = run.idx.data(),
+                                    .n_tok = n_tok,
+                                    .q = b.qkv.data() + kh * S,
+                                    .k = b.qkv.data() + K + kh * S,
+                                    .v = b.qkv.data() + 2 * K + h * S,
+                                    .qkv_stride = C,
+                                    .g = b.g.data() + h,
+                                    .beta = b.beta.data() + h,
+                                    .gate_stride = H,
+                                    .out = b.o.data() + h * S,
+                                    .out_stride = V};
+      kernels::gated_delta_rule_chunked(m, r, scale, S, &b.scratch[thread * work_floats]);
+      return;
+    }
     for (const int i : run.idx) {
       const float* row = &b.qkv[i * C];
       kernels::gated_delta_rule(m, row + kh * S, row + K + kh * S, row + 2 * K + h * S,

@@ -118,7 +118,7 @@ struct ForwardScratch {
     std::vector<float> beta;   // [n_tok][H] projections, then sigmoid
     std::vector<float> g;      // [n_tok][H] projections, then the log decay
     std::vector<float> o;      // [n_tok][V] the delta rule's outputs, then gated-normed
-    std::vector<float> scratch;  // [pool threads][head_dim] the delta rule's per-thread row
+    std::vector<float> scratch;  // [pool threads][delta_chunk_workspace_floats(S)] chunked rule
   } deltanet;
 };
 

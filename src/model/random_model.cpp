@@ -133,6 +133,14 @@ std::vector<RandomShape> make_shapes() {
   // [11, 11, 10, 0], base 1e7); the other 24 Gated DeltaNet with 16 key heads and 32 value
   // heads of 128 and a 4-tap conv1d; a 9216-wide SwiGLU; tied embeddings; 248,320 tokens,
   // here a synthetic vocabulary of that size).
+  // Checked 2026-11-29 against two public transcriptions of the real model (not the file
+  // itself): THUDM/slime scripts/models/qwen3.5-4B.sh and the copies of it "derived from HF
+  // config.json" (32 layers, hidden 2560, ffn 9216, 16 heads, 4 query groups, kv channels 256,
+  // rotary 25 %, base 1e7, eps 1e-6, vocab 248320, tied embeddings), and the GGUF metadata of
+  // a Qwen3.5-4B file quoted in quantumaikr/quant.cpp issue 94 (ssm v_heads 32, k_heads 16,
+  // key/value dims 128, conv 4, attn_qkv [2560, 8192], rope.dimension_count 64,
+  // full_attention_interval 4). The M-RoPE sections [11, 11, 10] are the family's (the
+  // 35B-A3B's Megatron arguments and a qwen35 GGUF reader quote them), not seen for the 4B.
   s.push_back({.name = "qwen3.5-4b",
                .description = "Qwen3.5-4B",
                .arch = "qwen35",

@@ -101,6 +101,149 @@ TEST_P(DeltaRuleTest, MatchesRefOnRandomInputs) {
   }
 }
 
+// A run of random tokens (l2-normalized q and k, v in [-1, 1], beta in (0, 1), log decays in
+// [g_lo, g_hi]) laid out as the layer lays them: rows of a wider matrix, every other row.
+struct DeltaRunCase {
+  int64_t n = 0, n_tok = 0;
+  std::vector<int> rows;
+  std::vector<float> qkv, gates, out;  // qkv rows [q | k | v] of 3n; gates rows [g | beta]
+  DeltaRuleRun run() {
+    return {.rows = rows.data(), .n_tok = n_tok, .q = qkv.data(), .k = qkv.data() + n,
+            .v = qkv.data() + 2 * n, .qkv_stride = 3 * n, .g = gates.data(),
+            .beta = gates.data() + 1, .gate_stride = 2, .out = out.data(), .out_stride = n};
+  }
+};
+
+DeltaRunCase delta_run_case(int64_t n, int64_t n_tok, float g_lo, float g_hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f), ug(g_lo, g_hi), ub(0.f, 1.f);
+  DeltaRunCase c{.n = n, .n_tok = n_tok};
+  const int64_t n_rows = 2 * n_tok;
+  c.qkv.resize(n_rows * 3 * n);
+  c.gates.resize(n_rows * 2);
+  c.out.assign(n_rows * n, 0.f);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* row = &c.qkv[r * 3 * n];
+    for (int64_t i = 0; i < 3 * n; ++i) row[i] = u(rng);
+    l2_norm(row, n, 1e-6f);
+    l2_norm(row + n, n, 1e-6f);
+    c.gates[2 * r] = ug(rng);
+    c.gates[2 * r + 1] = ub(rng);
+  }
+  for (int64_t t = 0; t < n_tok; ++t) c.rows.push_back(static_cast<int>(2 * t + 1));
+  return c;
+}
+
+// max |a - b| / (1 + max |b|) over the run's output rows, and over two states.
+float delta_out_err(const DeltaRunCase& a, const DeltaRunCase& b) {
+  float err = 0, mag = 0;
+  for (const int r : b.rows) {
+    for (int64_t j = 0; j < b.n; ++j) {
+      err = std::max(err, std::fabs(a.out[r * a.n + j] - b.out[r * b.n + j]));
+      mag = std::max(mag, std::fabs(b.out[r * b.n + j]));
+    }
+  }
+  return err / (1 + mag);
+}
+float delta_state_err(const std::vector<float>& a, const std::vector<float>& b) {
+  float err = 0, mag = 0;
+  for (size_t e = 0; e < b.size(); ++e) {
+    err = std::max(err, std::fabs(a[e] - b[e]));
+    mag = std::max(mag, std::fabs(b[e]));
+  }
+  return err / (1 + mag);
+}
+
+// The chunked forms (the fast one on every target, and its double reference) against the
+// recurrent reference: lengths around the chunk, gates from none to strong decay, a nonzero
+// state going in. Tolerance 2e-5 relative to the largest value: float rounding of a few
+// products of 64 terms (the recurrent reference sums in double, stores S in float per token).
+TEST_P(DeltaRuleTest, ChunkedMatchesRecurrent) {
+  const int64_t C = kDeltaChunk;
+  struct Gates {
+    float lo, hi;
+  };
+  const Gates gate_ranges[] = {{0.f, 0.f}, {-0.5f, 0.f}, {-8.f, -2.f}, {-40.f, -20.f}};
+  uint32_t seed = 1;
+  for (int64_t n : {16, 33}) {
+    for (int64_t n_tok : {int64_t{1}, C - 1, C, C + 1, 3 * C + 5}) {
+      for (const Gates& gr : gate_ranges) {
+        DeltaRunCase rec = delta_run_case(n, n_tok, gr.lo, gr.hi, seed);
+        DeltaRunCase fast = rec, ref = rec;
+        std::mt19937 rng(seed++);
+        std::uniform_real_distribution<float> u(-1.f, 1.f);
+        std::vector<float> m0(n * n);
+        for (float& x : m0) x = u(rng);
+        std::vector<float> m_rec = m0, m_fast = m0, m_ref = m0;
+        std::vector<float> work(delta_chunk_workspace_floats(n));
+        const float scale = 1.f / std::sqrt(static_cast<float>(n));
+        gated_delta_rule_run_ref(m_rec.data(), rec.run(), scale, n);
+        gated_delta_rule_chunked(m_fast.data(), fast.run(), scale, n, work.data());
+        gated_delta_rule_chunked_ref(m_ref.data(), ref.run(), scale, n);
+        const std::string what = "n=" + std::to_string(n) + " tokens=" + std::to_string(n_tok) +
+                                 " g in [" + std::to_string(gr.lo) + ", " +
+                                 std::to_string(gr.hi) + "]";
+        EXPECT_LT(delta_out_err(fast, rec), 2e-5f) << "fast " << what;
+        EXPECT_LT(delta_out_err(ref, rec), 2e-5f) << "ref " << what;
+        EXPECT_LT(delta_state_err(m_fast, m_rec), 2e-5f) << "fast " << what;
+        EXPECT_LT(delta_state_err(m_ref, m_rec), 2e-5f) << "ref " << what;
+        // Rows not in the run are not written.
+        for (int64_t j = 0; j < n; ++j) ASSERT_EQ(fast.out[j], 0.f) << what;
+      }
+    }
+  }
+}
+
+// The chunk boundary is invisible: a run split in two calls (the state carried) gives the
+// same outputs and state as one call, to float rounding.
+TEST_P(DeltaRuleTest, ChunkedRunSplitAnywhere) {
+  const int64_t n = 16, n_tok = 100;
+  DeltaRunCase whole = delta_run_case(n, n_tok, -1.f, 0.f, 99);
+  DeltaRunCase split = whole;
+  std::vector<float> m_whole(n * n, 0.f), m_split(n * n, 0.f);
+  std::vector<float> work(delta_chunk_workspace_floats(n));
+  gated_delta_rule_chunked(m_whole.data(), whole.run(), 0.25f, n, work.data());
+  DeltaRuleRun a = split.run(), b = split.run();
+  a.n_tok = 37;
+  b.rows += 37;
+  b.n_tok = n_tok - 37;
+  gated_delta_rule_chunked(m_split.data(), a, 0.25f, n, work.data());
+  gated_delta_rule_chunked(m_split.data(), b, 0.25f, n, work.data());
+  EXPECT_LT(delta_out_err(split, whole), 1e-5f);
+  EXPECT_LT(delta_state_err(m_split, m_whole), 1e-5f);
+}
+
+// The conv1d + silu over a run (every target) against the reference, channel counts around
+// the lanes, kernels of 1 to 5 taps, the run split over two channel ranges and two calls.
+TEST_P(DeltaRuleTest, ConvSiluMatchesRef) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  for (int64_t ch : {1, 7, 16, 33, 100}) {
+    for (int taps : {0, 1, 3, 4}) {
+      const int64_t n_tok = 9, stride = ch + 3;
+      std::vector<float> x(2 * n_tok * stride), w(ch * (taps + 1)), st(ch * taps);
+      for (float& v : x) v = u(rng);
+      for (float& v : w) v = u(rng);
+      for (float& v : st) v = u(rng);
+      std::vector<int> rows;
+      for (int64_t t = 0; t < n_tok; ++t) rows.push_back(static_cast<int>(2 * t));
+      std::vector<float> x_ref = x, st_ref = st;
+      causal_conv1d_silu_ref(st_ref.data(), w.data(), x_ref.data(), stride, rows.data(), n_tok,
+                             ch, taps);
+      const int64_t mid = ch / 2;
+      causal_conv1d_silu(st.data(), w.data(), x.data(), stride, rows.data(), 4, taps, 0, mid);
+      causal_conv1d_silu(st.data(), w.data(), x.data(), stride, rows.data(), 4, taps, mid, ch);
+      causal_conv1d_silu(st.data(), w.data(), x.data(), stride, rows.data() + 4, n_tok - 4, taps,
+                         0, ch);
+      for (size_t e = 0; e < x.size(); ++e) {
+        ASSERT_NEAR(x[e], x_ref[e], 1e-5f * (1 + std::fabs(x_ref[e])))
+            << "channels " << ch << " taps " << taps << " at " << e;
+      }
+      for (size_t e = 0; e < st.size(); ++e) ASSERT_EQ(st[e], st_ref[e]) << ch << " " << taps;
+    }
+  }
+}
+
 TEST(DeltaNetKernels, ConvStepByHand) {
   // 2 channels, kernel 3 (2 taps of state): y = s0 w0 + s1 w1 + x w2, then the state shifts.
   float state[4] = {1, 2, -1, 0.5f};

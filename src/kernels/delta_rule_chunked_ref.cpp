@@ -1,0 +1,114 @@
+// The scalar references of a run of tokens through the gated delta rule (kernels/delta_rule.h):
+// token by token (the recurrent form), and the chunked form written plainly in double from its
+// formulas, so that a test can hold the fast chunked form to both.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/delta_rule.h"
+
+namespace tova::kernels {
+
+void gated_delta_rule_run_ref(float* m, const DeltaRuleRun& run, float scale, int64_t n) {
+  for (int64_t t = 0; t < run.n_tok; ++t) {
+    const int64_t r = run.rows[t];
+    gated_delta_rule_ref(m, run.q + r * run.qkv_stride, run.k + r * run.qkv_stride,
+                         run.v + r * run.qkv_stride, std::exp(run.g[r * run.gate_stride]),
+                         run.beta[r * run.gate_stride], scale, n, run.out + r * run.out_stride);
+  }
+}
+
+void gated_delta_rule_chunked_ref(float* m, const DeltaRuleRun& run, float scale, int64_t n,
+                                  int64_t chunk) {
+  // S[i][j] (the state untransposed), in double through the whole run.
+  std::vector<double> S(n * n);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) S[i * n + j] = m[j * n + i];
+  }
+  for (int64_t t0 = 0; t0 < run.n_tok; t0 += chunk) {
+    const int64_t L = std::min(chunk, run.n_tok - t0);
+    auto q = [&](int64_t t, int64_t i) -> double {
+      return run.q[run.rows[t0 + t] * run.qkv_stride + i];
+    };
+    auto k = [&](int64_t t, int64_t i) -> double {
+      return run.k[run.rows[t0 + t] * run.qkv_stride + i];
+    };
+    auto v = [&](int64_t t, int64_t i) -> double {
+      return run.v[run.rows[t0 + t] * run.qkv_stride + i];
+    };
+    auto beta = [&](int64_t t) -> double { return run.beta[run.rows[t0 + t] * run.gate_stride]; };
+    std::vector<double> G(L);
+    for (int64_t t = 0; t < L; ++t) {
+      G[t] = (t > 0 ? G[t - 1] : 0.0) + run.g[run.rows[t0 + t] * run.gate_stride];
+    }
+    auto D = [&](int64_t t, int64_t s) { return std::exp(G[t] - G[s]); };
+    auto kdot = [&](int64_t t, int64_t s) {
+      double d = 0;
+      for (int64_t i = 0; i < n; ++i) d += k(t, i) * k(s, i);
+      return d;
+    };
+    // Forward substitution of (I + A) [W | Ut] = [diag(beta exp(G)) K | diag(beta) V].
+    std::vector<double> W(L * n), Ut(L * n);
+    for (int64_t t = 0; t < L; ++t) {
+      for (int64_t i = 0; i < n; ++i) {
+        W[t * n + i] = beta(t) * std::exp(G[t]) * k(t, i);
+        Ut[t * n + i] = beta(t) * v(t, i);
+      }
+      for (int64_t s = 0; s < t; ++s) {
+        const double a = beta(t) * D(t, s) * kdot(t, s);
+        for (int64_t i = 0; i < n; ++i) {
+          W[t * n + i] -= a * W[s * n + i];
+          Ut[t * n + i] -= a * Ut[s * n + i];
+        }
+      }
+    }
+    // U = Ut - W S0.
+    std::vector<double> U(L * n);
+    for (int64_t t = 0; t < L; ++t) {
+      for (int64_t j = 0; j < n; ++j) {
+        double ws = 0;
+        for (int64_t i = 0; i < n; ++i) ws += W[t * n + i] * S[i * n + j];
+        U[t * n + j] = Ut[t * n + j] - ws;
+      }
+    }
+    // O = scale (diag(exp(G)) Q S0 + (D o Q K^T, s <= t) U).
+    for (int64_t t = 0; t < L; ++t) {
+      std::vector<double> p(t + 1);  // D[t][s] (q_t . k_s)
+      for (int64_t s = 0; s <= t; ++s) {
+        double qk = 0;
+        for (int64_t i = 0; i < n; ++i) qk += q(t, i) * k(s, i);
+        p[s] = D(t, s) * qk;
+      }
+      float* out = run.out + run.rows[t0 + t] * run.out_stride;
+      for (int64_t j = 0; j < n; ++j) {
+        double o = 0;
+        for (int64_t i = 0; i < n; ++i) o += q(t, i) * S[i * n + j];
+        o *= std::exp(G[t]);
+        for (int64_t s = 0; s <= t; ++s) o += p[s] * U[s * n + j];
+        out[j] = static_cast<float>(scale * o);
+      }
+    }
+    // S_L = exp(G_L) S0 + sum_s D[L][s] k_s u_s^T.
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double s_ij = std::exp(G[L - 1]) * S[i * n + j];
+        for (int64_t s = 0; s < L; ++s) s_ij += D(L - 1, s) * k(s, i) * U[s * n + j];
+        S[i * n + j] = s_ij;
+      }
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) m[j * n + i] = static_cast<float>(S[i * n + j]);
+  }
+}
+
+void causal_conv1d_silu_ref(float* state, const float* w, float* x, int64_t x_stride,
+                            const int* rows, int64_t n_tok, int64_t channels, int taps) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* row = x + rows[t] * x_stride;
+    causal_conv1d_step(state, w, row, channels, taps, row);
+    for (int64_t c = 0; c < channels; ++c) row[c] = row[c] / (1.f + std::exp(-row[c]));
+  }
+}
+
+}  // namespace tova::kernels
