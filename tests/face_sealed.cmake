@@ -11,10 +11,11 @@ endif()
 # allows it). bench_batched_decode is one of them: the roofline of one batched forward step
 # (the weights' shapes give its FLOPs and bytes) beside the machine's read bandwidth on the
 # thread pool, numbers the public face does not and should not expose; bench_moe_ffn times one
-# mixture-of-experts block (layer_ffn_moe.cpp) at the real shapes on raw buffers.
+# mixture-of-experts block (layer_ffn_moe.cpp) at the real shapes on raw buffers;
+# bench_deltanet one Gated DeltaNet layer (layer_deltanet.cpp) and the delta rule alone.
 set(kernel_benches bench/bench_attention.cpp bench/bench_matmul.cpp bench/bench_fma_peak.cpp
                    bench/bench_weight_stream.cpp bench/bench_batched_decode.cpp
-                   bench/bench_moe_ffn.cpp bench/simd_env.h)
+                   bench/bench_moe_ffn.cpp bench/bench_deltanet.cpp bench/simd_env.h)
 
 # Front-end files that still reach into src/ while their calls move behind include/tova/ (issue
 # 37): each one listed must still do so (a sealed file leaves the list), and no other may.
