@@ -48,7 +48,7 @@ struct Seq {
   double nll_sum = 0;
   int nll_tokens = 0;
   // Chat prompts: the conversation so far and its text up to the end of the last answer.
-  std::vector<tok::ChatMessage> messages;
+  std::vector<ChatMessage> messages;
   std::string rendered;
   std::vector<EvalRecord> records;
 };
@@ -165,7 +165,7 @@ class Runner {
   Result<std::string> render_next(const Seq& q, const std::string& next,
                                   const std::string& answer_prefix, std::string_view what,
                                   std::string* rendered) const {
-    std::vector<tok::ChatMessage> msgs = q.messages;
+    std::vector<ChatMessage> msgs = q.messages;
     msgs.push_back({.role = "assistant", .content = answer_prefix_of(q) + q.text});
     msgs.push_back({.role = "user", .content = next});
     const std::string before = q.rendered + q.text;
