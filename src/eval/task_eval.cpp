@@ -148,8 +148,13 @@ class Runner {
   // Queues a turn's prompt and starts the stream that writes its answer.
   void begin_turn(Seq& q, std::span<const int32_t> tokens) {
     q.session->queue(tokens);
+    // A turn of a conversation: the token that hits the length limit joins the history (the
+    // stream queues it; an end of generation does not: the next turn's text, or the
+    // template's end of turn, follows).
     q.stream = std::make_unique<TextStream>(
-        *q.session, GenerateOptions{.max_tokens = q.sample->max_new, .ignore_eos = false});
+        *q.session, GenerateOptions{.max_tokens = q.sample->max_new,
+                                    .ignore_eos = false,
+                                    .keep_length_token = true});
     q.text.clear();
     q.scored = false;
   }
@@ -229,10 +234,6 @@ class Runner {
       q.done = true;
       return ok_status();
     }
-    // The answer stays in the history: a token that hit the length limit joins it (an end of
-    // generation does not: the next turn's text, or the template's end of turn, follows).
-    const int32_t unfed = q.stream->unfed();
-    if (unfed >= 0 && !tk_.is_eog(unfed)) q.session->queue(unfed);
     if (q.cuts) TOVA_RETURN_IF_ERROR(cut(q));  // at the turn's end, before the next question
     TOVA_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, next_turn_tokens(q));
     ++q.turn;
