@@ -17,12 +17,6 @@ set(kernel_benches bench/bench_attention.cpp bench/bench_matmul.cpp bench/bench_
                    bench/bench_weight_stream.cpp bench/bench_batched_decode.cpp
                    bench/bench_moe_ffn.cpp bench/bench_deltanet.cpp bench/simd_env.h)
 
-# Front-end files that still reach into src/ while their calls move behind include/tova/ (issue
-# 37): each one listed must still do so (a sealed file leaves the list), and no other may.
-set(still_private
-  apps/server/codec.cpp apps/server/codec.h apps/server/http_server.cpp apps/server/http_server.h
-  apps/server/plan.cpp apps/server/plan.h apps/server/tools.cpp apps/server/tools.h)
-
 file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/apps/*.h ${ROOT}/apps/*.cpp ${ROOT}/python/*.h
      ${ROOT}/python/*.cpp ${ROOT}/bench/*.h ${ROOT}/bench/*.cpp)
 set(faults "")
@@ -38,17 +32,10 @@ foreach(f ${files})
       string(APPEND private "\n  ${f}: #include \"${path}\"")
     endif()
   endforeach()
-  if(f IN_LIST still_private)
-    if(NOT private)
-      string(APPEND faults "\n  ${f} is sealed now: take it off still_private")
-    endif()
-  else()
-    string(APPEND faults "${private}")
-  endif()
+  string(APPEND faults "${private}")
 endforeach()
 if(faults)
   message(FATAL_ERROR "front-ends include private headers of src/ (use include/tova/):${faults}")
 endif()
 list(LENGTH files n)
-list(LENGTH still_private n_private)
-message(STATUS "face: ${n} front-end files checked, ${n_private} of them still reach into src/")
+message(STATUS "face: ${n} front-end files checked, none reaches into src/")

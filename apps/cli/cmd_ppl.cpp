@@ -252,13 +252,7 @@ void add_ppl_command(CLI::App& app) {
     // A bad --out fails now, not after the sweep.
     std::unique_ptr<plot::OutputDir> out;
     if (!f.out.empty()) out = or_fail(plot::OutputDir::create(f.out, f.force));
-    if (!f.tokens_file.empty()) {
-      o.tokens = or_fail(read_token_file(f.tokens_file));
-      o.tokens_label = f.tokens_file;
-    } else {
-      o.text = or_fail(read_text_file(f.text_file));
-      o.text_label = f.text_file;
-    }
+    read_input(o, f.text_file, f.tokens_file);
     const auto engine = or_fail(f.model.load(f.tokens_file.empty()));
     o.model_label = f.model.model_path();
     const bool tty = ::isatty(2) != 0;

@@ -163,13 +163,7 @@ void run_trace_command(const TraceFlags& f) {
     o.compare.push_back(or_fail(parse_kv_format(t)));
   }
   auto out = or_fail(plot::OutputDir::create(f.out, f.force));
-  if (!f.tokens_file.empty()) {
-    o.tokens = or_fail(read_token_file(f.tokens_file));
-    o.tokens_label = f.tokens_file;
-  } else {
-    o.text = or_fail(read_text_file(f.text_file));
-    o.text_label = f.text_file;
-  }
+  read_input(o, f.text_file, f.tokens_file);
   const auto engine = or_fail(f.model.load());
   o.model_label = f.model.model_path();
   const bool tty = ::isatty(2) != 0;

@@ -104,6 +104,20 @@ Result<std::string> read_text_file(const std::string& path);
 // Reads a JSON list of token ids (or an object with a "tokens" list).
 Result<std::vector<int32_t>> read_token_file(const std::string& path);
 
+// The input of a command that reads token ids (--tokens) or a text (-f) into options with
+// tokens/tokens_label and text/text_label (eval::PplOptions, eval::TraceRunOptions): the ids of
+// tokens_file if it is set, else the text of text_file, each labelled with its file.
+template <typename Options>
+void read_input(Options& o, const std::string& text_file, const std::string& tokens_file) {
+  if (!tokens_file.empty()) {
+    o.tokens = or_fail(read_token_file(tokens_file));
+    o.tokens_label = tokens_file;
+  } else {
+    o.text = or_fail(read_text_file(text_file));
+    o.text_label = text_file;
+  }
+}
+
 // The ids a command scores: those of tokens_file as given if it is set, else text_file
 // tokenized without BOS (an error if the text is empty). from_text says which. The tokenizer
 // is only used for text; it may be null when tokens_file is set.

@@ -6,7 +6,6 @@
 #include <random>
 #include <set>
 
-#include "jinja/json.h"
 #include "tova/policy_spec.h"
 #include "tova/position_mode.h"
 #include "tova/grammar.h"
@@ -146,19 +145,19 @@ std::variant<ojson, ApiError> message_tool_calls(const ojson& calls, size_t i) {
   return out;
 }
 
-std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const ojson& j) {
+std::variant<std::vector<ChatMessage>, ApiError> decode_messages(const ojson& j) {
   if (!j.contains("messages")) return bad_request("messages", "'messages' is required");
   const ojson& ms = j["messages"];
   if (!ms.is_array() || ms.empty()) {
     return bad_request("messages", "'messages' must be a non-empty list");
   }
-  std::vector<tok::ChatMessage> out;
+  std::vector<ChatMessage> out;
   for (size_t i = 0; i < ms.size(); ++i) {
     const ojson& m = ms[i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
       return bad_request("messages", "each message must be an object with a string 'role'");
     }
-    tok::ChatMessage c{.role = m["role"].get<std::string>()};
+    ChatMessage c{.role = m["role"].get<std::string>()};
     if (c.role == "developer") c.role = "system";  // OpenAI's newer name for the system message
     if (c.role != "system" && c.role != "user" && c.role != "assistant" && c.role != "tool") {
       return bad_request("messages",
@@ -174,7 +173,7 @@ std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const ojso
       } else if (key == "tool_calls" && c.role == "assistant") {
         auto calls = message_tool_calls(value, i);
         if (auto* e = std::get_if<ApiError>(&calls)) return *e;
-        c.tool_calls = jinja::from_json(std::get<ojson>(calls));
+        c.tool_calls = std::get<ojson>(calls).dump();  // the template reads the list back
       } else if (key == "tool_call_id" && c.role == "tool" && value.is_string()) {
         c.tool_call_id = value.get<std::string>();
       } else if (key == "reasoning_content" && c.role == "assistant" &&
@@ -194,7 +193,7 @@ std::variant<std::vector<tok::ChatMessage>, ApiError> decode_messages(const ojso
                                                  "'tool_call_id'",
                                                  i));
     }
-    const bool calls = !c.tool_calls.is_undefined();
+    const bool calls = !c.tool_calls.empty();
     if (!m.contains("content") || m["content"].is_null()) {
       // An assistant turn of calls only: its content is empty (templates test it as a string).
       if (!calls) return bad_request("messages", "each message needs a 'content'");
@@ -625,7 +624,7 @@ std::optional<ApiError> read_prompt(const json& j, Decoding& x) {
     const ojson oj = ojson::parse(x.body, nullptr, false);
     auto ms = decode_messages(oj);
     if (auto* e = std::get_if<ApiError>(&ms)) return *e;
-    r.messages = std::move(std::get<std::vector<tok::ChatMessage>>(ms));
+    r.messages = std::move(std::get<std::vector<ChatMessage>>(ms));
     if (auto e = decode_template_switches(j, r.template_vars)) return e;
     if (auto e = decode_tools(oj, r.tools)) return e;
     if (r.tools.forced() && !r.sampling.grammar.empty()) {

@@ -15,8 +15,8 @@
 
 #include "job.h"
 #include "state_view.h"
-#include "tokenizer/chat_template.h"
 #include "tools.h"
+#include "tova/chat.h"
 #include "tova/options.h"
 #include "tova/reasoning.h"
 
@@ -39,7 +39,7 @@ struct ApiDefaults {
 // A decoded POST /v1/chat/completions or /v1/completions body.
 struct CompletionRequest {
   bool chat = false;
-  std::vector<tok::ChatMessage> messages;  // chat (a developer message is a system message)
+  std::vector<ChatMessage> messages;  // chat (a developer message is a system message)
   std::string prompt_text;           // completions, a text prompt
   std::vector<int32_t> prompt_ids;   // completions, token ids (checked against the vocabulary later)
   bool prompt_is_ids = false;

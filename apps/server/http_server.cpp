@@ -7,7 +7,6 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/chat_templates.h"
 #include "listener.h"
 #include "plan.h"
 #include "turn.h"
@@ -16,8 +15,6 @@
 #include "tova/field_names.h"
 #include "tova/policy_spec.h"
 #include "tova/position_mode.h"
-#include "runtime/cache_options.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tova::server {
 
@@ -177,7 +174,7 @@ bool public_path(const std::string& path) {
 Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
                                                        const ServerOptions& o) {
   if (!o.chat_template.empty()) {
-    auto r = runtime::chat_template_of(engine, o.chat_template);  // a family's name or a .jinja file
+    auto r = engine.chat_template(o.chat_template);  // a family's name or a .jinja file
     // "chat template: ...": the front-end spells the field (--chat-template).
     if (!r.ok()) return make_error("{}: {}", field::kChatTemplate, r.message());
   }
@@ -208,11 +205,11 @@ HttpServer::HttpServer(const Engine& engine, const ServerOptions& o)
     notes_.push_back("the model has no chat template: chat requests use chatml "
                      "(--chat-template NAME to choose another)");
   }
-  auto r = runtime::chat_template_of(engine_, name);
+  auto r = engine_.chat_template(name);
   if (r.ok()) {
     chat_template_ = *r;
     if (o_.reasoning_format == "auto") {
-      o_.api.reasoning = runtime::reasoning_format_of(*chat_template_);
+      o_.api.reasoning = chat_template_->reasoning_format();
     } else {
       parse_reasoning_format(o_.reasoning_format, o_.api.reasoning);  // checked by create()
     }
@@ -587,7 +584,7 @@ void HttpServer::generate(bool chat, const Request& req, Response& res) {
   // The client's connection: a request whose client has gone stops generating.
   const int fd = connection_socket(req);
   const ToolsRequest* tools = chat && r.tools.active() ? &r.tools : nullptr;
-  const ToolCallFormat format = chat_template_ ? tool_format_of(*chat_template_)
+  const ToolCallFormat format = chat_template_ ? chat_template_->tool_call_format()
                                                : ToolCallFormat::kNone;
   if (!r.stream) return answer_whole(head, *job, fd, res, tools, format);
 
@@ -730,7 +727,6 @@ json HttpServer::model_json() const {
                         {"examples", p.examples}});
   }
   const CacheOptions& c = o_.api.cache;
-  const model::ModelConfig& cfg = engine_.model().config();
   return {{"id", o_.api.model_id},
           {"object", "model"},
           {"created", created_},
@@ -741,8 +737,8 @@ json HttpServer::model_json() const {
             {"budget", c.policy.bounded() ? json(c.policy.budget) : json(nullptr)},
             {"prefill", c.prefill.label()},
             {"positions", std::string(kv::position_mode_name(c.positions))},
-            {"n_layer", cfg.n_layer},
-            {"n_head_kv", cfg.n_head_kv},
+            {"n_layer", engine_.n_layer()},
+            {"n_head_kv", engine_.n_head_kv()},
             {"ctx", o_.loop.ctx},
             {"kv_memory", o_.loop.kv_memory},
             {"chat", chat_error_.empty()}}}};

@@ -16,7 +16,7 @@
 #include "tova/result.h"
 #include "metrics.h"
 #include "serving_loop.h"
-#include "tokenizer/chat_template.h"
+#include "tova/chat.h"
 #include "tova/engine.h"
 
 namespace httplib {
@@ -78,7 +78,7 @@ class HttpServer {
   ServerOptions o_;
   Metrics metrics_;
   std::unique_ptr<ServingLoop> loop_;
-  std::optional<tok::ChatTemplate> chat_template_;  // none: chat_error_ says why
+  std::optional<ChatTemplate> chat_template_;  // none: chat_error_ says why
   std::string chat_error_;
   std::vector<std::string> notes_;
   std::unique_ptr<Listener> http_;

@@ -4,21 +4,16 @@
 
 #include <algorithm>
 
-#include "runtime/cache_options.h"
-#include "runtime/chat_templates.h"
-#include "tokenizer/tokenizer.h"
-
 namespace tova::server {
 
 namespace {
 
 // The conversation's prompt with the request's template variables, over the library's defaults
-// (runtime::default_template_vars: a thinking template gets enable_thinking = true).
+// (a thinking template gets enable_thinking = true).
 std::variant<std::string, ApiError> render_chat(const CompletionRequest& r,
-                                                const tok::ChatTemplate& chat) {
+                                                const ChatTemplate& chat) {
   if (r.messages.empty()) return bad_request("messages", "'messages' must be a non-empty list");
-  auto text = render_with_tools(chat, r.messages, r.tools,
-                                runtime::template_vars(chat, r.template_vars));
+  auto text = render_with_tools(chat, r.messages, r.tools, r.template_vars);
   if (auto* e = std::get_if<ApiError>(&text)) {
     // A hand-written family refuses variables: the request's switch is named.
     const bool switches = !r.template_vars.empty() && !chat.is_jinja();
@@ -36,7 +31,7 @@ std::variant<std::string, ApiError> render_chat(const CompletionRequest& r,
 std::variant<GenerationRequest, ApiError> plan_generation(const CompletionRequest& r,
                                                           const std::string& id,
                                                           const Engine& engine,
-                                                          const tok::ChatTemplate* chat,
+                                                          const ChatTemplate* chat,
                                                           const std::string& chat_error,
                                                           const ApiDefaults& d) {
   GenerationRequest g{.id = id,
@@ -54,12 +49,12 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
     auto text = render_chat(r, *chat);
     if (auto* e = std::get_if<ApiError>(&text)) return *e;
     g.prompt_text = std::move(std::get<std::string>(text));
-    g.prompt = tok::encode_chat_prompt(engine.tokenizer(), g.prompt_text);
+    g.prompt = engine.chat_tokens(g.prompt_text);
     g.reasoning = d.reasoning;
     g.render_special = reasoning_special_texts(d.reasoning);
     g.hold_prompt = r.tools.active();
     if (r.tools.forced()) {
-      auto grammar = forced_grammar(r.tools, tool_format_of(*chat));
+      auto grammar = forced_grammar(r.tools, chat->tool_call_format());
       if (auto* e = std::get_if<ApiError>(&grammar)) return *e;
       g.sampling.grammar = std::move(std::get<std::string>(grammar));
     }
@@ -80,10 +75,7 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
                     .param = prompt_field,
                     .code = "context_length_exceeded"};
   }
-  if (Status st = check_kv_rotation(g.cache.kv_type); !st.ok()) {
-    return bad_request("kv_type", st.message());
-  }
-  if (Status st = check_kv_format(g.cache.kv_type, engine.model().config().head_dim); !st.ok()) {
+  if (Status st = engine.check_kv_format(g.cache.kv_type); !st.ok()) {
     return bad_request("kv_type", st.message());
   }
   const kv::PolicySpec& spec = g.cache.policy;
@@ -119,7 +111,7 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
   g.cache.memory_limit = d.kv_memory;
   g.reserve_bytes = most;
   if (spec.bounded()) {
-    const int64_t slots_most = spec.budget + runtime::max_new_for(g.cache.prefill, n_prompt);
+    const int64_t slots_most = spec.budget + g.cache.prefill.max_new(n_prompt);
     const int64_t reach = n_prompt + g.max_tokens;
     if (reach < slots_most) {
       g.reserve_bytes = most / static_cast<uint64_t>(slots_most) * static_cast<uint64_t>(reach);

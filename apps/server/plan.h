@@ -7,7 +7,7 @@
 
 #include "codec.h"
 #include "job.h"
-#include "tokenizer/chat_template.h"
+#include "tova/chat.h"
 #include "tova/engine.h"
 
 namespace tova::server {
@@ -16,7 +16,7 @@ namespace tova::server {
 std::variant<GenerationRequest, ApiError> plan_generation(const CompletionRequest& r,
                                                           const std::string& id,
                                                           const Engine& engine,
-                                                          const tok::ChatTemplate* chat,
+                                                          const ChatTemplate* chat,
                                                           const std::string& chat_error,
                                                           const ApiDefaults& d);
 

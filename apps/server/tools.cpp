@@ -6,7 +6,6 @@
 #include <random>
 
 #include "codec.h"
-#include "jinja/json.h"
 
 namespace tova::server {
 
@@ -133,14 +132,11 @@ std::optional<ApiError> decode_tools(const ojson& j, ToolsRequest& out) {
   return std::nullopt;
 }
 
-ToolCallFormat tool_format_of(const tok::ChatTemplate& chat) {
-  return chat.is_jinja() ? detect_tool_call_format(chat.source()) : ToolCallFormat::kNone;
-}
-
-std::variant<std::string, ApiError> render_with_tools(
-    const tok::ChatTemplate& chat, const std::vector<tok::ChatMessage>& messages,
-    const ToolsRequest& t, std::vector<std::pair<std::string, jinja::Value>> vars) {
-  const ToolCallFormat format = tool_format_of(chat);
+std::variant<std::string, ApiError> render_with_tools(const ChatTemplate& chat,
+                                                      const std::vector<ChatMessage>& messages,
+                                                      const ToolsRequest& t,
+                                                      const nlohmann::json& vars) {
+  const ToolCallFormat format = chat.tool_call_format();
   if (t.active() && format == ToolCallFormat::kNone) {
     return bad_request(
         "tools",
@@ -150,8 +146,8 @@ std::variant<std::string, ApiError> render_with_tools(
                     chat.name()));
   }
   if (!chat.is_jinja()) {
-    for (const tok::ChatMessage& m : messages) {
-      if (m.role == "tool" || !m.tool_calls.is_undefined()) {
+    for (const ChatMessage& m : messages) {
+      if (m.role == "tool" || !m.tool_calls.empty()) {
         return bad_request("messages",
                            fmt::format("tool calls and 'tool' messages need a Jinja chat "
                                        "template (the model's own, or --chat-template "
@@ -160,8 +156,9 @@ std::variant<std::string, ApiError> render_with_tools(
       }
     }
   }
-  tok::ChatOptions o{.add_generation_prompt = true, .vars = std::move(vars)};
-  if (t.active()) o.tools = jinja::from_json(t.tools);
+  ChatOptions o{.add_generation_prompt = true};
+  if (t.active()) o.tools = t.tools.dump();
+  for (const auto& item : vars.items()) o.vars.emplace_back(item.key(), item.value().dump());
   auto text = chat.render(messages, o);
   if (!text.ok()) return bad_request("messages", text.message());
   return *text;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "job.h"
-#include "tokenizer/chat_template.h"
+#include "tova/chat.h"
 #include "tova/tool_calls.h"
 
 namespace tova::server {
@@ -34,15 +34,13 @@ struct ToolsRequest {
 // `body`: the request (fields tools, tool_choice, parallel_tool_calls); keys keep their order.
 std::optional<ApiError> decode_tools(const nlohmann::ordered_json& body, ToolsRequest& out);
 
-// The tool-call format a server's chat template teaches (kNone for a hand-written family).
-ToolCallFormat tool_format_of(const tok::ChatTemplate& chat);
-
 // The prompt of a chat request that may carry tools (shown to the template when active) and
 // tool turns in its history; `param` of an error: the field at fault.
-// `vars`: the template switches (enable_thinking, reasoning_effort, ...).
+// `vars`: the template switches (enable_thinking, reasoning_effort, ...), a JSON object; the
+// template's defaults apply to those it does not set.
 std::variant<std::string, ApiError> render_with_tools(
-    const tok::ChatTemplate& chat, const std::vector<tok::ChatMessage>& messages,
-    const ToolsRequest& t, std::vector<std::pair<std::string, jinja::Value>> vars = {});
+    const ChatTemplate& chat, const std::vector<ChatMessage>& messages, const ToolsRequest& t,
+    const nlohmann::json& vars = nlohmann::json::object());
 
 // The forced-call grammar of a request (tool_choice required or a named function) in `format`:
 // a 400 naming the tool whose schema cannot be one, or the template without a format.

@@ -3,12 +3,15 @@
 // exact prompt it was trained on (Engine::chat_prompt).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "tova/reasoning.h"
 #include "tova/result.h"
+#include "tova/tool_calls.h"
 
 namespace tova {
 
@@ -31,6 +34,34 @@ struct ChatOptions {
   std::string tools;                  // JSON text: the OpenAI tool list; empty: none
   // Template switches, each a name and a JSON value ("enable_thinking", "false").
   std::vector<std::pair<std::string, std::string>> vars;
+};
+
+// A chat template resolved once (Engine::chat_template), for a front-end that renders many
+// conversations with it (a server: every chat request). Copies share the parsed template.
+class ChatTemplate {
+ public:
+  struct Impl;  // the library's template (tokenizer/chat_template.h)
+  explicit ChatTemplate(std::shared_ptr<const Impl> impl);
+  ~ChatTemplate();
+  ChatTemplate(const ChatTemplate&);
+  ChatTemplate& operator=(const ChatTemplate&);
+
+  // The family's name ("chatml"); a Jinja template's label: "model" (the model's own) or the
+  // file's path.
+  std::string_view name() const;
+  // A Jinja template (the model's own or a file's), not a hand-written family: only these
+  // render tools, tool turns and template switches.
+  bool is_jinja() const;
+  // How its answers carry reasoning (think blocks, harmony channels).
+  ReasoningFormat reasoning_format() const;
+  // How its answers write tool calls (kNone for a hand-written family).
+  ToolCallFormat tool_call_format() const;
+  // The messages rendered as Engine::chat_text renders them (o's tools and switches, then the
+  // template's defaults for the switches o does not set); o.chat_template is not read.
+  Result<std::string> render(const std::vector<ChatMessage>& messages, const ChatOptions& o) const;
+
+ private:
+  std::shared_ptr<const Impl> impl_;
 };
 
 // The families' template names ChatOptions::chat_template takes ("chatml, llama3, ..."), as a

@@ -62,6 +62,8 @@ class Engine {
   int n_threads() const;
   int n_vocab() const;
   int64_t n_ctx_train() const;  // the training context from the model's metadata (0: unknown)
+  int n_layer() const;
+  int n_head_kv() const;        // K/V heads per attention layer
   const std::string& architecture() const;  // general.architecture: "llama"
 
   // Text. These need the tokenizer (loaded unless EngineOptions::need_tokenizer is false).
@@ -81,6 +83,9 @@ class Engine {
 
   // The model's tokenizer.chat_template (Jinja text), empty if it has none.
   std::string chat_template_text() const;
+  // The template `name` names (a family's name or a .jinja file), or the model's own for an
+  // empty name (an error when it has none), resolved once for many renders.
+  Result<ChatTemplate> chat_template(std::string_view name = {}) const;
   // A conversation's prompt: the messages rendered with the chat template o names (tova/chat.h)
   // and tokenized, special tokens parsed, BOS added unless the template wrote it. An error names
   // the template's fault or the message it cannot render.
@@ -96,6 +101,9 @@ class Engine {
   // How answers under the template o names carry reasoning (think blocks, harmony channels).
   Result<ReasoningFormat> chat_reasoning(const ChatOptions& o = {}) const;
 
+  // A K/V format this model's states can take: rotation only with a quantized type (that
+  // error first), then each type suited to the model's head_dim (the error names the type).
+  Status check_kv_format(const KvFormat& f) const;
   // K/V bytes a session under `o` allocates for a prompt of n_prompt tokens: its fixed size
   // when bounded, n_ctx tokens' worth when unbounded (what a server reserves for it).
   uint64_t reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx) const;

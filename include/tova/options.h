@@ -21,6 +21,8 @@ struct PrefillMode {
   bool inf = false;  // chunk:inf: the whole prompt is one chunk
   std::string label() const;
   bool exact() const { return chunk == 0 && !inf; }
+  // The most tokens that join a layer before the policy evicts, for a prompt of n_prompt tokens.
+  int max_new(int64_t n_prompt) const;
 };
 Result<PrefillMode> parse_prefill(std::string_view text);  // "exact" | "chunk:C" | "chunk:inf"
 // "f32" | "f16" | "bf16" | "q8_0" | "q4_0" (kv_type_name writes them).

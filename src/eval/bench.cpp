@@ -41,17 +41,6 @@ uint64_t matrix_bytes(const kernels::WeightMatrix& w) {
   return w.row_bytes * static_cast<uint64_t>(w.n_out);
 }
 
-// Bytes of K/V one attention step reads: every held state of every layer.
-uint64_t kv_read_bytes(const kv::MultiState& s) {
-  uint64_t b = 0;
-  for (int il = 0; il < s.n_layer(); ++il) {
-    const kv::LayerState& l = s.layer(il);
-    b += uint64_t(l.n_held()) * l.n_head_kv() * l.kv_type().slot_bytes(l.head_dim());
-  }
-  // A hybrid model's recurrent states are read (and written) whole at every step.
-  return b + s.recurrent_bytes();
-}
-
 // A state for one test: n_prompt sizes chunk:inf's chunk; an unbounded state reserves n_total
 // slots (depth + test) up front, as llama-bench sizes its context to depth + test: a `full`
 // cache that doubled and copied itself inside the measured steps would time the copy, not the
@@ -252,6 +241,16 @@ Result<std::vector<BenchResult>> run_bench(const model::Model& m, const std::str
 }  // namespace tova::eval
 
 namespace tova::eval {
+
+uint64_t kv_read_bytes(const kv::MultiState& s) {
+  uint64_t b = 0;
+  for (int il = 0; il < s.n_layer(); ++il) {
+    const kv::LayerState& l = s.layer(il);
+    b += uint64_t(l.n_held()) * l.n_head_kv() * l.kv_type().slot_bytes(l.head_dim());
+  }
+  // A hybrid model's recurrent states are read (and written) whole at every step.
+  return b + s.recurrent_bytes();
+}
 
 BenchModelInfo describe_model(const Engine& engine, const std::string& filename) {
   return describe_model(engine.model(), filename);

@@ -21,6 +21,10 @@ std::vector<BenchCase> bench_cases(const BenchOptions& o);
 
 BenchModelInfo describe_model(const model::Model& m, const std::string& filename);
 
+// Bytes of K/V one attention step of `s` reads: every held state of every layer, in its
+// storage type, and a hybrid model's recurrent states whole.
+uint64_t kv_read_bytes(const kv::MultiState& s);
+
 // Runs every case of `o` on `m`; the first error stops the run.
 Result<std::vector<BenchResult>> run_bench(const model::Model& m, const std::string& filename,
                                            const BenchOptions& o);

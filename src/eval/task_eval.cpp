@@ -48,7 +48,7 @@ struct Seq {
   double nll_sum = 0;
   int nll_tokens = 0;
   // Chat prompts: the conversation so far and its text up to the end of the last answer.
-  std::vector<tok::ChatMessage> messages;
+  std::vector<ChatMessage> messages;
   std::string rendered;
   std::vector<EvalRecord> records;
 };
@@ -148,8 +148,13 @@ class Runner {
   // Queues a turn's prompt and starts the stream that writes its answer.
   void begin_turn(Seq& q, std::span<const int32_t> tokens) {
     q.session->queue(tokens);
+    // A turn of a conversation: the token that hits the length limit joins the history (the
+    // stream queues it; an end of generation does not: the next turn's text, or the
+    // template's end of turn, follows).
     q.stream = std::make_unique<TextStream>(
-        *q.session, GenerateOptions{.max_tokens = q.sample->max_new, .ignore_eos = false});
+        *q.session, GenerateOptions{.max_tokens = q.sample->max_new,
+                                    .ignore_eos = false,
+                                    .keep_length_token = true});
     q.text.clear();
     q.scored = false;
   }
@@ -165,7 +170,7 @@ class Runner {
   Result<std::string> render_next(const Seq& q, const std::string& next,
                                   const std::string& answer_prefix, std::string_view what,
                                   std::string* rendered) const {
-    std::vector<tok::ChatMessage> msgs = q.messages;
+    std::vector<ChatMessage> msgs = q.messages;
     msgs.push_back({.role = "assistant", .content = answer_prefix_of(q) + q.text});
     msgs.push_back({.role = "user", .content = next});
     const std::string before = q.rendered + q.text;
@@ -229,10 +234,6 @@ class Runner {
       q.done = true;
       return ok_status();
     }
-    // The answer stays in the history: a token that hit the length limit joins it (an end of
-    // generation does not: the next turn's text, or the template's end of turn, follows).
-    const int32_t unfed = q.stream->unfed();
-    if (unfed >= 0 && !tk_.is_eog(unfed)) q.session->queue(unfed);
     if (q.cuts) TOVA_RETURN_IF_ERROR(cut(q));  // at the turn's end, before the next question
     TOVA_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, next_turn_tokens(q));
     ++q.turn;

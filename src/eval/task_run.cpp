@@ -1,6 +1,7 @@
 #include "eval/task_run.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>

@@ -37,18 +37,6 @@ kv::MultiStateOptions options_for(const model::Model& m, const kv::PolicySpec& p
   return so;
 }
 
-// Bytes of K/V one step reads across the batch: every held state of every layer of every
-// sequence (all copies hold the same number), in its storage type.
-uint64_t kv_read_bytes(const kv::MultiState& s) {
-  uint64_t b = 0;
-  for (int il = 0; il < s.n_layer(); ++il) {
-    const kv::LayerState& l = s.layer(il);
-    b += uint64_t(l.n_held()) * l.n_head_kv() * l.kv_type().slot_bytes(l.head_dim());
-  }
-  // A hybrid model's recurrent states are read (and written) whole at every step.
-  return b + s.recurrent_bytes();
-}
-
 double mean_of(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -188,6 +176,7 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
     r.avg_ts = mean_of(r.samples_ts);
     r.stddev_ts = stddev_of(r.samples_ts);
     r.step_ms = total_seconds * 1e3 / (static_cast<double>(o.n_steps) * o.repetitions);
+    // Every held state of every layer of every sequence (all copies hold the same number).
     r.read_bytes_per_step = weight_bytes + kv_read_bytes(*states[0]) * r.batch;
     r.read_gbps = r.step_ms > 0 ? r.read_bytes_per_step / (r.step_ms * 1e6) : 0;
     report.results.push_back(std::move(r));

@@ -6,35 +6,6 @@
 #include "model/arch.h"
 
 namespace tova::model {
-namespace {
-
-// A GGUF integer (or bool) array key as ints; an error names the key.
-Result<std::vector<int64_t>> int_array(KeyReader& keys, std::string_view suffix) {
-  const io::GgufValue* v = keys.file().find(keys.key(suffix));
-  if (v == nullptr || v->type != io::GgufValueType::kArray) {
-    return make_error("{}: {} must be an array", keys.file().path(), keys.key(suffix));
-  }
-  std::vector<int64_t> out;
-  for (const io::GgufValue& e : v->arr) {
-    switch (e.type) {
-      case io::GgufValueType::kBool: out.push_back(e.b ? 1 : 0); break;
-      case io::GgufValueType::kUint8:
-      case io::GgufValueType::kUint16:
-      case io::GgufValueType::kUint32:
-      case io::GgufValueType::kUint64: out.push_back(static_cast<int64_t>(e.u)); break;
-      case io::GgufValueType::kInt8:
-      case io::GgufValueType::kInt16:
-      case io::GgufValueType::kInt32:
-      case io::GgufValueType::kInt64: out.push_back(e.i); break;
-      default:
-        return make_error("{}: {} must hold integers", keys.file().path(), keys.key(suffix));
-    }
-  }
-  keys.accept(suffix);
-  return out;
-}
-
-}  // namespace
 
 Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
   const std::string& path = keys.file().path();
@@ -74,11 +45,8 @@ Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
   // full_attention_interval-th (default 4).
   c.layer_recurrent.assign(c.n_layer, false);
   if (keys.has("attention.recurrent_layers")) {
-    TOVA_ASSIGN_OR_RETURN(std::vector<int64_t> r, int_array(keys, "attention.recurrent_layers"));
-    if (static_cast<int>(r.size()) != c.n_layer) {
-      return make_error("{}: {} has {} entries for {} layers", path,
-                        keys.key("attention.recurrent_layers"), r.size(), c.n_layer);
-    }
+    TOVA_ASSIGN_OR_RETURN(const std::vector<uint32_t> r,
+                          keys.u32_array("attention.recurrent_layers", c.n_layer));
     for (int il = 0; il < c.n_layer; ++il) c.layer_recurrent[il] = r[il] != 0;
   } else {
     TOVA_ASSIGN_OR_RETURN(uint32_t interval, keys.u32_or("full_attention_interval", 4));
@@ -101,10 +69,9 @@ Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
   // 0 (not at all). Implemented: sections that give every rotated pair one of the first three,
   // which is NeoX rotation of the first rope.dimension_count dims.
   c.rope.mode = kernels::RopeMode::kNeox;
-  TOVA_ASSIGN_OR_RETURN(std::vector<int64_t> sec, int_array(keys, "rope.dimension_sections"));
-  if (sec.size() != 4 || sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[3] < 0) {
-    return make_error("{}: {} must be 4 counts", path, keys.key("rope.dimension_sections"));
-  }
+  TOVA_ASSIGN_OR_RETURN(const std::vector<uint32_t> counts,
+                        keys.u32_array("rope.dimension_sections", 4));
+  const std::vector<int64_t> sec(counts.begin(), counts.end());
   const int64_t sect_dims = sec[0] + sec[1] + sec[2] + sec[3];
   for (int pair = 0; pair < c.rope.n_rot / 2; ++pair) {
     const int64_t sector = sect_dims > 0 ? pair % sect_dims : 0;

@@ -34,8 +34,8 @@ Result<std::vector<uint32_t>> KeyReader::u32_array(std::string_view suffix, size
   const io::GgufValue* v = f_.find(key(suffix));
   if (v == nullptr) return make_error("{}: missing metadata key '{}'", f_.path(), key(suffix));
   if (v->type != io::GgufValueType::kArray || v->arr.size() != n) {
-    return make_error("{}: metadata key '{}' must be an array of {} entries (one per layer)",
-                      f_.path(), key(suffix), n);
+    return make_error("{}: metadata key '{}' must be an array of {} entries", f_.path(),
+                      key(suffix), n);
   }
   std::vector<uint32_t> out;
   for (const io::GgufValue& e : v->arr) {

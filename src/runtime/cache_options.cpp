@@ -5,6 +5,11 @@
 
 namespace tova {
 
+int PrefillMode::max_new(int64_t n_prompt) const {
+  if (inf) return static_cast<int>(std::max<int64_t>(1, n_prompt));
+  return chunk > 0 ? chunk : 1;
+}
+
 std::string PrefillMode::label() const {
   if (inf) return "chunk:inf";
   return chunk > 0 ? "chunk:" + std::to_string(chunk) : "exact";
@@ -92,14 +97,9 @@ Result<CacheOptions> parse_cache_options(std::string_view policy, int budget,
 
 namespace tova::runtime {
 
-int max_new_for(const PrefillMode& p, int64_t n_prompt) {
-  if (p.inf) return static_cast<int>(std::max<int64_t>(1, n_prompt));
-  return p.chunk > 0 ? p.chunk : 1;
-}
-
 uint64_t reserve_bytes(const model::Model& m, const CacheOptions& o, int64_t n_prompt,
                        int64_t n_ctx) {
-  auto so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));
+  auto so = m.state_options(o.policy, o.kv_type, o.prefill.max_new(n_prompt));
   so.prompt_end = std::max<int64_t>(0, n_prompt);
   if (!check_kv_format(o.kv_type, so.head_dim).ok()) return 0;  // refused when the state is made
   // Per layer and KV head: the key pool (whole tiles of 16 slots when quantized), the value

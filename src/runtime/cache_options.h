@@ -1,5 +1,5 @@
-// The library's side of a multi-state's options (tova/options.h): how many tokens join before
-// an eviction, and what a sequence reserves.
+// The library's side of a multi-state's options (tova/options.h): what a sequence reserves, and
+// whether more tokens continue a state exactly.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +8,6 @@
 #include "tova/options.h"
 
 namespace tova::runtime {
-
-// The most tokens that join a layer before the policy evicts, for a prompt of n_prompt tokens.
-int max_new_for(const PrefillMode& p, int64_t n_prompt);
 
 // K/V bytes a sequence under `o` allocates: its fixed size when bounded, or n_ctx tokens'
 // worth when unbounded (what a server reserves for it).

@@ -23,18 +23,6 @@ std::vector<std::pair<std::string, jinja::Value>> default_template_vars(const to
   return {{"enable_thinking", jinja::Value(true)}};
 }
 
-std::vector<std::pair<std::string, jinja::Value>> template_vars(const tok::ChatTemplate& t,
-                                                                const nlohmann::json& given) {
-  std::vector<std::pair<std::string, jinja::Value>> vars;
-  for (const auto& [key, value] : given.items()) {
-    vars.emplace_back(key, jinja::from_json(nlohmann::ordered_json(value)));
-  }
-  for (auto& [key, value] : default_template_vars(t)) {
-    if (!given.contains(key)) vars.emplace_back(key, std::move(value));
-  }
-  return vars;
-}
-
 ReasoningFormat reasoning_format_of(const tok::ChatTemplate& t) {
   if (t.is_jinja()) return reasoning_format_of_template(t.source());
   return t.family() == tok::ChatTemplate::Family::kQwen3 ? ReasoningFormat::kThink

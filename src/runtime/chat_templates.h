@@ -1,10 +1,10 @@
 // The chat template a front-end renders conversations with, for an engine: the template named
 // (a family's name or a .jinja file) if a name is given, else the model's own
 // tokenizer.chat_template rendered as Jinja with the tokenizer's BOS and EOS texts. Not part of
-// the public face (tok::ChatTemplate is not public): front-ends and the task runner call it.
+// the public face (tok::ChatTemplate is not public): the engine (Engine::chat_template, the
+// public ChatTemplate) and the task runner call it.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,9 +27,5 @@ ReasoningFormat reasoning_format_of(const tok::ChatTemplate& t);
 // for a Jinja thinking template (as llama-server does: some templates, DeepSeek-R1's among
 // them, test `not enable_thinking` and would close the block before the answer).
 std::vector<std::pair<std::string, jinja::Value>> default_template_vars(const tok::ChatTemplate& t);
-// The variables of one render: `given` (a JSON object, e.g. a request's chat_template_kwargs),
-// then the defaults it does not set.
-std::vector<std::pair<std::string, jinja::Value>> template_vars(const tok::ChatTemplate& t,
-                                                                const nlohmann::json& given);
 
 }  // namespace tova::runtime

@@ -44,6 +44,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& o) {
 int Engine::n_threads() const { return pool_->size(); }
 int Engine::n_vocab() const { return model_->config().n_vocab; }
 int64_t Engine::n_ctx_train() const { return model_->config().n_ctx_train; }
+int Engine::n_layer() const { return model_->config().n_layer; }
+int Engine::n_head_kv() const { return model_->config().n_head_kv; }
 const std::string& Engine::architecture() const { return model_->config().arch_name; }
 
 const tok::Tokenizer& Engine::tokenizer() const {

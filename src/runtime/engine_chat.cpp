@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "jinja/json.h"
+#include "core/kv_type.h"
+#include "model/model.h"
 #include "runtime/cache_options.h"
 #include "runtime/chat_templates.h"
 #include "tokenizer/chat_messages.h"
@@ -21,32 +23,12 @@ Result<nlohmann::ordered_json> parse_json(std::string_view what, const std::stri
   return j;
 }
 
-// The public messages as the OpenAI JSON the library reads (tok::chat_messages_from_json checks
-// every field there, once for every front-end).
-Result<std::vector<tok::ChatMessage>> to_template_messages(const std::vector<ChatMessage>& ms) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < ms.size(); ++i) {
-    const ChatMessage& m = ms[i];
-    nlohmann::ordered_json o = {{"role", m.role}, {"content", m.content}};
-    if (m.null_content) o["content"] = nullptr;
-    if (!m.reasoning_content.empty()) o["reasoning_content"] = m.reasoning_content;
-    if (!m.name.empty()) o["name"] = m.name;
-    if (!m.tool_call_id.empty()) o["tool_call_id"] = m.tool_call_id;
-    if (!m.tool_calls.empty()) {
-      TOVA_ASSIGN_OR_RETURN(o["tool_calls"],
-                            parse_json(fmt::format("messages[{}].tool_calls", i), m.tool_calls));
-    }
-    j.push_back(std::move(o));
-  }
-  return tok::chat_messages_from_json(j);
-}
-
 // The template o names; as llama.cpp and tova serve do, a model without a template chats in
 // ChatML.
-Result<tok::ChatTemplate> chat_template(const Engine& e, const ChatOptions& o) {
+Result<ChatTemplate> template_of(const Engine& e, const ChatOptions& o) {
   const std::string name =
       o.chat_template.empty() && e.chat_template_text().empty() ? "chatml" : o.chat_template;
-  return runtime::chat_template_of(e, name);
+  return e.chat_template(name);
 }
 
 // The messages rendered with `tmpl`: o's tools and switches, then the template's defaults for
@@ -54,7 +36,10 @@ Result<tok::ChatTemplate> chat_template(const Engine& e, const ChatOptions& o) {
 Result<std::string> render(const tok::ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
                            const ChatOptions& o) {
   if (messages.empty()) return make_error("messages: a conversation needs at least one message");
-  TOVA_ASSIGN_OR_RETURN(const std::vector<tok::ChatMessage> ms, to_template_messages(messages));
+  // Every message's calls are checked, also where a hand-written family does not read them.
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (auto calls = tok::tool_calls_value(messages[i], i); !calls.ok()) return calls.error();
+  }
   tok::ChatOptions co{.add_generation_prompt = o.add_generation_prompt};
   if (!o.tools.empty()) {
     TOVA_ASSIGN_OR_RETURN(const nlohmann::ordered_json tools, parse_json("tools", o.tools));
@@ -71,10 +56,42 @@ Result<std::string> render(const tok::ChatTemplate& tmpl, const std::vector<Chat
                                    [&](const auto& v) { return v.first == name; });
     if (!given) co.vars.emplace_back(name, std::move(default_var.second));
   }
-  return tmpl.render(ms, co);
+  return tmpl.render(messages, co);
 }
 
 }  // namespace
+
+struct ChatTemplate::Impl {
+  tok::ChatTemplate tmpl;
+};
+
+ChatTemplate::ChatTemplate(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+ChatTemplate::~ChatTemplate() = default;
+ChatTemplate::ChatTemplate(const ChatTemplate&) = default;
+ChatTemplate& ChatTemplate::operator=(const ChatTemplate&) = default;
+
+std::string_view ChatTemplate::name() const { return impl_->tmpl.name(); }
+bool ChatTemplate::is_jinja() const { return impl_->tmpl.is_jinja(); }
+ReasoningFormat ChatTemplate::reasoning_format() const {
+  return runtime::reasoning_format_of(impl_->tmpl);
+}
+ToolCallFormat ChatTemplate::tool_call_format() const {
+  return is_jinja() ? detect_tool_call_format(impl_->tmpl.source()) : ToolCallFormat::kNone;
+}
+Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
+                                         const ChatOptions& o) const {
+  return ::tova::render(impl_->tmpl, messages, o);
+}
+
+Result<ChatTemplate> Engine::chat_template(std::string_view name) const {
+  TOVA_ASSIGN_OR_RETURN(tok::ChatTemplate t, runtime::chat_template_of(*this, name));
+  return ChatTemplate(std::make_shared<const ChatTemplate::Impl>(ChatTemplate::Impl{std::move(t)}));
+}
+
+Status Engine::check_kv_format(const KvFormat& f) const {
+  TOVA_RETURN_IF_ERROR(check_kv_rotation(f));
+  return ::tova::check_kv_format(f, model_->config().head_dim);
+}
 
 std::string Engine::token_piece(int32_t id, int32_t prev) const {
   if (!has_tokenizer() || id < 0 || id >= n_vocab()) return {};
@@ -84,8 +101,8 @@ std::string Engine::token_piece(int32_t id, int32_t prev) const {
 
 Result<std::string> Engine::chat_text(const std::vector<ChatMessage>& messages,
                                       const ChatOptions& o) const {
-  TOVA_ASSIGN_OR_RETURN(const tok::ChatTemplate tmpl, chat_template(*this, o));
-  return render(tmpl, messages, o);
+  TOVA_ASSIGN_OR_RETURN(const ChatTemplate tmpl, template_of(*this, o));
+  return tmpl.render(messages, o);
 }
 
 std::vector<int32_t> Engine::chat_tokens(std::string_view text) const {
@@ -93,8 +110,8 @@ std::vector<int32_t> Engine::chat_tokens(std::string_view text) const {
 }
 
 Result<ReasoningFormat> Engine::chat_reasoning(const ChatOptions& o) const {
-  TOVA_ASSIGN_OR_RETURN(const tok::ChatTemplate tmpl, chat_template(*this, o));
-  return runtime::reasoning_format_of(tmpl);
+  TOVA_ASSIGN_OR_RETURN(const ChatTemplate tmpl, template_of(*this, o));
+  return tmpl.reasoning_format();
 }
 
 Result<std::vector<int32_t>> Engine::chat_prompt(const std::vector<ChatMessage>& messages,
@@ -117,21 +134,7 @@ std::string chat_template_names() { return tok::ChatTemplate::names(); }
 Result<std::vector<ChatMessage>> chat_messages_from_json(std::string_view json_text) {
   TOVA_ASSIGN_OR_RETURN(const nlohmann::ordered_json j,
                         parse_json("messages", std::string(json_text)));
-  TOVA_ASSIGN_OR_RETURN(const std::vector<tok::ChatMessage> ms, tok::chat_messages_from_json(j));
-  std::vector<ChatMessage> out;
-  for (size_t i = 0; i < ms.size(); ++i) {
-    const tok::ChatMessage& m = ms[i];
-    ChatMessage c{.role = m.role,
-                  .content = m.content,
-                  .reasoning_content = m.reasoning_content,
-                  .name = m.name,
-                  .tool_call_id = m.tool_call_id,
-                  .null_content = m.null_content};
-    // The calls as the request wrote them (chat_messages_from_json checked them).
-    if (j[i].contains("tool_calls")) c.tool_calls = j[i]["tool_calls"].dump();
-    out.push_back(std::move(c));
-  }
-  return out;
+  return tok::chat_messages_from_json(j);
 }
 
 Result<std::string> render_chat(const std::vector<ChatMessage>& messages, const ChatOptions& o) {

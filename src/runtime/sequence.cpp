@@ -15,7 +15,7 @@ Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const 
         "traces and benchmarks would never evict",
         o.policy.label());
   }
-  kv::MultiStateOptions so = m.state_options(o.policy, o.kv_type, max_new_for(o.prefill, n_prompt));
+  kv::MultiStateOptions so = m.state_options(o.policy, o.kv_type, o.prefill.max_new(n_prompt));
   // What the sequence can reach: the caller's reserve (prompt + tokens to generate), at least
   // the prompt. Every pool starts there (a bounded one at most at k + extra) and doubles when
   // full; with nothing known, a small first allocation.

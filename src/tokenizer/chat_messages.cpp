@@ -1,7 +1,5 @@
 #include "tokenizer/chat_messages.h"
 
-#include "jinja/json.h"
-
 namespace tova::tok {
 
 Result<std::vector<ChatMessage>> chat_messages_from_json(const nlohmann::ordered_json& j) {
@@ -48,17 +46,8 @@ Result<std::vector<ChatMessage>> chat_messages_from_json(const nlohmann::ordered
       } else if (key == "tool_call_id") {
         TOVA_RETURN_IF_ERROR(string_field(c.tool_call_id));
       } else if (key == "tool_calls") {
-        if (!v.is_array()) return make_error("messages[{}].tool_calls: expected a list", i);
-        for (size_t k = 0; k < v.size(); ++k) {
-          const auto& call = v[k];
-          if (!call.is_object() || !call.contains("function") || !call["function"].is_object() ||
-              !call["function"].contains("name") || !call["function"]["name"].is_string()) {
-            return make_error("messages[{}].tool_calls[{}]: expected {{\"function\": {{\"name\": "
-                              "..., \"arguments\": ...}}}}",
-                              i, k);
-          }
-        }
-        c.tool_calls = jinja::from_json(v);
+        c.tool_calls = v.dump();
+        if (auto calls = tool_calls_value(c, i); !calls.ok()) return calls.error();
       } else {
         return make_error("messages[{}]: '{}' is not supported (role, content, reasoning_content, "
                           "name, tool_call_id, tool_calls)",

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/field_names.h"
+#include "jinja/json.h"
 #include "jinja/template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -361,10 +362,28 @@ std::string ChatTemplate::spec() const {
   return std::string(name());
 }
 
-jinja::Value ChatTemplate::context(const std::vector<ChatMessage>& messages,
-                                   const ChatOptions& options) const {
+Result<jinja::Value> tool_calls_value(const ChatMessage& m, size_t i) {
+  if (m.tool_calls.empty()) return jinja::Value();
+  const auto v = nlohmann::ordered_json::parse(m.tool_calls, nullptr, false);
+  if (v.is_discarded()) return make_error("messages[{}].tool_calls: not JSON text", i);
+  if (!v.is_array()) return make_error("messages[{}].tool_calls: expected a list", i);
+  for (size_t k = 0; k < v.size(); ++k) {
+    const auto& call = v[k];
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object() ||
+        !call["function"].contains("name") || !call["function"]["name"].is_string()) {
+      return make_error("messages[{}].tool_calls[{}]: expected {{\"function\": {{\"name\": "
+                        "..., \"arguments\": ...}}}}",
+                        i, k);
+    }
+  }
+  return jinja::from_json(v);
+}
+
+Result<jinja::Value> ChatTemplate::context(const std::vector<ChatMessage>& messages,
+                                           const ChatOptions& options) const {
   std::vector<jinja::Value> ms;
-  for (const ChatMessage& m : messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
     jinja::Value d = jinja::Value::dict({{"role", m.role}});
     d.mutable_dict().set("content", m.null_content ? jinja::Value::none() : jinja::Value(m.content));
     if (!m.reasoning_content.empty()) {
@@ -375,7 +394,8 @@ jinja::Value ChatTemplate::context(const std::vector<ChatMessage>& messages,
     }
     if (!m.name.empty()) d.mutable_dict().set("name", m.name);
     if (!m.tool_call_id.empty()) d.mutable_dict().set("tool_call_id", m.tool_call_id);
-    if (!m.tool_calls.is_undefined()) d.mutable_dict().set("tool_calls", m.tool_calls);
+    TOVA_ASSIGN_OR_RETURN(jinja::Value calls, tool_calls_value(m, i));
+    if (!calls.is_undefined()) d.mutable_dict().set("tool_calls", std::move(calls));
     ms.push_back(std::move(d));
   }
   jinja::Value ctx = jinja::Value::dict({
@@ -392,7 +412,8 @@ jinja::Value ChatTemplate::context(const std::vector<ChatMessage>& messages,
 Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                          const ChatOptions& options) const {
   if (family_ == Family::kJinja) {
-    auto r = jinja_->render(context(messages, options));
+    TOVA_ASSIGN_OR_RETURN(const jinja::Value ctx, context(messages, options));
+    auto r = jinja_->render(ctx);
     if (!r.ok()) return make_error("chat template {}: {}", label_, r.message());
     return r;
   }

@@ -15,6 +15,7 @@
 
 #include "core/result.h"
 #include "jinja/value.h"
+#include "tova/chat.h"
 
 namespace tova::jinja {
 class Template;
@@ -24,17 +25,14 @@ namespace tova::tok {
 
 class Tokenizer;
 
-struct ChatMessage {
-  std::string role;  // "system" | "user" | "assistant" | "tool" | what a template accepts
-  std::string content;
-  // OpenAI's optional fields, given to a Jinja template as they are and left out when empty
-  // (the hand-written families read role and content only).
-  std::string reasoning_content;  // the thinking of an assistant turn
-  std::string name;               // a tool result's function name
-  std::string tool_call_id;       // the call a tool result answers
-  jinja::Value tool_calls;        // [{id, type, function: {name, arguments}}]; undefined: none
-  bool null_content = false;      // content is null (an assistant turn of tool calls only)
-};
+// The messages are the public ChatMessage (tova/chat.h): role and content, and OpenAI's optional
+// fields, given to a Jinja template as they are and left out when empty (the hand-written
+// families read role and content only); tool_calls, JSON text, reach the template as the list
+// it spells (tool_calls_value checks it).
+
+// A message's tool_calls as a template reads them: undefined when empty, else the list the
+// JSON text spells, each call {"function": {"name": ...}, ...}; an error names message i.
+Result<jinja::Value> tool_calls_value(const ChatMessage& m, size_t i);
 
 // What a Jinja template gets besides the messages.
 struct ChatOptions {
@@ -101,13 +99,14 @@ class ChatTemplate {
   // switch silently: it refuses those too).
   Result<std::string> render(const std::vector<ChatMessage>& messages,
                              const ChatOptions& options) const;
-  // The Jinja variables a render gets (messages, bos_token, ...): what `tova template` shows.
-  jinja::Value context(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
   // A conversation to answer: render(messages, true), and an error for no messages.
   Result<std::string> render_prompt(const std::vector<ChatMessage>& messages) const;
 
  private:
   explicit ChatTemplate(Family f) : family_(f) {}
+  // The Jinja variables a render gets (messages, bos_token, add_generation_prompt, tools, ...).
+  Result<jinja::Value> context(const std::vector<ChatMessage>& messages,
+                               const ChatOptions& options) const;
   Result<std::string> render_family(const std::vector<ChatMessage>& messages,
                                     bool add_generation_prompt) const;
   Family family_;

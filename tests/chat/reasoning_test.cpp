@@ -23,7 +23,7 @@ std::string read(const std::string& path) {
 
 // The generation prompt of `file` for one user message, with template switches.
 std::string prompt_of(const char* file, std::vector<std::pair<std::string, jinja::Value>> vars = {},
-                      std::vector<tok::ChatMessage> history = {}) {
+                      std::vector<ChatMessage> history = {}) {
   const std::string text = read(testing::shared_path(std::string("templates/") + file));
   EXPECT_FALSE(text.empty()) << file;
   auto t = tok::ChatTemplate::from_jinja(text, "<s>", "</s>", file);
@@ -190,7 +190,7 @@ TEST(Reasoning, HarmonyToolCallKeptAsWritten) {
 // each template does it: Qwen3 drops it from turns before the last user message.
 TEST(Reasoning, HistoryAsTheTemplateExpects) {
   TOVA_REQUIRE_SHARED();
-  tok::ChatMessage a{"assistant", "Four."};
+  ChatMessage a{"assistant", "Four."};
   a.reasoning_content = "Two and two.";
   const std::string qwen = prompt_of("Qwen-Qwen3-0.6B.jinja", {}, {{"user", "2+2?"}, a});
   EXPECT_EQ(qwen.find("Two and two."), std::string::npos) << qwen;

@@ -75,12 +75,12 @@ std::string rendered_turn(const Family& f, const ojson& calls) {
   auto t = tok::ChatTemplate::from_jinja(
       read_text(testing::shared_path(std::string("templates/") + f.file)), "<s>", "</s>", f.file);
   EXPECT_TRUE(t.ok()) << t.message();
-  std::vector<tok::ChatMessage> ms = {{.role = "user", .content = "Weather in Paris and Lyon?"}};
+  std::vector<ChatMessage> ms = {{.role = "user", .content = "Weather in Paris and Lyon?"}};
   tok::ChatOptions o{.add_generation_prompt = true,
                      .tools = jinja::from_json(ojson::parse(kTools))};
   auto prompt = t->render(ms, o);
   EXPECT_TRUE(prompt.ok()) << prompt.message();
-  ms.push_back({.role = "assistant", .tool_calls = jinja::from_json(calls)});
+  ms.push_back({.role = "assistant", .tool_calls = calls.dump()});
   o.add_generation_prompt = false;
   auto full = t->render(ms, o);
   EXPECT_TRUE(full.ok()) << full.message();

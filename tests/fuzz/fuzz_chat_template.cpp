@@ -14,7 +14,7 @@
 
 namespace {
 
-using tova::tok::ChatMessage;
+using tova::ChatMessage;
 using tova::tok::ChatTemplate;
 
 constexpr const char* kFamilies[] = {"chatml",  "qwen2.5", "qwen3",  "llama2", "llama3", "llama3.1",

@@ -18,7 +18,7 @@
 #include "codec.h"
 #include "fuzz_shared_dir.h"
 #include "plan.h"
-#include "tokenizer/chat_template.h"
+#include "tova/chat.h"
 #include "tova/engine.h"
 
 namespace {
@@ -27,7 +27,7 @@ using namespace tova;
 using server::ApiError;
 
 std::unique_ptr<Engine> g_engine;
-std::vector<tok::ChatTemplate> g_templates;
+std::vector<ChatTemplate> g_templates;
 server::ApiDefaults g_defaults;
 
 std::string model_path() { return tova::fuzz::shared_dir() + "/models/stories260K.gguf"; }
@@ -38,7 +38,7 @@ void check_error(const ApiError& e) {
   (void)server::to_json_text(server::error_json(e));  // must not throw
 }
 
-void check_generation(const std::string& body, bool chat, const tok::ChatTemplate* t) {
+void check_generation(const std::string& body, bool chat, const ChatTemplate* t) {
   auto decoded = server::decode_completion_request(body, chat, g_defaults);
   if (const auto* e = std::get_if<ApiError>(&decoded)) {
     check_error(*e);
@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   g_engine = std::move(*e);
   for (const char* name : {"chatml", "qwen2.5", "qwen3", "llama2", "llama3", "llama3.1", "mistral",
                            "gemma", "gemma3", "phi3", "zephyr"}) {
-    auto t = tok::ChatTemplate::by_name(name);
+    auto t = g_engine->chat_template(name);
     if (!t.ok()) {
       std::fprintf(stderr, "fuzz_http_request: %s\n", t.message().c_str());
       std::exit(1);

@@ -136,7 +136,10 @@ TEST(Codec, ToolsAndToolTurns) {
   const CompletionRequest& r = std::get<CompletionRequest>(d);
   ASSERT_EQ(r.messages.size(), 3u);
   EXPECT_EQ(r.messages[1].content, "");
-  ASSERT_TRUE(r.messages[1].tool_calls.is_list());
+  // The calls as JSON text (tova::ChatMessage), arguments the object they spell, in order.
+  const auto calls = nlohmann::ordered_json::parse(r.messages[1].tool_calls);
+  ASSERT_TRUE(calls.is_array());
+  EXPECT_EQ(calls[0]["function"]["arguments"].dump(), R"({"b":1,"a":2})");
   EXPECT_EQ(r.messages[2].tool_call_id, "call_1");
   EXPECT_EQ(r.messages[2].name, "add");
   ASSERT_EQ(r.tools.definitions.size(), 1u);

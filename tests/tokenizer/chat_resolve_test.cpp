@@ -55,8 +55,8 @@ TEST(ChatResolve, ToolsAndSwitchesReachTheTemplate) {
       "{{ 'think' if enable_thinking is not defined or enable_thinking else 'nothink' }}");
   ASSERT_TRUE(r.ok()) << r.message();
   ChatMessage call{.role = "assistant", .null_content = true};
-  call.tool_calls = jinja::from_json(nlohmann::ordered_json::parse(
-      R"([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}}])"));
+  call.tool_calls =
+      R"([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}}])";
   std::vector<ChatMessage> ms = {
       {.role = "user", .content = "go"},
       {.role = "assistant", .content = "ok", .reasoning_content = "hmm"},
