@@ -6,6 +6,7 @@
 
 #include "runtime/cache_options.h"
 #include "runtime/chat_templates.h"
+#include "runtime/turn_checkpoint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tova::server {
@@ -55,6 +56,12 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
     if (auto* e = std::get_if<ApiError>(&text)) return *e;
     g.prompt_text = std::move(std::get<std::string>(text));
     g.prompt = tok::encode_chat_prompt(engine.tokenizer(), g.prompt_text);
+    auto next = render_with_tools(*chat, runtime::next_turn_probe(r.messages), r.tools,
+                                  runtime::template_vars(*chat, r.template_vars));
+    if (const auto* t = std::get_if<std::string>(&next)) {
+      g.checkpoint =
+          runtime::turn_boundary(g.prompt, tok::encode_chat_prompt(engine.tokenizer(), *t));
+    }
     g.reasoning = d.reasoning;
     g.render_special = reasoning_special_texts(d.reasoning);
     g.hold_prompt = r.tools.active();
