@@ -35,6 +35,7 @@ void add_run_command(CLI::App& app) {
     int64_t ctx = 0;
     bool ignore_eos = false;
     bool no_display_prompt = false;
+    bool chat_prompt = false;
     std::vector<std::string> stop;
     std::string session;
     std::string grammar_file;
@@ -64,6 +65,10 @@ void add_run_command(CLI::App& app) {
                   "session file: resume from it if it exists (the prompt continues it), save "
                   "the sequence into it at the end");
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "keep generating after end of sequence");
+  cmd->add_flag("--chat-prompt", flags->chat_prompt,
+                "the prompt is a rendered conversation (`tova template`'s output): its control "
+                "tokens are read as such and BOS is added unless the template wrote it, as a "
+                "chat turn of `tova serve` reads it");
   cmd->add_flag("--no-display-prompt", flags->no_display_prompt,
                 "print only the generated text, not the prompt before it");
   cmd->add_option("--stop", flags->stop,
@@ -100,7 +105,8 @@ void add_run_command(CLI::App& app) {
     if (!f.prompt_file.empty()) prompt = or_fail(read_text_file(f.prompt_file));
     const auto engine = or_fail(f.model.load());
     const Engine& e = *engine;
-    const std::vector<int32_t> ids = e.tokenize(prompt, !resume);
+    const std::vector<int32_t> ids =
+        f.chat_prompt && !resume ? e.chat_tokens(prompt) : e.tokenize(prompt, !resume);
     if (ids.empty() && !resume) throw CLI::RuntimeError(fail("the prompt gives no tokens"));
     const int64_t n_prompt = static_cast<int64_t>(ids.size());
 
@@ -243,6 +249,10 @@ void print_kv_stats(const SessionStats& kv) {
   }
   const bool several = kv.kinds.size() > 1;
   for (size_t il = 0; il < kv.layers.size(); ++il) {
+    if (kv.layers[il].kind == "recurrent") {
+      fmt::print(stderr, "  layer {:3d}  : recurrent (DeltaNet), a fixed-size state\n", il);
+      continue;
+    }
     fmt::print(stderr, "  layer {:3d}  : {:6d} states held, {:8d} evicted{}\n", il,
                kv.layers[il].n_held, kv.layers[il].n_evicted,
                several ? fmt::format(" ({})", kv.layers[il].kind) : std::string());

@@ -51,6 +51,9 @@ struct GenerationRequest {
   // re-renders this turn's answer (a tool call) from its parsed form, which seldom tokenizes as
   // it was sampled, so it continues from the prompt instead of from the answer's end.
   bool hold_prompt = false;
+  // Chat: where the next turn's prompt parts from this one (tova/turn_checkpoint.h); a copy
+  // of the state there is held when it lies inside the prompt, for the next turn to continue.
+  int64_t checkpoint = 0;
 };
 
 // The multi-state a request used, reported with every response.

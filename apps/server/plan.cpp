@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "tova/turn_checkpoint.h"
+
 namespace tova::server {
 
 namespace {
@@ -50,6 +52,10 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
     if (auto* e = std::get_if<ApiError>(&text)) return *e;
     g.prompt_text = std::move(std::get<std::string>(text));
     g.prompt = engine.chat_tokens(g.prompt_text);
+    auto next = render_with_tools(*chat, next_turn_probe(r.messages), r.tools, r.template_vars);
+    if (const auto* t = std::get_if<std::string>(&next)) {
+      g.checkpoint = turn_boundary(g.prompt, engine.chat_tokens(*t));
+    }
     g.reasoning = d.reasoning;
     g.render_special = reasoning_special_texts(d.reasoning);
     g.hold_prompt = r.tools.active();

@@ -19,6 +19,10 @@ struct ServingLoop::Active {
   uint64_t reserved = 0;  // choice 0 holds the reservation of every choice until they split
   int64_t reused = 0;
   int64_t n_prompt = 0;
+  // The prompt beyond the turn boundary (GenerationRequest::checkpoint): queued once the state
+  // there is held; the stream starts after it.
+  std::vector<int32_t> after_checkpoint;
+  bool checkpointed = false;  // held: then the answer's state is not (see step())
   bool split = false;  // choice 0 of n > 1: the other choices were cloned from its state
   bool finished = false;
   double ttft = -1;
@@ -199,7 +203,16 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
     }
     a->session = std::move(*s);
   }
-  a->session->queue(std::span<const int32_t>(r.prompt).subspan(a->reused));
+  // A checkpoint inside what is fed: the prompt up to it first, the rest once it is held.
+  const std::span<const int32_t> prompt(r.prompt);
+  const bool checkpoint = o_.prefix_reuse && r.allow_reuse && StateCache::reusable(r.cache) &&
+                          r.checkpoint > a->reused && r.checkpoint < a->n_prompt;
+  if (checkpoint) {
+    a->session->queue(prompt.subspan(a->reused, r.checkpoint - a->reused));
+    a->after_checkpoint.assign(prompt.begin() + r.checkpoint, prompt.end());
+  } else {
+    a->session->queue(prompt.subspan(a->reused));
+  }
   // The pool allocates now what this request may hold (prompt + max_tokens; a `full` one
   // within -c, a bounded one within k + extra): a new one once, a reused one copied once
   // here, never a doubling copy inside a decode step.
@@ -207,7 +220,7 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
     fail(*job, ApiError{.message = st.message(), .param = "kv_budget"});
     return true;
   }
-  a->stream = std::make_unique<TextStream>(*a->session, generate_options(r));
+  if (!checkpoint) a->stream = std::make_unique<TextStream>(*a->session, generate_options(r));
   // What the pool holds now counts if a reused state's growth (doubling) went past the estimate.
   a->reserved = std::max(need, state_bytes(*a->session));
   reserved_ += a->reserved;
@@ -420,19 +433,31 @@ void ServingLoop::step(Batch& batch) {
   for (size_t i = 0; i < active_.size(); ++i) {
     Active& a = *active_[i];
     if (a.finished || a.job->cancelled() || !a.session->has_logits()) continue;
+    if (!a.stream) {
+      // The turn boundary is fed: a copy of the state there is held, then the rest of the prompt.
+      hold(a.session->clone(), a.job->request.id);
+      a.checkpointed = true;
+      a.session->queue(a.after_checkpoint);
+      a.after_checkpoint = {};
+      a.stream = std::make_unique<TextStream>(*a.session, generate_options(a.job->request));
+      continue;
+    }
     if (a.index == 0 && !a.split && (a.job->request.n > 1 || a.job->request.hold_prompt)) {
       split(a);
     }
     if (!a.finished) advance(a);
   }
   // Finished sequences keep their state for prefix reuse (choice 0's); cancelled ones are
-  // dropped.
+  // dropped. One that held a checkpoint at its turn boundary does not: the next turn re-renders
+  // its answer, so only the checkpoint continues, and the answer's state, more recently used,
+  // would push it out of the cache first.
   size_t w = 0;
   for (size_t i = 0; i < active_.size(); ++i) {
     Active& a = *active_[i];
     if (a.finished || a.job->cancelled()) {
       reserved_ -= a.reserved;
-      if (a.finished && a.index == 0 && !a.job->cancelled() && a.session->n_pending() == 0) {
+      if (a.finished && a.index == 0 && !a.job->cancelled() && !a.checkpointed &&
+          a.session->n_pending() == 0) {
         hold(std::move(a.session), a.job->request.id);
       }
       continue;

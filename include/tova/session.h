@@ -48,7 +48,8 @@ struct LayerStats {
 //   "recurrent": the fixed-size state of a recurrent layer (qwen35's Gated DeltaNet layers: a
 //              conv1d window and a delta-rule matrix per head), the same bytes at any length;
 //              no K/V rows (limit, max_held and rows 0), no policy bounds it. SessionStats::
-//              layers lists the attention layers only.
+//              layers lists every layer in the model's order, a recurrent one with kind
+//              "recurrent" (no states held, none evicted).
 struct StateKindStats {
   std::string kind;
   int n_layer = 0;     // layers of this kind

@@ -155,6 +155,23 @@ def test_stats_by_layer_kind_on_a_model_with_window_layers():
     assert [l["kind"] for l in st["layers"]] == ["window"] * 5 + ["bounded"]
 
 
+def test_stats_list_the_recurrent_layers_of_a_hybrid_model():
+    # The qwen35 fixture: three Gated DeltaNet layers before each attention layer, twice.
+    qwen = tova.Engine(str(BUILD.parent / "tests" / "data" / "arch" / "qwen35-f32.gguf"), threads=1)
+    s = qwen.session(policy="tova", budget=8)
+    s.feed([1 + i * 7 % 200 for i in range(40)])
+    st = s.stats()
+    assert [l["kind"] for l in st["layers"]] == (["recurrent"] * 3 + ["bounded"]) * 2
+    assert all(l["n_held"] == 0 and l["n_evicted"] == 0
+               for l in st["layers"] if l["kind"] == "recurrent")
+    assert all(l["n_held"] == 8 for l in st["layers"] if l["kind"] == "bounded")
+    r, b = st["kinds"]["recurrent"], st["kinds"]["bounded"]
+    assert (r["n_layer"], r["limit"], r["rows"]) == (6, 0, 0)
+    assert r["bytes"] == r["held_bytes"] == 6 * (128 * 3 + 4 * 16 * 16) * 4
+    assert (b["n_layer"], b["limit"], b["max_held"]) == (2, 8, 8)
+    assert r["bytes"] + b["bytes"] == st["kv_capacity"]
+
+
 def test_save_and_load_continue_exactly_and_match_tova_run(engine, tmp_path):
     whole = text_of(engine.session(policy="tova", budget=24, temperature=0)
                     .generate("Once upon a time", max_tokens=30, ignore_eos=True))

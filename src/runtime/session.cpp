@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/timer.h"
+#include "model/model.h"
 #include "runtime/batch_scheduler.h"
 #include "runtime/sequence.h"
 #include "runtime/session_impl.h"
@@ -116,6 +117,24 @@ SessionStats Session::stats() const {
     kind->held_bytes += held;
   }
   if (st.n_recurrent() > 0) {
+    // Every layer in the model's order: a recurrent layer holds no K/V rows and evicts nothing.
+    // A driven session (no engine) knows no order: its recurrent layers follow.
+    std::vector<LayerStats> attention = std::move(k.layers);
+    k.layers.clear();
+    const model::ModelConfig* c = impl_->engine ? &impl_->engine->model().config() : nullptr;
+    size_t ia = 0;
+    for (int il = 0; c != nullptr && il < c->n_layer; ++il) {
+      if (c->recurrent(il)) {
+        k.layers.push_back({.kind = "recurrent"});
+      } else if (ia < attention.size()) {
+        k.layers.push_back(std::move(attention[ia++]));
+      }
+    }
+    if (c == nullptr) {
+      k.layers = std::move(attention);
+      k.layers.resize(k.layers.size() + static_cast<size_t>(st.n_recurrent()),
+                      LayerStats{.kind = "recurrent"});
+    }
     const uint64_t b = st.recurrent_bytes();
     k.kv_held += b;
     k.kinds.push_back({.kind = "recurrent",

@@ -55,6 +55,35 @@ TEST(Throughput, BytesPerSequenceIsTheAllocation) {
   EXPECT_EQ(*f, 107 * per_slot);
 }
 
+// A hybrid (the qwen35 fixture: 6 Gated DeltaNet layers, 2 attention layers of 2 KV heads of 32
+// dims): a sequence's bytes are its attention layers' K/V slots plus its fixed recurrent
+// states, which a bounded sequence carries whole too; the batch decodes together.
+TEST(Throughput, AHybridSequenceCountsItsRecurrentStates) {
+  auto m = model::Model::load(std::string(TOVA_TEST_DATA_DIR) + "/arch/qwen35-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.message();
+  const uint64_t per_slot = 2ull * 2 * (2ull * 32 * 2 + sizeof(int64_t));
+  const uint64_t recurrent = 6ull * (128 * 3 + 4 * 16 * 16) * 4;
+  auto b = eval::bytes_per_sequence(**m, spec("tova", 32), kv::KvType::kF16, 4096, 0);
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(*b, 33 * per_slot + recurrent);
+  auto f = eval::bytes_per_sequence(**m, spec("full", 0), kv::KvType::kF16, 100, 7);
+  ASSERT_TRUE(f.ok()) << f.message();
+  EXPECT_EQ(*f, 107 * per_slot + recurrent);
+  eval::ThroughputOptions o = small_options();
+  o.full_batch = 2;
+  o.batch_cap = 4;
+  o.policies = {spec("full", 0), spec("tova", 8)};
+  auto rep = eval::run_throughput(**m, two_threads(), o);
+  ASSERT_TRUE(rep.ok()) << rep.message();
+  const uint64_t full_seq = rep->results[0].bytes_per_seq;
+  EXPECT_EQ(full_seq, (96 + 5) * per_slot + recurrent);
+  EXPECT_EQ(rep->results[1].bytes_per_seq, 9 * per_slot + recurrent);
+  EXPECT_EQ(rep->results[1].max_batch,
+            static_cast<int>(2 * full_seq / (9 * per_slot + recurrent)));
+  EXPECT_EQ(rep->results[1].batch, 4);
+  EXPECT_GT(rep->results[1].avg_ts, 0);
+}
+
 TEST(Throughput, MaxBatchIsTheBudgetOverBytesPerSequenceAndRuns) {
   TOVA_REQUIRE_SHARED();
   auto m = stories();

@@ -89,5 +89,39 @@ TEST(SessionStats, WindowLayersNeverExceedTheirWindowBoundedOnesTheBudget) {
   }
 }
 
+// On the qwen35 fixture (three Gated DeltaNet layers before each attention layer, twice): the
+// layers are listed in the model's order, every one of them, a recurrent one as "recurrent"
+// with nothing held or evicted; the recurrent kind is fixed bytes, the bounded kind the budget.
+TEST(SessionStats, AHybridModelListsEveryLayerItsRecurrentOnesAsSuch) {
+  auto e = Engine::load(
+      {.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/qwen35-f32.gguf", .n_threads = 1});
+  ASSERT_TRUE(e.ok()) << e.message();
+  auto c = parse_cache_options("tova", 8);
+  ASSERT_TRUE(c.ok()) << c.message();
+  auto s = (*e)->new_session({.cache = *c});
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(1 + (i * 7) % 200);
+  ASSERT_TRUE((*s)->feed(ids).ok());
+  const SessionStats st = (*s)->stats();
+  ASSERT_EQ(st.layers.size(), 8u);
+  for (int il = 0; il < 8; ++il) {
+    SCOPED_TRACE(il);
+    const bool recurrent = il % 4 != 3;
+    EXPECT_EQ(st.layers[il].kind, recurrent ? "recurrent" : "bounded");
+    EXPECT_EQ(st.layers[il].n_held, recurrent ? 0 : 8);
+    EXPECT_EQ(st.layers[il].n_evicted, recurrent ? 0 : 30 - 8);
+  }
+  const StateKindStats* r = kind(st, "recurrent");
+  const StateKindStats* b = kind(st, "bounded");
+  ASSERT_NE(r, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(r->n_layer, 6);
+  EXPECT_EQ(r->rows, 0);
+  EXPECT_EQ(r->bytes, 6u * (128 * 3 + 4 * 16 * 16) * 4);
+  EXPECT_EQ(b->n_layer, 2);
+  EXPECT_EQ(r->bytes + b->bytes, st.kv_capacity);
+}
+
 }  // namespace
 }  // namespace tova

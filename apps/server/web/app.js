@@ -306,8 +306,13 @@ function renderState(s) {
     ['status', s.generating ? 'generating' : 'held for the next turn'],
   ];
   // Memory by kind of layer state: bounded K/V (the policy's budget), window K/V (the model's
-  // sliding window).
+  // sliding window), recurrent states (a hybrid model's Gated DeltaNet layers: fixed size).
+  const recurrent = (t.memory_by_kind || []).find((k) => k.kind === 'recurrent');
   for (const k of t.memory_by_kind || []) {
+    if (k.kind === 'recurrent') {
+      rows.push(['recurrent (DeltaNet)', `${k.layers} layers, ${formatBytes(k.bytes)} fixed`]);
+      continue;
+    }
     const limit = k.limit === null ? 'unbounded' : `at most ${k.limit}`;
     rows.push([`${k.kind} K/V`, `${k.layers} layers, ${limit}: ${k.max_held} held, ` +
       `${k.rows} rows, ${formatBytes(k.bytes)}`]);
@@ -335,6 +340,12 @@ function renderState(s) {
       name.title = 'a sliding-window layer: never more than its window';
       row.dataset.kind = 'window';
     }
+    const isRecurrent = t.layer_kinds && t.layer_kinds[i] === 'recurrent';
+    if (isRecurrent) {
+      name.textContent += 'r';
+      name.title = 'a recurrent (Gated DeltaNet) layer: a fixed-size state, no K/V';
+      row.dataset.kind = 'recurrent';
+    }
     const bar = document.createElement('div');
     bar.className = 'bar';
     const fill = document.createElement('div');
@@ -343,7 +354,9 @@ function renderState(s) {
     bar.append(fill);
     const nums = document.createElement('span');
     nums.className = 'nums';
-    nums.textContent = `${held} held, ${t.tokens_evicted_per_layer[i]} out`;
+    nums.textContent = isRecurrent && recurrent
+      ? `recurrent (DeltaNet): ${formatBytes(recurrent.bytes / recurrent.layers)} fixed`
+      : `${held} held, ${t.tokens_evicted_per_layer[i]} out`;
     row.append(name, bar, nums);
     layers.append(row);
   });

@@ -9,6 +9,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import {
   check, finish, startServer, stopServer, skipUnlessAvailable, requireModule,
@@ -153,6 +154,40 @@ try {
     } finally {
       await stopServer(thinking);
     }
+  }
+
+  // A hybrid model (the qwen35 fixture: three Gated DeltaNet layers before each attention
+  // layer, twice): its recurrent layers shown as what they are, a fixed-size state each.
+  const qwen35 = fileURLToPath(new URL('../../data/arch/qwen35-f32.gguf', import.meta.url));
+  const hybrid = await startServer(['--max-tokens', '64'], { modelPath: qwen35 });
+  servers.push(hybrid.url);
+  try {
+    await check('a hybrid model: recurrent (DeltaNet) layers shown as fixed-size states',
+      async () => {
+        await page.goto(hybrid.url);
+        await page.waitForFunction(() => document.getElementById('model').textContent.length > 0);
+        await page.selectOption('#policy', 'tova');
+        await page.fill('#budget', '8');
+        await page.fill('#max-tokens', '8');
+        await page.fill('#temperature', '0');
+        await page.click('#new');
+        const a = await ask('Hello there, how are you today? Tell me about the sea.');
+        assert.ok(!a.error, a.meta);
+        await page.waitForFunction(() => document.querySelectorAll('#layers .layer').length === 8);
+        const kinds = await page.$$eval('#layers .layer',
+          (ls) => ls.map((l) => l.dataset.kind ?? 'bounded'));
+        const r = 'recurrent';
+        assert.deepEqual(kinds, [r, r, r, 'bounded', r, r, r, 'bounded']);
+        // (128 conv channels x 3 taps + 4 heads x 16 x 16) floats per layer: 5.5 KiB.
+        const nums = await page.$$eval('#layers .layer[data-kind="recurrent"] .nums',
+          (ns) => ns.map((n) => n.textContent));
+        assert.deepEqual(nums, Array(6).fill('recurrent (DeltaNet): 5.5 KiB fixed'));
+        assert.equal(await page.textContent('[data-field="recurrent (DeltaNet)"]'),
+          '6 layers, 33.0 KiB fixed');
+        assert.match(await page.textContent('[data-field="bounded K/V"]'), /^2 layers, at most 8: /);
+      });
+  } finally {
+    await stopServer(hybrid);
   }
 
   // TOVA_SCREENSHOT=FILE.png: what the page looks like now (for the docs).

@@ -67,10 +67,12 @@ export function finish(what) {
 export const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
 
 // Starts `tova serve` (any free port unless args name one) and resolves once it listens.
-// Options: chatTemplate (default 'chatml'; null: none given), timeoutMs.
-export function startServer(args = [], { chatTemplate = 'chatml', env = {}, threads = '2' } = {}) {
+// Options: chatTemplate (default 'chatml'; null: none given), modelPath (default the test's
+// model argument), timeoutMs.
+export function startServer(args = [], { chatTemplate = 'chatml', env = {}, threads = '2',
+  modelPath = model } = {}) {
   return new Promise((resolve, reject) => {
-    const base = ['serve', '-m', model, '-t', threads];
+    const base = ['serve', '-m', modelPath, '-t', threads];
     if (!args.includes('--port')) base.push('--port', '0');
     if (chatTemplate) base.push('--chat-template', chatTemplate);
     const p = spawn(tova, [...base, ...args], { stdio: ['ignore', 'pipe', 'pipe'],
