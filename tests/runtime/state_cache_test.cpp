@@ -5,6 +5,8 @@
 // naming the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <span>
@@ -194,9 +196,16 @@ TEST(StateCache, AHybridModelsStateIsContinuedWholeOrNotAtAll) {
   (*s)->queue(std::span<const int32_t>(prompt).subspan(tokens.size()));
   std::vector<Session*> one = {s->get()};
   ASSERT_TRUE(Batch(**e).drain(one).ok());
+  // Prompts run through the chunked delta rule (chunks of 64 from where each feed starts), so a
+  // continued state rounds its products at other chunk boundaries than a whole feed: equal
+  // within float rounding, not bit for bit (the kernels' own test bounds the forms at 2e-5).
   auto whole = feed(prompt);
-  EXPECT_EQ(std::vector<float>((*s)->logits().begin(), (*s)->logits().end()),
-            std::vector<float>(whole->logits().begin(), whole->logits().end()));
+  const auto got = (*s)->logits();
+  const auto want = whole->logits();
+  ASSERT_EQ(got.size(), want.size());
+  float max_diff = 0.f;
+  for (size_t i = 0; i < got.size(); ++i) max_diff = std::max(max_diff, std::abs(got[i] - want[i]));
+  EXPECT_LE(max_diff, 1e-5f);
 }
 
 }  // namespace
