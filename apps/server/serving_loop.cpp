@@ -22,7 +22,6 @@ struct ServingLoop::Active {
   // The prompt beyond the turn boundary (GenerationRequest::checkpoint): queued once the state
   // there is held; the stream starts after it.
   std::vector<int32_t> after_checkpoint;
-  bool checkpointed = false;  // held: then the answer's state is not (see step())
   bool split = false;  // choice 0 of n > 1: the other choices were cloned from its state
   bool finished = false;
   double ttft = -1;
@@ -434,9 +433,9 @@ void ServingLoop::step(Batch& batch) {
     Active& a = *active_[i];
     if (a.finished || a.job->cancelled() || !a.session->has_logits()) continue;
     if (!a.stream) {
-      // The turn boundary is fed: a copy of the state there is held, then the rest of the prompt.
-      hold(a.session->clone(), a.job->request.id);
-      a.checkpointed = true;
+      // The turn boundary is fed: a copy of the state there is held (as "ID#turn": the answer's
+      // own state keeps the response's id, /v1/sessions/ID), then the rest of the prompt.
+      hold(a.session->clone(), a.job->request.id + "#turn");
       a.session->queue(a.after_checkpoint);
       a.after_checkpoint = {};
       a.stream = std::make_unique<TextStream>(*a.session, generate_options(a.job->request));
@@ -447,17 +446,15 @@ void ServingLoop::step(Batch& batch) {
     }
     if (!a.finished) advance(a);
   }
-  // Finished sequences keep their state for prefix reuse (choice 0's); cancelled ones are
-  // dropped. One that held a checkpoint at its turn boundary does not: the next turn re-renders
-  // its answer, so only the checkpoint continues, and the answer's state, more recently used,
-  // would push it out of the cache first.
+  // Finished sequences keep their state for prefix reuse (choice 0's) and for
+  // /v1/sessions/ID, also when a checkpoint at the turn boundary was held (the next chat turn
+  // continues from that one: it re-renders this answer); cancelled ones are dropped.
   size_t w = 0;
   for (size_t i = 0; i < active_.size(); ++i) {
     Active& a = *active_[i];
     if (a.finished || a.job->cancelled()) {
       reserved_ -= a.reserved;
-      if (a.finished && a.index == 0 && !a.job->cancelled() && !a.checkpointed &&
-          a.session->n_pending() == 0) {
+      if (a.finished && a.index == 0 && !a.job->cancelled() && a.session->n_pending() == 0) {
         hold(std::move(a.session), a.job->request.id);
       }
       continue;

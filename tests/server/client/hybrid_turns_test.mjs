@@ -70,9 +70,10 @@ for (const [policy, budget] of [['tova', 16], ['full', 0]]) {
     assert.equal(turns[0].cached, 0);
     // The checkpoint of turn t - 1 lies where its prompt and turn t's part: after
     // "<|im_start|>assistant\n", before the "<think>\n\n</think>\n\n" of the generation prompt,
-    // so the same number of tokens short of the previous prompt every turn.
+    // so the same number of tokens short of the previous prompt every turn (17 here: the
+    // fixture's small vocabulary spells that think block in pieces, a real Qwen3.5 one in ~6).
     const short = turns[0].prompt - turns[1].cached;
-    assert.ok(short > 0 && short < 10, `${short}`);
+    assert.ok(short > 0 && short < 24, `${short}`);
     for (let t = 1; t < turns.length; t++) {
       assert.ok(turns[t].cached > 0, `turn ${t}`);
       assert.equal(turns[t].cached, turns[t - 1].prompt - short, `turn ${t}`);
