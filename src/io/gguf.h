@@ -88,8 +88,9 @@ class GgufFile {
   // (keys and names over 64 KiB). The limits are listed in gguf_reader.cpp.
   // A file without tensors may end right after its tables (llama.cpp's vocab-only files do).
   // kRead copies the file into memory of its own (io::read_file_to_memory) instead of mapping
-  // it: slower to open, faster to stream weights from.
-  enum class Load { kMap, kRead };
+  // it: slower to open, faster to stream weights from; kReadDropCache does the same and drops
+  // the page cache's copy behind the read (one copy resident, not two).
+  enum class Load { kMap, kRead, kReadDropCache };
   static Result<std::unique_ptr<GgufFile>> open(const std::string& path, Load load = Load::kMap);
   // Parses an in-memory image (tests); the bytes are copied and owned by the file.
   static Result<std::unique_ptr<GgufFile>> from_bytes(std::span<const uint8_t> bytes,

@@ -471,7 +471,8 @@ GgufFile::~GgufFile() { unmap_region(MappedRegion{map_, size_}); }
 
 Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path, Load load) {
   TOVA_ASSIGN_OR_RETURN(const MappedRegion region,
-                        load == Load::kRead ? read_file_to_memory(path) : map_file_read_only(path));
+                        load == Load::kMap ? map_file_read_only(path)
+                                           : read_file_to_memory(path, load == Load::kReadDropCache));
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
   file->map_ = region.addr;

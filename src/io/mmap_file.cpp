@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -55,7 +56,8 @@ Result<MappedRegion> map_file_read_only(const std::string& path) {
   return region;
 }
 
-Result<MappedRegion> read_file_to_memory(const std::string& path) {
+Result<MappedRegion> read_file_to_memory(const std::string& path, bool drop_page_cache,
+                                         uint64_t chunk_bytes) {
   TOVA_ASSIGN_OR_RETURN(const OpenFile file, open_regular_file(path));
   const int fd = file.fd;
   MappedRegion region;
@@ -83,9 +85,18 @@ Result<MappedRegion> read_file_to_memory(const std::string& path) {
   if (aligned + span < end) ::munmap(reinterpret_cast<void*>(aligned + span), end - aligned - span);
   auto* dst = reinterpret_cast<uint8_t*>(aligned);
   ::madvise(dst, span, MADV_HUGEPAGE);  // advisory: no error if THP is unavailable
+  // Chunks, so that the page cache's copy of each can be dropped right after it is copied.
+  const uint64_t kChunk = std::max<uint64_t>(chunk_bytes, 1);
   uint64_t done = 0;
+  uint64_t dropped = 0;  // the page cache holds no more of [0, dropped) than it did before
   while (done < region.size) {
-    const ssize_t n = ::pread(fd, dst + done, region.size - done, static_cast<off_t>(done));
+    if (drop_page_cache && done - dropped >= kChunk) {
+      ::posix_fadvise(fd, static_cast<off_t>(dropped), static_cast<off_t>(done - dropped),
+                      POSIX_FADV_DONTNEED);  // advisory: pages mapped elsewhere stay
+      dropped = done;
+    }
+    const uint64_t want = std::min(region.size - done, kChunk);
+    const ssize_t n = ::pread(fd, dst + done, want, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = n < 0 ? errno : 0;
@@ -97,6 +108,7 @@ Result<MappedRegion> read_file_to_memory(const std::string& path) {
     }
     done += static_cast<uint64_t>(n);
   }
+  if (drop_page_cache) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // 0, 0: to the end
   ::close(fd);
   ::mprotect(dst, span, PROT_READ);
   region.addr = dst;  // munmap rounds region.size up to whole pages

@@ -23,7 +23,13 @@ Result<MappedRegion> map_file_read_only(const std::string& path);
 // project's machine. Anonymous memory was as fast with 4 KiB pages as with huge pages, so the
 // page cache's physical layout, not the TLB, is the likely cause. The cost is a copy at load
 // time. Release it with unmap_region.
-Result<MappedRegion> read_file_to_memory(const std::string& path);
+//
+// drop_page_cache: hand the page cache's copy of each chunk back (POSIX_FADV_DONTNEED) as soon
+// as it is copied, so that at no time are two copies of the file resident beyond one chunk
+// (chunk_bytes, 64 MiB): for files too large for both copies. The next open reads the disk
+// again.
+Result<MappedRegion> read_file_to_memory(const std::string& path, bool drop_page_cache = false,
+                                         uint64_t chunk_bytes = uint64_t{64} << 20);
 
 void unmap_region(const MappedRegion& region);
 

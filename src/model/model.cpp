@@ -13,21 +13,26 @@
 
 namespace tova::model {
 
-bool load_by_mapping(uint64_t file_bytes, uint64_t available_bytes) {
-  if (available_bytes == 0) return false;  // unknown: as before, own memory
-  return file_bytes > available_bytes / 2;
+WeightHolding choose_weight_holding(uint64_t file_bytes, uint64_t available_bytes) {
+  if (available_bytes == 0) return WeightHolding::kRead;  // unknown: own memory as before
+  if (file_bytes <= available_bytes / 2) return WeightHolding::kRead;
+  if (file_bytes <= available_bytes / 5 * 4) return WeightHolding::kReadDropCache;
+  return WeightHolding::kMap;
 }
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelOptions& options) {
-  bool map = options.mmap;
-  if (!map) {
+  WeightHolding holding = WeightHolding::kMap;
+  if (!options.mmap) {
     std::error_code ec;
     const uintmax_t size = std::filesystem::file_size(path, ec);
-    map = !ec && load_by_mapping(size, available_memory_bytes());
+    holding = ec ? WeightHolding::kRead : choose_weight_holding(size, available_memory_bytes());
   }
+  const bool map = holding == WeightHolding::kMap;
   TOVA_ASSIGN_OR_RETURN(
       std::unique_ptr<io::GgufFile> file,
-      io::GgufFile::open(path, map ? io::GgufFile::Load::kMap : io::GgufFile::Load::kRead));
+      io::GgufFile::open(path, map                                          ? io::GgufFile::Load::kMap
+                               : holding == WeightHolding::kReadDropCache ? io::GgufFile::Load::kReadDropCache
+                                                                          : io::GgufFile::Load::kRead));
   TOVA_ASSIGN_OR_RETURN(std::unique_ptr<Model> m, from_file(std::move(file), options));
   m->mapped_ = map;
   return m;

@@ -129,17 +129,22 @@ struct ModelOptions {
   bool f32_activations = false;
   // Map the file (shared with the page cache, opens at once) rather than read it into memory of
   // its own (a copy at load time, ~30 % faster weight streaming; see io::read_file_to_memory).
-  // false: own memory where it fits, else mapped (load_by_mapping).
+  // false: own memory where it fits, else mapped (choose_weight_holding).
   bool mmap = false;
 };
 
-// Whether Model::load maps a file of file_bytes when ModelOptions::mmap is false, with
-// available_bytes of memory available (core/memory.h; 0: unknown). Reading the file into
-// memory of its own passes it through the page cache, which keeps its copy as long as memory
-// allows: two copies of the weights. So a file is read only while both fit in half of the
-// available memory (file_bytes <= available / 2); a larger one (say a 17 GB MoE on 24 GiB) is
-// mapped: one copy, shared with the page cache, RSS ~ the file.
-bool load_by_mapping(uint64_t file_bytes, uint64_t available_bytes);
+// How Model::load holds a file of file_bytes when ModelOptions::mmap is false, with
+// available_bytes of memory available (core/memory.h; 0: unknown).
+//   kRead: memory of its own (huge pages, faster streaming), read through the page cache, which
+//     keeps its copy as long as memory allows: two copies, so only while both fit in half of
+//     the available memory (file_bytes <= available / 2).
+//   kReadDropCache: memory of its own, the page cache's copy of each chunk dropped as it is
+//     copied (io::read_file_to_memory): one copy, for files up to 80 % of the available memory
+//     (a 12-17 GB MoE on 24 GiB); the rest stays for K/V, activations and the system.
+//   kMap: a mapping of the file (one copy, shared with the page cache, pages the kernel may
+//     evict and read again) for anything larger.
+enum class WeightHolding { kRead, kReadDropCache, kMap };
+WeightHolding choose_weight_holding(uint64_t file_bytes, uint64_t available_bytes);
 
 class Model {
  public:

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "io/gguf.h"
+#include "io/mmap_file.h"
 #include "test_data.h"
 
 namespace tova::io {
@@ -197,13 +198,34 @@ TEST(GgufSharedFiles, ReadIntoMemoryEqualsMapping) {
     EXPECT_EQ((*a)->metadata().size(), (*b)->metadata().size());
     ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
     check_tensor_table(**b);
+    auto c = GgufFile::open(path, GgufFile::Load::kReadDropCache);
+    ASSERT_TRUE(c.ok()) << c.message();
     for (size_t i = 0; i < (*a)->tensors().size(); ++i) {
       const GgufTensorInfo& x = (*a)->tensors()[i];
       const GgufTensorInfo& y = (*b)->tensors()[i];
       ASSERT_EQ(x.name, y.name);
       ASSERT_NE(x.data, y.data);
       ASSERT_EQ(std::memcmp(x.data, y.data, x.n_bytes), 0) << x.name;
+      ASSERT_EQ(std::memcmp(x.data, (*c)->tensors()[i].data, x.n_bytes), 0) << x.name;
     }
+  }
+}
+
+// Read in chunks with the page cache dropped behind each one: every byte of the file, for
+// chunk sizes that do and do not divide it (a 4 KiB page, an odd size, one chunk for all).
+TEST(GgufSharedFiles, ReadDroppingThePageCacheKeepsEveryByte) {
+  TOVA_REQUIRE_SHARED();
+  const std::string path = tova::testing::shared_path("models/stories260K.gguf");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const uint64_t chunk : {uint64_t{4096}, uint64_t{12345}, uint64_t{1} << 30}) {
+    SCOPED_TRACE(chunk);
+    auto r = tova::io::read_file_to_memory(path, true, chunk);
+    ASSERT_TRUE(r.ok()) << r.message();
+    ASSERT_EQ(r->size, bytes.size());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(r->addr) % (uintptr_t{2} << 20), 0u);
+    EXPECT_EQ(std::memcmp(r->addr, bytes.data(), bytes.size()), 0);
+    tova::io::unmap_region(*r);
   }
 }
 
@@ -230,7 +252,8 @@ TEST(GgufSharedFiles, TruncatedFileFailsTheSameBothWays) {
 }
 
 TEST(GgufSharedFiles, OpenErrorsNameThePath) {
-  for (GgufFile::Load load : {GgufFile::Load::kMap, GgufFile::Load::kRead}) {
+  for (GgufFile::Load load :
+       {GgufFile::Load::kMap, GgufFile::Load::kRead, GgufFile::Load::kReadDropCache}) {
   SCOPED_TRACE(load == GgufFile::Load::kMap ? "map" : "read");
   const std::string dir = tova::testing::make_temp_dir();
   auto missing = GgufFile::open(dir + "/missing.gguf", load);
