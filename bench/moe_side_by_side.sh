@@ -42,9 +42,10 @@
 #   DEPTH_FILE  the file of part 2 [gpt-oss-20b-mxfp4.gguf]   MEMORY  0 skips part 3 [1]
 #   TOVA_ARGS, LLAMA_ARGS, IK_ARGS  extra flags for each engine's bench [none]
 #   ENGINES     which engines run [tova llama.cpp ik_llama.cpp]
-#   PREWARM     1: read the file through the page cache before each of tova's runs (tova maps a
-#               file above half of the available memory), so that it does not time page faults
-#               from disk after another engine's private copy pushed the file out [1]
+#   PREWARM     1: read the file through the page cache before each of tova's runs, for a mapped
+#               tova (TOVA_ARGS=--mmap), so that it does not time page faults from disk after
+#               another engine's private copy pushed the file out; by default tova reads these
+#               files into memory of its own (dropping the page cache behind) and needs none [0]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$(mktemp -d /tmp/moe_side_by_side.XXXXXX)}
@@ -68,7 +69,7 @@ depth_rounds=${DEPTH_ROUNDS:-1}
 depth_file=${DEPTH_FILE:-gpt-oss-20b-mxfp4.gguf}
 memory=${MEMORY:-1}
 engines=${ENGINES:-tova llama.cpp ik_llama.cpp}
-prewarm=${PREWARM:-1}
+prewarm=${PREWARM:-0}
 read -r -a tova_args <<<"${TOVA_ARGS:-}"
 read -r -a llama_args <<<"${LLAMA_ARGS:-}"
 read -r -a ik_args <<<"${IK_ARGS:-}"
