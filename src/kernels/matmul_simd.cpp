@@ -218,6 +218,8 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin
       uint8_t* dst = a->qs.get<uint8_t>() + t * a->qs_stride;
       if (a->weight_type == GgmlType::kQ4_0) {
         PrepareQ4_0(qs, d, n, dst);
+      } else if (a->weight_type == GgmlType::kMXFP4) {
+        PrepareQ4_0(qs, d, n, dst, 12);
       } else {
         PrepareQ8_0(qs, d, n, dst);
       }

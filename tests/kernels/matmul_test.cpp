@@ -185,6 +185,46 @@ TEST(Matmul, TileShapesOfEveryTarget) {
   }
 }
 
+TEST(Matmul, MXFP4ExponentsAtTheEdges) {
+  // E8M0 exponents that the random rows never hold: 0 and 1 (the scale 2^(e - 128) is a float
+  // denormal), 2 (the smallest normal), and large ones, alone in a row and mixed; 7 blocks (a
+  // partial group of 4), 1 to 5 tokens (every decode tile), on every target; checked relative
+  // to the row's own magnitude, so that tiny rows are checked too.
+  ThreadPool pool(2);
+  const int64_t n_in = 7 * 32;
+  const std::vector<std::vector<int>> row_exps = {
+      {0, 0, 0, 0, 0, 0, 0}, {1, 0, 1, 1, 0, 1, 0}, {2, 2, 2, 2, 2, 2, 2},
+      {120, 127, 128, 135, 126, 131, 129}, {0, 127, 1, 200, 2, 60, 150}};
+  const int64_t n_out = static_cast<int64_t>(row_exps.size());
+  const uint64_t row_bytes = bytes_per_row(GgmlType::kMXFP4, n_in).value();
+  std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(n_out));
+  std::vector<float> dequant(static_cast<size_t>(n_out * n_in));
+  std::mt19937 rng(99);
+  for (int64_t o = 0; o < n_out; ++o) {
+    uint8_t* row = bytes.data() + o * row_bytes;
+    for (int b = 0; b < 7; ++b) {
+      row[17 * b] = static_cast<uint8_t>(row_exps[o][b]);
+      for (int i = 1; i < 17; ++i) row[17 * b + i] = static_cast<uint8_t>(rng());
+    }
+    dequantize_row_ref(GgmlType::kMXFP4, row, dequant.data() + o * n_in, n_in);
+  }
+  const WeightMatrix w{GgmlType::kMXFP4, bytes.data(), n_in, n_out, row_bytes};
+  for (int64_t n_tok : {1, 2, 3, 5}) {
+    const MatmulProblem p = make_problem(w, dequant, n_tok, static_cast<uint32_t>(n_tok) + 40);
+    for (float r : p.ref) ASSERT_NE(r, 0.0f);  // even the rows of 2^-128 scales are not 0
+    for_each_target([&] {
+      std::vector<float> y(p.ref.size(), std::nanf(""));
+      matmul(w, p.x.data(), n_tok, y.data(), pool);
+      for (size_t i = 0; i < y.size(); ++i) {
+        const double diff = std::fabs(static_cast<double>(y[i]) - p.ref[i]);
+        EXPECT_TRUE(diff <= 1e-5 * p.scale[i]) << "n_tok=" << n_tok << " t=" << i / n_out
+                                               << " o=" << i % n_out << " y=" << y[i]
+                                               << " ref=" << p.ref[i];
+      }
+    });
+  }
+}
+
 TEST(Matmul, RepeatedCallsReuseBuffersCorrectly) {
   // A big call then small ones: stale buffer contents (padding tokens) must not leak in.
   ThreadPool pool(2);
