@@ -13,8 +13,9 @@
 #      ik_llama.cpp `-gp DEPTH,GEN` beside: tok/s and K/V bytes (tova's own figure; llama's from
 #      its "KV buffer size" log lines).
 #   3. Memory: tova's peak RSS over a prompt that touches nearly every expert, against the file
-#      size (target RSS <= 1.1x the file: a file above half of MemAvailable is mapped, model.cpp
-#      load_by_mapping, so the page cache holds the only copy).
+#      size (target RSS <= 1.1x the file: a file above half of MemAvailable is read into tova's
+#      own memory with the page cache dropped behind the read, and one above 80 % is mapped,
+#      model.cpp choose_weight_holding: one copy either way).
 # Only one big file is loaded at a time and only one engine runs at a time (the files are
 # ~12-14 GB on a 24 GiB machine). Run it on a quiet machine (`quiet` on the shared one), or on a
 # busy one under `chrt -r 10` (real-time round robin: the engines take the cores whenever they
