@@ -128,8 +128,9 @@ record() {  # engine file target round part < json
         avg_ts: r.avg_ts, kv_bytes: r.kv_bytes ?? null, simd: r.simd_target || r.cpu_info || ""}));
     }' "$@" >>"$out/results.jsonl"
 }
-# Sums llama.cpp's "KV buffer size = X MiB" lines of the last run's log into bytes.
-kv_from_log() { awk '/KV buffer size/ { for (i = 1; i <= NF; ++i) if ($i == "=") s += $(i + 1) } END { printf "%.0f", s * 1048576 }' "$1"; }
+# Sums llama.cpp's "KV buffer size = X MiB" lines (and a hybrid's "RS buffer size" lines, its
+# recurrent states, which tova's figure counts too) of the last run's log into bytes.
+kv_from_log() { awk '/KV buffer size|RS buffer size/ { for (i = 1; i <= NF; ++i) if ($i == "=") s += $(i + 1) } END { printf "%.0f", s * 1048576 }' "$1"; }
 
 run_engine() {  # engine file target round
   local e=$1 f=$2 tg=$3 r=$4 b
