@@ -210,7 +210,7 @@ if [ "$memory" != 0 ]; then
     [ -f "$f" ] || continue
     size=$(stat -c %s "$f")
     avail=$(awk '/^MemAvailable/ { print $2 * 1024 }' /proc/meminfo)
-    mode=$(awk -v s="$size" -v a="$avail" 'BEGIN { print (s > a / 2) ? "mapping" : "reading into own memory" }')
+    mode=$(awk -v s="$size" -v a="$avail" 'BEGIN { print (s > a / 5 * 4) ? "mapping" : (s > a / 2) ? "own memory, page cache dropped" : "own memory" }')
     /usr/bin/time -o "$out/rss.txt" -f '%M' "$T" bench -m "$f" -p 256 -n 0 -r 1 --no-warmup \
       -t "$threads" "${tova_args[@]}" -o json >/dev/null 2>>"$log"
     rss_kb=$(tail -1 "$out/rss.txt")
