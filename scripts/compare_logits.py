@@ -4,6 +4,8 @@ scripts/check_heldback.sh, one line of figures per comparison, in the order give
 
   A B                          -> REL_L2 WORST_POS_REL MAX_ABS TOP1_AGREE N_POS
   --greedy A GREEDY N_PROMPT   -> GREEDY_AGREE N_GREEDY
+  --positions A B              -> the relative L2 of every position, in order (where a rounding
+                                  flip starts: exact to ~1e-7 before it, a jump at it)
 
 REL_L2: ||a - b|| / ||b|| over all positions; WORST_POS_REL: the largest per-position relative
 L2; MAX_ABS: the largest |a - b|; TOP1_AGREE: positions whose argmax agree. --greedy: how many
@@ -11,7 +13,7 @@ of the greedy tokens (GREEDY, a JSON list: the argmax continuation of the first 
 tokens) are the argmax of A at the position before each (teacher-forced: A holds the logits of
 the prompt followed by those greedy tokens).
 
-  compare_logits.py N_VOCAB (A B | --greedy A GREEDY N_PROMPT)...
+  compare_logits.py N_VOCAB (A B | --greedy A GREEDY N_PROMPT | --positions A B)...
 """
 import array
 import json
@@ -63,6 +65,19 @@ def compare(pa, pb, n_vocab):
     return f"{rel:.3e} {worst:.3e} {max_abs:.3e} {agree} {n_pos}"
 
 
+def positions(pa, pb, n_vocab):
+    a, b = read(pa, n_vocab), read(pb, n_vocab)
+    if len(a) != len(b):
+        sys.exit(f"{pa} and {pb} differ in size: {len(a)} vs {len(b)} floats")
+    out = []
+    for p in range(len(a) // n_vocab):
+        o = p * n_vocab
+        pn = sum((a[i] - b[i]) ** 2 for i in range(o, o + n_vocab))
+        pd = sum(b[i] * b[i] for i in range(o, o + n_vocab))
+        out.append(f"{math.sqrt(pn / pd) if pd > 0 else math.inf:.1e}")
+    return " ".join(out)
+
+
 def greedy_agree(pa, greedy_path, n_prompt, n_vocab):
     a = read(pa, n_vocab)
     with open(greedy_path) as f:
@@ -81,7 +96,12 @@ def main():
     n_vocab = int(args[0])
     args = args[1:]
     while args:
-        if args[0] == "--greedy":
+        if args[0] == "--positions":
+            if len(args) < 3:
+                sys.exit(__doc__)
+            print(positions(args[1], args[2], n_vocab))
+            args = args[3:]
+        elif args[0] == "--greedy":
             if len(args) < 4:
                 sys.exit(__doc__)
             print(greedy_agree(args[1], args[2], int(args[3]), n_vocab))

@@ -131,7 +131,8 @@ void add_chat_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_flag("--hide-reasoning", flags->hide_reasoning,
-                "do not show a thinking model's reasoning (<think> blocks, gpt-oss's analysis), "
+                "do not show a thinking model's reasoning (<think> blocks, gpt-oss's analysis, "
+                "Gemma 4's thought channel), "
                 "only its answer; shown dimmed otherwise");
   cmd->add_flag("--ignore-eos", flags->ignore_eos,
                 "keep answering past end-of-generation tokens (up to -n)");

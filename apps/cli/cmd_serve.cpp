@@ -62,8 +62,8 @@ void add_serve_command(CLI::App& app) {
                   "model's own, chatml when it has none");
   cmd->add_option("--reasoning-format", so.reasoning_format,
                   "how answers carry reasoning, returned as reasoning_content: auto (the chat "
-                  "template's way: <think> blocks, gpt-oss's channels), none (all content), "
-                  "think, harmony")
+                  "template's way: <think> blocks, gpt-oss's channels, Gemma 4's thought "
+                  "channel), none (all content), think, harmony, gemma4")
       ->capture_default_str();
   cmd->add_option("--alias", so.api.model_id,
                   "the model name /v1/models lists and responses report (default: the file's "

@@ -15,13 +15,15 @@ std::string_view reasoning_format_name(ReasoningFormat f) {
       return "think";
     case ReasoningFormat::kHarmony:
       return "harmony";
+    case ReasoningFormat::kGemma4:
+      return "gemma4";
   }
   return "none";
 }
 
 bool parse_reasoning_format(std::string_view name, ReasoningFormat& out) {
-  for (ReasoningFormat f :
-       {ReasoningFormat::kNone, ReasoningFormat::kThink, ReasoningFormat::kHarmony}) {
+  for (ReasoningFormat f : {ReasoningFormat::kNone, ReasoningFormat::kThink,
+                            ReasoningFormat::kHarmony, ReasoningFormat::kGemma4}) {
     if (name == reasoning_format_name(f)) {
       out = f;
       return true;
@@ -32,13 +34,19 @@ bool parse_reasoning_format(std::string_view name, ReasoningFormat& out) {
 
 ReasoningFormat reasoning_format_of_template(std::string_view template_text) {
   if (template_text.find("<|channel|>") != std::string_view::npos) return ReasoningFormat::kHarmony;
+  if (template_text.find(chat::ThinkParser::kGemma4Open) != std::string_view::npos) {
+    return ReasoningFormat::kGemma4;
+  }
   if (template_text.find("</think>") != std::string_view::npos) return ReasoningFormat::kThink;
   return ReasoningFormat::kNone;
 }
 
 std::vector<std::string> reasoning_special_texts(ReasoningFormat format) {
-  if (format != ReasoningFormat::kHarmony) return {};
-  return {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>"};
+  if (format == ReasoningFormat::kHarmony) {
+    return {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>"};
+  }
+  if (format == ReasoningFormat::kGemma4) return {"<|channel>", "<channel|>"};
+  return {};
 }
 
 struct ReasoningParser::Impl {
@@ -53,6 +61,11 @@ ReasoningParser::ReasoningParser(ReasoningFormat format, std::string_view prompt
     impl_->parser.emplace<chat::ThinkParser>(chat::ThinkParser::opens_in_prompt(prompt));
   } else if (format == ReasoningFormat::kHarmony) {
     impl_->parser.emplace<chat::HarmonyParser>(prompt);
+  } else if (format == ReasoningFormat::kGemma4) {
+    using chat::ThinkParser;
+    impl_->parser.emplace<ThinkParser>(
+        ThinkParser::opens_in_prompt(prompt, ThinkParser::kGemma4Open), ThinkParser::kGemma4Open,
+        ThinkParser::kGemma4Close);
   }
 }
 

@@ -19,7 +19,9 @@ Result<tok::ChatTemplate> chat_template_of(const Engine& engine, std::string_vie
 }
 
 std::vector<std::pair<std::string, jinja::Value>> default_template_vars(const tok::ChatTemplate& t) {
-  if (!t.is_jinja() || reasoning_format_of(t) != ReasoningFormat::kThink) return {};
+  if (!t.is_jinja()) return {};
+  const ReasoningFormat f = reasoning_format_of(t);
+  if (f != ReasoningFormat::kThink && f != ReasoningFormat::kGemma4) return {};
   return {{"enable_thinking", jinja::Value(true)}};
 }
 

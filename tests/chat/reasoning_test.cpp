@@ -1,5 +1,5 @@
 // The reasoning parsers (include/tova/reasoning.h) on the prompts the real templates render
-// (../shared/templates: Qwen3, Qwen3.5, DeepSeek-R1, gpt-oss) and answers written as those
+// (../shared/templates: Qwen3, Qwen3.5, DeepSeek-R1, gpt-oss, Gemma 4) and answers written as those
 // models write them, fed whole, byte by byte and in every pair of pieces: the split never
 // changes the result.
 #include <gtest/gtest.h>
@@ -84,11 +84,16 @@ TEST(Reasoning, FormatsOfTheRealTemplates) {
   EXPECT_EQ(format_of("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"), ReasoningFormat::kThink);
   EXPECT_EQ(format_of("HuggingFaceTB-SmolLM3-3B.jinja"), ReasoningFormat::kThink);
   EXPECT_EQ(format_of("openai-gpt-oss-120b.jinja"), ReasoningFormat::kHarmony);
+  EXPECT_EQ(format_of("google-gemma-4-31B-it.jinja"), ReasoningFormat::kGemma4);
+  EXPECT_EQ(format_of("google-gemma-2-2b-it.jinja"), ReasoningFormat::kNone);
   EXPECT_EQ(format_of("meta-llama-Llama-3.1-8B-Instruct.jinja"), ReasoningFormat::kNone);
   EXPECT_EQ(format_of("Qwen-Qwen2.5-7B-Instruct.jinja"), ReasoningFormat::kNone);
   ReasoningFormat f = ReasoningFormat::kNone;
   EXPECT_TRUE(parse_reasoning_format("harmony", f));
   EXPECT_EQ(f, ReasoningFormat::kHarmony);
+  EXPECT_TRUE(parse_reasoning_format("gemma4", f));
+  EXPECT_EQ(f, ReasoningFormat::kGemma4);
+  EXPECT_EQ(reasoning_format_name(ReasoningFormat::kGemma4), "gemma4");
   EXPECT_FALSE(parse_reasoning_format("deepseek", f));
 }
 
@@ -202,11 +207,59 @@ TEST(Reasoning, HistoryAsTheTemplateExpects) {
   EXPECT_NE(oss.find("<|channel|>final<|message|>Four.<|end|>"), std::string::npos) << oss;
 }
 
+// Gemma 4: with thinking on, the system turn starts with <|think|> and the model writes its
+// thought channel, "<|channel>thought\n...<channel|>", then the answer; with thinking off the
+// template writes an empty channel at the end of the prompt and the answer is content.
+TEST(Reasoning, Gemma4ThoughtChannel) {
+  TOVA_REQUIRE_SHARED();
+  const char* file = "google-gemma-4-31B-it.jinja";
+  const std::string on = prompt_of(file, {{"enable_thinking", true}});
+  ASSERT_TRUE(on.ends_with("<|turn>model\n")) << on;
+  EXPECT_NE(on.find("<|turn>system\n<|think|>"), std::string::npos) << on;
+  EXPECT_FALSE(ReasoningParser(ReasoningFormat::kGemma4, on).in_reasoning());
+  expect_split(ReasoningFormat::kGemma4, on,
+               "<|channel>thought\nThe user asks 2+2. That is 4.\n<channel|>It is **4**.",
+               {.reasoning = "The user asks 2+2. That is 4.", .content = "It is **4**."});
+  // No channel: content as it is. A channel of another name, or the tag later: content.
+  expect_split(ReasoningFormat::kGemma4, on, " 4 <|channel>thought x",
+               {.reasoning = "", .content = " 4 <|channel>thought x"});
+  expect_split(ReasoningFormat::kGemma4, on, "<|channel>though",
+               {.reasoning = "", .content = "<|channel>though"});
+  expect_split(ReasoningFormat::kGemma4, on, "<|channel>final\nx",
+               {.reasoning = "", .content = "<|channel>final\nx"});
+  // Cut off inside the channel (max_tokens): what came is reasoning.
+  expect_split(ReasoningFormat::kGemma4, on, "<|channel>thought\nLet me see <chan",
+               {.reasoning = "Let me see <chan", .content = ""});
+  // Thinking off (the template's default): the empty channel closes in the prompt.
+  for (const std::string& off : {prompt_of(file, {{"enable_thinking", false}}), prompt_of(file)}) {
+    ASSERT_TRUE(off.ends_with("<|turn>model\n<|channel>thought\n<channel|>")) << off;
+    EXPECT_EQ(off.find("<|think|>"), std::string::npos) << off;
+    EXPECT_FALSE(ReasoningParser(ReasoningFormat::kGemma4, off).in_reasoning());
+    expect_split(ReasoningFormat::kGemma4, off, "It is 4.",
+                 {.reasoning = "", .content = "It is 4."});
+  }
+  // A prompt that ends inside the channel (an answer continued): the answer starts inside it.
+  const std::string inside = on + "<|channel>thought\n";
+  EXPECT_TRUE(ReasoningParser(ReasoningFormat::kGemma4, inside).in_reasoning());
+  expect_split(ReasoningFormat::kGemma4, inside, "Two and two.\n<channel|>\nFour.",
+               {.reasoning = "Two and two.", .content = "Four."});
+  // History: a finished turn's reasoning is dropped (the template keeps it only beside the tool
+  // calls of the turn in progress), and a thought channel left in its content is stripped.
+  ChatMessage a{"assistant", "<|channel>thought\nAdd.<channel|>Four."};
+  a.reasoning_content = "Two and two.";
+  const std::string h = prompt_of(file, {{"enable_thinking", true}}, {{"user", "2+2?"}, a});
+  EXPECT_EQ(h.find("Two and two."), std::string::npos) << h;
+  EXPECT_EQ(h.find("Add."), std::string::npos) << h;
+  EXPECT_NE(h.find("<|turn>model\nFour.<turn|>"), std::string::npos) << h;
+}
+
 TEST(Reasoning, NoneIsAllContent) {
   expect_split(ReasoningFormat::kNone, "", "<think>a</think>b",
                {.reasoning = "", .content = "<think>a</think>b"});
   EXPECT_TRUE(reasoning_special_texts(ReasoningFormat::kThink).empty());
   EXPECT_EQ(reasoning_special_texts(ReasoningFormat::kHarmony).size(), 5u);
+  EXPECT_EQ(reasoning_special_texts(ReasoningFormat::kGemma4),
+            (std::vector<std::string>{"<|channel>", "<channel|>"}));
 }
 
 }  // namespace
