@@ -129,6 +129,18 @@ void register_all() {
       }
     }
   }
+  // gpt-oss-20b's MXFP4 experts (2880 x 2880: 90 blocks a row, not a multiple of 8) at the
+  // token counts of decode and of a batched decode step's row tiles.
+  for (int64_t n_tok : {1, 2, 4, 8}) {
+    for (int threads : {1, 2}) {
+      const std::string name = "mxfp4/2880x2880/ntok:" + std::to_string(n_tok) +
+                               "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), bm_matmul, GgmlType::kMXFP4, int64_t{2880},
+                                   int64_t{2880}, n_tok, threads)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
 }
 
 }  // namespace

@@ -124,6 +124,38 @@ inline int Avx2DecodeOffset(GgmlType type) {
   }
 }
 
+// MXFP4's order of blocks within a group of 8, lane i of GemvMXFP4Avx2's per-group sums holds
+// block kMXFP4Lane[i] (the vphaddw / vphaddd tree's order, see there).
+inline constexpr int kMXFP4Lane[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+
+// MXFP4's activations (the Q8_0 layout's sizes): per whole group of 8 blocks, per pair of blocks
+// (2p, 2p + 1) the 64 bytes [a_2p 0-15 | a_2p+1 0-15 | a_2p 16-31 | a_2p+1 16-31], the lanes of
+// one 256-bit load of both blocks' nibbles (low nibbles: elements 0-15, high: 16-31); d and corr
+// in kMXFP4Lane's order. The blocks after the last whole group (nb % 8) stay in block order.
+inline void PrepareMXFP4Avx2Decode(const uint8_t* blocks, int64_t nb, uint8_t* out, float* d,
+                                   int32_t* corr) {
+  constexpr int kOffset = 12;  // levels -12..12 as 0..24
+  const int64_t whole = nb / 8 * 8;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = blocks + b * detail::Q8_0::kBytes;
+    const int8_t* qs = reinterpret_cast<const int8_t*>(blk + detail::Q8_0::kQs);
+    int64_t slot = b;  // where block b's scale and correction go
+    if (b < whole) {
+      const int64_t g = b / 8, i = b % 8;
+      uint8_t* pair = out + 256 * g + 64 * (i / 2) + 16 * (i % 2);
+      std::memcpy(pair, qs, 16);
+      std::memcpy(pair + 32, qs + 16, 16);
+      slot = 8 * g + (i % 2 == 0 ? i / 2 : 4 + i / 2);  // kMXFP4Lane's inverse
+    } else {
+      std::memcpy(out + 32 * b, qs, 32);
+    }
+    d[slot] = detail::load_f16(blk);
+    int sum = 0;
+    for (int l = 0; l < 32; ++l) sum += qs[l];
+    corr[slot] = -kOffset * sum;
+  }
+}
+
 // From the ggml activation blocks (Q8_0 or Q8_K) of one token.
 inline void PrepareAvx2Decode(GgmlType type, const uint8_t* blocks, int64_t n, uint8_t* out) {
   if (IsSuperBlock(type)) {
@@ -180,6 +212,10 @@ inline void PrepareAvx2Decode(GgmlType type, const uint8_t* blocks, int64_t n, u
   }
   const int offset = Avx2DecodeOffset(type);
   int32_t* corr = reinterpret_cast<int32_t*>(out + nb * 36);
+  if (type == GgmlType::kMXFP4) {
+    PrepareMXFP4Avx2Decode(blocks, nb, out, d, corr);
+    return;
+  }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = blocks + b * detail::Q8_0::kBytes;
     const int8_t* qs = reinterpret_cast<const int8_t*>(blk + detail::Q8_0::kQs);
@@ -447,6 +483,102 @@ void GemvBlocksAvx2(const uint8_t* const* rows, const uint8_t* const* acts, int6
         }
         // The block's correction joins lane 0 (the lanes are summed at the end).
         const __m256i s = _mm256_add_epi32(BlockDot<kType>(w, a[t].qs + 32 * b),
+                                           _mm256_setr_epi32(a[t].corr[b], 0, 0, 0, 0, 0, 0, 0));
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+                                    _mm256_mul_ps(dw, _mm256_broadcast_ss(a[t].d + b)), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) out[r * T + t] = HSum(acc[r][t]);
+  }
+}
+
+// MXFP4, R rows x T tokens. Per whole group of 8 blocks (136 bytes) and row:
+// - one 256-bit load of two blocks' 16 nibble bytes each (block 2p in the low 128-bit lane,
+//   2p + 1 in the high one); its low nibbles are elements 0-15 of both blocks, its high nibbles
+//   16-31; each through one vpshufb to its level + 12 (0..24) and one vpmaddubsw with the
+//   activations laid out to match (PrepareMXFP4Avx2Decode), the two int16 results added: per
+//   pair of blocks 2 lookups and 2 vpmaddubsw, where one block at a time took a lookup, a
+//   vpmaddubsw and a vpmaddwd each. Words stay below 2^15: 4 products of at most 24 * 128.
+// - the 4 pairs' words summed per block by vphaddw (adjacent words: at most 2 * 12288), vpmaddwd
+//   by 1 and vphaddd: lane i of the int32 result is block kMXFP4Lane[i]'s whole sum, exact;
+//   the activations' d and corr are stored in that order, the E8M0 scales are read in it.
+// - corr (-12 * sum(a)) added, one int32 -> float conversion, one multiply-add with
+//   2^(e - 128) * d per block: the scaling of the one-block path below.
+// The blocks after the last whole group take that one-block path (natural order).
+template <int R, int T>
+void GemvMXFP4Avx2(const uint8_t* const* rows, const uint8_t* const* acts, int64_t n,
+                   int64_t prefetch, float* out) {
+  constexpr int kBytes = detail::MXFP4::kBytes;
+  const int64_t nb = n / 32;
+  const int64_t whole = nb / 8 * 8;
+  Q8_0Row a[T];
+  for (int t = 0; t < T; ++t) a[t] = Q8_0RowOf(acts[t], nb);
+  const __m256i levels = CodeTable256(kMXFP4Codes);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi16(1);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < whole; b += 8) {
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * kBytes;
+      if (prefetch != 0) {
+        for (int line = 0; line < 8 * kBytes; line += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + line), _MM_HINT_T0);
+        }
+      }
+      __m256i lo[4], hi[4];
+      for (int p = 0; p < 4; ++p) {
+        const uint8_t* q = blk + 2 * p * kBytes + detail::MXFP4::kQs;
+        const __m256i v = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))),
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + kBytes)), 1);
+        lo[p] = _mm256_shuffle_epi8(levels, _mm256_and_si256(v, m4));
+        hi[p] = _mm256_shuffle_epi8(levels, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+      }
+      // The 8 scales 2^(e - 128) in kMXFP4Lane's order.
+      uint64_t e8 = 0;
+      for (int i = 0; i < 8; ++i) {
+        e8 |= static_cast<uint64_t>(blk[kMXFP4Lane[i] * kBytes + detail::MXFP4::kE]) << (8 * i);
+      }
+      const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(e8)));
+      const __m256 ew = _mm256_castsi256_ps(_mm256_blendv_epi8(
+          _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23),
+          _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e),
+          _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* av = a[t].qs + 32 * b;
+        __m256i u[4];
+        for (int p = 0; p < 4; ++p) {
+          u[p] = _mm256_add_epi16(_mm256_maddubs_epi16(lo[p], Load256(av + 64 * p)),
+                                  _mm256_maddubs_epi16(hi[p], Load256(av + 64 * p + 32)));
+        }
+        // [b0 x4, b2 x4 | b1 x4, b3 x4] and [b4, b6 | b5, b7] words, then int32 pairs, then
+        // [b0 b2 b4 b6 | b1 b3 b5 b7].
+        const __m256i h01 = MaddWd(_mm256_hadd_epi16(u[0], u[1]), one);
+        const __m256i h23 = MaddWd(_mm256_hadd_epi16(u[2], u[3]), one);
+        const __m256i sum = _mm256_add_epi32(
+            _mm256_hadd_epi32(h01, h23),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t].corr + b)));
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),
+                                    _mm256_mul_ps(ew, _mm256_loadu_ps(a[t].d + b)), acc[r][t]);
+      }
+    }
+  }
+  for (int64_t b = whole; b < nb; ++b) {
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * kBytes;
+      if (prefetch != 0 && b % 4 == 0) {  // about one per cache line
+        _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch), _MM_HINT_T0);
+      }
+      const __m256i w = LoadBlockWeights<GgmlType::kMXFP4>(blk);
+      const __m256 dw = BlockScale<GgmlType::kMXFP4>(blk);
+      for (int t = 0; t < T; ++t) {
+        // The block's correction joins lane 0 (the lanes are summed at the end).
+        const __m256i s = _mm256_add_epi32(BlockDot<GgmlType::kMXFP4>(w, a[t].qs + 32 * b),
                                            _mm256_setr_epi32(a[t].corr[b], 0, 0, 0, 0, 0, 0, 0));
         acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
                                     _mm256_mul_ps(dw, _mm256_broadcast_ss(a[t].d + b)), acc[r][t]);
@@ -970,7 +1102,7 @@ inline GemvDecodeFn PickGemvDecodeAvx2(GgmlType type, int r, int t) {
   static constexpr GemvDecodeFn kQ3_K[2][4] = TOVA_TABLE(GemvQ3_KAvx2);
   static constexpr GemvDecodeFn kIQ4_XS[2][4] = TOVA_TABLE(GemvIQ4_XSAvx2);
   static constexpr GemvDecodeFn kIQ4_NL[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kIQ4_NL);
-  static constexpr GemvDecodeFn kMXFP4[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kMXFP4);
+  static constexpr GemvDecodeFn kMXFP4[2][4] = TOVA_TABLE(GemvMXFP4Avx2);
 #undef TOVA_BLOCKS_TABLE
 #undef TOVA_BLOCKS_ROW
 #undef TOVA_TABLE

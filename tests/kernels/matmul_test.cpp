@@ -222,6 +222,45 @@ TEST(Matmul, MXFP4ExponentsAtTheEdges) {
                                                << " ref=" << p.ref[i];
       }
     });
+TEST(Matmul, MXFP4BlockGroupsTailsAndScales) {
+  // The 256-bit MXFP4 decode kernels take whole groups of 8 blocks (two blocks per vector, the
+  // activations permuted to match) and the blocks after them one at a time: block counts on
+  // both sides of 8 and 16, each row tile (1-2 rows x 1-4 tokens, and 5 rows, 7 and 9 tokens for
+  // partial tiles). Random bytes, not quantized rows, so every nibble pattern; E8M0 exponents
+  // spread over 2^9 per row, so that a scale or a correction in the wrong lane shows within the
+  // tolerance, and rows of the denormal scales (0 and 1; 2 the smallest normal one) and of the
+  // large ones alone (a row's error bound follows its largest blocks).
+  ThreadPool pool(1);
+  for (int64_t nb : {1, 7, 8, 9, 15, 16, 17, 23, 90}) {
+    const int64_t n_in = 32 * nb, n_out = 5;
+    std::mt19937 rng(static_cast<uint32_t>(nb));
+    Matrix m;
+    const uint64_t row_bytes = bytes_per_row(GgmlType::kMXFP4, n_in).value();
+    m.bytes.resize(row_bytes * n_out);
+    for (uint8_t& byte : m.bytes) byte = static_cast<uint8_t>(rng());
+    for (int64_t o = 0; o < n_out; ++o) {
+      // Row 0: exponents 0..3; row 1: 140..150; the others 118..126.
+      const int base = o == 0 ? 0 : o == 1 ? 140 : 118;
+      const int span = o == 0 ? 4 : o == 1 ? 11 : 9;
+      for (int64_t b = 0; b < nb; ++b) {
+        m.bytes[static_cast<size_t>(o * row_bytes + b * 17)] =
+            static_cast<uint8_t>(base + static_cast<int>(rng() % span));
+      }
+    }
+    m.dequant.resize(static_cast<size_t>(n_in * n_out));
+    for (int64_t o = 0; o < n_out; ++o) {
+      dequantize_row_ref(GgmlType::kMXFP4, m.bytes.data() + o * row_bytes,
+                         m.dequant.data() + o * n_in, n_in);
+    }
+    m.w = WeightMatrix{GgmlType::kMXFP4, m.bytes.data(), n_in, n_out, row_bytes};
+    for (int64_t n_tok : {1, 2, 3, 4, 7, 9}) {
+      const MatmulProblem p =
+          make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(nb * 10 + n_tok));
+      for_each_target([&] {
+        check_matmul(p, pool, "mxfp4 blocks=" + std::to_string(nb) + " n_tok=" +
+                                  std::to_string(n_tok));
+      });
+    }
   }
 }
 
