@@ -59,7 +59,8 @@ namespace tova::kernels::HWY_NAMESPACE {
 // where corr = -offset * sum(a) (offset 8 Q4_0, 16 Q5_0, 0 Q8_0) completes a block's sum.
 // Q8_1 activations (Q4_1, Q5_1 weights): the same with corr[nb] the float s = d * sum(a) that
 // the weights' min m multiplies (the reference's m * s term).
-// IQ4_NL and MXFP4 take the Q8_0 layout (corr: MXFP4's offset 12, IQ4_NL's signed levels none).
+// IQ4_NL and MXFP4 take the Q8_0 layout (corr: MXFP4's offset 12, IQ4_NL's signed levels none);
+// MXFP4's qs, d and corr are permuted within whole groups of 8 blocks (PrepareMXFP4Avx2Decode).
 // Q8_K activations (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS), nb super-blocks of 256:
 //   qs[nb][256] int8 | d[nb] float | bsums[nb][16] int16
 // with bsums the negated Q8_K bsums (Q6_K, Q3_K, Q2_K: of 16 elements each), or (Q4_K, Q5_K) 8 zeros and
@@ -358,8 +359,8 @@ HWY_INLINE __m256i SumLanes8(const __m256i (&s)[8]) {
 }
 
 // The same for blocks whose lanes are small: any two lanes of one s[b] sum to at most 2^15 - 1
-// in magnitude (Q4_0 / Q4_1: 4 * 15 * 127 = 7620 per lane, Q5_0 / Q5_1: 15748, MXFP4's 0..24:
-// 12192). The lanes
+// in magnitude (Q4_0 / Q4_1: 4 * 15 * 127 = 7620 per lane, Q5_0 / Q5_1: 15748; MXFP4 has its
+// own kernel, GemvMXFP4Avx2). The lanes
 // then fit int16, so two blocks are packed into one vector (vpackssdw, exact) and summed
 // pairwise by vpmaddwd: 6 packs and 6 madds instead of 6 vphaddd, which take more of the
 // shuffle ports that the nibble unpacking needs too. The same exact int32 sums, lane b = block b.
