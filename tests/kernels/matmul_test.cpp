@@ -222,6 +222,9 @@ TEST(Matmul, MXFP4ExponentsAtTheEdges) {
                                                << " ref=" << p.ref[i];
       }
     });
+  }
+}
+
 TEST(Matmul, MXFP4BlockGroupsTailsAndScales) {
   // The 256-bit MXFP4 decode kernels take whole groups of 8 blocks (two blocks per vector, the
   // activations permuted to match) and the blocks after them one at a time: block counts on
