@@ -1,5 +1,5 @@
 // Reasoning through `tova serve` with the real openai client, on the bundled model served with
-// real thinking templates (../shared/templates): the answer is forced by a GBNF grammar into
+// real thinking templates (../shared/templates: DeepSeek-R1, Qwen3, gpt-oss, Gemma 4): the answer is forced by a GBNF grammar into
 // the shape a thinking model writes, and the server must return its reasoning as
 // message.reasoning_content (streamed: delta.reasoning_content, before any content) and the rest
 // as content; chat_template_kwargs and reasoning_effort reach the template; an assistant turn's
@@ -151,6 +151,38 @@ async function promptOf(url, id) {
     const d = await raw(s.url, { messages: user, max_tokens: 1 });
     assert.match(await promptOf(s.url, d.id), /Reasoning: medium/);
   });
+  await stopServer(s);
+}
+
+// Gemma 4's thought channel: "<|channel>thought\n...<channel|>" then the answer; thinking is on
+// unless a request turns it off (the template then writes an empty channel in the prompt).
+{
+  const s = await startServer([], { chatTemplate: `${templates}/google-gemma-4-31B-it.jinja` });
+  const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+  await check('gemma4: the thought channel is reasoning_content, whole and streamed', async () => {
+    const grammar = literal('<|channel>thought\nAdd them.\n<channel|>Four.');
+    const m = (await whole(client, { grammar })).choices[0].message;
+    assert.equal(m.reasoning_content, 'Add them.');
+    assert.equal(m.content, 'Four.');
+    assert.deepEqual(await streamed(client, { grammar }),
+      { reasoning: 'Add them.', content: 'Four.', order: 'rc' });
+  });
+  await check('gemma4: enable_thinking reaches the template (on by default; false: an empty channel)',
+    async () => {
+      const on = await raw(s.url, { messages: user, max_tokens: 1 });
+      assert.equal(on.status, 200, JSON.stringify(on.body));
+      const p = await promptOf(s.url, on.id);
+      assert.ok(p.includes('<|think|>') && !p.includes('<|channel>'), p);
+      const off = await raw(s.url, { messages: user, max_tokens: 1,
+        chat_template_kwargs: { enable_thinking: false } });
+      assert.equal(off.status, 200, JSON.stringify(off.body));
+      const q = await promptOf(s.url, off.id);
+      assert.ok(!q.includes('<|think|>') && q.includes('<|turn>model\n<|channel>thought\n<channel|>'), q);
+      const m = (await whole(client, { grammar: literal('Four.'),
+        chat_template_kwargs: { enable_thinking: false } })).choices[0].message;
+      assert.equal(m.content, 'Four.');
+      assert.equal(m.reasoning_content, undefined);
+    });
   await stopServer(s);
 }
 
