@@ -33,9 +33,9 @@ mkdir -p "$OUT"
   echo "llama.cpp tree: $LLAMA_DIR = upstream commit ${LLAMA_COMMIT:-34af94cd9ab277632e27caeec2d41de2fd091b31}"
   (cd "$LLAMA_DIR" && sha256sum include/llama.h src/llama-model.cpp)
   echo "dumper: scripts/llama_dump.cpp MODEL tokens-128.json LOGITS 16 64 GREEDY"
-  echo "        scripts/llama_dump.cpp --evict 32 {0,4} {qwen3,gemma3,gpt-oss,smollm3,gemma4}-f32.gguf tokens-128.json LOGITS"
+  echo "        scripts/llama_dump.cpp --evict 32 {0,4} {qwen3,gemma3,gpt-oss,smollm3,gemma4,gemma4e}-f32.gguf tokens-128.json LOGITS"
 } > "$OUT/SOURCE"
-for arch in llama3 qwen3 qwen2 mistral phi3 gemma2 gemma3 mixtral qwen2moe qwen3moe gpt-oss smollm3 gemma4 qwen35 qwen35moe; do
+for arch in llama3 qwen3 qwen2 mistral phi3 gemma2 gemma3 mixtral qwen2moe qwen3moe gpt-oss smollm3 gemma4 gemma4e qwen35 qwen35moe; do
   wanted "$arch" || continue
   "$BUILD/bin/tova" make-random --arch "$arch" --type f32 -t 1 -o "$OUT/$arch-f32.gguf"
   "$TMP/llama_dump" "$OUT/$arch-f32.gguf" "$SHARED/golden/tokens-128.json" \
@@ -46,7 +46,7 @@ done
 # Quantized weights (Q8_0: llama.cpp rounds activations to Q8_0 blocks too): the fused phi3
 # matrices split on block rows, qwen3's q/k norms in the int8 path, the hybrids' DeltaNet
 # projections.
-for arch in qwen3 phi3 mixtral qwen2moe qwen3moe smollm3 gemma4 qwen35 qwen35moe; do
+for arch in qwen3 phi3 mixtral qwen2moe qwen3moe smollm3 gemma4 gemma4e qwen35 qwen35moe; do
   wanted "$arch" || continue
   "$BUILD/bin/tova" make-random --arch "$arch" --type q8_0 -t 1 -o "$OUT/$arch-q8_0.gguf"
   "$TMP/llama_dump" "$OUT/$arch-q8_0.gguf" "$SHARED/golden/tokens-128.json" \
@@ -64,8 +64,9 @@ if wanted gpt-oss; then
 fi
 # Bounded policies computed by llama.cpp's cache: window and sink:4 at k = 32 on the qwen3
 # fixture, on gemma3 and gpt-oss, whose window layers (16 positions) also mask inside
-# llama.cpp's SWA cache, on smollm3, whose every fourth layer has no RoPE, and on gemma4.
-for arch in qwen3 gemma3 gpt-oss smollm3 gemma4; do
+# llama.cpp's SWA cache, on smollm3, whose every fourth layer has no RoPE, and on gemma4 and its
+# E variant gemma4e, whose shared-K/V layers read the K/V their owner layers keep.
+for arch in qwen3 gemma3 gpt-oss smollm3 gemma4 gemma4e; do
   wanted "$arch" || continue
   for n_sink in 0 4; do
     name=$([ "$n_sink" = 0 ] && echo window-32 || echo sink4-32)

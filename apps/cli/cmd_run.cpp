@@ -234,11 +234,16 @@ void print_kv_stats(const SessionStats& kv) {
              kv.policy, kv.budget < 0 ? std::string("unbounded") : std::to_string(kv.budget),
              format_bytes(kv.kv_held), format_bytes(kv.kv_capacity), kv.kv_type, kv.n_seen);
   // Memory by kind of layer state: bounded K/V (the policy's budget), window K/V (the model's
-  // window), recurrent states (hybrid models).
+  // window), recurrent states (hybrid models), shared-K/V layers (none of their own).
   for (const StateKindStats& k : kv.kinds) {
     if (k.kind == "recurrent") {  // a fixed-size state per layer: no K/V rows, no limit
       fmt::print(stderr, "  recurrent   : {:3d} layers, fixed-size states, {}\n", k.n_layer,
                  format_bytes(k.bytes));
+      continue;
+    }
+    if (k.kind == "shared") {  // reads an earlier layer's K/V: nothing of its own
+      fmt::print(stderr, "  shared  K/V : {:3d} layers, read an earlier layer's K/V, 0 B\n",
+                 k.n_layer);
       continue;
     }
     fmt::print(stderr,

@@ -111,8 +111,49 @@ class Followers {
 
 }  // namespace
 
+namespace {
+
+bool any_scores(const MultiState& ms, std::span<MultiState* const> followers) {
+  bool scores = ms.score_need() != ScoreNeed::kNone;
+  for (const MultiState* f : followers) scores |= f->score_need() != ScoreNeed::kNone;
+  return scores;
+}
+
+// Every token joins before any attends (see step_layer).
+bool joins_first(const MultiState& ms, bool scores, int n_tok) {
+  const bool chunk = ms.budget() >= 0 && ms.max_new() > 1;
+  return chunk || (n_tok > 1 && !scores && !moves_positions(ms.positions()) &&
+                   ms.n_seen() + n_tok <= static_cast<int64_t>(ms.holds_all_until()));
+}
+
+}  // namespace
+
+bool evicts_between_tokens(const MultiState& ms, std::span<MultiState* const> followers,
+                           int n_tok) {
+  if (n_tok <= 1 || joins_first(ms, any_scores(ms, followers), n_tok)) return false;
+  // Token by token, but where no layer can evict and positions stay put, each token still sees
+  // the tokens before it and nothing else.
+  return moves_positions(ms.positions()) ||
+         ms.n_seen() + n_tok > static_cast<int64_t>(ms.holds_all_until());
+}
+
+void end_step(MultiState& ms, std::span<MultiState* const> followers, int il,
+              std::span<const int> idx, const int64_t* pos) {
+  LayerState& L = ms.layer(il);
+  const bool chunk = ms.budget() >= 0 && ms.max_new() > 1;
+  if (chunk) {
+    L.evict(pos[idx.back()]);
+  } else {
+    for (const int i : idx) L.evict(pos[i]);
+  }
+  for (const MultiState* f : followers) {
+    TOVA_CHECK(f->layer(il).n_held() <= f->holds_all_until());
+  }
+}
+
 void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
-                const StepRows& rows, int n_head, StepAttention& attention, StepScratch& scratch) {
+                const StepRows& rows, int n_head, StepAttention& attention, StepScratch& scratch,
+                bool evict) {
   LayerState& L = ms.layer(il);
   Followers fw(followers, il, n_head, scratch);
   const bool own_scores = ms.score_need() != ScoreNeed::kNone;
@@ -165,10 +206,9 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
   // An exact step that no layer evicts in (holds_all_until), that no policy scores, in a mode
   // whose mapped positions do not depend on what is held, gives every token the same view
   // whether the later tokens joined before it or not: the causal mask hides them.
-  const bool joins_first =
-      chunk || (n_tok > 1 && !scores && !moves_positions(ms.positions()) &&
-                ms.n_seen() + n_tok <= static_cast<int64_t>(ms.holds_all_until()));
-  if (!joins_first) {
+  const bool all_join_first = joins_first(ms, scores, n_tok);
+  TOVA_CHECK(evict || !evicts_between_tokens(ms, followers, n_tok));
+  if (!all_join_first) {
     for (int t = 0; t < n_tok; ++t) {
       const int64_t pos = rows.pos[rows.idx[t]];
       join(t);
@@ -176,7 +216,7 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
       float* probs = probs_for(1);
       attention.attend(L, t, probs);
       if (observes) observe(t, probs, pos);
-      L.evict(pos);
+      if (evict) L.evict(pos);
       fw.check_held();
     }
     return;
@@ -204,6 +244,7 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
               chunk ? last_pos : rows.pos[rows.idx[t]]);
     }
   }
+  if (!evict) return;
   if (chunk) {
     L.evict(last_pos);
     return;

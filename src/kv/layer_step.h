@@ -82,7 +82,25 @@ struct StepScratch {
 // or before a budget fills), attend through StepAttention::attend_many in blocks, with the
 // policy observing each token's probabilities in order after its block: the same results as one
 // token after the other, bit for bit.
+//
+// evict = false (a layer whose K/V later shared-K/V layers read, Gemma 4 E2B/E4B): everything
+// but the eviction at the end of the step; end_step() does it once those layers attended over
+// what this layer held. Only for a step whose evictions all come at its end (one token, or
+// evicts_between_tokens() false): the model splits any other step into single tokens.
 void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
-                const StepRows& rows, int n_head, StepAttention& attention, StepScratch& scratch);
+                const StepRows& rows, int n_head, StepAttention& attention, StepScratch& scratch,
+                bool evict = true);
+
+// The eviction step_layer(evict = false) left out, exactly as it would have done it.
+void end_step(MultiState& ms, std::span<MultiState* const> followers, int il,
+              std::span<const int> idx, const int64_t* pos);
+
+// Whether a step of n_tok tokens of ms (with followers that score or not) makes the policy
+// evict between two of its tokens, or rotates held keys per token (exact processing past the
+// point where every layer holds everything, or a mode that moves positions): the tokens then see
+// different sets of held states, so a layer reading another's K/V after its step could not see
+// what each token saw.
+bool evicts_between_tokens(const MultiState& ms, std::span<MultiState* const> followers,
+                           int n_tok);
 
 }  // namespace tova::kv

@@ -27,6 +27,46 @@
 namespace tova::model {
 namespace {
 
+// The E models' last attention.shared_kv_layers layers compute no K/V: each attends over the
+// K/V of the last earlier layer of its kind (window or global) that has its own. llama.cpp
+// (llama-model.cpp's reuse callback) names that layer by a formula, n_kv - 2 for a window layer
+// and n_kv - 1 for a global one (n_kv: the layers with K/V), which is the same layer when the
+// last K/V layer is global and the one before it a window layer, as in every E model; a file
+// where they differ is refused rather than computed one way or the other.
+Status read_shared_kv(KeyReader& keys, ModelConfig& c) {
+  const std::string& path = keys.file().path();
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_shared, keys.u32_or("attention.shared_kv_layers", 0));
+  if (n_shared == 0) return ok_status();
+  const int n_kv = c.n_layer - static_cast<int>(n_shared);
+  if (n_shared >= static_cast<uint32_t>(c.n_layer) || n_kv < 2) {
+    return make_error("{}: {} {} leaves fewer than 2 of the {} layers with K/V of their own",
+                      path, keys.key("attention.shared_kv_layers"), n_shared, c.n_layer);
+  }
+  c.layer_kv_owner.assign(c.n_layer, -1);
+  for (int il = n_kv; il < c.n_layer; ++il) {
+    const bool window = c.layer_window[il] > 0;
+    int owner = -1;
+    for (int j = n_kv - 1; j >= 0 && owner < 0; --j) {
+      if ((c.layer_window[j] > 0) == window) owner = j;
+    }
+    const int llama_owner = n_kv - (window ? 2 : 1);
+    if (owner != llama_owner) {
+      return make_error("{}: {} {}: layer {} ({}) would reuse the K/V of layer {} (the last "
+                        "earlier one of its kind) where llama.cpp reads layer {}",
+                        path, keys.key("attention.shared_kv_layers"), n_shared, il,
+                        window ? "window" : "global", owner, llama_owner);
+    }
+    // Same kind: the same window, head size and rotation; the KV heads must agree too.
+    if (c.layer_n_head_kv[il] != c.layer_n_head_kv[owner]) {
+      return make_error("{}: {}: layer {} has {} KV heads, the layer {} whose K/V it reuses {}",
+                        path, keys.key("attention.head_count_kv"), il, c.layer_n_head_kv[il],
+                        owner, c.layer_n_head_kv[owner]);
+    }
+    c.layer_kv_owner[il] = owner;
+  }
+  return ok_status();
+}
+
 Status configure(KeyReader& keys, ModelConfig& c) {
   const std::string& path = keys.file().path();
   c.rope.mode = kernels::RopeMode::kNeox;
@@ -39,18 +79,13 @@ Status configure(KeyReader& keys, ModelConfig& c) {
     return make_error("{}: {} {} must be positive", path, keys.key("final_logit_softcapping"),
                       c.final_softcap);
   }
-  // Variants not implemented: refused by name rather than computed as the dense model.
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_shared_kv, keys.u32_or("attention.shared_kv_layers", 0));
-  if (n_shared_kv != 0) {
-    return make_error("{}: {} {}: layers that reuse another layer's K/V (Gemma 4 E2B/E4B) are "
-                      "not implemented",
-                      path, keys.key("attention.shared_kv_layers"), n_shared_kv);
-  }
+  // Per-layer embeddings (E2B/E4B): their width; the tensors are read by load_weights.
   TOVA_ASSIGN_OR_RETURN(uint32_t n_per_layer, keys.u32_or("embedding_length_per_layer_input", 0));
-  if (n_per_layer != 0) {
-    return make_error("{}: {} {}: per-layer embeddings (Gemma 4 E2B/E4B) are not implemented",
-                      path, keys.key("embedding_length_per_layer_input"), n_per_layer);
+  if (n_per_layer > (1u << 16)) {
+    return make_error("{}: {} {} is out of range", path,
+                      keys.key("embedding_length_per_layer_input"), n_per_layer);
   }
+  c.n_embd_per_layer = static_cast<int>(n_per_layer);
   // The window and which layers have it.
   TOVA_ASSIGN_OR_RETURN(uint32_t window, keys.u32("attention.sliding_window"));
   if (window < 2 || window > (1u << 30)) {
@@ -90,7 +125,7 @@ Status configure(KeyReader& keys, ModelConfig& c) {
   for (int il = 0; il < c.n_layer; ++il) {
     if (c.layer_window[il] > 0) c.layer_head_dim[il] = static_cast<int>(hd_swa);
   }
-  return ok_status();
+  return read_shared_kv(keys, c);
 }
 
 Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
@@ -108,16 +143,31 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   }
   TOVA_ASSIGN_OR_RETURN(l.attn_norm, ld.vector(p + "attn_norm.weight", c.n_embd));
   TOVA_ASSIGN_OR_RETURN(l.wq, ld.matrix(p + "attn_q.weight", c.n_embd, q_dim));
-  TOVA_ASSIGN_OR_RETURN(l.wk, ld.matrix(p + "attn_k.weight", c.n_embd, kv_dim));
-  if (ld.has(p + "attn_v.weight")) {
-    TOVA_ASSIGN_OR_RETURN(l.wv, ld.matrix(p + "attn_v.weight", c.n_embd, kv_dim));
+  if (c.shared_kv(il)) {
+    // Its queries attend over an earlier layer's K/V (layer_attention_shared.cpp): K and V
+    // projections, if the converter kept them, are computed neither here nor by llama.cpp.
+    l.mixer_kind = MixerKind::kSharedKv;
+    if (ld.has(p + "attn_k.weight")) {
+      TOVA_RETURN_IF_ERROR(ld.unused(p + "attn_k.weight", {c.n_embd, kv_dim}));
+    }
+    if (ld.has(p + "attn_v.weight")) {
+      TOVA_RETURN_IF_ERROR(ld.unused(p + "attn_v.weight", {c.n_embd, kv_dim}));
+    }
+    if (ld.has(p + "attn_k_norm.weight")) {
+      TOVA_RETURN_IF_ERROR(ld.unused(p + "attn_k_norm.weight", {hd}));
+    }
   } else {
-    l.v_is_k = true;
+    TOVA_ASSIGN_OR_RETURN(l.wk, ld.matrix(p + "attn_k.weight", c.n_embd, kv_dim));
+    if (ld.has(p + "attn_v.weight")) {
+      TOVA_ASSIGN_OR_RETURN(l.wv, ld.matrix(p + "attn_v.weight", c.n_embd, kv_dim));
+    } else {
+      l.v_is_k = true;
+    }
+    TOVA_ASSIGN_OR_RETURN(l.k_norm, ld.vector(p + "attn_k_norm.weight", hd));
+    l.v_norm.assign(hd, 1.f);
   }
   TOVA_ASSIGN_OR_RETURN(l.wo, ld.matrix(p + "attn_output.weight", q_dim, c.n_embd));
   TOVA_ASSIGN_OR_RETURN(l.q_norm, ld.vector(p + "attn_q_norm.weight", hd));
-  TOVA_ASSIGN_OR_RETURN(l.k_norm, ld.vector(p + "attn_k_norm.weight", hd));
-  l.v_norm.assign(hd, 1.f);
   TOVA_ASSIGN_OR_RETURN(l.attn_post_norm, ld.vector(p + "post_attention_norm.weight", c.n_embd));
   if (ld.has(p + "layer_output_scale.weight")) {
     TOVA_ASSIGN_OR_RETURN(std::vector<float> scale,
@@ -130,6 +180,13 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   }
   TOVA_RETURN_IF_ERROR(load_dense_ffn(ld, c, il, l));
   TOVA_ASSIGN_OR_RETURN(l.ffn_post_norm, ld.vector(p + "post_ffw_norm.weight", c.n_embd));
+  if (c.n_embd_per_layer > 0) {  // the layer's per-layer input (layer_per_layer_input.cpp)
+    TOVA_ASSIGN_OR_RETURN(l.ple_gate, ld.matrix(p + "inp_gate.weight", c.n_embd,
+                                                c.n_embd_per_layer));
+    TOVA_ASSIGN_OR_RETURN(l.ple_proj, ld.matrix(p + "proj.weight", c.n_embd_per_layer,
+                                                c.n_embd));
+    TOVA_ASSIGN_OR_RETURN(l.ple_post_norm, ld.vector(p + "post_norm.weight", c.n_embd));
+  }
   return ok_status();
 }
 
@@ -151,7 +208,17 @@ std::vector<RandomShape> fixtures() {
                .swa_pattern = 6,
                .rope_base_swa = 10000.f,
                .rope_partial = 0.25f};
-  return {g4};
+  // Gemma-4-E4B's layout scaled down (the E variant): nine layers, every third global, the
+  // last three reusing K/V (layers 6 and 7 the window layer 4's, layer 8 the global layer 5's,
+  // as llama.cpp's reuse rule and ours agree), per-layer inputs of 32 in every layer.
+  RandomShape e = g4;
+  e.name = "gemma4e";
+  e.description = "Gemma-4-E4B (scaled down)";
+  e.n_layer = 9;
+  e.gemma4.swa_pattern = 3;
+  e.gemma4.n_shared_kv = 3;
+  e.gemma4.n_embd_per_layer = 32;
+  return {g4, e};
 }
 
 }  // namespace

@@ -6,9 +6,7 @@
 #include <vector>
 
 namespace tova::model {
-namespace {
 
-// Groups the batch by sequence, in order of first appearance.
 void group_by_sequence(std::span<const BatchToken> batch, std::vector<SequenceRun>& runs) {
   runs.clear();
   for (int i = 0; i < static_cast<int>(batch.size()); ++i) {
@@ -24,6 +22,8 @@ void group_by_sequence(std::span<const BatchToken> batch, std::vector<SequenceRu
     }
   }
 }
+
+namespace {
 
 // Attaches each follower to its leader's run, after checking that riding along is exact: the
 // follower is at the leader's position, neither is chunked, and neither evicts in this batch.
@@ -75,7 +75,7 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
       return make_error("token id {} is outside the vocabulary (0..{})", t.token, c.n_vocab - 1);
     }
     if (t.state == nullptr || t.state->n_layer() != c.n_attention_layers() ||
-        t.state->n_recurrent() != c.n_layer - c.n_attention_layers()) {
+        t.state->n_recurrent() != c.n_recurrent_layers()) {
       return make_error("batch token without a multi-state of this model");
     }
   }

@@ -11,6 +11,9 @@
 
 namespace tova::model {
 
+// Groups the batch by sequence, in order of first appearance, into runs (no followers).
+void group_by_sequence(std::span<const BatchToken> batch, std::vector<SequenceRun>& runs);
+
 // Checks the batch (token ids, states of this model, chunk sizes, followers), groups it by
 // sequence into s.runs with their followers, grows every pool that cannot take this call's
 // tokens (an error if memory is short: never inside a layer), marks the storage types to

@@ -84,12 +84,35 @@ struct ModelConfig {
   std::vector<bool> layer_recurrent;
   DeltaNetConfig deltanet;
   bool recurrent(int il) const { return !layer_recurrent.empty() && layer_recurrent[il]; }
-  // Layers that attend (hold K/V in the multi-state): n_layer minus the recurrent ones.
-  int n_attention_layers() const {
-    int n = n_layer;
-    for (bool r : layer_recurrent) n -= r ? 1 : 0;
+  // Layers that reuse an earlier layer's K/V (Gemma 4 E2B/E4B: the last
+  // attention.shared_kv_layers layers): per layer the model layer whose K/V it attends over
+  // (the last earlier layer of its kind that computes K/V), or -1 for a layer with its own;
+  // empty when no layer shares. A shared layer holds nothing in the multi-state.
+  std::vector<int> layer_kv_owner;
+  bool shared_kv(int il) const { return !layer_kv_owner.empty() && layer_kv_owner[il] >= 0; }
+  // Layer il's K/V is read by a later shared layer: its policy evicts only once they attended.
+  bool kv_shared_later(int il) const {
+    for (int o : layer_kv_owner) {
+      if (o == il) return true;
+    }
+    return false;
+  }
+  int n_recurrent_layers() const {
+    int n = 0;
+    for (bool r : layer_recurrent) n += r ? 1 : 0;
     return n;
   }
+  int n_shared_kv_layers() const {
+    int n = 0;
+    for (int o : layer_kv_owner) n += o >= 0 ? 1 : 0;
+    return n;
+  }
+  // Layers that hold K/V in the multi-state: n_layer minus the recurrent and shared ones.
+  int n_attention_layers() const { return n_layer - n_recurrent_layers() - n_shared_kv_layers(); }
+  // Per-layer embeddings (Gemma 4 E2B/E4B; embedding_length_per_layer_input > 0): every layer
+  // adds a gated projection of its own n_embd_per_layer-wide input, made from the token's row
+  // of per_layer_token_embd and a projection of its embedding (layer_per_layer_input.cpp).
+  int n_embd_per_layer = 0;
   // The "{arch}." metadata keys the loader read (every such key of the file), sorted.
   std::vector<std::string> keys_read;
 };

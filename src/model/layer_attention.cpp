@@ -213,6 +213,20 @@ void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s)
   }
 }
 
+// The cos/sin table of the batch's positions for `rope` (kept while the next layer's rope is
+// the same).
+void prepare_rope_table(const kernels::RopeParams& rope, ForwardScratch& s, ThreadPool& pool) {
+  const int64_t n = static_cast<int64_t>(s.pos.size());
+  if (rope.n_rot == 0 || (s.rope_cs_valid && same_rope(s.rope_cs_params, rope))) return;
+  resize(s.rope_cs, n * rope.n_rot);
+  // n_rot / 2 sines and cosines in double per token: the costliest part of RoPE.
+  for_tokens(pool, n, 16 * rope.n_rot, [&](int64_t i) {
+    kernels::rope_cos_sin(s.pos[i], rope, &s.rope_cs[i * rope.n_rot]);
+  });
+  s.rope_cs_params = rope;
+  s.rope_cs_valid = true;
+}
+
 // RoPE at each token's position, for the sequences whose pools keep rotated keys; the
 // cos/sin table is computed once per forward call and reused by every layer that shares the
 // same rope parameters. Then the batch's new keys and values converted once into each storage
@@ -223,15 +237,7 @@ void prepare_rows(const ModelConfig& c, const AttnDims& d, const kernels::RopePa
   const int64_t kv_dim = static_cast<int64_t>(d.n_head_kv) * d.head_dim;
   const int64_t n = static_cast<int64_t>(s.pos.size());
   const bool nope = rope.n_rot == 0;
-  if (!nope && (!s.rope_cs_valid || !same_rope(s.rope_cs_params, rope))) {
-    resize(s.rope_cs, n * rope.n_rot);
-    // n_rot / 2 sines and cosines in double per token: the costliest part of RoPE.
-    for_tokens(pool, n, 16 * rope.n_rot, [&](int64_t i) {
-      kernels::rope_cos_sin(s.pos[i], rope, &s.rope_cs[i * rope.n_rot]);
-    });
-    s.rope_cs_params = rope;
-    s.rope_cs_valid = true;
-  }
+  prepare_rope_table(rope, s, pool);
   // The queries before RoPE of the sequences whose policy reads them (expected-attention), with
   // the rotation the policy averages over future positions.
   s.any_q_pre = false;
@@ -295,8 +301,10 @@ void prepare_rows(const ModelConfig& c, const AttnDims& d, const kernels::RopePa
 
 // Attention of layer il for every sequence of the batch: kv::step_layer orders each
 // sequence's step, SequenceAttention computes it.
+// evict: false for a layer whose K/V later shared layers read (Model::forward ends its step).
 void attend_layer(const ModelConfig& c, const AttnDims& d, int il, const LayerWeights& L,
-                  const kernels::RopeParams& rope, ForwardScratch& s, ThreadPool& pool) {
+                  const kernels::RopeParams& rope, ForwardScratch& s, ThreadPool& pool,
+                  bool evict) {
   prepare_moved_positions(rope, s);
   prepare_rows(c, d, rope, L.attn_sinks, s, pool);
   const SequenceAttention::Shape shape{
@@ -322,7 +330,7 @@ void attend_layer(const ModelConfig& c, const AttnDims& d, int il, const LayerWe
     const kv::PositionMode mode =
         rope.n_rot == 0 ? kv::PositionMode::kAbsolute : run.state->positions();
     SequenceAttention attention(shape, rope, mode, run.idx, s, mine, run_pool);
-    kv::step_layer(*run.state, run.followers, il, rows, d.n_head, attention, mine.step);
+    kv::step_layer(*run.state, run.followers, il, rows, d.n_head, attention, mine.step, evict);
   };
 
   if (s.runs.size() == 1) {
@@ -344,6 +352,53 @@ void attend_layer(const ModelConfig& c, const AttnDims& d, int il, const LayerWe
 }
 
 }  // namespace
+
+void attend_over_owner(const LayerPass& p, int ia, int n_head_kv, int head_dim,
+                       const kernels::RopeParams& rope) {
+  const ModelConfig& c = p.c;
+  ForwardScratch& s = p.s;
+  ThreadPool& pool = p.pool;
+  const int64_t q_dim = static_cast<int64_t>(c.n_head) * head_dim;
+  resize(s.att, p.n * q_dim);
+  prepare_moved_positions(rope, s);
+  prepare_rope_table(rope, s, pool);
+  // The queries at their positions, where the pool keeps rotated keys (else attention rotates
+  // both by their mapped positions).
+  for (const SequenceRun& run : s.runs) {
+    if (rope.n_rot == 0 || kv::moves_positions(run.state->positions())) continue;
+    for_tokens(pool, static_cast<int64_t>(run.idx.size()), q_dim, [&](int64_t j) {
+      const int i = run.idx[j];
+      kernels::rope_apply(&s.q[i * q_dim], c.n_head, head_dim, &s.rope_cs[i * rope.n_rot], rope);
+    });
+  }
+  const SequenceAttention::Shape shape{
+      .n_head = c.n_head,
+      .n_head_kv = n_head_kv,
+      .head_dim = head_dim,
+      .scale = c.attn_scale > 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(head_dim)),
+      .softcap = c.attn_softcap,
+      .sinks = nullptr};
+  if (s.per_thread.size() < static_cast<size_t>(pool.size())) s.per_thread.resize(pool.size());
+  // What the owner held for each token of the step: every token joined, nothing evicted yet
+  // (its step ends after the shared layers, kv::end_step); the causal and window masks hide
+  // the rest. Followers hold the same states as their leader: nothing of theirs to compute.
+  auto attend = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* run_pool) {
+    const kv::LayerState& L = run.state->layer(ia);
+    TOVA_CHECK(L.n_head_kv() == n_head_kv && L.head_dim() == head_dim);
+    const kv::PositionMode mode =
+        rope.n_rot == 0 ? kv::PositionMode::kAbsolute : run.state->positions();
+    SequenceAttention attention(shape, rope, mode, run.idx, s, mine, run_pool);
+    attention.joined(L);
+    attention.attend_many(L, 0, static_cast<int>(run.idx.size()), nullptr, 0);
+  };
+  if (s.runs.size() == 1) {
+    attend(s.runs[0], s.per_thread[0], pool.size() > 1 ? &pool : nullptr);
+    return;
+  }
+  pool.for_each_dynamic(static_cast<int64_t>(s.runs.size()), [&](int64_t r, int thread) {
+    attend(s.runs[r], s.per_thread[thread], nullptr);
+  });
+}
 
 void attention_block(const LayerPass& p, int il, int ia, const LayerWeights& L,
                      const kernels::RopeParams& rope) {
@@ -415,7 +470,7 @@ void attention_block(const LayerPass& p, int il, int ia, const LayerWeights& L,
       }
     });
   }
-  attend_layer(c, d, ia, L, rope, s, pool);
+  attend_layer(c, d, ia, L, rope, s, pool, !c.kv_shared_later(il));
   if (L.q_gate) {
     for_tokens(pool, n, q_dim, [&](int64_t i) {
       float* att = &s.att[i * q_dim];

@@ -10,6 +10,7 @@
 #include "model/batch_prep.h"
 #include "model/forward_util.h"
 #include "model/layer_kinds.h"
+#include "kv/layer_step.h"
 
 namespace tova::model {
 
@@ -61,9 +62,10 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
                           .windows = config_.layer_window,
                           .layer_n_head_kv = config_.layer_n_head_kv,
                           .layer_head_dim = config_.layer_head_dim};
-  if (config_.layer_recurrent.empty()) return o;
+  if (config_.layer_recurrent.empty() && config_.layer_kv_owner.empty()) return o;
   // A hybrid model: the multi-state's layers are the attention layers; each recurrent layer
-  // has a fixed-size state instead (kv/recurrent_state.h). Per-layer arrays follow suit.
+  // has a fixed-size state instead (kv/recurrent_state.h), and a shared-K/V layer none (it
+  // reads its owner's). Per-layer arrays follow suit.
   const DeltaNetConfig& d = config_.deltanet;
   o.n_layer = 0;
   o.windows.clear();
@@ -77,6 +79,7 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
                              .head_dim = d.head_dim});
       continue;
     }
+    if (config_.shared_kv(il)) continue;  // reads its owner's K/V: holds nothing
     ++o.n_layer;
     if (!config_.layer_window.empty()) o.windows.push_back(config_.layer_window[il]);
     if (!config_.layer_n_head_kv.empty()) o.layer_n_head_kv.push_back(config_.layer_n_head_kv[il]);
@@ -87,6 +90,42 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
 
 Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& s,
                       float* logits, std::span<const Follower> followers) const {
+  if (config_.layer_kv_owner.empty() || !splits_between_tokens(batch, followers, s)) {
+    return forward_step(batch, pool, s, logits, followers);
+  }
+  // Shared-K/V layers read their owner's K/V after its step; a sequence whose policy would
+  // evict between two tokens of this step would leave them a state no token saw
+  // (kv::evicts_between_tokens), so the batch goes token by token, each exactly as alone.
+  int64_t n_out = 0;
+  for (const BatchToken& t : batch) {
+    std::vector<Follower> own;
+    for (const Follower& f : followers) {
+      if (f.leader == t.state) own.push_back(f);
+    }
+    TOVA_RETURN_IF_ERROR(forward_step({&t, 1}, pool, s,
+                                      logits + n_out * static_cast<int64_t>(config_.n_vocab), own));
+    n_out += t.logits ? 1 : 0;
+  }
+  return ok_status();
+}
+
+bool Model::splits_between_tokens(std::span<const BatchToken> batch,
+                                  std::span<const Follower> followers, ForwardScratch& s) const {
+  group_by_sequence(batch, s.runs);
+  for (const SequenceRun& run : s.runs) {
+    if (run.state == nullptr) return false;  // forward_step refuses the batch
+    std::vector<kv::MultiState*> fw;
+    for (const Follower& f : followers) {
+      if (f.leader == run.state) fw.push_back(f.state);
+    }
+    if (kv::evicts_between_tokens(*run.state, fw, static_cast<int>(run.idx.size()))) return true;
+  }
+  return false;
+}
+
+Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
+                           ForwardScratch& s, float* logits,
+                           std::span<const Follower> followers) const {
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
   const int64_t n = static_cast<int64_t>(batch.size());
@@ -103,31 +142,51 @@ Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, Forwa
                             &s.x[i * c.n_embd], c.n_embd);
     if (c.embd_scale != 1.f) kernels::scale(&s.x[i * c.n_embd], c.embd_scale, c.n_embd);
   });
+  if (c.n_embd_per_layer > 0) {  // Gemma 4 E2B/E4B: every layer's own input, s.ple
+    s.tokens.resize(n);
+    for (int64_t i = 0; i < n; ++i) s.tokens[i] = batch[i].token;
+    per_layer_inputs(p, w, s.tokens);
+  }
 
   // Layers: a token mixer, then a feed-forward block, each of the kind the family chose.
   static constexpr kernels::RopeParams kNoRope{.n_rot = 0};  // a NoPE layer (layer_nope)
   kernels::RopeParams rope = c.rope;
   if (!w.rope_freqs.empty()) rope.freq_factors = w.rope_freqs.data();
   // Attention layers index the multi-state's K/V layers (ia), recurrent ones its recurrent
-  // states (ir).
+  // states (ir); a shared-K/V layer reads its owner's (state_of[owner]).
   int ia = 0, ir = 0;
+  s.state_of.assign(c.n_layer, -1);
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[il];
     const bool window_layer = !c.layer_window.empty() && c.layer_window[il] > 0;
     const bool nope = !c.layer_nope.empty() && c.layer_nope[il] != 0;
+    const kernels::RopeParams& layer_rope = nope ? kNoRope : window_layer ? c.rope_window : rope;
     switch (L.mixer_kind) {
       case MixerKind::kAttention:
-        attention_block(p, il, ia++, L, nope ? kNoRope : window_layer ? c.rope_window : rope);
+        s.state_of[il] = ia;
+        attention_block(p, il, ia++, L, layer_rope);
         break;
       case MixerKind::kDeltaNet: deltanet_block(p, ir++, L); break;
+      case MixerKind::kSharedKv:
+        shared_kv_block(p, il, s.state_of[c.layer_kv_owner[il]], L, layer_rope);
+        break;
     }
     switch (L.ffn_kind) {
       case FfnKind::kDense: dense_ffn_block(p, L); break;
       case FfnKind::kMoe: moe_ffn_block(p, L); break;
     }
+    if (c.n_embd_per_layer > 0) per_layer_input_block(p, il, L);
     if (L.out_scale != 1.f) {  // Gemma 4's layer_output_scale: the whole stream, not the delta
       for_tokens(pool, n, c.n_embd,
                  [&](int64_t i) { kernels::scale(&s.x[i * c.n_embd], L.out_scale, c.n_embd); });
+    }
+  }
+
+  // The steps of the layers whose K/V shared layers read end now that those attended.
+  for (int il = 0; il < c.n_layer && !c.layer_kv_owner.empty(); ++il) {
+    if (!c.kv_shared_later(il)) continue;
+    for (const SequenceRun& run : s.runs) {
+      kv::end_step(*run.state, run.followers, s.state_of[il], run.idx, s.pos.data());
     }
   }
 

@@ -120,6 +120,11 @@ struct ForwardScratch {
     std::vector<float> o;      // [n_tok][V] the delta rule's outputs, then gated-normed
     std::vector<float> scratch;  // [pool threads][delta_chunk_workspace_floats(S)] chunked rule
   } deltanet;
+  // Gemma 4 E2B/E4B's per-layer embeddings (layer_per_layer_input.cpp), P = n_embd_per_layer.
+  std::vector<float> ple;       // [n_tok][n_layer][P] every layer's input
+  std::vector<float> ple_gate;  // [n_tok][P] a layer's gate, then gate * input
+  std::vector<int32_t> tokens;  // [n_tok] the batch's token ids
+  std::vector<int> state_of;    // [n_layer] a layer's multi-state K/V layer (-1: none)
 };
 
 struct ModelOptions {
@@ -177,6 +182,14 @@ class Model {
 
  private:
   Model() = default;
+  // forward() of a batch whose every sequence's step ends its evictions at the end.
+  Status forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
+                      ForwardScratch& scratch, float* logits,
+                      std::span<const Follower> followers) const;
+  // Some sequence of the batch would evict between two of its tokens (kv::
+  // evicts_between_tokens): a model with shared-K/V layers then feeds the batch token by token.
+  bool splits_between_tokens(std::span<const BatchToken> batch,
+                             std::span<const Follower> followers, ForwardScratch& scratch) const;
 
   std::unique_ptr<io::GgufFile> file_;
   ModelConfig config_;

@@ -164,6 +164,41 @@ std::vector<RandomShape> make_shapes() {
                .full_attention_interval = 4,
                .rope_sections = {11, 11, 10, 0},
                .n_rot = 64});
+  // ---- Gemma 4 shapes (issue 34; kept in one block) ----
+  // Gemma-4-E4B's text decoder. Verified from a published config.json of an E4B fine-tune
+  // (huggingface.co/FINAL-Bench/Darwin-4B-David, text_config; searched 2026-11-29): hidden 2560,
+  // per-layer input 256, intermediate 10240, head sizes 256 (window) and 512 (global),
+  // attention_k_eq_v false (global layers have attn_v), final soft-cap 30, five window layers
+  // then one global, proportional RoPE on the global layers with partial factor 0.25 and base
+  // 1e6; 42 layers from llama.cpp (llama_model_gemma4: 42 layers = E4B). NOT verified from a
+  // config.json (taken from model overviews that agree with each other): 8 query heads, 2 KV
+  // heads in every layer, 18 shared-K/V layers, a 512-token window, 262,144 tokens (here a
+  // synthetic vocabulary of that size), window RoPE base 10000, 131,072 context.
+  s.push_back({.name = "gemma-4-e4b",
+               .description = "Gemma-4-E4B",
+               .arch = "gemma4",
+               .n_layer = 42,
+               .n_embd = 2560,
+               .n_head = 8,
+               .n_head_kv = 2,
+               .n_ff = 10240,
+               .n_vocab = 262144,
+               .n_ctx = 131072,
+               .rope_base = 1000000.f,
+               .rms_eps = 1e-6f,
+               .tied_output = true,
+               .head_dim = 512,
+               .sliding_window = 512,
+               .final_softcap = 30.f,
+               .gemma4 = {.head_dim_swa = 256,
+                          .n_head_kv_swa = 2,
+                          .swa_pattern = 6,
+                          .rope_base_swa = 10000.f,
+                          .rope_partial = 0.25f,
+                          .n_shared_kv = 18,
+                          .n_embd_per_layer = 256,
+                          .k_eq_v = false}});
+  // ---- end of the Gemma 4 shapes ----
   s.push_back({.name = "tiny",
                .description = "tiny llama (tests)",
                .arch = "llama",
@@ -785,9 +820,11 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     w.set(a + "attention.value_length_swa", io::GgufValue::make_u32(g4.head_dim_swa));
     w.set(a + "rope.dimension_count_swa", io::GgufValue::make_u32(g4.head_dim_swa));
     w.set(a + "rope.freq_base_swa", io::GgufValue::make_f32(g4.rope_base_swa));
-    w.set(a + "attention.shared_kv_layers", io::GgufValue::make_u32(0));
-    w.set(a + "embedding_length_per_layer_input", io::GgufValue::make_u32(0));
+    w.set(a + "attention.shared_kv_layers", io::GgufValue::make_u32(g4.n_shared_kv));
+    w.set(a + "embedding_length_per_layer_input", io::GgufValue::make_u32(g4.n_embd_per_layer));
   }
+  // Gemma 4 E2B/E4B: the last n_shared_kv layers compute no K/V.
+  auto shared_kv = [&](int il) { return gemma4 && il >= s.n_layer - g4.n_shared_kv; };
   TOVA_RETURN_IF_ERROR(copy_vocab(o, w));
 
   auto mtype = [&](MatrixRole role, int64_t n_in) {
@@ -826,6 +863,16 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     for (int i = 0; i < n_rotated; ++i) factors[i] = 1.f;
     b.vector("rope_freqs.weight", factors);
   }
+  if (gemma4 && g4.n_embd_per_layer > 0) {
+    // The per-layer embeddings as convert_hf_to_gguf's Gemma4Model names them: a row of
+    // n_layer * P per token, the projection from the embedding and its norm.
+    const int64_t n_all = int64_t{s.n_layer} * g4.n_embd_per_layer;
+    b.matrix("per_layer_token_embd.weight", mtype(MatrixRole::kTokenEmbd, n_all), n_all,
+             s.n_vocab);
+    b.matrix("per_layer_model_proj.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
+             n_all);
+    b.vector("per_layer_proj_norm.weight", g4.n_embd_per_layer, 1.f, norm_sd);
+  }
   const MatrixRole layer_role = s.n_expert > 0 ? MatrixRole::kMoeLayer : MatrixRole::kLayer;
   for (int il = 0; il < s.n_layer; ++il) {
     const std::string p = fmt::format("blk.{}.", il);
@@ -859,8 +906,11 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
                q_dim + 2 * kv_dim);
     } else {
       b.matrix(p + "attn_q.weight", mtype(layer_role, s.n_embd), s.n_embd, q_dim);
-      b.matrix(p + "attn_k.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
-      if (!gemma4 || swa(il)) {  // Gemma 4's global layers: K = V
+      if (!shared_kv(il)) {
+        b.matrix(p + "attn_k.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
+      }
+      // Gemma 4's global layers: K = V where attention_k_eq_v.
+      if ((!gemma4 || swa(il) || !g4.k_eq_v) && !shared_kv(il)) {
         b.matrix(p + "attn_v.weight", mtype(layer_role, s.n_embd), s.n_embd, kv_dim);
       }
     }
@@ -874,7 +924,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       // random fixture's softmax from saturating (a chaotic network amplifies any rounding).
       const float qk = gemma4 ? 0.5f : 1.f;
       b.vector(p + "attn_q_norm.weight", layer_hd, qk, norm_sd * qk);
-      b.vector(p + "attn_k_norm.weight", layer_hd, qk, norm_sd * qk);
+      if (!shared_kv(il)) b.vector(p + "attn_k_norm.weight", layer_hd, qk, norm_sd * qk);
     }
     if (!recurrent) b.matrix(p + "attn_output.weight", mtype(layer_role, q_dim), q_dim, s.n_embd);
     if (s.attn_out_bias) b.vector(p + "attn_output.bias", s.n_embd, 0.f, norm_sd);
@@ -918,6 +968,13 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, s.n_ff), s.n_ff, s.n_embd);
     }
     if (s.post_norms || gemma4) b.vector(p + "post_ffw_norm.weight", s.n_embd, 1.f, norm_sd);
+    if (gemma4 && g4.n_embd_per_layer > 0) {
+      b.matrix(p + "inp_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
+               g4.n_embd_per_layer);
+      b.matrix(p + "proj.weight", mtype(MatrixRole::kLayer, g4.n_embd_per_layer),
+               g4.n_embd_per_layer, s.n_embd);
+      b.vector(p + "post_norm.weight", s.n_embd, 1.f, norm_sd);
+    }
   }
   TOVA_RETURN_IF_ERROR(w.write_file(path));
   return b.stats();

@@ -78,13 +78,19 @@ struct RandomShape {
   // (head_dim, n_head_kv are the global layers'), every swa_pattern-th layer global (written
   // as a bool per layer), q/k norms, post norms, K = V on the global layers (no attn_v), the
   // global layers' proportional RoPE (rope_freqs.weight: 1 for the first rope_partial of the
-  // pairs, 1e30 for the rest), layer_output_scale per layer, and the E-model keys as 0.
+  // pairs, 1e30 for the rest), layer_output_scale per layer, and the E-model keys: the last
+  // n_shared_kv layers without K/V of their own (no attn_k/attn_v/attn_k_norm), and with
+  // n_embd_per_layer > 0 the per-layer embeddings (per_layer_token_embd, per_layer_model_proj,
+  // per_layer_proj_norm, and inp_gate, proj, post_norm in every layer).
   struct Gemma4 {
     int head_dim_swa = 0;
     int n_head_kv_swa = 0;
     int swa_pattern = 0;
     float rope_base_swa = 10000.f;
     float rope_partial = 1.f;
+    int n_shared_kv = 0;
+    int n_embd_per_layer = 0;
+    bool k_eq_v = true;  // global layers without attn_v (attention_k_eq_v; false in E4B)
   } gemma4;
 };
 

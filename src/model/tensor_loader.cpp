@@ -60,6 +60,13 @@ Result<std::vector<kernels::WeightMatrix>> TensorLoader::matrices(const std::str
   return ms;
 }
 
+Status TensorLoader::unused(const std::string& name, const std::vector<int64_t>& dims) {
+  const bool counted = read_.contains(name);
+  TOVA_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, tensor(name, dims));
+  if (!counted) n_bytes_ -= t->n_bytes;
+  return ok_status();
+}
+
 kernels::WeightMatrix TensorLoader::rows(const kernels::WeightMatrix& m, int64_t row0,
                                          int64_t n_rows) {
   kernels::WeightMatrix r = m;

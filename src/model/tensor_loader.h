@@ -35,6 +35,11 @@ class TensorLoader {
   // the other.
   Result<std::vector<float>> vectors(const std::string& name, int64_t n, int64_t n_vec);
 
+  // A tensor the file may carry that the architecture reads nowhere and that changes nothing
+  // (llama.cpp reads it nowhere either): its shape is checked, it counts as read (not as bytes
+  // streamed). Gemma 4's shared-K/V layers may carry K projections they never compute.
+  Status unused(const std::string& name, const std::vector<int64_t>& dims);
+
   // Bytes of tensor data read so far (what the forward pass streams).
   uint64_t n_bytes() const { return n_bytes_; }
   // The tensors read so far, sorted.

@@ -132,6 +132,15 @@ Result<ModelWeights> load_weights(const io::GgufFile& f, const ModelConfig& c) {
       }
     }
   }
+  if (c.n_embd_per_layer > 0) {  // Gemma 4 E2B/E4B (arch_gemma4.cpp)
+    const int64_t n_all = static_cast<int64_t>(c.n_layer) * c.n_embd_per_layer;
+    TOVA_ASSIGN_OR_RETURN(w.ple_token_embd,
+                          ld.matrix("per_layer_token_embd.weight", n_all, c.n_vocab));
+    TOVA_ASSIGN_OR_RETURN(w.ple_model_proj,
+                          ld.matrix("per_layer_model_proj.weight", c.n_embd, n_all));
+    TOVA_ASSIGN_OR_RETURN(w.ple_proj_norm,
+                          ld.vector("per_layer_proj_norm.weight", c.n_embd_per_layer));
+  }
   w.layers.resize(c.n_layer);
   for (int il = 0; il < c.n_layer; ++il) {
     TOVA_RETURN_IF_ERROR(spec->load_layer(ld, c, il, w.layers[il]));

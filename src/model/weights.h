@@ -15,7 +15,9 @@
 namespace tova::model {
 
 // The token mixer kind of a layer (layer_kinds.h), chosen by the architecture file.
-enum class MixerKind { kAttention, kDeltaNet };
+// kSharedKv: attention whose queries attend over an earlier layer's K/V (Gemma 4 E2B/E4B;
+// ModelConfig::layer_kv_owner, layer_attention_shared.cpp): wq, q_norm, wo and the norms only.
+enum class MixerKind { kAttention, kDeltaNet, kSharedKv };
 
 // A Gated DeltaNet mixer (qwen35, qwen35moe; layer_deltanet.cpp), shapes in DeltaNetConfig's
 // terms (K = n_k_head * head_dim, V = n_v_head * head_dim, C = 2K + V).
@@ -81,6 +83,10 @@ struct LayerWeights {
   kernels::WeightMatrix w_down;   // dense: [n_embd][n_ff]
   MoeWeights moe;                 // kMoe
   std::vector<float> ffn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the feed-forward output
+  // Gemma 4 E2B/E4B's per-layer input (ModelConfig::n_embd_per_layer > 0; empty without):
+  kernels::WeightMatrix ple_gate;      // inp_gate: [n_embd_per_layer][n_embd]
+  kernels::WeightMatrix ple_proj;      // proj: [n_embd][n_embd_per_layer]
+  std::vector<float> ple_post_norm;    // post_norm: [n_embd]
 };
 
 struct ModelWeights {
@@ -88,6 +94,10 @@ struct ModelWeights {
   std::vector<float> output_norm;    // [n_embd]
   kernels::WeightMatrix output;      // [n_vocab][n_embd] (token_embd when tied)
   std::vector<float> rope_freqs;     // [n_rot/2] Llama-3.x frequency factors, or empty
+  // Gemma 4 E2B/E4B's per-layer embeddings (ModelConfig::n_embd_per_layer = P > 0):
+  kernels::WeightMatrix ple_token_embd;  // per_layer_token_embd: [n_vocab][n_layer * P]
+  kernels::WeightMatrix ple_model_proj;  // per_layer_model_proj: [n_layer * P][n_embd]
+  std::vector<float> ple_proj_norm;      // per_layer_proj_norm: [P]
   std::vector<LayerWeights> layers;
   uint64_t n_bytes = 0;                   // bytes of weight data the forward pass reads
   std::vector<std::string> tensors_read;  // every tensor of the file, sorted

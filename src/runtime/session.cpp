@@ -116,6 +116,12 @@ SessionStats Session::stats() const {
     kind->bytes += l.bytes();
     kind->held_bytes += held;
   }
+  // Kind "shared": layers that attend over an earlier layer's K/V (Gemma 4 E2B/E4B's last
+  // layers) hold nothing of their own (bytes and rows 0, limit 0); what they read is bounded by
+  // the state they read, whose policy alone evicts. They are not in k.layers.
+  if (const int n_shared = impl_->engine->model().config().n_shared_kv_layers(); n_shared > 0) {
+    k.kinds.push_back({.kind = "shared", .n_layer = n_shared, .limit = 0});
+  }
   if (st.n_recurrent() > 0) {
     // Every layer in the model's order: a recurrent layer holds no K/V rows and evicts nothing.
     // A driven session (no engine) knows no order: its recurrent layers follow.

@@ -1,8 +1,8 @@
 // Gemma 4 (tests/data/arch/gemma4-f32.gguf: five window layers of head size 16 with 2 KV heads,
 // one global layer of head size 32 with 1 KV head and K = V): the layers' own shapes reach the
 // multi-state, window layers stay within their window under every policy, and a file whose layer
-// pattern disagrees with its tensors, or that asks for what is not implemented, is refused with
-// one line. Logits and greedy tokens against llama.cpp: arch_golden_test.cpp.
+// pattern disagrees with its tensors, or whose E-model keys disagree with them, is refused with
+// one line. The E variant: arch_gemma4e_test.cpp. Logits and greedy tokens against llama.cpp: arch_golden_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -178,14 +178,17 @@ TEST(ArchGemma4, LayerPatternThatDisagreesWithTheTensorsIsRefused) {
   EXPECT_NE(e3.find("blk.5.attn_k.weight"), std::string::npos) << e3;
 }
 
-TEST(ArchGemma4, UnimplementedVariantsAreRefusedByName) {
+// The E-model keys on the dense fixture: sharing that llama.cpp would wire otherwise, and
+// per-layer inputs without their tensors, are refused in one line.
+TEST(ArchGemma4, EModelKeysThatDisagreeWithTheFileAreRefused) {
   TOVA_REQUIRE_SHARED();
   const std::string e = load_error(
       with_key("gemma4.attention.shared_kv_layers", io::GgufValue::make_u32(2)));
   EXPECT_NE(e.find("gemma4.attention.shared_kv_layers 2"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   const std::string e2 = load_error(
       with_key("gemma4.embedding_length_per_layer_input", io::GgufValue::make_u32(8)));
-  EXPECT_NE(e2.find("per-layer embeddings"), std::string::npos) << e2;
+  EXPECT_NE(e2.find("missing tensor 'per_layer_token_embd.weight'"), std::string::npos) << e2;
 }
 
 }  // namespace
