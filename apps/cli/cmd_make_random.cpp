@@ -1,6 +1,7 @@
 // tova make-random: a random-weight GGUF of a real model's shape with a real vocabulary, for
 // benchmarks (ours and llama.cpp's on the same file).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +23,7 @@ void add_make_random_command(CLI::App& app) {
     uint64_t seed = 1;
     int threads = 0;
     std::vector<std::string> set;
+    bool plan = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -35,7 +37,9 @@ void add_make_random_command(CLI::App& app) {
       ->excludes(shape_opt);
   cmd->add_option("--type", flags->type, "weight type (" + random_type_choices() + ")")
       ->capture_default_str();
-  cmd->add_option("-o,--out", flags->out, "output GGUF file")->required();
+  cmd->add_option("-o,--out", flags->out, "output GGUF file");
+  cmd->add_flag("--plan", flags->plan,
+                "print every tensor (name, type, shape, bytes) and write nothing");
   cmd->add_option("--vocab", flags->vocab,
                   "GGUF whose tokenizer.* keys to copy (default: the shape's vocabulary in "
                   "$TOVA_SHARED_DIR/vocab or ../shared/vocab)");
@@ -49,6 +53,7 @@ void add_make_random_command(CLI::App& app) {
   cmd->callback([flags] {
     const Flags& f = *flags;
     if (f.shape.empty() && f.arch.empty()) throw CLI::RuntimeError(fail("give --shape or --arch"));
+    if (f.out.empty() && !f.plan) throw CLI::RuntimeError(fail("give -o FILE (or --plan)"));
     ModelFlags threads{.threads = f.threads};
     Timer t;
     const RandomModelReport r = or_fail(make_random_model({.shape = f.shape,
@@ -57,8 +62,18 @@ void add_make_random_command(CLI::App& app) {
                                                            .vocab = f.vocab,
                                                            .seed = f.seed,
                                                            .n_threads = threads.n_threads(),
-                                                           .set = f.set},
+                                                           .set = f.set,
+                                                           .plan_only = f.plan},
                                                           f.out));
+    if (f.plan) {
+      for (const RandomModelReport::Tensor& x : r.tensors) {
+        fmt::print("{:<40} {:<6} [{}] {}\n", x.name, x.type, fmt::join(x.dims, ", "),
+                   format_bytes(x.n_bytes));
+      }
+      fmt::print(stderr, "plan: {} shape, {} weights, {} tensors, {:.2f} M params, {}\n",
+                 r.description, r.type, r.n_tensors, r.n_params / 1e6, format_bytes(r.n_bytes));
+      return;
+    }
     fmt::print(stderr,
                "wrote {}: {} shape, {} weights, {} tensors, {:.2f} M params, {} in {:.1f} s\n",
                f.out, r.description, r.type, r.n_tensors, r.n_params / 1e6,

@@ -24,6 +24,9 @@ struct RandomModelOptions {
   // Changes to the shape, "NAME=VALUE" each ("n_head=8", "n_expert_used=3"): other sizes of a
   // fixture for held-back checks; random_shape_field_choices() lists the names.
   std::vector<std::string> set;
+  // Compute the file's tensors (RandomModelReport::tensors) and write nothing (`tova
+  // make-random --plan`): a shape of many gigabytes checked without its weights.
+  bool plan_only = false;
 };
 
 struct RandomModelReport {
@@ -32,6 +35,13 @@ struct RandomModelReport {
   int n_tensors = 0;
   uint64_t n_params = 0;
   uint64_t n_bytes = 0;  // tensor data bytes
+  struct Tensor {
+    std::string name;
+    std::string type;           // "q4_0", "f32"
+    std::vector<int64_t> dims;  // ggml order: the row length first
+    uint64_t n_bytes = 0;
+  };
+  std::vector<Tensor> tensors;  // every tensor, in the file's order
 };
 
 // Writes the file at `path`; an error names the unknown shape, type or missing vocabulary.

@@ -50,6 +50,10 @@ struct LayerStats {
 //              no K/V rows (limit, max_held and rows 0), no policy bounds it. SessionStats::
 //              layers lists every layer in the model's order, a recurrent one with kind
 //              "recurrent" (no states held, none evicted).
+//   "shared":  a layer that attends over an earlier layer's K/V (Gemma 4 E2B/E4B's last
+//              attention.shared_kv_layers layers) and holds nothing of its own (limit, rows and
+//              bytes 0); what it reads is bounded by that layer's policy. Listed in
+//              SessionStats::layers in the model's order with kind "shared" (no states held).
 struct StateKindStats {
   std::string kind;
   int n_layer = 0;     // layers of this kind

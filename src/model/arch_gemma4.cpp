@@ -1,5 +1,7 @@
-// gemma4: Google's Gemma 4 text decoder (31B dense; the E2B/E4B and 26B-A4B variants are
-// refused by name, see below). As llama.cpp 34af94cd computes it (src/models/gemma4.cpp):
+// gemma4: Google's Gemma 4 text decoder: 31B dense, the E2B/E4B models (per-layer embeddings,
+// layer_per_layer_input.cpp; shared-K/V layers, layer_attention_shared.cpp; a per-layer
+// feed-forward width) and the 26B-A4B mixture (experts beside the dense feed-forward,
+// layer_ffn_moe.cpp). As llama.cpp 34af94cd computes it (src/models/gemma4.cpp):
 // - token embeddings x sqrt(n_embd); RMSNorm before and after the attention and the
 //   feed-forward (attn_post_norm, ffn_post_norm; the weights are used as stored: Gemma 4's
 //   converter adds no 1); a GELU-gated feed-forward (tanh approximation); tied output and an
@@ -67,6 +69,30 @@ Status read_shared_kv(KeyReader& keys, ModelConfig& c) {
   return ok_status();
 }
 
+// The MoE variant (26B-A4B; expert_count > 0): llama.cpp's gemma4 routes by softmax and always
+// renormalizes the chosen weights, with no further scale, whatever the file says; a file that
+// says otherwise is refused rather than computed one way or the other. The experts' width is
+// expert_feed_forward_length (required: llama.cpp has no default for it).
+Status read_experts(KeyReader& keys, ModelConfig& c) {
+  if (c.n_expert == 0) return ok_status();
+  const std::string& path = keys.file().path();
+  if (!keys.has("expert_feed_forward_length")) {
+    return make_error("{}: {} is missing (the experts' width)", path,
+                      keys.key("expert_feed_forward_length"));
+  }
+  TOVA_RETURN_IF_ERROR(read_expert_keys(keys, c, {.norm = true, .ff_exp_key = true}));
+  if (!c.expert_weights_norm) {
+    return make_error("{}: {} false: Gemma 4 renormalizes the chosen experts' weights", path,
+                      keys.key("expert_weights_norm"));
+  }
+  if (c.expert_weights_scale != 1.f) {
+    return make_error("{}: {} {}: Gemma 4 scales the chosen experts' weights by nothing", path,
+                      keys.key("expert_weights_scale"), c.expert_weights_scale);
+  }
+  c.moe_beside_dense = true;
+  return ok_status();
+}
+
 Status configure(KeyReader& keys, ModelConfig& c) {
   const std::string& path = keys.file().path();
   c.rope.mode = kernels::RopeMode::kNeox;
@@ -125,7 +151,49 @@ Status configure(KeyReader& keys, ModelConfig& c) {
   for (int il = 0; il < c.n_layer; ++il) {
     if (c.layer_window[il] > 0) c.layer_head_dim[il] = static_cast<int>(hd_swa);
   }
+  TOVA_RETURN_IF_ERROR(read_experts(keys, c));
   return read_shared_kv(keys, c);
+}
+
+// An MoE layer (a router, ffn_gate_inp, in the layer; llama.cpp decides per layer the same
+// way): the dense feed-forward already loaded stays beside the experts (layer_ffn_moe.cpp),
+// with the router's input scale ffn_gate_inp.scale, the norms pre_ffw_norm_2 (the experts'
+// input), post_ffw_norm_1 (the dense output), post_ffw_norm_2 (the experts' output), the
+// experts' gate and up fused (ffn_gate_up_exps [n_embd, 2 n_ff_exp, n_expert]: gate rows
+// first) or apart, ffn_down_exps, and a scale per expert (ffn_down_exps.scale, optional as
+// in llama.cpp).
+Status load_experts(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const std::string p = fmt::format("blk.{}.", il);
+  const int64_t e = c.n_expert, f = c.n_ff_exp, d = c.n_embd;
+  l.ffn_kind = FfnKind::kMoe;
+  MoeWeights& m = l.moe;
+  TOVA_ASSIGN_OR_RETURN(m.router, ld.matrix(p + "ffn_gate_inp.weight", d, e));
+  TOVA_ASSIGN_OR_RETURN(m.router_in_scale, ld.vector(p + "ffn_gate_inp.scale", d));
+  TOVA_ASSIGN_OR_RETURN(l.ffn_pre_norm_2, ld.vector(p + "pre_ffw_norm_2.weight", d));
+  TOVA_ASSIGN_OR_RETURN(l.ffn_post_norm_1, ld.vector(p + "post_ffw_norm_1.weight", d));
+  TOVA_ASSIGN_OR_RETURN(l.ffn_post_norm_2, ld.vector(p + "post_ffw_norm_2.weight", d));
+  if (ld.has(p + "ffn_gate_up_exps.weight")) {
+    for (const char* t : {"ffn_gate_exps.weight", "ffn_up_exps.weight"}) {
+      if (ld.has(p + t)) {
+        return make_error("{}: tensor '{}' beside '{}': the experts' gate and up twice",
+                          ld.file().path(), p + t, p + "ffn_gate_up_exps.weight");
+      }
+    }
+    TOVA_ASSIGN_OR_RETURN(std::vector<kernels::WeightMatrix> gate_up,
+                          ld.matrices(p + "ffn_gate_up_exps.weight", d, 2 * f, e));
+    for (const kernels::WeightMatrix& gu : gate_up) {
+      m.gate.push_back(TensorLoader::rows(gu, 0, f));
+      m.up.push_back(TensorLoader::rows(gu, f, f));
+    }
+  } else {
+    TOVA_ASSIGN_OR_RETURN(m.gate, ld.matrices(p + "ffn_gate_exps.weight", d, f, e));
+    TOVA_ASSIGN_OR_RETURN(m.up, ld.matrices(p + "ffn_up_exps.weight", d, f, e));
+  }
+  TOVA_ASSIGN_OR_RETURN(m.down, ld.matrices(p + "ffn_down_exps.weight", f, d, e));
+  if (ld.has(p + "ffn_down_exps.scale")) {
+    TOVA_ASSIGN_OR_RETURN(m.down_scale, ld.vector(p + "ffn_down_exps.scale", e));
+  }
+  return ok_status();
 }
 
 Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
@@ -179,6 +247,9 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
     l.out_scale = scale[0];
   }
   TOVA_RETURN_IF_ERROR(load_dense_ffn(ld, c, il, l));
+  if (c.n_expert > 0 && ld.has(p + "ffn_gate_inp.weight")) {
+    TOVA_RETURN_IF_ERROR(load_experts(ld, c, il, l));
+  }
   TOVA_ASSIGN_OR_RETURN(l.ffn_post_norm, ld.vector(p + "post_ffw_norm.weight", c.n_embd));
   if (c.n_embd_per_layer > 0) {  // the layer's per-layer input (layer_per_layer_input.cpp)
     TOVA_ASSIGN_OR_RETURN(l.ple_gate, ld.matrix(p + "inp_gate.weight", c.n_embd,
@@ -208,23 +279,35 @@ std::vector<RandomShape> fixtures() {
                .swa_pattern = 6,
                .rope_base_swa = 10000.f,
                .rope_partial = 0.25f};
-  // Gemma-4-E4B's layout scaled down (the E variant): nine layers, every third global, the
-  // last three reusing K/V (layers 6 and 7 the window layer 4's, layer 8 the global layer 5's,
-  // as llama.cpp's reuse rule and ours agree), per-layer inputs of 32 in every layer.
+  // The E models' layout scaled down: nine layers, every third global, the last three reusing
+  // K/V (layers 6 and 7 the window layer 4's, layer 8 the global layer 5's, as llama.cpp's
+  // reuse rule and ours agree), per-layer inputs of 32 in every layer, and E2B's double-wide
+  // feed-forward in the shared layers (a per-layer feed_forward_length), global layers with V.
   RandomShape e = g4;
   e.name = "gemma4e";
-  e.description = "Gemma-4-E4B (scaled down)";
+  e.description = "Gemma-4-E2B/E4B (scaled down)";
   e.n_layer = 9;
   e.gemma4.swa_pattern = 3;
   e.gemma4.n_shared_kv = 3;
   e.gemma4.n_embd_per_layer = 32;
-  return {g4, e};
+  e.gemma4.double_wide_mlp = true;
+  e.gemma4.k_eq_v = false;  // as E4B: the global layers have attn_v
+  // The MoE variant (26B-A4B) scaled down: the dense fixture's layers with four experts of 32
+  // (two chosen) beside each dense feed-forward, gate and up fused.
+  RandomShape moe = g4;
+  moe.name = "gemma4moe";
+  moe.description = "Gemma-4-26B-A4B (scaled down)";
+  moe.n_expert = 4;
+  moe.n_expert_used = 2;
+  moe.n_ff_exp = 32;
+  return {g4, e, moe};
 }
 
 }  // namespace
 
 extern const ArchSpec kArchGemma4{.name = "gemma4",
                                   .rope_freqs = true,
+                                  .experts = true,
                                   .layer_kv_heads = true,
                                   .configure = configure,
                                   .load_layer = load_layer,

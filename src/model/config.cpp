@@ -150,7 +150,22 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
   const std::string a = c.arch_name + ".";
   TOVA_ASSIGN_OR_RETURN(uint32_t n_embd, k.u32("embedding_length"));
   TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, k.u32("block_count"));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_ff, k.u32("feed_forward_length"));
+  uint32_t n_ff = 0;
+  if (k.is_array("feed_forward_length") && n_layer > 0 && n_layer <= 4096) {
+    // One width per layer (llama.cpp reads the key as a scalar or an array of n_layer).
+    TOVA_ASSIGN_OR_RETURN(std::vector<uint32_t> ff, k.u32_array("feed_forward_length", n_layer));
+    for (uint32_t w : ff) {
+      if (w == 0 || w > (1u << 20)) {
+        return make_error("{}: {}feed_forward_length holds {}, out of range", f.path(), a, w);
+      }
+      n_ff = std::max(n_ff, w);
+    }
+    if (std::any_of(ff.begin(), ff.end(), [&](uint32_t w) { return w != n_ff; })) {
+      c.layer_n_ff.assign(ff.begin(), ff.end());
+    }
+  } else {
+    TOVA_ASSIGN_OR_RETURN(n_ff, k.u32("feed_forward_length"));
+  }
   TOVA_ASSIGN_OR_RETURN(uint32_t n_head, k.u32("attention.head_count"));
   uint32_t n_head_kv = n_head;
   std::vector<uint32_t> kv_heads;  // per layer, where the family and the file have them

@@ -43,7 +43,11 @@ struct ModelConfig {
   int n_head = 0;
   int n_head_kv = 0;
   int head_dim = 0;
-  int n_ff = 0;
+  int n_ff = 0;  // the widest layer's, where feed_forward_length is a per-layer array
+  // Per layer its feed-forward width where the file gives feed_forward_length as an array
+  // (Gemma 4 E2B's double-wide MLP of the shared-K/V layers); empty when every layer has n_ff.
+  std::vector<int> layer_n_ff;
+  int n_ff_of(int il) const { return layer_n_ff.empty() ? n_ff : layer_n_ff[il]; }
   float rms_eps = 1e-5f;
   kernels::RopeParams rope;
   bool tied_output = false;  // no output.weight: the token embedding is reused
@@ -79,6 +83,11 @@ struct ModelConfig {
   bool expert_weights_norm = false;  // chosen experts' weights divided by their sum
   float expert_weights_scale = 1.f;  // and then multiplied by this
   MoeGating moe_gating = MoeGating::kSoftmax;
+  // Gemma 4 26B-A4B: an MoE layer keeps its dense feed-forward beside the experts, each with
+  // its own norms (LayerWeights::ffn_pre_norm_2, ffn_post_norm_1/2), the router reads
+  // rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale, experts are GELU-gated and each expert's
+  // output is scaled by ffn_down_exps.scale (layer_ffn_moe.cpp).
+  bool moe_beside_dense = false;
   // Recurrent (Gated DeltaNet) layers: per layer, whether it is one; empty when none is. The
   // others attend, and only they hold K/V (MultiStateOptions::recurrent).
   std::vector<bool> layer_recurrent;

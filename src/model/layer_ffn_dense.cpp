@@ -11,9 +11,10 @@ void dense_ffn_block(const LayerPass& p, const LayerWeights& L) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
   const int64_t n = p.n;
+  const int64_t n_ff = L.w_gate.n_out;  // the layer's own (ModelConfig::n_ff_of)
   resize(s.xb, n * c.n_embd);
-  resize(s.hb, n * c.n_ff);
-  resize(s.hb2, n * c.n_ff);
+  resize(s.hb, n * n_ff);
+  resize(s.hb2, n * n_ff);
   for_tokens(p.pool, n, c.n_embd, [&](int64_t i) {
     kernels::rms_norm(&s.x[i * c.n_embd], L.ffn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                       c.rms_eps);
@@ -21,7 +22,7 @@ void dense_ffn_block(const LayerPass& p, const LayerWeights& L) {
   const kernels::WeightMatrix* gate_up[] = {&L.w_gate, &L.w_up};
   float* gate_up_out[] = {s.hb.data(), s.hb2.data()};
   p.matmul_multi(gate_up, s.xb.data(), n, gate_up_out);
-  for_elems(p.pool, n * c.n_ff, [&](int64_t b, int64_t e) {
+  for_elems(p.pool, n * n_ff, [&](int64_t b, int64_t e) {
     if (c.ffn_act == FfnAct::kGeluTanh) {
       kernels::gelu_mul(s.hb.data() + b, s.hb2.data() + b, e - b);
     } else {

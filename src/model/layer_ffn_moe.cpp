@@ -13,6 +13,8 @@
 //         + bd_e)    (biases: gpt-oss; act: silu(g) * u, or gpt-oss's clamped swiglu_oai)
 //       + sigmoid(shared_gate_inp · h) · shared expert(h)   (qwen2moe)
 //   x += out
+// Gemma 4 keeps its dense feed-forward beside the experts, with other norms and a scaled router
+// input (moe_beside_dense_block below).
 // Speed: an expert's weights are read once per call whatever the number of its tokens. The
 // (token, expert) pairs are grouped by expert (in decode: the one token's chosen experts), and
 // the chosen experts' gate and up products, then their down products, each run as one task
@@ -124,6 +126,8 @@ void run_experts(const LayerPass& p, const MoeWeights& W) {
     if (c.ffn_act == FfnAct::kSwigluOai) {
       kernels::swiglu_oai_mul(m.gate.data() + b, m.up.data() + b, e - b, kernels::kSwigluOaiAlpha,
                               c.swiglu_limit);
+    } else if (c.ffn_act == FfnAct::kGeluTanh) {  // Gemma 4
+      kernels::gelu_mul(m.gate.data() + b, m.up.data() + b, e - b);
     } else {
       kernels::silu_mul(m.gate.data() + b, m.up.data() + b, e - b);
     }
@@ -137,6 +141,10 @@ void run_experts(const LayerPass& p, const MoeWeights& W) {
   for (int e = 0; e < c.n_expert; ++e) {
     const int b = m.begin[e], cnt = m.begin[e + 1] - b;
     add_expert_bias(p, W.down_b, e, b, cnt, d, m.ye.data());
+    if (!W.down_scale.empty() && cnt > 0) {  // Gemma 4: each expert's output scale
+      const float sc = W.down_scale[e];
+      for_tokens(p.pool, cnt, d, [&](int64_t r) { kernels::scale(&m.ye[(b + r) * d], sc, d); });
+    }
   }
 }
 
@@ -162,9 +170,86 @@ void run_shared_expert(const LayerPass& p, const MoeWeights& W) {
   p.matmul(W.shared_down, m.shared_h.data(), n, m.shared_h2.data());
 }
 
+// Gemma 4's dense feed-forward beside the experts: m.dense_out = post_ffw_norm_1(down ·
+// (gelu(gate · h) * (up · h))), h = rms_norm(x) · ffn_norm.
+void dense_beside_experts(const LayerPass& p, const LayerWeights& L) {
+  const ModelConfig& c = p.c;
+  ForwardScratch& s = p.s;
+  ForwardScratch::Moe& m = s.moe;
+  const int64_t n = p.n, d = c.n_embd, n_ff = L.w_gate.n_out;
+  resize(s.xb, n * d);
+  resize(s.hb, n * n_ff);
+  resize(s.hb2, n * n_ff);
+  resize(m.dense_out, n * d);
+  for_tokens(p.pool, n, d, [&](int64_t i) {
+    kernels::rms_norm(&s.x[i * d], L.ffn_norm.data(), &s.xb[i * d], d, c.rms_eps);
+  });
+  const kernels::WeightMatrix* gate_up[] = {&L.w_gate, &L.w_up};
+  float* gate_up_out[] = {s.hb.data(), s.hb2.data()};
+  p.matmul_multi(gate_up, s.xb.data(), n, gate_up_out);
+  for_elems(p.pool, n * n_ff, [&](int64_t b, int64_t e) {
+    kernels::gelu_mul(s.hb.data() + b, s.hb2.data() + b, e - b);
+  });
+  p.matmul(L.w_down, s.hb.data(), n, m.dense_out.data());
+  for_tokens(p.pool, n, d, [&](int64_t i) {
+    float* y = &m.dense_out[i * d];
+    kernels::rms_norm(y, L.ffn_post_norm_1.data(), y, d, c.rms_eps);
+  });
+}
+
+// Gemma 4's MoE layer (ModelConfig::moe_beside_dense), as llama.cpp's gemma4.cpp:
+//   dense = post_ffw_norm_1(dense feed-forward(rms_norm(x) · ffn_norm))
+//   l = router · (rms_norm(x) / sqrt(n_embd) · ffn_gate_inp.scale); softmax, the
+//       n_expert_used most probable, their weights renormalized to sum 1
+//   experts = post_ffw_norm_2(sum over the chosen, best first, of w_e · ffn_down_exps.scale[e]
+//             · down_e(gelu(gate_e · h2) * (up_e · h2))), h2 = rms_norm(x) · pre_ffw_norm_2
+//   x += post_ffw_norm(dense + experts)
+void moe_beside_dense_block(const LayerPass& p, const LayerWeights& L) {
+  const ModelConfig& c = p.c;
+  const MoeWeights& W = L.moe;
+  ForwardScratch& s = p.s;
+  ForwardScratch::Moe& m = s.moe;
+  const int64_t n = p.n, d = c.n_embd, k = c.n_expert_used, n_pick = n * k;
+  dense_beside_experts(p, L);
+  resize(m.router_in, n * d);
+  resize(m.probs, n * c.n_expert);
+  m.chosen.resize(n_pick);
+  m.weight.resize(n_pick);
+  m.row_of.resize(n_pick);
+  if (n > 1) resize(m.xe, n_pick * d);
+  resize(m.gate, n_pick * c.n_ff_exp);
+  resize(m.up, n_pick * c.n_ff_exp);
+  resize(m.ye, n_pick * d);
+  const float inv_sqrt_d = 1.f / std::sqrt(static_cast<float>(d));
+  for_tokens(p.pool, n, d, [&](int64_t i) {
+    float* r = &m.router_in[i * d];
+    kernels::rms_norm(&s.x[i * d], W.router_in_scale.data(), r, d, c.rms_eps);
+    kernels::scale(r, inv_sqrt_d, d);
+    kernels::rms_norm(&s.x[i * d], L.ffn_pre_norm_2.data(), &s.xb[i * d], d, c.rms_eps);
+  });
+  p.matmul(W.router, m.router_in.data(), n, m.probs.data());
+  for_tokens(p.pool, n, c.n_expert, [&](int64_t i) {
+    route(&m.probs[i * c.n_expert], c, &m.chosen[i * k], &m.weight[i * k]);
+  });
+  group_by_expert(c, n, m);
+  run_experts(p, W);
+  for_tokens(p.pool, n, k * d, [&](int64_t i) {
+    float* out = &s.xb[i * d];
+    std::fill_n(out, d, 0.f);
+    for (int64_t j = 0; j < k; ++j) {
+      kernels::axpy(m.weight[i * k + j], &m.ye[m.row_of[i * k + j] * d], out, d);
+    }
+    kernels::rms_norm(out, L.ffn_post_norm_2.data(), out, d, c.rms_eps);
+    kernels::add(out, &m.dense_out[i * d], d);
+    kernels::rms_norm(out, L.ffn_post_norm.data(), out, d, c.rms_eps);
+    kernels::add(&s.x[i * d], out, d);
+  });
+}
+
 }  // namespace
 
 void moe_ffn_block(const LayerPass& p, const LayerWeights& L) {
+  if (p.c.moe_beside_dense) return moe_beside_dense_block(p, L);
   const ModelConfig& c = p.c;
   const MoeWeights& W = L.moe;
   ForwardScratch& s = p.s;

@@ -110,6 +110,9 @@ struct ForwardScratch {
     std::vector<float> shared_h;    // [n_tok][n_ff_shexp] shared expert's gate projection
     std::vector<float> shared_h2;   // [n_tok][max(n_ff_shexp, n_embd)] its up projection, then
                                     // its output
+    // Gemma 4 (ModelConfig::moe_beside_dense): the router's input and the dense
+    // feed-forward's output beside the experts, each [n_tok][n_embd].
+    std::vector<float> router_in, dense_out;
   } moe;
   // The Gated DeltaNet kind (layer_deltanet.cpp); C, K, V as in DeltaNetWeights, H = n_v_head.
   struct DeltaNet {

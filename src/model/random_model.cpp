@@ -173,7 +173,10 @@ std::vector<RandomShape> make_shapes() {
   // 1e6; 42 layers from llama.cpp (llama_model_gemma4: 42 layers = E4B). NOT verified from a
   // config.json (taken from model overviews that agree with each other): 8 query heads, 2 KV
   // heads in every layer, 18 shared-K/V layers, a 512-token window, 262,144 tokens (here a
-  // synthetic vocabulary of that size), window RoPE base 10000, 131,072 context.
+  // synthetic vocabulary of that size), window RoPE base 10000, 131,072 context, and
+  // use_double_wide_mlp false (no source at hand says either way; E2B's shared layers are said to
+  // have it). The per-layer values llama.cpp reads from the file are what this writes
+  // (`tova make-random --shape gemma-4-e4b --plan` lists every tensor without writing one).
   s.push_back({.name = "gemma-4-e4b",
                .description = "Gemma-4-E4B",
                .arch = "gemma4",
@@ -353,7 +356,7 @@ class Builder {
     const uint64_t stream = o_.seed * 0x9E3779B97F4A7C15ull ^ hash_name(name);
     const float sd = o_.shape.weight_std;
     ThreadPool& pool = pool_;
-    count(dims, row_bytes * n_out);
+    count(name, type, dims, row_bytes * n_out);
     w_.add_tensor(name, type, std::move(dims), [=, &pool](std::span<uint8_t> data) {
       pool.parallel_for(n_out, 16, [&](int64_t r0, int64_t r1) {
         std::vector<float> row(n_in);
@@ -400,16 +403,18 @@ class Builder {
   const RandomModelStats& stats() const { return stats_; }
 
  private:
-  void count(const std::vector<int64_t>& dims, uint64_t n_bytes) {
+  void count(const std::string& name, GgmlType type, const std::vector<int64_t>& dims,
+             uint64_t n_bytes) {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
+    stats_.tensors.push_back({.name = name, .type = type, .dims = dims, .n_bytes = n_bytes});
     ++stats_.n_tensors;
     stats_.n_params += static_cast<uint64_t>(n);
     stats_.n_bytes += n_bytes;
   }
   void add(const std::string& name, GgmlType type, std::vector<int64_t> dims,
            std::vector<uint8_t> data) {
-    count(dims, data.size());
+    count(name, type, dims, data.size());
     w_.add_tensor(name, type, std::move(dims), std::move(data));
   }
 
@@ -825,6 +830,15 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   }
   // Gemma 4 E2B/E4B: the last n_shared_kv layers compute no K/V.
   auto shared_kv = [&](int il) { return gemma4 && il >= s.n_layer - g4.n_shared_kv; };
+  // A layer's feed-forward width (Gemma 4's double-wide MLP of the shared layers).
+  auto layer_ff = [&](int il) -> int64_t {
+    return gemma4 && g4.double_wide_mlp && shared_kv(il) ? 2 * int64_t{s.n_ff} : s.n_ff;
+  };
+  if (gemma4 && g4.double_wide_mlp) {
+    std::vector<int32_t> ff;
+    for (int il = 0; il < s.n_layer; ++il) ff.push_back(static_cast<int32_t>(layer_ff(il)));
+    w.set(a + "feed_forward_length", io::GgufValue::make_i32_array(ff));
+  }
   TOVA_RETURN_IF_ERROR(copy_vocab(o, w));
 
   auto mtype = [&](MatrixRole role, int64_t n_in) {
@@ -934,7 +948,25 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     }
     if (gemma4) b.vector(p + "layer_output_scale.weight", 1, 1.f, 0.2f);
     b.vector(p + s.ffn_norm_name + ".weight", s.n_embd, 1.f, norm_sd);
-    if (s.n_expert > 0) {
+    if (gemma4 && s.n_expert > 0) {
+      // Gemma 4's MoE layer (26B-A4B): the dense feed-forward (ffn_down below) beside the
+      // experts, each with its norms, the router's input scale, gate and up of the experts
+      // fused (ffn_gate_up_exps, gate rows first) and a scale per expert
+      // (ffn_down_exps.scale, convert_hf_to_gguf's router.per_expert_scale).
+      const int64_t ff = s.n_ff_exp;
+      b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, layer_ff(il));
+      b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, layer_ff(il));
+      b.matrix(p + "ffn_gate_inp.weight", GgmlType::kF32, s.n_embd, s.n_expert);
+      b.vector(p + "ffn_gate_inp.scale", s.n_embd, 1.f, norm_sd);
+      b.vector(p + "pre_ffw_norm_2.weight", s.n_embd, 1.f, norm_sd);
+      b.vector(p + "post_ffw_norm_1.weight", s.n_embd, 1.f, norm_sd);
+      b.vector(p + "post_ffw_norm_2.weight", s.n_embd, 1.f, norm_sd);
+      b.matrices(p + "ffn_gate_up_exps.weight", mtype(MatrixRole::kExpert, s.n_embd), s.n_embd,
+                 2 * ff, s.n_expert);
+      b.matrices(p + "ffn_down_exps.weight", mtype(MatrixRole::kExpert, ff), ff, s.n_embd,
+                 s.n_expert);
+      b.vector(p + "ffn_down_exps.scale", s.n_expert, 1.f, 0.3f);
+    } else if (s.n_expert > 0) {
       const int64_t ff = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
       b.matrix(p + "ffn_gate_inp.weight", GgmlType::kF32, s.n_embd, s.n_expert);
       if (s.moe_biases) b.vector(p + "ffn_gate_inp.bias", s.n_expert, 0.f, 0.5f);
@@ -961,11 +993,12 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     } else if (phi3) {  // fused: rows gate, up
       b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, 2 * s.n_ff);
     } else {
-      b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
-      b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, s.n_ff);
+      b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, layer_ff(il));
+      b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, layer_ff(il));
     }
-    if (s.n_expert == 0) {
-      b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, s.n_ff), s.n_ff, s.n_embd);
+    if (s.n_expert == 0 || gemma4) {
+      b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, layer_ff(il)), layer_ff(il),
+               s.n_embd);
     }
     if (s.post_norms || gemma4) b.vector(p + "post_ffw_norm.weight", s.n_embd, 1.f, norm_sd);
     if (gemma4 && g4.n_embd_per_layer > 0) {
@@ -976,6 +1009,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.vector(p + "post_norm.weight", s.n_embd, 1.f, norm_sd);
     }
   }
+  if (o.plan_only) return b.stats();  // the tensors' list only: nothing is drawn or written
   TOVA_RETURN_IF_ERROR(w.write_file(path));
   return b.stats();
 }

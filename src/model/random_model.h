@@ -91,6 +91,9 @@ struct RandomShape {
     int n_shared_kv = 0;
     int n_embd_per_layer = 0;
     bool k_eq_v = true;  // global layers without attn_v (attention_k_eq_v; false in E4B)
+    // use_double_wide_mlp: the shared-K/V layers' feed-forward is 2 n_ff wide (written as a
+    // per-layer feed_forward_length array, as convert_hf_to_gguf does).
+    bool double_wide_mlp = false;
   } gemma4;
 };
 
@@ -144,12 +147,20 @@ struct RandomModelOptions {
   std::string vocab_path;  // a GGUF with tokenizer.ggml.* keys and exactly shape.n_vocab tokens;
                            // empty: a synthetic vocabulary (shapes without a vocab_file)
   uint64_t seed = 1;
+  bool plan_only = false;  // list the tensors (RandomModelStats::tensors), write nothing
 };
 
 struct RandomModelStats {
   int n_tensors = 0;
   uint64_t n_params = 0;
   uint64_t n_bytes = 0;  // tensor data bytes
+  struct Tensor {
+    std::string name;
+    GgmlType type = GgmlType::kF32;
+    std::vector<int64_t> dims;  // ggml order: the row length first
+    uint64_t n_bytes = 0;
+  };
+  std::vector<Tensor> tensors;  // in the file's order
 };
 
 // Writes the model (atomically: PATH.tmp renamed over PATH). Matrices are N(0, weight_std),

@@ -24,9 +24,10 @@ Status load_dense_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeigh
   const std::string p = fmt::format("blk.{}.", il);
   l.ffn_kind = FfnKind::kDense;
   TOVA_ASSIGN_OR_RETURN(l.ffn_norm, ld.vector(p + norm + ".weight", c.n_embd));
-  TOVA_ASSIGN_OR_RETURN(l.w_gate, ld.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
-  TOVA_ASSIGN_OR_RETURN(l.w_up, ld.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
-  TOVA_ASSIGN_OR_RETURN(l.w_down, ld.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
+  const int n_ff = c.n_ff_of(il);
+  TOVA_ASSIGN_OR_RETURN(l.w_gate, ld.matrix(p + "ffn_gate.weight", c.n_embd, n_ff));
+  TOVA_ASSIGN_OR_RETURN(l.w_up, ld.matrix(p + "ffn_up.weight", c.n_embd, n_ff));
+  TOVA_ASSIGN_OR_RETURN(l.w_down, ld.matrix(p + "ffn_down.weight", n_ff, c.n_embd));
   return ok_status();
 }
 
@@ -147,6 +148,11 @@ Result<ModelWeights> load_weights(const io::GgufFile& f, const ModelConfig& c) {
   }
   TOVA_RETURN_IF_ERROR(ld.check_all_read(c.arch_name));
   w.n_bytes = ld.n_bytes();
+  if (c.n_embd_per_layer > 0) {
+    // per_layer_token_embd is a lookup table (a row per token), not streamed by the forward
+    // pass; token_embd stays counted where it is the tied output matrix.
+    w.n_bytes -= w.ple_token_embd.row_bytes * static_cast<uint64_t>(w.ple_token_embd.n_out);
+  }
   w.tensors_read = ld.tensors_read();
   return w;
 }

@@ -52,6 +52,10 @@ struct MoeWeights {
   kernels::WeightMatrix shared_gate, shared_up;  // [n_ff_shexp][n_embd]
   kernels::WeightMatrix shared_down;             // [n_embd][n_ff_shexp]
   bool has_shared() const { return !shared_gate_inp.empty(); }
+  // Gemma 4 (ModelConfig::moe_beside_dense): the router input's scale, ffn_gate_inp.scale
+  // [n_embd], and each expert's output scale, ffn_down_exps.scale [n_expert]; empty without.
+  std::vector<float> router_in_scale;
+  std::vector<float> down_scale;
 };
 
 struct LayerWeights {
@@ -83,6 +87,10 @@ struct LayerWeights {
   kernels::WeightMatrix w_down;   // dense: [n_embd][n_ff]
   MoeWeights moe;                 // kMoe
   std::vector<float> ffn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the feed-forward output
+  // Gemma 4's MoE layers (ModelConfig::moe_beside_dense): the experts' input norm
+  // (pre_ffw_norm_2), the dense feed-forward's output norm (post_ffw_norm_1) and the experts'
+  // (post_ffw_norm_2), each [n_embd]; empty elsewhere.
+  std::vector<float> ffn_pre_norm_2, ffn_post_norm_1, ffn_post_norm_2;
   // Gemma 4 E2B/E4B's per-layer input (ModelConfig::n_embd_per_layer > 0; empty without):
   kernels::WeightMatrix ple_gate;      // inp_gate: [n_embd_per_layer][n_embd]
   kernels::WeightMatrix ple_proj;      // proj: [n_embd][n_embd_per_layer]

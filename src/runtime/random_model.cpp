@@ -26,13 +26,24 @@ Result<RandomModelReport> make_random_model(const RandomModelOptions& o, const s
   ThreadPool pool(n_threads);
   TOVA_ASSIGN_OR_RETURN(const model::RandomModelStats st,
                         model::write_random_model(
-                            {.shape = shape, .type = type, .vocab_path = vocab, .seed = o.seed},
+                            {.shape = shape,
+                             .type = type,
+                             .vocab_path = vocab,
+                             .seed = o.seed,
+                             .plan_only = o.plan_only},
                             path, pool));
-  return RandomModelReport{.description = shape.description,
-                           .type = std::string(type_name(type)),
-                           .n_tensors = st.n_tensors,
-                           .n_params = st.n_params,
-                           .n_bytes = st.n_bytes};
+  RandomModelReport r{.description = shape.description,
+                      .type = std::string(type_name(type)),
+                      .n_tensors = st.n_tensors,
+                      .n_params = st.n_params,
+                      .n_bytes = st.n_bytes};
+  for (const model::RandomModelStats::Tensor& t : st.tensors) {
+    r.tensors.push_back({.name = t.name,
+                         .type = std::string(type_name(t.type)),
+                         .dims = t.dims,
+                         .n_bytes = t.n_bytes});
+  }
+  return r;
 }
 
 std::string random_shape_choices() { return model::random_shape_choices(); }

@@ -116,22 +116,22 @@ SessionStats Session::stats() const {
     kind->bytes += l.bytes();
     kind->held_bytes += held;
   }
-  // Kind "shared": layers that attend over an earlier layer's K/V (Gemma 4 E2B/E4B's last
-  // layers) hold nothing of their own (bytes and rows 0, limit 0); what they read is bounded by
-  // the state they read, whose policy alone evicts. They are not in k.layers.
-  if (const int n_shared = impl_->engine->model().config().n_shared_kv_layers(); n_shared > 0) {
-    k.kinds.push_back({.kind = "shared", .n_layer = n_shared, .limit = 0});
-  }
-  if (st.n_recurrent() > 0) {
-    // Every layer in the model's order: a recurrent layer holds no K/V rows and evicts nothing.
-    // A driven session (no engine) knows no order: its recurrent layers follow.
+  // Every layer in the model's order where some layer holds no K/V of its own: a recurrent
+  // layer ("recurrent": no K/V rows, none evicted) or a shared-K/V one ("shared": Gemma 4
+  // E2B/E4B's last layers, which read an earlier layer's K/V and hold nothing; what they read
+  // is bounded by the owner's policy alone). A driven session (no engine) knows no order: its
+  // recurrent layers follow.
+  const model::ModelConfig* c = impl_->engine ? &impl_->engine->model().config() : nullptr;
+  const int n_shared = c != nullptr ? c->n_shared_kv_layers() : 0;
+  if (st.n_recurrent() > 0 || n_shared > 0) {
     std::vector<LayerStats> attention = std::move(k.layers);
     k.layers.clear();
-    const model::ModelConfig* c = impl_->engine ? &impl_->engine->model().config() : nullptr;
     size_t ia = 0;
     for (int il = 0; c != nullptr && il < c->n_layer; ++il) {
       if (c->recurrent(il)) {
         k.layers.push_back({.kind = "recurrent"});
+      } else if (c->shared_kv(il)) {
+        k.layers.push_back({.kind = "shared"});
       } else if (ia < attention.size()) {
         k.layers.push_back(std::move(attention[ia++]));
       }
@@ -141,6 +141,9 @@ SessionStats Session::stats() const {
       k.layers.resize(k.layers.size() + static_cast<size_t>(st.n_recurrent()),
                       LayerStats{.kind = "recurrent"});
     }
+  }
+  if (n_shared > 0) k.kinds.push_back({.kind = "shared", .n_layer = n_shared, .limit = 0});
+  if (st.n_recurrent() > 0) {
     const uint64_t b = st.recurrent_bytes();
     k.kv_held += b;
     k.kinds.push_back({.kind = "recurrent",

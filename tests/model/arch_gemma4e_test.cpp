@@ -32,6 +32,9 @@ TEST(ArchGemma4E, SharedLayersReadTheLastLayerOfTheirKindAndHoldNothing) {
   for (int il = 0; il < 9; ++il) {
     EXPECT_EQ((*m)->weights().layers[il].mixer_kind == model::MixerKind::kSharedKv, il >= 6) << il;
     EXPECT_EQ((*m)->weights().layers[il].ple_gate.n_out, 32) << il;
+    // E2B's double-wide feed-forward in the shared layers (feed_forward_length per layer).
+    EXPECT_EQ((*m)->weights().layers[il].w_gate.n_out, il >= 6 ? c.n_ff : c.n_ff / 2) << il;
+    EXPECT_EQ(c.n_ff_of(il), (*m)->weights().layers[il].w_down.n_in) << il;
   }
   auto st = runtime::make_state(**m, cache_options("tova", 8), 0);
   ASSERT_TRUE(st.ok()) << st.message();

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "model/arch.h"
 #include "model_test_util.h"
@@ -57,6 +58,8 @@ TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
       agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
     }
     EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+    std::printf("%s: max |diff| %.3g, relative L2 %.3g, argmax %d of %zu\n", GetParam().c_str(),
+                max_diff, std::sqrt(num / den), agree, ids.size());
     return;
   }
   EXPECT_LT(max_diff, tolerance(GetParam()));
@@ -129,6 +132,8 @@ TEST_P(ArchGoldenQ8, LogitsMatchLlamaCppWithQ8Activations) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
   }
   EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+  std::printf("%s q8_0: relative L2 %.3g, argmax %d of %zu\n", GetParam().c_str(),
+              std::sqrt(num / den), agree, ids.size());
 }
 
 TEST_P(ArchGoldenQ8, Greedy64EqualsLlamaCpp) {
@@ -166,10 +171,12 @@ TEST_P(ArchGoldenMoeQ8, LogitsMatchLlamaCppWithQ8Activations) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
   }
   EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+  std::printf("%s q8_0: relative L2 %.3g, argmax %d of %zu\n", GetParam().c_str(),
+              std::sqrt(num / den), agree, ids.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenMoeQ8,
-                         ::testing::Values("qwen3moe", "qwen2moe", "mixtral"));
+                         ::testing::Values("qwen3moe", "qwen2moe", "mixtral", "gemma4moe"));
 // The hybrids (Gated DeltaNet + attention) at Q8_0 under the same bounds: the DeltaNet state
 // carries a token's rounding into every later one (qwen35moe's router adds the MoE case).
 INSTANTIATE_TEST_SUITE_P(Hybrids, ArchGoldenMoeQ8, ::testing::Values("qwen35", "qwen35moe"));
