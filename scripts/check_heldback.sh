@@ -81,7 +81,11 @@ case "${PRESET:-}" in
   hybrid-iq4)  # IQ4_NL (and tova's IQ4 files) of the narrow hybrid cases
     ONLY=${ONLY-"qwen35-b smollm3-b gemma4-b"}
     NARROW_TYPES="IQ4_NL" NARROW_TOVA_TYPES="iq4_nl iq4_xs" ;;
-  *) echo "check_heldback.sh: unknown PRESET '$PRESET' (first, kmixes, qwen35moe, hybrid-iq4)" >&2
+  gemma4e)  # Gemma 4's E variant (per-layer inputs, shared-K/V layers) and its MoE variant
+    ONLY=${ONLY-"gemma4e gemma4moe"}
+    TYPES="Q2_K Q3_K_M IQ4_XS IQ4_NL Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0" TOVA_TYPES="q4_k iq4_xs"
+    NARROW_TYPES="IQ4_XS IQ4_NL Q4_1 Q8_0" NARROW_TOVA_TYPES="iq4_nl" ;;
+  *) echo "check_heldback.sh: unknown PRESET '$PRESET' (first, kmixes, qwen35moe, hybrid-iq4, gemma4e)" >&2
     exit 2 ;;
 esac
 if [ -z "${WORK:-}" ]; then
@@ -114,6 +118,12 @@ CASES=(
   "smollm3-b|smollm3|72|n_embd=96 n_layer=5 n_head=3 n_head_kv=1 n_ff=160 weight_std=0.12"
   "gemma4-a|gemma4|81|n_embd=256 n_layer=4 n_head=8 n_head_kv=2 head_dim=64 n_ff=512 sliding_window=8 gemma4.swa_pattern=2 gemma4.head_dim_swa=32 gemma4.n_head_kv_swa=4 gemma4.rope_partial=0.5 weight_std=0.075"
   "gemma4-b|gemma4|82|n_embd=64 n_layer=7 n_head=2 n_head_kv=1 head_dim=32 sliding_window=24 gemma4.swa_pattern=3 gemma4.head_dim_swa=16 gemma4.n_head_kv_swa=1 weight_std=0.15"
+  # Gemma 4 E: per-layer inputs, the last layers reading an earlier layer's K/V (8 layers, the
+  # last two shared, double-wide; 5 layers, the last one shared, K = V on global layers), and
+  # the MoE variant (a dense feed-forward beside 8 experts, 3 chosen).
+  "gemma4e-a|gemma4|91|n_embd=256 n_layer=8 n_head=4 n_head_kv=2 head_dim=64 n_ff=512 sliding_window=12 gemma4.swa_pattern=3 gemma4.head_dim_swa=32 gemma4.n_head_kv_swa=2 gemma4.n_shared_kv=2 gemma4.n_embd_per_layer=64 gemma4.double_wide_mlp=1 gemma4.k_eq_v=0 weight_std=0.075"
+  "gemma4e-b|gemma4|92|n_embd=96 n_layer=5 n_head=2 n_head_kv=1 head_dim=32 n_ff=96 sliding_window=20 gemma4.swa_pattern=2 gemma4.head_dim_swa=16 gemma4.n_head_kv_swa=1 gemma4.n_shared_kv=1 gemma4.n_embd_per_layer=16 gemma4.k_eq_v=1 weight_std=0.12"
+  "gemma4moe-a|gemma4|93|n_embd=256 n_layer=3 n_head=4 n_head_kv=2 head_dim=64 n_ff=256 sliding_window=8 gemma4.swa_pattern=3 gemma4.head_dim_swa=32 gemma4.n_head_kv_swa=2 n_expert=8 n_expert_used=3 n_ff_exp=128 weight_std=0.075"
 )
 
 g++ -std=c++17 -O2 -o "$WORK/llama_dump" scripts/llama_dump.cpp -I"$LLAMA_DIR/include" \

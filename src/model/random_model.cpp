@@ -165,17 +165,16 @@ std::vector<RandomShape> make_shapes() {
                .rope_sections = {11, 11, 10, 0},
                .n_rot = 64});
   // ---- Gemma 4 shapes (issue 34; kept in one block) ----
-  // Gemma-4-E4B's text decoder. Verified from a published config.json of an E4B fine-tune
-  // (huggingface.co/FINAL-Bench/Darwin-4B-David, text_config; searched 2026-11-29): hidden 2560,
-  // per-layer input 256, intermediate 10240, head sizes 256 (window) and 512 (global),
-  // attention_k_eq_v false (global layers have attn_v), final soft-cap 30, five window layers
-  // then one global, proportional RoPE on the global layers with partial factor 0.25 and base
-  // 1e6; 42 layers from llama.cpp (llama_model_gemma4: 42 layers = E4B). NOT verified from a
-  // config.json (taken from model overviews that agree with each other): 8 query heads, 2 KV
-  // heads in every layer, 18 shared-K/V layers, a 512-token window, 262,144 tokens (here a
-  // synthetic vocabulary of that size), window RoPE base 10000, 131,072 context, and
-  // use_double_wide_mlp false (no source at hand says either way; E2B's shared layers are said to
-  // have it). The per-layer values llama.cpp reads from the file are what this writes
+  // Gemma-4-E4B's text decoder. From published text_config blocks of google/gemma-4-E4B
+  // (searched 2026-11-29: a config-parsing test of an MLX runtime quoting E4B's config.json, a
+  // conversion notebook's E4B dictionary, and a Darwin-4B E4B fine-tune's config.json agree):
+  // 42 layers, hidden 2560, per-layer input 256 (its table over all 262,144 tokens), intermediate
+  // 10240, 8 query heads over 2 KV heads in every layer, head sizes 256 (window) and 512
+  // (global), layers (5 window, 1 global) x 7, a 512-token window, 18 shared-K/V layers,
+  // use_double_wide_mlp false, attention_k_eq_v false (global layers have attn_v), window RoPE
+  // base 1e4, global proportional RoPE base 1e6 with partial factor 0.25, eps 1e-6, final
+  // soft-cap 30, tied embeddings, 131,072 context; the vocabulary here is a synthetic one of
+  // that size. The per-layer values llama.cpp reads from the file are what this writes
   // (`tova make-random --shape gemma-4-e4b --plan` lists every tensor without writing one).
   s.push_back({.name = "gemma-4-e4b",
                .description = "Gemma-4-E4B",
@@ -560,6 +559,7 @@ struct ShapeField {
   bool RandomShape::*b = nullptr;
   int RandomShape::Gemma4::*gi = nullptr;
   float RandomShape::Gemma4::*gf = nullptr;
+  bool RandomShape::Gemma4::*gb = nullptr;
 };
 
 const std::vector<ShapeField>& shape_fields() {
@@ -601,6 +601,10 @@ const std::vector<ShapeField>& shape_fields() {
       {.name = "gemma4.swa_pattern", .gi = &G::swa_pattern},
       {.name = "gemma4.rope_base_swa", .gf = &G::rope_base_swa},
       {.name = "gemma4.rope_partial", .gf = &G::rope_partial},
+      {.name = "gemma4.n_shared_kv", .gi = &G::n_shared_kv},
+      {.name = "gemma4.n_embd_per_layer", .gi = &G::n_embd_per_layer},
+      {.name = "gemma4.double_wide_mlp", .gb = &G::double_wide_mlp},
+      {.name = "gemma4.k_eq_v", .gb = &G::k_eq_v},
   };
   return f;
 }
@@ -624,17 +628,19 @@ Status set_shape_field(RandomShape& shape, std::string_view name_eq_value) {
     if (f.name != name) continue;
     char* end = nullptr;
     errno = 0;
-    if (f.i != nullptr || f.gi != nullptr || f.b != nullptr) {
+    const bool flag = f.b != nullptr || f.gb != nullptr;
+    if (f.i != nullptr || f.gi != nullptr || flag) {
       const long v = std::strtol(value.c_str(), &end, 10);
       const bool bad = value.empty() || *end != '\0' || errno != 0 || v < 0 || v > (1 << 30) ||
-                       (f.b != nullptr && v > 1);
+                       (flag && v > 1);
       if (bad) {
         return make_error("'{}': {} takes {}", name_eq_value, name,
-                          f.b != nullptr ? "0 or 1" : "a whole number >= 0");
+                          flag ? "0 or 1" : "a whole number >= 0");
       }
       if (f.i != nullptr) shape.*f.i = static_cast<int>(v);
       if (f.gi != nullptr) shape.gemma4.*f.gi = static_cast<int>(v);
       if (f.b != nullptr) shape.*f.b = v == 1;
+      if (f.gb != nullptr) shape.gemma4.*f.gb = v == 1;
     } else {
       const float v = std::strtof(value.c_str(), &end);
       if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(v) || v < 0.f) {
@@ -728,6 +734,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       s.n_vocab < 1 || (s.head_dim == 0 && s.n_embd % s.n_head != 0) ||
       s.n_head % s.n_head_kv != 0 || s.n_embd % 32 != 0 || s.n_ff % 32 != 0 ||
       s.head_dim < 0 || s.head_dim % 2 != 0 || s.n_expert < 0 ||
+      s.gemma4.n_shared_kv >= s.n_layer ||
       (s.ssm_state > 0 && (s.full_attention_interval < 1 || s.ssm_groups < 1 ||
                            s.ssm_v_heads % s.ssm_groups != 0 || s.ssm_conv_kernel < 1)) ||
       (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert ||

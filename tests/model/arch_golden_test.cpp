@@ -106,6 +106,17 @@ TEST_P(ArchGolden, Greedy64EqualsLlamaCpp) {
 // positions.
 class ArchGoldenQ8 : public ::testing::TestWithParam<std::string> {};
 
+// Gemma 4's E and MoE fixtures at Q8_0 (nine layers with per-layer inputs and double-wide
+// feed-forwards; six layers with a dense and an expert feed-forward each) measure a relative L2
+// of 3.03e-2 and 3.55e-2 against llama.cpp (2026-11-29), above the 3e-2 of the other quantized
+// fixtures: llama.cpp's GELU is a float16 table (a relative error of ~3e-4 per activation), and
+// rounding every activation to int8 blocks turns that into different int8 values from the
+// first token on. A throwaway build of tova with llama.cpp's table emulated in gelu_mul
+// measured 6e-8 at every position up to a single rounding flip (position 27 for gemma4e, 11
+// for gemma4moe, 24 for gemma4), 1.96e-2 / 2.21e-2 in all (docs/ARCHITECTURES.md, gemma4).
+// Held to 4e-2 and the argmax at >= 90% of the positions; their F32 files to 2e-3 (above).
+constexpr double kGemma4Q8Bound = 4e-2;
+
 TEST_P(ArchGoldenQ8, LogitsMatchLlamaCppWithQ8Activations) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(golden_arch_path(GetParam() + "-q8_0.gguf"));
@@ -126,7 +137,7 @@ TEST_P(ArchGoldenQ8, LogitsMatchLlamaCppWithQ8Activations) {
   // the 3e-2 of the quantized mixtures; its 64 greedy tokens are still llama.cpp's.
   // gemma4: six layers, and llama.cpp's F16-table GELU (above).
   const bool deep = GetParam() == "smollm3" || GetParam().starts_with("gemma4");
-  EXPECT_LT(std::sqrt(num / den), deep ? 3e-2 : 5e-3);
+  EXPECT_LT(std::sqrt(num / den), GetParam() == "gemma4e" ? kGemma4Q8Bound : deep ? 3e-2 : 5e-3);
   int agree = 0;
   for (size_t p = 0; p < ids.size(); ++p) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
@@ -165,7 +176,7 @@ TEST_P(ArchGoldenMoeQ8, LogitsMatchLlamaCppWithQ8Activations) {
     num += (static_cast<double>(mine[i]) - cpp[i]) * (static_cast<double>(mine[i]) - cpp[i]);
     den += static_cast<double>(cpp[i]) * cpp[i];
   }
-  EXPECT_LT(std::sqrt(num / den), 3e-2);
+  EXPECT_LT(std::sqrt(num / den), GetParam() == "gemma4moe" ? kGemma4Q8Bound : 3e-2);
   int agree = 0;
   for (size_t p = 0; p < ids.size(); ++p) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);

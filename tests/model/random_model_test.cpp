@@ -98,6 +98,16 @@ TEST(RandomShapes, SetChangesOneFieldAndNamesBadInput) {
   EXPECT_EQ(s.gemma4.rope_partial, 0.5f);
   EXPECT_FALSE(s.tied_output);
   EXPECT_EQ(s.n_layer, find_random_arch("gemma4")->n_layer);  // the rest as it was
+  // The E variant's fields (held-back E fixtures are the dense fixture with these set).
+  ASSERT_TRUE(set_shape_field(s, "gemma4.n_shared_kv=2").ok());
+  ASSERT_TRUE(set_shape_field(s, "gemma4.n_embd_per_layer=64").ok());
+  ASSERT_TRUE(set_shape_field(s, "gemma4.double_wide_mlp=1").ok());
+  ASSERT_TRUE(set_shape_field(s, "gemma4.k_eq_v=0").ok());
+  EXPECT_EQ(s.gemma4.n_shared_kv, 2);
+  EXPECT_EQ(s.gemma4.n_embd_per_layer, 64);
+  EXPECT_TRUE(s.gemma4.double_wide_mlp);
+  EXPECT_FALSE(s.gemma4.k_eq_v);
+  EXPECT_FALSE(set_shape_field(s, "gemma4.k_eq_v=2").ok());
 
   auto st = set_shape_field(s, "n_heads=8");
   ASSERT_FALSE(st.ok());
