@@ -172,6 +172,22 @@ def test_stats_list_the_recurrent_layers_of_a_hybrid_model():
     assert r["bytes"] + b["bytes"] == st["kv_capacity"]
 
 
+def test_stats_list_the_shared_layers_of_a_gemma4_e_model():
+    # The gemma4e fixture: window, window, global, twice; then three layers that read the K/V of
+    # layers 4, 4 and 5 and hold none of their own.
+    e = tova.Engine(str(BUILD.parent / "tests" / "data" / "arch" / "gemma4e-f32.gguf"), threads=1)
+    s = e.session(policy="tova", budget=8)
+    s.feed([1 + i * 7 % 200 for i in range(40)])
+    st = s.stats()
+    assert [l["kind"] for l in st["layers"]] == (["window"] * 2 + ["bounded"]) * 2 + ["shared"] * 3
+    assert all(l["n_held"] == 0 and l["n_evicted"] == 0
+               for l in st["layers"] if l["kind"] == "shared")
+    assert all(l["n_held"] == 8 for l in st["layers"] if l["kind"] != "shared")
+    sh = st["kinds"]["shared"]
+    assert (sh["n_layer"], sh["bytes"], sh["rows"]) == (3, 0, 0)
+    assert st["kinds"]["window"]["bytes"] + st["kinds"]["bounded"]["bytes"] == st["kv_capacity"]
+
+
 def test_save_and_load_continue_exactly_and_match_tova_run(engine, tmp_path):
     whole = text_of(engine.session(policy="tova", budget=24, temperature=0)
                     .generate("Once upon a time", max_tokens=30, ignore_eos=True))

@@ -306,11 +306,16 @@ function renderState(s) {
     ['status', s.generating ? 'generating' : 'held for the next turn'],
   ];
   // Memory by kind of layer state: bounded K/V (the policy's budget), window K/V (the model's
-  // sliding window), recurrent states (a hybrid model's Gated DeltaNet layers: fixed size).
+  // sliding window), recurrent states (a hybrid model's Gated DeltaNet layers: fixed size),
+  // shared K/V (Gemma 4 E2B/E4B's last layers: they read an earlier layer's K/V, hold none).
   const recurrent = (t.memory_by_kind || []).find((k) => k.kind === 'recurrent');
   for (const k of t.memory_by_kind || []) {
     if (k.kind === 'recurrent') {
       rows.push(['recurrent (DeltaNet)', `${k.layers} layers, ${formatBytes(k.bytes)} fixed`]);
+      continue;
+    }
+    if (k.kind === 'shared') {
+      rows.push(['shared K/V', `${k.layers} layers, reading earlier layers' K/V: none of their own`]);
       continue;
     }
     const limit = k.limit === null ? 'unbounded' : `at most ${k.limit}`;
@@ -346,6 +351,12 @@ function renderState(s) {
       name.title = 'a recurrent (Gated DeltaNet) layer: a fixed-size state, no K/V';
       row.dataset.kind = 'recurrent';
     }
+    const isShared = t.layer_kinds && t.layer_kinds[i] === 'shared';
+    if (isShared) {
+      name.textContent += 's';
+      name.title = "a shared-K/V layer: it reads an earlier layer's K/V and holds none";
+      row.dataset.kind = 'shared';
+    }
     const bar = document.createElement('div');
     bar.className = 'bar';
     const fill = document.createElement('div');
@@ -356,7 +367,8 @@ function renderState(s) {
     nums.className = 'nums';
     nums.textContent = isRecurrent && recurrent
       ? `recurrent (DeltaNet): ${formatBytes(recurrent.bytes / recurrent.layers)} fixed`
-      : `${held} held, ${t.tokens_evicted_per_layer[i]} out`;
+      : isShared ? "shared: reads an earlier layer's K/V"
+        : `${held} held, ${t.tokens_evicted_per_layer[i]} out`;
     row.append(name, bar, nums);
     layers.append(row);
   });

@@ -190,6 +190,40 @@ try {
     await stopServer(hybrid);
   }
 
+  // Gemma 4's E variant (the gemma4e fixture: window and global layers, the last three reading
+  // an earlier layer's K/V): its shared layers shown as what they are, holding nothing.
+  const gemma4e = fileURLToPath(new URL('../../data/arch/gemma4e-f32.gguf', import.meta.url));
+  const e = await startServer(['--max-tokens', '64'], { modelPath: gemma4e });
+  servers.push(e.url);
+  try {
+    await check("Gemma 4 E: shared-K/V layers shown as reading an earlier layer's K/V",
+      async () => {
+        await page.goto(e.url);
+        await page.waitForFunction(() => document.getElementById('model').textContent.length > 0);
+        await page.selectOption('#policy', 'tova');
+        await page.fill('#budget', '8');
+        await page.fill('#max-tokens', '8');
+        await page.fill('#temperature', '0');
+        await page.click('#new');
+        const a = await ask('Hello there, how are you today? Tell me about the sea.');
+        assert.ok(!a.error, a.meta);
+        await page.waitForFunction(() => document.querySelectorAll('#layers .layer').length === 9);
+        const kinds = await page.$$eval('#layers .layer',
+          (ls) => ls.map((l) => l.dataset.kind ?? 'bounded'));
+        const [w, b, sh] = ['window', 'bounded', 'shared'];
+        assert.deepEqual(kinds, [w, w, b, w, w, b, sh, sh, sh]);
+        const nums = await page.$$eval('#layers .layer[data-kind="shared"] .nums',
+          (ns) => ns.map((n) => n.textContent));
+        assert.deepEqual(nums, Array(3).fill("shared: reads an earlier layer's K/V"));
+        assert.equal(await page.textContent('[data-field="shared K/V"]'),
+          "3 layers, reading earlier layers' K/V: none of their own");
+        assert.match(await page.textContent('[data-field="bounded K/V"]'), /^2 layers, at most 8: /);
+        assert.match(await page.textContent('[data-field="window K/V"]'), /^4 layers, at most 16: /);
+      });
+  } finally {
+    await stopServer(e);
+  }
+
   // TOVA_SCREENSHOT=FILE.png: what the page looks like now (for the docs).
   if (process.env.TOVA_SCREENSHOT) {
     await page.setViewportSize({ width: 1400, height: 800 });
