@@ -122,7 +122,7 @@ CASES=(
   # last two shared, double-wide; 5 layers, the last one shared, K = V on global layers), and
   # the MoE variant (a dense feed-forward beside 8 experts, 3 chosen).
   "gemma4e-a|gemma4|91|n_embd=256 n_layer=8 n_head=4 n_head_kv=2 head_dim=64 n_ff=512 sliding_window=12 gemma4.swa_pattern=3 gemma4.head_dim_swa=32 gemma4.n_head_kv_swa=2 gemma4.n_shared_kv=2 gemma4.n_embd_per_layer=64 gemma4.double_wide_mlp=1 gemma4.k_eq_v=0 weight_std=0.075"
-  "gemma4e-b|gemma4|92|n_embd=96 n_layer=5 n_head=2 n_head_kv=1 head_dim=32 n_ff=96 sliding_window=20 gemma4.swa_pattern=2 gemma4.head_dim_swa=16 gemma4.n_head_kv_swa=1 gemma4.n_shared_kv=1 gemma4.n_embd_per_layer=16 gemma4.k_eq_v=1 weight_std=0.12"
+  "gemma4e-b|gemma4|92|n_embd=96 n_layer=5 n_head=2 n_head_kv=1 head_dim=32 n_ff=96 sliding_window=20 gemma4.swa_pattern=2 gemma4.head_dim_swa=16 gemma4.n_head_kv_swa=1 gemma4.n_shared_kv=1 gemma4.n_embd_per_layer=32 gemma4.k_eq_v=1 weight_std=0.12"
   "gemma4moe-a|gemma4|93|n_embd=256 n_layer=3 n_head=4 n_head_kv=2 head_dim=64 n_ff=256 sliding_window=8 gemma4.swa_pattern=3 gemma4.head_dim_swa=32 gemma4.n_head_kv_swa=2 n_expert=8 n_expert_used=3 n_ff_exp=128 weight_std=0.075"
 )
 

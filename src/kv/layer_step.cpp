@@ -119,11 +119,15 @@ bool any_scores(const MultiState& ms, std::span<MultiState* const> followers) {
   return scores;
 }
 
-// Every token joins before any attends (see step_layer).
+// Every token joins before any attends (see step_layer). Under an unbounded policy only window
+// layers drop states, by position, which each token's window mask hides just the same: with
+// MultiStateOptions::window_drops_at_step_end their pools grow for the step (multi_state.cpp
+// size_layer) and drop at its end.
 bool joins_first(const MultiState& ms, bool scores, int n_tok) {
   const bool chunk = ms.budget() >= 0 && ms.max_new() > 1;
   return chunk || (n_tok > 1 && !scores && !moves_positions(ms.positions()) &&
-                   ms.n_seen() + n_tok <= static_cast<int64_t>(ms.holds_all_until()));
+                   (ms.window_drops_at_step_end() ||
+                    ms.n_seen() + n_tok <= static_cast<int64_t>(ms.holds_all_until())));
 }
 
 }  // namespace
@@ -249,7 +253,7 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
     L.evict(last_pos);
     return;
   }
-  // Nothing to evict (see joins_first); the calls keep each token's bookkeeping.
+  // Nothing to evict but what left the window (see joins_first); in token order, as one by one.
   for (int t = 0; t < n_tok; ++t) L.evict(rows.pos[rows.idx[t]]);
   fw.check_held();
 }

@@ -83,7 +83,9 @@ SlotView LayerState::view() const {
 }
 
 Status LayerState::reserve(int64_t n_states, int64_t at_most) {
-  const int max_slots = limits_.max_slots;
+  // A window layer holds at most its window between steps (make_room grows it for a step).
+  const int max_slots =
+      limits_.window > 0 ? std::min(limits_.max_slots, limits_.window) : limits_.max_slots;
   if (n_states <= n_slot_ || n_slot_ >= max_slots) return ok_status();
   // At least double, as growing by one token would, so that a conversation reserving a little
   // more before every turn copies its cache O(log n) times, not once per turn.
@@ -381,7 +383,7 @@ int LayerState::evict(int64_t last_pos) {
   // A prompt-holding policy under exact prefill chooses once the prompt's last token attended.
   const bool in_prompt = limits_.holds_prompt && last_pos + 1 < limits_.prompt_end;
   int n = drop_outside_window(last_pos);
-  if (!in_prompt) n += drop_to(limits_.budget, last_pos);
+  if (!in_prompt && !limits_.window_only) n += drop_to(limits_.budget, last_pos);
   if (n > 0) settle();
   // The cut is made: the pool that held the prompt shrinks to its bounded size (settle() packed
   // every held state below n_held + 1).
@@ -582,6 +584,14 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
                                          int64_t{n_head_kv - 1} * std::max(1, l.head_floor)
                                    : budget);
   int64_t max_slots = budget >= 0 ? per_head + l.buffer + o.max_new : INT_MAX;
+  // A window layer of an unbounded policy drops states by position alone, as the attention's
+  // window mask hides them: a step's tokens may all join before any attends (layer_step.cpp
+  // joins_first) and its pool grows to hold them beside the window for that step (as
+  // llama.cpp's sliding-window cache holds n_swa + n_ubatch cells). Between steps it holds at
+  // most window - 1 states; reserve() allocates no more than its window.
+  const bool window_only = window > 0 && !o.policy.bounded() && o.window_drops_at_step_end;
+  l.window_only = window_only;
+  if (window_only) max_slots = INT_MAX;
   z.holds_all_until = budget >= 0 ? static_cast<int>(std::min<int64_t>(budget + l.buffer, INT_MAX))
                                   : INT_MAX;
   // A prompt-holding layer holds the whole prompt until its cut, then shrinks; it first evicts
@@ -599,7 +609,8 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   l.max_slots = static_cast<int>(max_slots);
   // Every pool starts at what the sequence can reach (initial_slots) and doubles up to its
   // most: k + extra when bounded, its window on a window layer, without limit otherwise.
-  z.n_slot = static_cast<int>(std::min<int64_t>(std::max(1, o.initial_slots), max_slots));
+  z.n_slot = static_cast<int>(
+      std::min<int64_t>(std::max(1, o.initial_slots), window_only ? window : max_slots));
   return z;
 }
 
@@ -633,6 +644,7 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     return make_error("{} sliding windows given for {} layers", o.windows.size(), o.n_layer);
   }
   ms->holds_all_until_ = INT_MAX;
+  ms->window_drops_at_step_end_ = o.window_drops_at_step_end && !o.policy.bounded();
   // What a layer of n slots allocates: per KV head a key pool (whole tiles of 16 slots when
   // quantized), the value rows and one position per slot.
   auto layer_bytes = [&](int il, int64_t n) {
@@ -706,6 +718,7 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->max_new_ = max_new_;
   ms->positions_ = positions_;
   ms->holds_all_until_ = holds_all_until_;
+  ms->window_drops_at_step_end_ = window_drops_at_step_end_;
   ms->n_seen_ = n_seen_;
   ms->max_bytes_ = max_bytes_;
   ms->layers_.reserve(layers_.size());

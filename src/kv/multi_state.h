@@ -56,6 +56,13 @@ struct MultiStateOptions {
   // `full`), its attention never sees a state older than the window, and states that fall out
   // of the window are dropped before the policy is asked (LayerState::evict).
   std::vector<int> windows;
+  // Under an unbounded policy, a window layer drops what leaves its window at the end of a step
+  // rather than token by token (LayerLimits::window_only): a batch's tokens all join before any
+  // attends, masked by the window. The model asks for it when other layers read a window
+  // layer's K/V after its step (Gemma 4 E's shared-K/V layers), which could otherwise not be
+  // batched past the window. The results equal one token per call up to the order of the
+  // attention's sums (slots are laid out otherwise); without it, the same bits.
+  bool window_drops_at_step_end = false;
   // Layers of their own attention shape (Gemma 4: window layers and global layers differ in KV
   // heads and head size): per layer its KV heads and head size; empty: every layer has
   // n_head_kv and head_dim. Each layer's pool, policy and memory follow its own shape.
@@ -93,6 +100,11 @@ struct LayerLimits {
   int64_t prompt_end = 0;
   int settled_slots = 0;  // 0: the pool never shrinks
   int buffer = 0;  // LayerPlan::buffer: evicts only past budget + buffer, then down to budget
+  // A window layer of an unbounded policy whose multi-state drops at the step's end
+  // (MultiStateOptions::window_drops_at_step_end): only its window drops states (by position),
+  // so a step's tokens may all join before any attends (layer_step.cpp joins_first); the pool
+  // grows for the step and holds at most budget = window - 1 states between steps.
+  bool window_only = false;
 };
 
 // One layer of one sequence.
@@ -282,6 +294,8 @@ class MultiState {
   // How many tokens every layer holds before any of them evicts: the smallest layer budget (a
   // window layer's is at most window - 1), or INT_MAX when no layer is bounded.
   int holds_all_until() const { return holds_all_until_; }
+  // MultiStateOptions::window_drops_at_step_end, under an unbounded policy.
+  bool window_drops_at_step_end() const { return window_drops_at_step_end_; }
   int n_layer() const { return static_cast<int>(layers_.size()); }
   LayerState& layer(int il) { return *layers_[il]; }
   const LayerState& layer(int il) const { return *layers_[il]; }
@@ -325,6 +339,7 @@ class MultiState {
   int max_new_ = 1;
   PositionMode positions_ = PositionMode::kAbsolute;
   int holds_all_until_ = 0;
+  bool window_drops_at_step_end_ = false;
   std::vector<std::unique_ptr<LayerState>> layers_;
   std::vector<std::unique_ptr<RecurrentState>> recurrent_;
   int64_t n_seen_ = 0;

@@ -62,6 +62,9 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
                           .windows = config_.layer_window,
                           .layer_n_head_kv = config_.layer_n_head_kv,
                           .layer_head_dim = config_.layer_head_dim};
+  // Shared-K/V layers read their owner's K/V after its step: under `full` a window owner drops
+  // at the step's end, so that prompts past the window stay batched.
+  o.window_drops_at_step_end = config_.n_shared_kv_layers() > 0;
   if (config_.layer_recurrent.empty() && config_.layer_kv_owner.empty()) return o;
   // A hybrid model: the multi-state's layers are the attention layers; each recurrent layer
   // has a fixed-size state instead (kv/recurrent_state.h), and a shared-K/V layer none (it

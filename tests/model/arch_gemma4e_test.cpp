@@ -80,6 +80,9 @@ TEST(ArchGemma4E, WindowAndSinkMatchLlamaCppDroppingTheSamePositions) {
 // A batch whose policy evicts between its tokens is fed token by token: the same bits as
 // feeding the tokens one per call, for policies that score (tova, h2o), that do not (window),
 // and a mode that moves positions; chunked prefill keeps its chunks whole and stays finite.
+// Under `full` the window layers drop at the step's end instead (the batch stays whole past
+// the window; kv::MultiStateOptions::window_drops_at_step_end): the same states, each token
+// masked by its window, the attention's sums in another slot order: equal to float rounding.
 TEST(ArchGemma4E, BatchesThatEvictBetweenTokensEqualOneTokenPerCall) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(g4e_path("gemma4e-f32.gguf"));
@@ -88,12 +91,32 @@ TEST(ArchGemma4E, BatchesThatEvictBetweenTokensEqualOneTokenPerCall) {
   ids.resize(48);
   ThreadPool pool(2);
   for (const auto& [policy, k] : {std::pair<const char*, int>{"tova", 8}, {"h2o", 12},
-                                  {"window", 10}, {"full", 0}}) {
+                                  {"window", 10}}) {
     const auto batched = all_logits(**m, ids, cache_options(policy, k), 24, pool);
     const auto single = all_logits(**m, ids, cache_options(policy, k), 1, pool);
     ASSERT_EQ(batched.size(), single.size());
     EXPECT_EQ(0, std::memcmp(batched.data(), single.data(), batched.size() * sizeof(float)))
         << policy;
+  }
+  {
+    std::unique_ptr<kv::MultiState> st;
+    const auto batched = all_logits(**m, ids, cache_options("full", 0), 24, pool, &st);
+    const auto single = all_logits(**m, ids, cache_options("full", 0), 1, pool);
+    ASSERT_EQ(batched.size(), single.size());
+    float most = 0.f;
+    for (size_t i = 0; i < batched.size(); ++i) most = std::max(most, std::abs(batched[i] - single[i]));
+    EXPECT_LT(most, 1e-5f);
+    int argmax_same = 0;
+    for (size_t p = 0; p < ids.size(); ++p) {
+      const int n_vocab = (*m)->config().n_vocab;
+      argmax_same += argmax_row(&batched[p * n_vocab], n_vocab) ==
+                     argmax_row(&single[p * n_vocab], n_vocab);
+    }
+    EXPECT_EQ(argmax_same, static_cast<int>(ids.size()));
+    // Between steps a window layer holds at most window - 1 (15) states; global layers all 48.
+    for (int il = 0; il < st->n_layer(); ++il) {
+      EXPECT_LE(st->layer(il).n_held(), st->layer(il).window() > 0 ? 15 : 48) << il;
+    }
   }
   CacheOptions gap = cache_options("tova", 8);
   gap.positions = kv::PositionMode::kGap;
