@@ -197,6 +197,19 @@ void dense_beside_experts(const LayerPass& p, const LayerWeights& L) {
   });
 }
 
+// The router's and experts' scratch of n tokens (k experts each), for either MoE block.
+void size_moe_scratch(const ModelConfig& c, int64_t n, ForwardScratch::Moe& m) {
+  const int64_t d = c.n_embd, n_pick = n * c.n_expert_used;
+  resize(m.probs, n * c.n_expert);
+  m.chosen.resize(n_pick);
+  m.weight.resize(n_pick);
+  m.row_of.resize(n_pick);
+  if (n > 1) resize(m.xe, n_pick * d);
+  resize(m.gate, n_pick * c.n_ff_exp);
+  resize(m.up, n_pick * c.n_ff_exp);
+  resize(m.ye, n_pick * d);
+}
+
 // Gemma 4's MoE layer (ModelConfig::moe_beside_dense), as llama.cpp's gemma4.cpp:
 //   dense = post_ffw_norm_1(dense feed-forward(rms_norm(x) · ffn_norm))
 //   l = router · (rms_norm(x) / sqrt(n_embd) · ffn_gate_inp.scale); softmax, the
@@ -209,17 +222,10 @@ void moe_beside_dense_block(const LayerPass& p, const LayerWeights& L) {
   const MoeWeights& W = L.moe;
   ForwardScratch& s = p.s;
   ForwardScratch::Moe& m = s.moe;
-  const int64_t n = p.n, d = c.n_embd, k = c.n_expert_used, n_pick = n * k;
+  const int64_t n = p.n, d = c.n_embd, k = c.n_expert_used;
   dense_beside_experts(p, L);
   resize(m.router_in, n * d);
-  resize(m.probs, n * c.n_expert);
-  m.chosen.resize(n_pick);
-  m.weight.resize(n_pick);
-  m.row_of.resize(n_pick);
-  if (n > 1) resize(m.xe, n_pick * d);
-  resize(m.gate, n_pick * c.n_ff_exp);
-  resize(m.up, n_pick * c.n_ff_exp);
-  resize(m.ye, n_pick * d);
+  size_moe_scratch(c, n, m);
   const float inv_sqrt_d = 1.f / std::sqrt(static_cast<float>(d));
   for_tokens(p.pool, n, d, [&](int64_t i) {
     float* r = &m.router_in[i * d];
@@ -254,16 +260,9 @@ void moe_ffn_block(const LayerPass& p, const LayerWeights& L) {
   const MoeWeights& W = L.moe;
   ForwardScratch& s = p.s;
   ForwardScratch::Moe& m = s.moe;
-  const int64_t n = p.n, d = c.n_embd, k = c.n_expert_used, n_pick = n * k;
+  const int64_t n = p.n, d = c.n_embd, k = c.n_expert_used;
   resize(s.xb, n * d);
-  resize(m.probs, n * c.n_expert);
-  m.chosen.resize(n_pick);
-  m.weight.resize(n_pick);
-  m.row_of.resize(n_pick);
-  if (n > 1) resize(m.xe, n_pick * d);
-  resize(m.gate, n_pick * c.n_ff_exp);
-  resize(m.up, n_pick * c.n_ff_exp);
-  resize(m.ye, n_pick * d);
+  size_moe_scratch(c, n, m);
 
   for_tokens(p.pool, n, d, [&](int64_t i) {
     kernels::rms_norm(&s.x[i * d], L.ffn_norm.data(), &s.xb[i * d], d, c.rms_eps);
