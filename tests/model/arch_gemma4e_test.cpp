@@ -181,9 +181,11 @@ TEST(ArchGemma4E, CloneSessionFileAndFollowersContinueExactly) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
 }
 
-// The E fixture with one metadata key replaced, or one tensor left out.
+// The E fixture with one metadata key replaced, one tensor left out, or tensors whose name
+// starts with zero_prefix written as zeros.
 std::unique_ptr<io::GgufFile> g4e_edited(const std::string& key, const io::GgufValue* value,
-                                         const std::string& drop_tensor = "") {
+                                         const std::string& drop_tensor = "",
+                                         const std::string& zero_prefix = "") {
   auto f = io::GgufFile::open(g4e_path("gemma4e-f32.gguf"));
   EXPECT_TRUE(f.ok()) << f.message();
   io::GgufWriter w;
@@ -191,7 +193,9 @@ std::unique_ptr<io::GgufFile> g4e_edited(const std::string& key, const io::GgufV
   if (value != nullptr) w.set(key, *value);
   for (const io::GgufTensorInfo& t : (*f)->tensors()) {
     if (t.name == drop_tensor) continue;
-    w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    std::vector<uint8_t> bytes(t.data, t.data + t.n_bytes);
+    if (!zero_prefix.empty() && t.name.starts_with(zero_prefix)) std::fill(bytes.begin(), bytes.end(), 0);
+    w.add_tensor(t.name, t.type, t.dims, std::move(bytes));
   }
   auto g = io::GgufFile::from_bytes(w.to_bytes(), "gemma4e-edited.gguf");
   EXPECT_TRUE(g.ok()) << g.message();
@@ -201,6 +205,26 @@ std::unique_ptr<io::GgufFile> g4e_edited(const std::string& key, const io::GgufV
 std::string g4e_load_error(std::unique_ptr<io::GgufFile> f) {
   auto m = model::Model::from_file(std::move(f));
   return m.ok() ? "" : m.message();
+}
+
+// The fixture exercises what it claims: the per-layer inputs (their token table, or each
+// layer's projection of them, zeroed) move the logits far beyond the golden tolerance.
+TEST(ArchGemma4E, PerLayerInputsMoveTheLogits) {
+  TOVA_REQUIRE_SHARED();
+  auto ids = read_ids(shared_path("golden/tokens-128.json"));
+  ids.resize(32);
+  ThreadPool pool(2);
+  auto base = model::Model::load(g4e_path("gemma4e-f32.gguf"));
+  ASSERT_TRUE(base.ok()) << base.message();
+  const auto want = all_logits(**base, ids, cache_options("full", 0), 32, pool);
+  for (const char* zeroed : {"per_layer_token_embd.", "blk.3.proj."}) {
+    auto m = model::Model::from_file(g4e_edited("", nullptr, "", zeroed));
+    ASSERT_TRUE(m.ok()) << m.message();
+    const auto got = all_logits(**m, ids, cache_options("full", 0), 32, pool);
+    float most = 0.f;
+    for (size_t i = 0; i < got.size(); ++i) most = std::max(most, std::abs(got[i] - want[i]));
+    EXPECT_GT(most, 0.05f) << zeroed;
+  }
 }
 
 TEST(ArchGemma4E, SharingAndPerLayerInputsThatDisagreeWithTheFileAreRefused) {
