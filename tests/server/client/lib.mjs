@@ -18,13 +18,20 @@ export async function requireModule(name) {
   return import(name);
 }
 
+// A test that cannot run here (a program, npm module or data folder is missing): says so in
+// `line` and exits 77 (ctest: skipped), or 1 under CI=true, where scripts/setup.sh must have
+// installed everything.
+export function cannotRun(line) {
+  console.log(process.env.CI === 'true' ? `${line} (CI=true: a failure, not a skip)` : line);
+  process.exit(process.env.CI === 'true' ? 1 : 77);
+}
+
 // Exits 77 (ctest: skipped) with a line saying why: `program` is missing (scripts/setup.sh
 // installs it from Debian), or the run is under the sanitizers, where this test adds nothing
 // (`sanitizerReason` says why).
 export function skipUnlessAvailable(program, test, sanitizerReason) {
   if (!existsSync(program)) {
-    console.log(`${program} not found: the ${test} is skipped (scripts/setup.sh installs it)`);
-    process.exit(77);
+    cannotRun(`${program} not found: the ${test} is skipped (scripts/setup.sh installs it)`);
   }
   if (sanitized) {
     console.log(`TOVA_SANITIZE_RUN=1: the ${test} is skipped (${sanitizerReason})`);
