@@ -8,6 +8,11 @@ import assert from 'node:assert/strict';
 export const [buildDir, model] = process.argv.slice(2);
 export const tova = `${buildDir}/bin/tova`;
 export const sanitized = process.env.TOVA_SANITIZE_RUN === '1';
+// Wall-clock bounds of the tests (an abandoned request stops within 1 s, a 4xx comes within 2 s,
+// ...) are multiplied by this: 4 under the sanitizers (~3-6x slower code on a loaded 2-core
+// machine), else 1; TOVA_TEST_TIME_SCALE overrides. What a bound checks (promptness against a
+// request of 200,000 tokens) holds at either scale.
+export const timeScale = Number(process.env.TOVA_TEST_TIME_SCALE) || (sanitized ? 4 : 1);
 
 // The npm package `name` (installed by scripts/setup.sh with `npm ci`), or exit 1 saying so.
 export async function requireModule(name) {
