@@ -50,14 +50,15 @@ TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
   }
   if (GetParam().starts_with("gemma4")) {
     // Six layers of llama.cpp's F16-table GELU behind per-head q/k/v norms: relative L2 4.3e-4,
-    // max |diff| 3.6e-3 (2026-11-29); held to issue 34's 2e-3 and argmax at >= 90% of the
-    // positions (127 of 128: one near-tie flips).
+    // max |diff| 3.6e-3 (2026-11-29): held to the Gemma families' max |diff| < 5e-3 (above) and
+    // to what was measured at every position but one near-tie: argmax at 127 of 128.
+    EXPECT_LT(max_diff, tolerance(GetParam()));
     EXPECT_LT(std::sqrt(num / den), 2e-3);
     int agree = 0;
     for (size_t p = 0; p < ids.size(); ++p) {
       agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
     }
-    EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+    EXPECT_GE(agree, static_cast<int>(ids.size()) - 1);
     std::printf("%s: max |diff| %.3g, relative L2 %.3g, argmax %d of %zu\n", GetParam().c_str(),
                 max_diff, std::sqrt(num / den), agree, ids.size());
     return;
@@ -152,7 +153,7 @@ TEST_P(ArchGoldenQ8, LogitsMatchLlamaCppWithQ8Activations) {
   for (size_t p = 0; p < ids.size(); ++p) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
   }
-  EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+  EXPECT_GE(agree, at_least_percent(ids.size(), 90));
   std::printf("%s q8_0: relative L2 %.3g, argmax %d of %zu\n", GetParam().c_str(),
               std::sqrt(num / den), agree, ids.size());
 }
@@ -200,7 +201,7 @@ TEST_P(ArchGoldenMoeQ8, LogitsMatchLlamaCppWithQ8Activations) {
   for (size_t p = 0; p < ids.size(); ++p) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
   }
-  EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+  EXPECT_GE(agree, at_least_percent(ids.size(), 90));
   std::printf("%s q8_0: relative L2 %.3g, argmax %d of %zu\n", GetParam().c_str(),
               std::sqrt(num / den), agree, ids.size());
 }
@@ -234,7 +235,7 @@ TEST(ArchGoldenMxfp4, GptOssLogitsMatchLlamaCpp) {
   for (size_t p = 0; p < ids.size(); ++p) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
   }
-  EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+  EXPECT_GE(agree, at_least_percent(ids.size(), 90));
 }
 
 // Every fixture of every registered architecture (a family added without goldens fails here).
