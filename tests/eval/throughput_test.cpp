@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "eval/throughput.h"
+#include "eval/throughput_reports.h"
 #include "test_data.h"
 
 namespace tova {
@@ -185,15 +186,7 @@ TEST(Throughput, JsonHasOneObjectPerConfigurationWithTheTableFields) {
 // A bounded state larger than the full cache at the same ctx saves nothing: flagged in the
 // JSON (and left out of the plot: tests/plot/throughput_plot_test.cpp).
 TEST(Throughput, StatesLargerThanFullAreFlagged) {
-  eval::ThroughputReport rep;
-  rep.kv_memory = 1000;
-  rep.ctx = 64;
-  rep.results.push_back({.policy = "full", .budget = -1, .ctx = 64, .bytes_per_seq = 400,
-                         .max_batch = 2, .relative = 1});
-  rep.results.push_back({.policy = "tova", .budget = 8, .ctx = 64, .bytes_per_seq = 60,
-                         .max_batch = 16, .relative = 5});
-  rep.results.push_back({.policy = "tova", .budget = 128, .ctx = 64, .bytes_per_seq = 800,
-                         .max_batch = 1, .relative = 0.5});
+  const eval::ThroughputReport rep = testing::report_with_a_state_larger_than_full();
   const auto j = eval::throughput_json(rep, {});
   EXPECT_FALSE(j[1]["larger_than_full"].get<bool>());
   EXPECT_TRUE(j[2]["larger_than_full"].get<bool>());

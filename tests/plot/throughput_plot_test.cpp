@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "eval/throughput.h"
+#include "eval/throughput_reports.h"
 #include "plots.h"
 
 namespace tova {
@@ -25,15 +26,7 @@ TEST(ThroughputPlot, FullIsDrawnAtItsContext) {
 // A bounded state larger than the full cache at the same ctx saves nothing: left out of the
 // plot and named under it.
 TEST(ThroughputPlot, StatesLargerThanFullAreNotDrawnButNamed) {
-  eval::ThroughputReport rep;
-  rep.kv_memory = 1000;
-  rep.ctx = 64;
-  rep.results.push_back({.policy = "full", .budget = -1, .ctx = 64, .bytes_per_seq = 400,
-                         .max_batch = 2, .relative = 1});
-  rep.results.push_back({.policy = "tova", .budget = 8, .ctx = 64, .bytes_per_seq = 60,
-                         .max_batch = 16, .relative = 5});
-  rep.results.push_back({.policy = "tova", .budget = 128, .ctx = 64, .bytes_per_seq = 800,
-                         .max_batch = 1, .relative = 0.5});
+  const eval::ThroughputReport rep = testing::report_with_a_state_larger_than_full();
   const std::string gp = plot::throughput_plot_script(rep, "t");
   EXPECT_EQ(gp.find("\n128 "), std::string::npos) << gp;
   EXPECT_NE(gp.find("larger than full's at ctx 64: tova k=128"), std::string::npos) << gp;
