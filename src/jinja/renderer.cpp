@@ -768,6 +768,58 @@ Result<bool> Renderer::contains(const Value& c, const Value& item) {
   return make_error("argument of type '{}' is not iterable", c.type_name());
 }
 
+namespace {
+
+// a // b or a % b as Python computes them (the result takes the sign of b).
+Result<Value> floor_div_or_mod(const Value& a, const Value& b, bool floats, bool mod) {
+  if (floats) {
+    const double x = a.as_double();
+    const double y = b.as_double();
+    if (y == 0) return make_error("float division by zero");
+    double m = std::fmod(x, y);
+    if (m != 0 && ((m < 0) != (y < 0))) m += y;
+    if (mod) return Value(m);
+    return Value(std::floor((x - m) / y + 0.5));
+  }
+  const int64_t x = a.as_int();
+  const int64_t y = b.as_int();
+  if (y == 0) return make_error("integer division or modulo by zero");
+  if (x == std::numeric_limits<int64_t>::min() && y == -1) return make_error("integer overflow");
+  int64_t q = x / y;
+  int64_t m = x % y;
+  if (m != 0 && ((m < 0) != (y < 0))) {
+    m += y;
+    --q;
+  }
+  return Value(mod ? m : q);
+}
+
+// a ** b: exact for integers (overflow is an error), else in double.
+Result<Value> power(const Value& a, const Value& b, bool floats) {
+  if (floats || b.as_int() < 0) {
+    const double r = std::pow(a.as_double(), b.as_double());
+    if (std::isnan(r) && !std::isnan(a.as_double())) {
+      return make_error("a negative number raised to a fractional power");
+    }
+    return Value(r);
+  }
+  int64_t r = 1;
+  int64_t base = a.as_int();
+  int64_t e = b.as_int();
+  while (e > 0) {
+    if (e & 1) {
+      TOVA_ASSIGN_OR_RETURN(r, checked(r, base, '*'));
+    }
+    e >>= 1;
+    if (e) {
+      TOVA_ASSIGN_OR_RETURN(base, checked(base, base, '*'));
+    }
+  }
+  return Value(r);
+}
+
+}  // namespace
+
 Result<Value> Renderer::binary(std::string_view op, const Value& a, const Value& b) {
   if (op == "~") {
     std::string s = to_str(a) + to_str(b);
@@ -812,27 +864,7 @@ Result<Value> Renderer::binary(std::string_view op, const Value& a, const Value&
     const Value* seq = a.is_number() ? &b : &a;
     const Value* count = a.is_number() ? &a : &b;
     if (count->is_number() && !count->is_float() && (seq->is_string() || seq->is_list())) {
-      const int64_t k = std::max<int64_t>(0, count->as_int());
-      if (seq->is_string()) {
-        const size_t unit = seq->str().size();
-        if (unit && static_cast<uint64_t>(k) > limits_.max_output_bytes / unit + 1) {
-          return check_string(limits_.max_output_bytes + 1).error();
-        }
-        TOVA_RETURN_IF_ERROR(check_string(unit * static_cast<size_t>(k)));
-        std::string s;
-        for (int64_t i = 0; i < k; ++i) s += seq->str();
-        return Value(std::move(s));
-      }
-      const size_t unit = seq->items().size();
-      if (unit && static_cast<uint64_t>(k) > limits_.max_items / unit + 1) {
-        return check_items(limits_.max_items + 1).error();
-      }
-      TOVA_RETURN_IF_ERROR(check_items(unit * static_cast<size_t>(k)));
-      std::vector<Value> items;
-      for (int64_t i = 0; i < k; ++i) {
-        items.insert(items.end(), seq->items().begin(), seq->items().end());
-      }
-      return Value::list(std::move(items), seq->is_tuple());
+      return repeat_sequence(*seq, std::max<int64_t>(0, count->as_int()));
     }
     return unsupported();
   }
@@ -846,51 +878,32 @@ Result<Value> Renderer::binary(std::string_view op, const Value& a, const Value&
     if (b.as_double() == 0) return make_error("division by zero");
     return Value(a.as_double() / b.as_double());
   }
-  if (op == "//" || op == "%") {
-    if (floats) {
-      const double x = a.as_double();
-      const double y = b.as_double();
-      if (y == 0) return make_error("float division by zero");
-      double m = std::fmod(x, y);
-      if (m != 0 && ((m < 0) != (y < 0))) m += y;
-      if (op == "%") return Value(m);
-      return Value(std::floor((x - m) / y + 0.5));
-    }
-    const int64_t x = a.as_int();
-    const int64_t y = b.as_int();
-    if (y == 0) return make_error("integer division or modulo by zero");
-    if (x == std::numeric_limits<int64_t>::min() && y == -1) return make_error("integer overflow");
-    int64_t q = x / y;
-    int64_t m = x % y;
-    if (m != 0 && ((m < 0) != (y < 0))) {
-      m += y;
-      --q;
-    }
-    return Value(op == "%" ? m : q);
-  }
-  if (op == "**") {
-    if (floats || b.as_int() < 0) {
-      const double r = std::pow(a.as_double(), b.as_double());
-      if (std::isnan(r) && !std::isnan(a.as_double())) {
-        return make_error("a negative number raised to a fractional power");
-      }
-      return Value(r);
-    }
-    int64_t r = 1;
-    int64_t base = a.as_int();
-    int64_t e = b.as_int();
-    while (e > 0) {
-      if (e & 1) {
-        TOVA_ASSIGN_OR_RETURN(r, checked(r, base, '*'));
-      }
-      e >>= 1;
-      if (e) {
-        TOVA_ASSIGN_OR_RETURN(base, checked(base, base, '*'));
-      }
-    }
-    return Value(r);
-  }
+  if (op == "//" || op == "%") return floor_div_or_mod(a, b, floats, op == "%");
+  if (op == "**") return power(a, b, floats);
   return unsupported();
+}
+
+Result<Value> Renderer::repeat_sequence(const Value& seq, int64_t k) {
+  if (seq.is_string()) {
+    const size_t unit = seq.str().size();
+    if (unit && static_cast<uint64_t>(k) > limits_.max_output_bytes / unit + 1) {
+      return check_string(limits_.max_output_bytes + 1).error();
+    }
+    TOVA_RETURN_IF_ERROR(check_string(unit * static_cast<size_t>(k)));
+    std::string s;
+    for (int64_t i = 0; i < k; ++i) s += seq.str();
+    return Value(std::move(s));
+  }
+  const size_t unit = seq.items().size();
+  if (unit && static_cast<uint64_t>(k) > limits_.max_items / unit + 1) {
+    return check_items(limits_.max_items + 1).error();
+  }
+  TOVA_RETURN_IF_ERROR(check_items(unit * static_cast<size_t>(k)));
+  std::vector<Value> items;
+  for (int64_t i = 0; i < k; ++i) {
+    items.insert(items.end(), seq.items().begin(), seq.items().end());
+  }
+  return Value::list(std::move(items), seq.is_tuple());
 }
 
 }  // namespace tova::jinja

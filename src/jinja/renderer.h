@@ -73,6 +73,8 @@ class Renderer {
   Result<Value> slice(const Value& obj, const Value& start, const Value& stop,
                       const Value& step);
   Result<Value> binary(std::string_view op, const Value& a, const Value& b);
+  // seq * k for a string or a list, within the output and item limits.
+  Result<Value> repeat_sequence(const Value& seq, int64_t k);
   Result<bool> contains(const Value& container, const Value& item);
   Status write(std::string_view text);
 
