@@ -100,49 +100,39 @@ LineEditor::Read LineEditor::read(const std::string& prompt, std::string& line) 
   return errno == EINTR ? Read::kInterrupted : Read::kEnd;
 }
 
-LineEditor::Read LineEditor::read_tty(const std::string& prompt, std::string& line) {
-  std::fflush(stdout);
-  RawMode raw;
-  if (!raw.ok()) {
-    tty_ = false;
-    return read(prompt, line);
-  }
-  size_t cursor = 0;                // a byte offset on a code point boundary
-  size_t browse = history_.size();  // history_.size(): the line being typed
-  std::string typed;                // that line, while browsing the history
-  auto refresh = [&] {
+namespace {
+
+// The line being edited: its text, the cursor, and where in the history it is.
+struct Editing {
+  std::string& line;
+  const std::vector<std::string>& history;
+  size_t cursor = 0;  // a byte offset on a code point boundary
+  size_t browse;      // history.size(): the line being typed
+  std::string typed;  // that line, while browsing the history
+
+  Editing(std::string& l, const std::vector<std::string>& h)
+      : line(l), history(h), browse(h.size()) {}
+
+  void refresh(const std::string& prompt) const {
     std::string s = "\r" + prompt + line + "\x1b[K\r";
     const size_t col = columns(prompt, 0, prompt.size()) + columns(line, 0, cursor);
     if (col > 0) s += "\x1b[" + std::to_string(col) + "C";
     out(s);
-  };
-  auto show_history = [&](size_t to) {
-    if (browse == history_.size()) typed = line;
+  }
+  void show_history(size_t to) {
+    if (browse == history.size()) typed = line;
     browse = to;
-    line = browse == history_.size() ? typed : history_[browse];
+    line = browse == history.size() ? typed : history[browse];
     cursor = line.size();
-  };
-  refresh();
-  for (;;) {
-    char c = 0;
-    if (!get(c)) {
-      out("\r\n");
-      return Read::kEnd;
-    }
+  }
+  void erase_next() { line.erase(cursor, next_boundary(line, cursor) - cursor); }
+
+  // A key that edits the line or moves in it (every key but Enter, Ctrl-C and Ctrl-D on an
+  // empty line, which end the read).
+  void key(char c) {
     switch (c) {
-      case '\r':
-      case '\n':
-        out("\r\n");
-        return Read::kLine;
-      case kCtrlC:
-        out("^C\r\n");
-        return Read::kInterrupted;
       case kCtrlD:
-        if (line.empty()) {
-          out("\r\n");
-          return Read::kEnd;
-        }
-        line.erase(cursor, next_boundary(line, cursor) - cursor);
+        erase_next();
         break;
       case kBackspace:
       case kCtrlH: {
@@ -185,36 +175,11 @@ LineEditor::Read LineEditor::read_tty(const std::string& prompt, std::string& li
         if (browse > 0) show_history(browse - 1);
         break;
       case kCtrlN:
-        if (browse < history_.size()) show_history(browse + 1);
+        if (browse < history.size()) show_history(browse + 1);
         break;
-      case kEsc: {
-        // CSI (ESC [ params final) and SS3 (ESC O final) sequences: arrows, Home, End, Delete.
-        char a = 0, b = 0;
-        if (!get(a)) break;
-        if (a != '[' && a != 'O') break;
-        std::string params;
-        for (;;) {
-          if (!get(b)) break;
-          if (b >= 0x40 && b <= 0x7E) break;
-          params += b;
-        }
-        if (b == 'A' && browse > 0) {
-          show_history(browse - 1);
-        } else if (b == 'B' && browse < history_.size()) {
-          show_history(browse + 1);
-        } else if (b == 'C') {
-          cursor = next_boundary(line, cursor);
-        } else if (b == 'D') {
-          cursor = prev_boundary(line, cursor);
-        } else if (b == 'H' || (b == '~' && (params == "1" || params == "7"))) {
-          cursor = 0;
-        } else if (b == 'F' || (b == '~' && (params == "4" || params == "8"))) {
-          cursor = line.size();
-        } else if (b == '~' && params == "3") {
-          line.erase(cursor, next_boundary(line, cursor) - cursor);
-        }
-        break;  // anything else (function keys, ...) is ignored
-      }
+      case kEsc:
+        escape();
+        break;
       default:
         if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') {
           line.insert(cursor, 1, c == '\t' ? ' ' : c);
@@ -222,7 +187,69 @@ LineEditor::Read LineEditor::read_tty(const std::string& prompt, std::string& li
         }
         break;
     }
-    refresh();
+  }
+
+  // After ESC: CSI (ESC [ params final) and SS3 (ESC O final) sequences: arrows, Home, End,
+  // Delete; anything else (function keys, ...) is read and ignored.
+  void escape() {
+    char a = 0, b = 0;
+    if (!get(a)) return;
+    if (a != '[' && a != 'O') return;
+    std::string params;
+    for (;;) {
+      if (!get(b)) break;
+      if (b >= 0x40 && b <= 0x7E) break;
+      params += b;
+    }
+    if (b == 'A' && browse > 0) {
+      show_history(browse - 1);
+    } else if (b == 'B' && browse < history.size()) {
+      show_history(browse + 1);
+    } else if (b == 'C') {
+      cursor = next_boundary(line, cursor);
+    } else if (b == 'D') {
+      cursor = prev_boundary(line, cursor);
+    } else if (b == 'H' || (b == '~' && (params == "1" || params == "7"))) {
+      cursor = 0;
+    } else if (b == 'F' || (b == '~' && (params == "4" || params == "8"))) {
+      cursor = line.size();
+    } else if (b == '~' && params == "3") {
+      erase_next();
+    }
+  }
+};
+
+}  // namespace
+
+LineEditor::Read LineEditor::read_tty(const std::string& prompt, std::string& line) {
+  std::fflush(stdout);
+  RawMode raw;
+  if (!raw.ok()) {
+    tty_ = false;
+    return read(prompt, line);
+  }
+  Editing e(line, history_);
+  e.refresh(prompt);
+  for (;;) {
+    char c = 0;
+    if (!get(c)) {
+      out("\r\n");
+      return Read::kEnd;
+    }
+    if (c == '\r' || c == '\n') {
+      out("\r\n");
+      return Read::kLine;
+    }
+    if (c == kCtrlC) {
+      out("^C\r\n");
+      return Read::kInterrupted;
+    }
+    if (c == kCtrlD && line.empty()) {
+      out("\r\n");
+      return Read::kEnd;
+    }
+    e.key(c);
+    e.refresh(prompt);
   }
 }
 
