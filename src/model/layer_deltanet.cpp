@@ -22,6 +22,7 @@
 // kernels over the whole batch; the buffers are ForwardScratch's, grown once, never per token.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/delta_rule.h"
 #include "kernels/ops.h"
@@ -33,14 +34,35 @@ namespace {
 
 float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
+// The kind's buffers; C, K, V as in DeltaNetWeights, H = n_v_head.
+struct DeltaNetScratch : KindScratch {
+  std::vector<float> qkv;      // [n_tok][C] projections, then their conv1d + silu
+  std::vector<float> z;        // [n_tok][V] output gates
+  std::vector<float> beta;     // [n_tok][H] projections, then sigmoid
+  std::vector<float> g;        // [n_tok][H] projections, then the log decay
+  std::vector<float> o;        // [n_tok][V] the delta rule's outputs, then gated-normed
+  std::vector<float> scratch;  // [pool threads][delta_chunk_workspace_floats(S)] chunked rule
+};
+
+// Per sequence and layer: the conv1d's last conv_kernel - 1 inputs of each of its C channels
+// and a delta-rule matrix per value head.
+kv::RecurrentShape state_shape(const ModelConfig& c) {
+  const DeltaNetConfig& d = c.deltanet;
+  return {.conv_channels = d.conv_dim(),
+          .conv_taps = d.conv_kernel - 1,
+          .n_head = d.n_v_head,
+          .head_dim = d.head_dim};
+}
+
 }  // namespace
 
-void deltanet_block(const LayerPass& p, int ir, const LayerWeights& L) {
+void deltanet_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const LayerWeights& L) {
   const ModelConfig& c = p.c;
   const DeltaNetConfig& d = c.deltanet;
   const DeltaNetWeights& W = L.deltanet;
   ForwardScratch& s = p.s;
-  ForwardScratch::DeltaNet& b = s.deltanet;
+  DeltaNetScratch& b = s.own<DeltaNetScratch>();
+  const int ir = lp.state;
   ThreadPool& pool = p.pool;
   const int64_t n = p.n, n_embd = c.n_embd, S = d.head_dim, H = d.n_v_head;
   const int64_t K = d.key_dim(), V = d.value_dim(), C = d.conv_dim();
@@ -143,5 +165,11 @@ void deltanet_block(const LayerPass& p, int ir, const LayerWeights& L) {
     }
   }
 }
+
+extern const MixerSpec kMixerDeltaNet{.kind = MixerKind::kDeltaNet,
+                                      .name = "deltanet",
+                                      .holds = MixerState::kRecurrent,
+                                      .recurrent_shape = state_shape,
+                                      .block = deltanet_block};
 
 }  // namespace tova::model

@@ -11,13 +11,9 @@
 #include "io/gguf.h"
 #include "kernels/matmul.h"
 #include "model/config.h"
+#include "model/layer_plan.h"
 
 namespace tova::model {
-
-// The token mixer kind of a layer (layer_kinds.h), chosen by the architecture file.
-// kSharedKv: attention whose queries attend over an earlier layer's K/V (Gemma 4 E2B/E4B;
-// ModelConfig::layer_kv_owner, layer_attention_shared.cpp): wq, q_norm, wo and the norms only.
-enum class MixerKind { kAttention, kDeltaNet, kSharedKv };
 
 // A Gated DeltaNet mixer (qwen35, qwen35moe; layer_deltanet.cpp), shapes in DeltaNetConfig's
 // terms (K = n_k_head * head_dim, V = n_v_head * head_dim, C = 2K + V).
@@ -59,7 +55,7 @@ struct MoeWeights {
 };
 
 struct LayerWeights {
-  MixerKind mixer_kind = MixerKind::kAttention;
+  MixerKind mixer_kind = MixerKind::kAttention;  // chosen by the family's loader (layer_plan.h)
   DeltaNetWeights deltanet;       // kDeltaNet
   std::vector<float> attn_norm;   // [n_embd]
   kernels::WeightMatrix wq;       // [n_head * head_dim][n_embd]; with q_gate [n_head][2][head_dim]
