@@ -33,6 +33,12 @@ struct ArchSpec {
   // Reads attention.head_count_kv as a per-layer array where the file has one (Gemma 4):
   // ModelConfig::layer_n_head_kv, n_head_kv the largest entry.
   bool layer_kv_heads = false;
+  // Reads attention.head_count_kv as a per-layer array in which 0 marks a layer without
+  // attention, a layer of the family's recurrent kind (LFM2's short convolutions):
+  // ModelConfig::layer_recurrent; the other entries must agree (n_head_kv).
+  bool kv_heads_mark_recurrent = false;
+  // The final norm's tensor (LFM2's converter names it token_embd_norm).
+  const char* output_norm = "output_norm.weight";
   // Reads the family's keys beyond the common ones (load_config reads embedding_length,
   // block_count, feed_forward_length, head counts, key/value length, context_length, rms
   // epsilon, rope base, dimension count and linear scaling) and sets the family's fields of c.

@@ -15,7 +15,8 @@
   X(kArchQwen3Moe)            \
   X(kArchGptOss)              \
   X(kArchQwen35)              \
-  X(kArchQwen35Moe)
+  X(kArchQwen35Moe)           \
+  X(kArchLfm2)
 
 namespace tova::model {
 

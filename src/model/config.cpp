@@ -180,6 +180,26 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
       n_head_kv = std::max(n_head_kv, h);
     }
     c.layer_n_head_kv.assign(kv_heads.begin(), kv_heads.end());
+  } else if (spec->kv_heads_mark_recurrent && k.is_array("attention.head_count_kv") &&
+             n_layer <= 4096) {
+    // LFM2: a layer with 0 KV heads has no attention (the family's recurrent kind); the
+    // attention layers share one count.
+    TOVA_ASSIGN_OR_RETURN(kv_heads, k.u32_array("attention.head_count_kv", n_layer));
+    n_head_kv = 0;
+    c.layer_recurrent.assign(n_layer, false);
+    for (uint32_t il = 0; il < n_layer; ++il) {
+      const uint32_t h = kv_heads[il];
+      c.layer_recurrent[il] = h == 0;
+      if (h != 0 && n_head_kv != 0 && h != n_head_kv) {
+        return make_error("{}: {}attention.head_count_kv holds {} and {}: attention layers of "
+                          "different KV head counts are not implemented",
+                          f.path(), a, n_head_kv, h);
+      }
+      if (h != 0) n_head_kv = h;
+    }
+    if (n_head_kv == 0) {
+      return make_error("{}: {}attention.head_count_kv leaves no attention layer", f.path(), a);
+    }
   } else {
     TOVA_ASSIGN_OR_RETURN(n_head_kv, k.u32_or("attention.head_count_kv", n_head));
   }

@@ -92,6 +92,9 @@ struct ModelConfig {
   // others attend, and only they hold K/V (MultiStateOptions::recurrent).
   std::vector<bool> layer_recurrent;
   DeltaNetConfig deltanet;
+  // Gated short-convolution layers (lfm2: shortconv.l_cache): the conv's kernel size L; each
+  // such layer keeps the last L - 1 inputs (layer_shortconv.cpp). 0: none.
+  int shortconv_l_cache = 0;
   bool recurrent(int il) const { return !layer_recurrent.empty() && layer_recurrent[il]; }
   // Layers that reuse an earlier layer's K/V (Gemma 4 E2B/E4B: the last
   // attention.shared_kv_layers layers): per layer the model layer whose K/V it attends over

@@ -12,7 +12,8 @@ namespace tova::model {
 //   kSharedKv   attention whose queries read an earlier layer's K/V (Gemma 4 E2B/E4B;
 //               ModelConfig::layer_kv_owner): wq, q_norm, wo and the norms only
 //   kDeltaNet   Gated DeltaNet (qwen35, qwen35moe): conv1d + gated delta rule
-enum class MixerKind { kAttention, kSharedKv, kDeltaNet };
+//   kShortConv  gated short convolution (lfm2): in_proj to B, C, x; C * conv(B * x); out_proj
+enum class MixerKind { kAttention, kSharedKv, kDeltaNet, kShortConv };
 
 // What a mixer kind keeps per sequence in the multi-state (kv::MultiStateOptions).
 enum class MixerState {

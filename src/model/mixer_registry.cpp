@@ -6,7 +6,8 @@
 #define TOVA_MIXERS(X) \
   X(kMixerAttention)   \
   X(kMixerSharedKv)    \
-  X(kMixerDeltaNet)
+  X(kMixerDeltaNet)    \
+  X(kMixerShortConv)
 
 namespace tova::model {
 

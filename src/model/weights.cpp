@@ -15,7 +15,7 @@ Result<ModelWeights> load_weights(const io::GgufFile& f, const ModelConfig& c) {
   TensorLoader ld(f);
   ModelWeights w;
   TOVA_ASSIGN_OR_RETURN(w.token_embd, ld.matrix("token_embd.weight", c.n_embd, c.n_vocab));
-  TOVA_ASSIGN_OR_RETURN(w.output_norm, ld.vector("output_norm.weight", c.n_embd));
+  TOVA_ASSIGN_OR_RETURN(w.output_norm, ld.vector(spec->output_norm, c.n_embd));
   if (c.tied_output) {
     w.output = w.token_embd;
   } else {

@@ -29,6 +29,13 @@ struct DeltaNetWeights {
   kernels::WeightMatrix out;    // ssm_out: [n_embd][V]
 };
 
+// A gated short-convolution mixer (lfm2; layer_shortconv.cpp), E = n_embd, L = shortconv_l_cache.
+struct ShortConvWeights {
+  kernels::WeightMatrix in_proj;   // shortconv.in_proj: [3E][n_embd], rows B, C, x
+  std::vector<float> conv;         // shortconv.conv: [E][L], oldest tap first
+  kernels::WeightMatrix out_proj;  // shortconv.out_proj: [n_embd][E]
+};
+
 // The feed-forward kind of a layer (layer_kinds.h), chosen by the architecture file.
 enum class FfnKind { kDense, kMoe };
 
@@ -57,6 +64,7 @@ struct MoeWeights {
 struct LayerWeights {
   MixerKind mixer_kind = MixerKind::kAttention;  // chosen by the family's loader (layer_plan.h)
   DeltaNetWeights deltanet;       // kDeltaNet
+  ShortConvWeights shortconv;     // kShortConv
   std::vector<float> attn_norm;   // [n_embd]
   kernels::WeightMatrix wq;       // [n_head * head_dim][n_embd]; with q_gate [n_head][2][head_dim]
   // qwen35: wq's rows are per head a query then an output gate; the attention's output is

@@ -123,5 +123,33 @@ TEST(SessionStats, AHybridModelListsEveryLayerItsRecurrentOnesAsSuch) {
   EXPECT_EQ(r->bytes + b->bytes, st.kv_capacity);
 }
 
+// On the lfm2 fixture (gated short convolutions, attention at layers 2 and 5): the same through
+// the same code, the convolution layers "recurrent", each a fixed conv state of 64 channels x 2.
+TEST(SessionStats, ConvolutionLayersAreListedAsRecurrent) {
+  auto e = Engine::load(
+      {.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/lfm2-f32.gguf", .n_threads = 1});
+  ASSERT_TRUE(e.ok()) << e.message();
+  auto c = parse_cache_options("tova", 8);
+  ASSERT_TRUE(c.ok()) << c.message();
+  auto s = (*e)->new_session({.cache = *c});
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(1 + (i * 7) % 200);
+  ASSERT_TRUE((*s)->feed(ids).ok());
+  const SessionStats st = (*s)->stats();
+  ASSERT_EQ(st.layers.size(), 6u);
+  for (int il = 0; il < 6; ++il) {
+    SCOPED_TRACE(il);
+    const bool recurrent = il != 2 && il != 5;
+    EXPECT_EQ(st.layers[il].kind, recurrent ? "recurrent" : "bounded");
+    EXPECT_EQ(st.layers[il].n_held, recurrent ? 0 : 8);
+  }
+  const StateKindStats* r = kind(st, "recurrent");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->n_layer, 4);
+  EXPECT_EQ(r->bytes, 4u * 64 * 2 * 4);
+  EXPECT_EQ(r->bytes + kind(st, "bounded")->bytes, st.kv_capacity);
+}
+
 }  // namespace
 }  // namespace tova
