@@ -106,6 +106,14 @@ void shared_kv_block(const LayerPass& p, int il, const LayerPlan& lp, const Laye
 void attend_over_owner(const LayerPass& p, int ia, int n_head_kv, int head_dim,
                        const kernels::RopeParams& rope);
 
+// What the recurrent kinds share (recurrent_conv.cpp): the causal conv1d of every sequence of
+// the batch through the conv part of its multi-state's recurrent(ir), in place on x (row i of
+// token i, stride x_stride; weights w [channels][taps + 1]), then silu where `silu`; and
+// followers taking their leader's recurrent(ir) at the layer's end.
+void causal_conv_runs(const LayerPass& p, int ir, const float* w, float* x, int64_t x_stride,
+                      int64_t channels, int taps, bool silu);
+void followers_take_recurrent(const LayerPass& p, int ir);
+
 // Mixer (Gated DeltaNet): s.x += ssm_out · gated_norm(delta_rule(conv1d(qkv · norm(s.x)))) for
 // a layer whose state is the multi-state's recurrent(lp.state) (layer_deltanet.cpp); each
 // sequence's tokens run in order through its state, and followers end with their leader's.

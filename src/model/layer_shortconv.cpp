@@ -12,10 +12,8 @@
 // Each sequence's state is its multi-state's recurrent(lp.state). Threads: the conv over blocks
 // of channels, the projections inside the matmul kernels over the whole batch; the buffers are
 // the kind's own (ShortConvScratch), grown once, never per token.
-#include <algorithm>
 #include <vector>
 
-#include "kernels/delta_rule.h"
 #include "kernels/ops.h"
 #include "model/forward_util.h"
 #include "model/layer_kinds.h"
@@ -55,18 +53,9 @@ void shortconv_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const 
     for (int64_t e = 0; e < E; ++e) u[e] *= gate[e];
   });
 
-  // The conv runs through each sequence's tokens in order (its state carries them), in place
-  // on the u rows; blocks of channels (a multiple of every target's lanes) on separate threads.
-  const int64_t n_runs = static_cast<int64_t>(s.runs.size());
-  constexpr int64_t kConvBlock = 512;
-  const int64_t n_blocks = (E + kConvBlock - 1) / kConvBlock;
-  pool.for_each_dynamic(n_runs * n_blocks, [&](int64_t job, int) {
-    const SequenceRun& run = s.runs[job / n_blocks];
-    const int64_t c0 = (job % n_blocks) * kConvBlock, c1 = std::min(E, c0 + kConvBlock);
-    kernels::causal_conv1d(run.state->recurrent(lp.state).conv(), W.conv.data(),
-                           b.bcx.data() + 2 * E, 3 * E, run.idx.data(),
-                           static_cast<int64_t>(run.idx.size()), taps, c0, c1);
-  });
+  // The conv, each sequence through its state (recurrent_conv.cpp), in place on the u rows.
+  causal_conv_runs(p, lp.state, W.conv.data(), b.bcx.data() + 2 * E, 3 * E, E, taps,
+                   /*silu=*/false);
 
   for_tokens(pool, n, E, [&](int64_t i) {
     const float* gate = &b.bcx[i * 3 * E + E];
@@ -76,13 +65,7 @@ void shortconv_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const 
   });
   p.matmul(W.out_proj, b.y.data(), n, s.xb.data());
   for_tokens(pool, n, E, [&](int64_t i) { kernels::add(&s.x[i * E], &s.xb[i * E], E); });
-
-  // Followers ride their leader while their states are equal: they end with its state.
-  for (const SequenceRun& run : s.runs) {
-    for (kv::MultiState* f : run.followers) {
-      f->recurrent(lp.state).copy_from(run.state->recurrent(lp.state));
-    }
-  }
+  followers_take_recurrent(p, lp.state);
 }
 
 }  // namespace
