@@ -19,7 +19,10 @@ jobs=${TOVA_FUZZ_JOBS:-$(nproc)}
 
 configure() {
   local launcher=()
-  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the build folder, no working directory in the hash: a fresh clone in
+  # another folder reuses what an earlier build compiled (scripts/setup.sh does the same).
+  command -v ccache >/dev/null &&
+    launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=/;CCACHE_NOHASHDIR=true;ccache")
   # Line tables are all a sanitizer report needs (file:line in every frame); full debug info
   # made each file ~20 % slower to compile. SSE targets: see TOVA_HWY_DISABLED_TARGETS.
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -20,7 +20,9 @@ std::string shared_dir() {
 
 std::string shared_path(const std::string& rel) { return shared_dir() + "/" + rel; }
 
-std::string binary_dir() { return TOVA_BINARY_DIR; }
+std::string binary_dir() { return TOVA_BINARY_DIR_PATH; }
+const char* binary_dir_cstr() { return TOVA_BINARY_DIR_PATH; }
+const char* test_data_dir_cstr() { return TOVA_TEST_DATA_DIR_PATH; }
 
 std::string make_temp_dir() {
   std::random_device rd;

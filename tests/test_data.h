@@ -17,8 +17,29 @@ std::string shared_path(const std::string& rel);
 std::string binary_dir();
 // A fresh temporary directory for one test.
 std::string make_temp_dir();
+// The repository's tests/data folder and the build folder, as C strings (configured into
+// test_data.cpp alone: see tests/CMakeLists.txt).
+const char* test_data_dir_cstr();
+const char* binary_dir_cstr();
 
 }  // namespace tova::testing
+
+// tests/data, and the build folder: std::string(TOVA_TEST_DATA_DIR) + "/arch/...".
+#define TOVA_TEST_DATA_DIR (::tova::testing::test_data_dir_cstr())
+#define TOVA_BINARY_DIR (::tova::testing::binary_dir_cstr())
+
+// Use where a test needs a tool the set-up installs (a python3 module, a program): skips with
+// `what` locally, fails under CI=true (scripts/setup.sh installs everything CI needs).
+#define TOVA_REQUIRE_TOOL(available, what)                                          \
+  do {                                                                               \
+    if (!(available)) {                                                              \
+      const char* ci = std::getenv("CI");                                            \
+      if (ci != nullptr && std::string(ci) == "true") {                              \
+        FAIL() << (what) << " is missing; CI requires it (scripts/setup.sh installs it)"; \
+      }                                                                              \
+      GTEST_SKIP() << (what) << " is missing (scripts/setup.sh installs it)";        \
+    }                                                                                \
+  } while (0)
 
 // Use at the top of a test that needs shared/ data.
 #define TOVA_REQUIRE_SHARED()                                                           \

@@ -48,6 +48,11 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
     TOVA_ASSIGN_OR_RETURN(l.wv, ld.matrix(p + "attn_v.weight", c.n_embd, kv_dim));
   }
   TOVA_ASSIGN_OR_RETURN(l.wo, ld.matrix(p + "attn_output.weight", q_dim, c.n_embd));
+  if (c.n_ff <= 0) {
+    return make_error("{}: {}.feed_forward_length is absent or 0, but layer {} has a dense "
+                      "feed-forward",
+                      ld.file().path(), c.arch_name, il);
+  }
   TOVA_ASSIGN_OR_RETURN(l.ffn_norm, ld.vector(p + "ffn_norm.weight", c.n_embd));
   TOVA_ASSIGN_OR_RETURN(auto up, ld.matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t{c.n_ff}));
   l.w_gate = TensorLoader::rows(up, 0, c.n_ff);  // ggml_swiglu: silu(first half) * second half

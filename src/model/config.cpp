@@ -96,6 +96,14 @@ Status read_expert_keys(KeyReader& keys, ModelConfig& c, const ExpertKeys& k) {
     TOVA_ASSIGN_OR_RETURN(ff_exp, keys.u32_or("expert_feed_forward_length",
                                               static_cast<uint32_t>(c.n_ff / c.n_expert_used)));
   }
+  if (ff_exp == 0 && !ff_exp_key) {
+    return make_error("{}: {} is absent or 0 (each expert's width in architecture '{}')", path,
+                      keys.key("feed_forward_length"), c.arch_name);
+  }
+  if (ff_exp == 0 && !keys.has("expert_feed_forward_length")) {
+    return make_error("{}: {} is absent and {} gives no default for it (absent or 0)", path,
+                      keys.key("expert_feed_forward_length"), keys.key("feed_forward_length"));
+  }
   if (ff_exp == 0 || ff_exp > kMaxDim) {
     return make_error("{}: {} {} is out of range", path, keys.key("expert_feed_forward_length"),
                       ff_exp);
@@ -104,11 +112,16 @@ Status read_expert_keys(KeyReader& keys, ModelConfig& c, const ExpertKeys& k) {
   if (shared_expert) {
     TOVA_ASSIGN_OR_RETURN(uint32_t ff_sh, keys.u32_or("expert_shared_feed_forward_length",
                                                       static_cast<uint32_t>(c.n_ff)));
-    if (ff_sh == 0 || ff_sh > kMaxDim) {
+    // Absent with no feed_forward_length to default to: 0, and a layer that has a shared
+    // expert refuses it by name (load_moe_ffn).
+    if (ff_sh == 0 && !keys.has("expert_shared_feed_forward_length")) {
+      c.n_ff_shexp = 0;
+    } else if (ff_sh == 0 || ff_sh > kMaxDim) {
       return make_error("{}: {} {} is out of range", path,
                         keys.key("expert_shared_feed_forward_length"), ff_sh);
+    } else {
+      c.n_ff_shexp = static_cast<int>(ff_sh);
     }
-    c.n_ff_shexp = static_cast<int>(ff_sh);
   }
   c.expert_weights_norm = norm;
   if (keys.has("expert_weights_norm")) {
@@ -164,7 +177,11 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
       c.layer_n_ff.assign(ff.begin(), ff.end());
     }
   } else {
-    TOVA_ASSIGN_OR_RETURN(n_ff, k.u32("feed_forward_length"));
+    // Optional, as llama.cpp reads it: a model whose every feed-forward is a mixture of experts
+    // (qwen35moe, qwen3moe, ...) need not carry it. 0 here; a layer that has a dense
+    // feed-forward refuses a width of 0 by the key's name (load_dense_ffn), and the expert
+    // widths that default to it refuse theirs (read_expert_keys).
+    TOVA_ASSIGN_OR_RETURN(n_ff, k.u32_or("feed_forward_length", 0));
   }
   TOVA_ASSIGN_OR_RETURN(uint32_t n_head, k.u32("attention.head_count"));
   uint32_t n_head_kv = n_head;
@@ -209,7 +226,7 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
 
   // Sane maxima, far above real models, for the shape a hostile file claims.
   constexpr uint32_t kMaxDim = 1u << 20;
-  if (n_embd == 0 || n_embd > kMaxDim || n_layer == 0 || n_layer > 4096 || n_ff == 0 ||
+  if (n_embd == 0 || n_embd > kMaxDim || n_layer == 0 || n_layer > 4096 ||
       n_ff > kMaxDim || n_head == 0 || n_head > 4096 || n_head_kv == 0) {
     return make_error(
         "{}: implausible model shape (embedding_length {}, block_count {}, "

@@ -26,6 +26,11 @@ Status load_dense_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeigh
   l.ffn_kind = FfnKind::kDense;
   TOVA_ASSIGN_OR_RETURN(l.ffn_norm, ld.vector(p + norm + ".weight", c.n_embd));
   const int n_ff = c.n_ff_of(il);
+  if (n_ff <= 0) {
+    return make_error("{}: {}.feed_forward_length is absent or 0, but layer {} has a dense "
+                      "feed-forward",
+                      ld.file().path(), c.arch_name, il);
+  }
   TOVA_ASSIGN_OR_RETURN(l.w_gate, ld.matrix(p + "ffn_gate.weight", c.n_embd, n_ff));
   TOVA_ASSIGN_OR_RETURN(l.w_up, ld.matrix(p + "ffn_up.weight", c.n_embd, n_ff));
   TOVA_ASSIGN_OR_RETURN(l.w_down, ld.matrix(p + "ffn_down.weight", n_ff, c.n_embd));
@@ -78,6 +83,11 @@ Status load_moe_ffn(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights
                           ld.file().path(), p + t, p + "ffn_gate_inp_shexp.weight");
       }
     }
+  }
+  if (fs <= 0) {
+    return make_error("{}: {}.expert_shared_feed_forward_length is absent (and so is "
+                      "feed_forward_length, its default), but layer {} has a shared expert ('{}')",
+                      ld.file().path(), c.arch_name, il, p + "ffn_gate_inp_shexp.weight");
   }
   TOVA_ASSIGN_OR_RETURN(m.shared_gate_inp, ld.vector(p + "ffn_gate_inp_shexp.weight", c.n_embd));
   TOVA_ASSIGN_OR_RETURN(m.shared_gate, ld.matrix(p + "ffn_gate_shexp.weight", c.n_embd, fs));

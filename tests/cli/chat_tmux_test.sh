@@ -8,6 +8,7 @@ set -euo pipefail
 tova=$1
 if ! command -v tmux >/dev/null 2>&1; then
   echo "tmux not found: skipped (scripts/setup.sh installs it)"
+  [ "${CI:-}" = true ] && { echo "CI=true: a failure, not a skip"; exit 1; }
   exit 77
 fi
 dir=$(mktemp -d)

@@ -293,10 +293,6 @@ TEST_F(CliEval, TraceRejectsBadInput) {
 // policy, budget and correct; the full cache finds single needles of 2,048-token samples, a
 // 256-state window loses those older than 256 tokens; tables, CSV and plots written.
 TEST_F(CliEval, EvalNiah13mAsWritten) {
-  if (std::getenv("TOVA_SANITIZE_RUN") != nullptr) {
-    GTEST_SKIP() << "20 prompts of 2,048 tokens on a 13M model take minutes under the "
-                    "sanitizers; TaskEval.* run the same code on stories260K there";
-  }
   const std::string out = dir_ + "/niah";
   const RunResult r = run("eval niah_single -m " + shared_path("models/niah-13m-f16.gguf") +
                           " --template " + shared_path("models/niah-13m.templates.json") +
@@ -331,10 +327,6 @@ TEST_F(CliEval, EvalNiah13mAsWritten) {
 // budget. SnapKV's cut, voted by the question's last queries, keeps them; TOVA evicts the digits
 // while the haystack that follows them draws the attention (the grid: snapkv 10 of 10, tova 0).
 TEST_F(CliEval, EvalSnapKvKeepsNeedlesTovaLoses) {
-  if (std::getenv("TOVA_SANITIZE_RUN") != nullptr) {
-    GTEST_SKIP() << "8 prompts of 1,024 tokens on a 13M model take minutes under the "
-                    "sanitizers; the policies' rules are checked there by tests/kv";
-  }
   const std::string out = dir_ + "/snap";
   const RunResult r = run("eval niah_single -m " + shared_path("models/niah-13m-f16.gguf") +
                           " --template " + shared_path("models/niah-13m.templates.json") +
@@ -421,10 +413,6 @@ TEST_F(CliEval, EvalRejectsAReconstructionTheTemplateCannotRender) {
 // it, full's accuracy per turn in the tables (the ceiling), the per-turn cells and the answer
 // NLL in the JSON, the turns plot written.
 TEST_F(CliEval, EvalNiah13mTurns) {
-  if (std::getenv("TOVA_SANITIZE_RUN") != nullptr) {
-    GTEST_SKIP() << "4 turns on 1,024-token prompts of a 13M model: slow under the sanitizers; "
-                    "TaskEval.Turns* run the same code on stories260K there";
-  }
   const std::string out = dir_ + "/turns";
   const RunResult r = run("eval niah_multikey -m " + shared_path("models/niah-13m-f16.gguf") +
                           " --template " + shared_path("models/niah-13m.templates.json") +

@@ -6,6 +6,7 @@
 
 #include "cli_util.h"
 #include "model/arch.h"
+#include "test_data.h"
 
 namespace tova::testing {
 namespace {

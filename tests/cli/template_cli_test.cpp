@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli_util.h"
+#include "test_data.h"
 
 namespace tova::testing {
 namespace {

@@ -102,7 +102,7 @@ json reference(const fs::path& tmpl, const json& cases) {
 
 TEST(JinjaReference, EveryTemplateEqualsPythonJinja2) {
   TOVA_REQUIRE_SHARED();
-  if (!have_reference()) GTEST_SKIP() << "python3-jinja2 is not installed (scripts/setup.sh)";
+  TOVA_REQUIRE_TOOL(have_reference(), "python3-jinja2");
   const json cases = contexts();
   ASSERT_GE(cases.size(), 20u);
   const auto list = templates();
@@ -141,7 +141,7 @@ TEST(JinjaReference, EveryTemplateEqualsPythonJinja2) {
 
 // The construct table of jinja_unit_test (tests/data/jinja/constructs.json), live.
 TEST(JinjaReference, EveryConstructEqualsPythonJinja2) {
-  if (!have_reference()) GTEST_SKIP() << "python3-jinja2 is not installed (scripts/setup.sh)";
+  TOVA_REQUIRE_TOOL(have_reference(), "python3-jinja2");
   const json cases =
       json::parse(read(fs::path(TOVA_TEST_DATA_DIR) / "jinja/constructs.json"));
   const json ref = reference({}, cases);

@@ -17,6 +17,7 @@
 #include "kernels/simd_target.h"
 
 #include "kernel_test_util.h"
+#include "test_data.h"
 
 namespace tova::kernels {
 namespace {

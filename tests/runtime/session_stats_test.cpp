@@ -9,6 +9,7 @@
 
 #include "tova/engine.h"
 #include "tova/session.h"
+#include "test_data.h"
 
 namespace tova {
 namespace {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tokenizer_test_util.h"
+#include "test_data.h"
 
 namespace tova::tok {
 namespace {

@@ -75,7 +75,7 @@ std::string head(const std::string& s, size_t bytes) {
 
 TEST(PreTokenizerReference, Gpt4oEqualsPythonRegex) {
   TOVA_REQUIRE_SHARED();
-  if (!have_reference()) GTEST_SKIP() << "python3-regex is not installed (scripts/setup.sh)";
+  TOVA_REQUIRE_TOOL(have_reference(), "python3-regex");
   std::vector<std::string> texts = {
       "Hello WORLD HTTPServer camelCaseWord iPhone McDONALD's",
       "don't I'LL we'Re they've it'S 'tis o'clock '",

@@ -8,13 +8,12 @@
 // Usage: node agent_test.mjs BUILD_DIR MODEL.gguf TEMPLATE.jinja   (exit 0: passed)
 import { existsSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { check, finish, startServer, stopServer, requireModule } from './lib.mjs';
+import { check, finish, startServer, stopServer, requireModule, cannotRun } from './lib.mjs';
 
 const { default: OpenAI } = await requireModule('openai');
 const templatePath = process.argv[4];
 if (!existsSync(templatePath)) {
-  console.log(`${templatePath} not found (set TOVA_SHARED_DIR): skipped`);
-  process.exit(77);
+  cannotRun(`${templatePath} not found (set TOVA_SHARED_DIR): skipped`);
 }
 const s = await startServer(['--kv-policy', 'tova', '--kv-budget', '256', '--kv-memory', '64M'],
   { chatTemplate: templatePath });

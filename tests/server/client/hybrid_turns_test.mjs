@@ -13,12 +13,11 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { check, finish, startServer, stopServer, metrics, model, tova, waitFor } from './lib.mjs';
+import { check, finish, startServer, stopServer, metrics, model, tova, waitFor, cannotRun } from './lib.mjs';
 
 const templatePath = process.argv[4];
 if (!existsSync(templatePath)) {
-  console.log(`${templatePath} not found (set TOVA_SHARED_DIR): skipped`);
-  process.exit(77);
+  cannotRun(`${templatePath} not found (set TOVA_SHARED_DIR): skipped`);
 }
 const dir = mkdtempSync(join(tmpdir(), 'tova-hybrid-'));
 const kwargs = { enable_thinking: false };

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import {
   check, finish, startServer, stopServer, expectRefusal, health, metrics, waitFor, rawRequest,
   sleep, tova,
-  requireModule, freePort,
+  requireModule, freePort, timeScale,
 } from './lib.mjs';
 
 const { default: OpenAI } = await requireModule('openai');
@@ -149,9 +149,9 @@ await check('a non-streaming client that leaves stops its generation', async () 
     assert.ok((await req) instanceof Error);
     const t0 = Date.now();
     const stopped = await waitFor(
-      async () => (await metrics(s.url)).get('tova_active_sequences') === 0, 3000);
+      async () => (await metrics(s.url)).get('tova_active_sequences') === 0, 3000 * timeScale);
     assert.ok(stopped, 'the abandoned request is still generating');
-    assert.ok(Date.now() - t0 < 1000, `stopped after ${Date.now() - t0} ms`);
+    assert.ok(Date.now() - t0 < 1000 * timeScale, `stopped after ${Date.now() - t0} ms`);
     assert.ok((await metrics(s.url)).get('tova_generated_tokens_total') < 200000);
     await sleep(100);
     assert.match(s.stderr(), / POST \/v1\/completions 499 /);
@@ -177,11 +177,11 @@ await check('SIGTERM drains (/health 503 "draining", new requests 503); a second
     assert.equal((await refused.json()).error.code, 'shutting_down');
     const t0 = Date.now();
     s.proc.kill('SIGTERM');
-    const exit = await Promise.race([s.exited, sleep(5000).then(() => null)]);
+    const exit = await Promise.race([s.exited, sleep(5000 * timeScale).then(() => null)]);
     if (!exit) s.proc.kill('SIGKILL');
-    assert.ok(exit, 'a second SIGTERM did not stop the server within 5 s');
+    assert.ok(exit, `a second SIGTERM did not stop the server within ${5 * timeScale} s`);
     assert.equal(exit.code, 1);
-    assert.ok(Date.now() - t0 < 5000);
+    assert.ok(Date.now() - t0 < 5000 * timeScale);
     assert.match(s.stderr(), /again: stopping now \(1 requests cut\)/);
     // The stream ends with an error event, not silence.
     let rest = '';
@@ -199,9 +199,9 @@ await check('Content-Length absurd, negative or not a number: a 4xx at once', as
     for (const [len, want] of [['99999999999999999999', 413], ['-5', 400], ['abc', 400],
       ['5000', 413], ['1e3', 400]]) {
       const r = await rawRequest(s.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\n' +
-        `Content-Type: application/json\r\nContent-Length: ${len}\r\n\r\n{"prompt":`, 3000);
+        `Content-Type: application/json\r\nContent-Length: ${len}\r\n\r\n{"prompt":`, 3000 * timeScale);
       assert.equal(r.status, want, `Content-Length ${len}: ${r.data.slice(0, 200)}`);
-      assert.ok(r.ms < 2000, `Content-Length ${len}: answered after ${r.ms} ms`);
+      assert.ok(r.ms < 2000 * timeScale, `Content-Length ${len}: answered after ${r.ms} ms`);
       const body = JSON.parse(r.data.slice(r.data.indexOf('\r\n\r\n') + 4));
       assert.match(body.error.message, /Content-Length|--max-body/);
     }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import {
   check, finish, startServer, stopServer, runGreedy, health, rss, metrics,
-  requireModule,
+  requireModule, timeScale,
 } from './lib.mjs';
 
 const { default: OpenAI } = await requireModule('openai');
@@ -375,7 +375,7 @@ await check('load: 64 concurrent streams, a quarter disconnect, RSS bounded, mem
     assert.ok(aborted >= total / 8, `${aborted} clients disconnected mid-stream`);
     // Every sequence ends; only held conversation states (inside --kv-memory) remain.
     let m;
-    for (let i = 0; i < 50; i++) {
+    for (let i = 0; i < 50 * timeScale; i++) {
       m = await metrics(s.url);
       if (m.get('tova_active_sequences') === 0) break;
       await new Promise((res) => setTimeout(res, 100));

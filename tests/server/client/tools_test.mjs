@@ -9,13 +9,12 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { check, finish, startServer, stopServer, requireModule, sanitized } from './lib.mjs';
+import { check, finish, startServer, stopServer, requireModule, sanitized, cannotRun } from './lib.mjs';
 
 const { default: OpenAI } = await requireModule('openai');
 const [schemaPath, templatePath] = process.argv.slice(4);
 if (!existsSync(templatePath)) {
-  console.log(`${templatePath} not found (set TOVA_SHARED_DIR): skipped`);
-  process.exit(77);
+  cannotRun(`${templatePath} not found (set TOVA_SHARED_DIR): skipped`);
 }
 // The person schema less the properties that only lengthen prompts and answers (every kind of
 // keyword stays: lengths, bounds, enum arrays, oneOf/anyOf, a date format, a $ref pattern).
