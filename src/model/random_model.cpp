@@ -610,6 +610,7 @@ const std::vector<ShapeField>& shape_fields() {
       {.name = "ssm_groups", .i = &S::ssm_groups},
       {.name = "ssm_v_heads", .i = &S::ssm_v_heads},
       {.name = "full_attention_interval", .i = &S::full_attention_interval},
+      {.name = "shortconv_l_cache", .i = &S::shortconv_l_cache},
       {.name = "rope_base", .f = &S::rope_base},
       {.name = "rms_eps", .f = &S::rms_eps},
       {.name = "attn_softcap", .f = &S::attn_softcap},
