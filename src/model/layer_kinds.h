@@ -4,6 +4,7 @@
 //   layer_attention.cpp  attention, with the multi-state's step (kv::step_layer)
 //   layer_attention_shared.cpp  attention over an earlier layer's K/V (holds no state)
 //   layer_deltanet.cpp   Gated DeltaNet: causal conv1d + gated delta rule (a recurrent state)
+//   layer_shortconv.cpp  gated short convolution: B, C, x; C * conv(B * x) (a recurrent state)
 //   layer_ffn_dense.cpp  the gated feed-forward of every dense family
 //   layer_ffn_moe.cpp    routed experts (+ a shared expert)
 //   layer_per_layer_input.cpp  Gemma 4 E2B/E4B's per-layer input, after the feed-forward
