@@ -16,7 +16,9 @@ namespace {
 // Kernel sizes accepted: LFM2 ships 3; beyond 64 a file is broken, not a model.
 constexpr uint32_t kMaxConvKernel = 64;
 
-Status configure(KeyReader& keys, ModelConfig& c) {
+}  // namespace
+
+Status read_lfm2_keys(KeyReader& keys, ModelConfig& c) {
   const std::string& path = keys.file().path();
   TOVA_ASSIGN_OR_RETURN(uint32_t l_cache, keys.u32("shortconv.l_cache"));
   // The conv keeps l_cache - 1 inputs: a kernel of 1 would be no convolution (llama.cpp
@@ -36,7 +38,7 @@ Status configure(KeyReader& keys, ModelConfig& c) {
   return ok_status();
 }
 
-Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+Status load_lfm2_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
   const std::string p = fmt::format("blk.{}.", il);
   const std::string pattern = c.arch_name + ".attention.head_count_kv";
   const std::string conv_in = p + "shortconv.in_proj.weight", attn_q = p + "attn_q.weight";
@@ -64,14 +66,14 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
     TOVA_RETURN_IF_ERROR(load_attention(ld, c, il, l));
     TOVA_RETURN_IF_ERROR(load_qk_norm(ld, c, il, l));
   }
-  return load_dense_ffn(ld, c, il, l);
+  return ok_status();
 }
 
 // LFM2-1.2B scaled down: 6 layers of which 2 and 5 attend (as LFM2-1.2B's first two of
 // [2, 5, 8, 10, 12, 14]), 4 query heads over 2 KV heads of 16 (n_embd / n_head, no key_length
 // key, as LFM2 files), a conv kernel of 3, tied embeddings, rope base 1e6.
-std::vector<RandomShape> fixtures() {
-  RandomShape f = fixture_shape("lfm2", "LFM2-1.2B (scaled down)", "lfm2");
+RandomShape lfm2_fixture(std::string family, std::string description, std::string arch) {
+  RandomShape f = fixture_shape(std::move(family), std::move(description), std::move(arch));
   f.n_layer = 6;
   f.rope_base = 1000000.f;
   f.tied_output = true;
@@ -79,7 +81,18 @@ std::vector<RandomShape> fixtures() {
   f.shortconv_l_cache = 3;
   f.attention_layers = {2, 5};
   f.output_norm_name = "token_embd_norm";
-  return {f};
+  return f;
+}
+
+namespace {
+
+Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  TOVA_RETURN_IF_ERROR(load_lfm2_mixer(ld, c, il, l));
+  return load_dense_ffn(ld, c, il, l);
+}
+
+std::vector<RandomShape> fixtures() {
+  return {lfm2_fixture("lfm2", "LFM2-1.2B (scaled down)", "lfm2")};
 }
 
 }  // namespace
@@ -87,7 +100,7 @@ std::vector<RandomShape> fixtures() {
 extern const ArchSpec kArchLfm2{.name = "lfm2",
                                 .kv_heads_mark_recurrent = true,
                                 .output_norm = "token_embd_norm.weight",
-                                .configure = configure,
+                                .configure = read_lfm2_keys,
                                 .load_layer = load_layer,
                                 .fixtures = fixtures};
 

@@ -16,7 +16,8 @@
   X(kArchGptOss)              \
   X(kArchQwen35)              \
   X(kArchQwen35Moe)           \
-  X(kArchLfm2)
+  X(kArchLfm2)                \
+  X(kArchLfm2Moe)
 
 namespace tova::model {
 

@@ -140,9 +140,12 @@ Status read_expert_keys(KeyReader& keys, ModelConfig& c, const ExpertKeys& k) {
   // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE: 1 softmax (what these families use), 2 sigmoid,
   // 3 softmax over the chosen.
   TOVA_ASSIGN_OR_RETURN(uint32_t gating, keys.u32_or("expert_gating_func", 1));
-  if (gating != 1) {
-    return make_error("{}: {} {} is not implemented (only 1, softmax)", path,
-                      keys.key("expert_gating_func"), gating);
+  if (gating == 2 && k.sigmoid_gating) {
+    c.moe_gating = MoeGating::kSigmoid;
+  } else if (gating != 1) {
+    return make_error("{}: {} {} is not implemented (only 1, softmax{})", path,
+                      keys.key("expert_gating_func"), gating,
+                      k.sigmoid_gating ? ", and 2, sigmoid" : "");
   }
   return ok_status();
 }

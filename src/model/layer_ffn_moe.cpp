@@ -60,17 +60,22 @@ struct MoeScratch : KindScratch {
 // ggml's clamp of the weights' sum (the smallest normal float16), kept for equal results.
 constexpr float kMinWeightSum = 6.103515625e-5f;
 
-// Token i's router logits (in place: probabilities under kSoftmax) -> its chosen experts and
-// their weights.
-void route(float* probs, const ModelConfig& c, int* chosen, float* weight) {
+// Token i's router logits (in place: probabilities under kSoftmax and kSigmoid) -> its chosen
+// experts and their weights; select_bias (kSigmoid, may be null) moves the choice only.
+void route(float* probs, const ModelConfig& c, const float* select_bias, int* chosen,
+           float* weight) {
   const int n_expert = c.n_expert, k = c.n_expert_used;
   if (c.moe_gating == MoeGating::kSoftmax) kernels::softmax(probs, n_expert);
+  if (c.moe_gating == MoeGating::kSigmoid) {
+    for (int e = 0; e < n_expert; ++e) probs[e] = 1.f / (1.f + std::exp(-probs[e]));
+  }
+  auto score = [&](int e) { return select_bias ? probs[e] + select_bias[e] : probs[e]; };
   for (int j = 0; j < k; ++j) {
     int best = -1;
     for (int e = 0; e < n_expert; ++e) {
       bool taken = false;
       for (int u = 0; u < j; ++u) taken |= chosen[u] == e;
-      if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
+      if (!taken && (best < 0 || score(e) > score(best))) best = e;
     }
     chosen[j] = best;
     weight[j] = probs[best];
@@ -258,7 +263,8 @@ void moe_beside_dense_block(const LayerPass& p, const LayerWeights& L) {
   });
   p.matmul(W.router, m.router_in.data(), n, m.probs.data());
   for_tokens(p.pool, n, c.n_expert, [&](int64_t i) {
-    route(&m.probs[i * c.n_expert], c, &m.chosen[i * k], &m.weight[i * k]);
+    route(&m.probs[i * c.n_expert], c, W.select_bias.empty() ? nullptr : W.select_bias.data(),
+          &m.chosen[i * k], &m.weight[i * k]);
   });
   group_by_expert(c, n, m);
   run_experts(p, W);
@@ -293,7 +299,8 @@ void moe_ffn_block(const LayerPass& p, const LayerWeights& L) {
   p.matmul(W.router, s.xb.data(), n, m.probs.data());
   for_tokens(p.pool, n, c.n_expert, [&](int64_t i) {
     if (!W.router_b.empty()) kernels::add(&m.probs[i * c.n_expert], W.router_b.data(), c.n_expert);
-    route(&m.probs[i * c.n_expert], c, &m.chosen[i * k], &m.weight[i * k]);
+    route(&m.probs[i * c.n_expert], c, W.select_bias.empty() ? nullptr : W.select_bias.data(),
+          &m.chosen[i * k], &m.weight[i * k]);
   });
   group_by_expert(c, n, m);
   run_experts(p, W);

@@ -611,6 +611,7 @@ const std::vector<ShapeField>& shape_fields() {
       {.name = "ssm_v_heads", .i = &S::ssm_v_heads},
       {.name = "full_attention_interval", .i = &S::full_attention_interval},
       {.name = "shortconv_l_cache", .i = &S::shortconv_l_cache},
+      {.name = "n_dense_lead", .i = &S::n_dense_lead},
       {.name = "rope_base", .f = &S::rope_base},
       {.name = "rms_eps", .f = &S::rms_eps},
       {.name = "attn_softcap", .f = &S::attn_softcap},
@@ -848,6 +849,12 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     if (s.n_ff_shexp > 0) {
       w.set(a + "expert_shared_feed_forward_length", io::GgufValue::make_u32(s.n_ff_shexp));
     }
+    if (s.n_dense_lead > 0) {
+      w.set(a + "leading_dense_block_count", io::GgufValue::make_u32(s.n_dense_lead));
+    }
+    if (s.expert_gating > 0) {
+      w.set(a + "expert_gating_func", io::GgufValue::make_u32(s.expert_gating));
+    }
   }
   if (s.head_dim > 0) {
     w.set(a + "attention.key_length", io::GgufValue::make_u32(head_dim));
@@ -1020,10 +1027,12 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.matrices(p + "ffn_down_exps.weight", mtype(MatrixRole::kExpert, ff), ff, s.n_embd,
                  s.n_expert);
       b.vector(p + "ffn_down_exps.scale", s.n_expert, 1.f, 0.3f);
-    } else if (s.n_expert > 0) {
+    } else if (s.n_expert > 0 && il >= s.n_dense_lead) {
       const int64_t ff = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
       b.matrix(p + "ffn_gate_inp.weight", GgmlType::kF32, s.n_embd, s.n_expert);
       if (s.moe_biases) b.vector(p + "ffn_gate_inp.bias", s.n_expert, 0.f, 0.5f);
+      // lfm2moe's selection bias (sigmoid gating), float32 as converted.
+      if (s.expert_gating == 2) b.vector(p + "exp_probs_b.bias", s.n_expert, 0.f, 0.5f);
       b.matrices(p + "ffn_gate_exps.weight", mtype(MatrixRole::kExpert, s.n_embd), s.n_embd, ff,
                  s.n_expert);
       b.matrices(p + "ffn_up_exps.weight", mtype(MatrixRole::kExpert, s.n_embd), s.n_embd, ff,
@@ -1050,7 +1059,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, layer_ff(il));
       b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, layer_ff(il));
     }
-    if (s.n_expert == 0 || gemma4) {
+    if (s.n_expert == 0 || gemma4 || il < s.n_dense_lead) {
       b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, layer_ff(il)), layer_ff(il),
                s.n_embd);
     }

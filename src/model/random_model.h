@@ -48,6 +48,9 @@ struct RandomShape {
   int n_expert_used = 0;
   int n_ff_exp = 0;    // expert_feed_forward_length, written when set (qwen*moe); 0: n_ff
   int n_ff_shexp = 0;  // > 0: a shared expert of this width (qwen2moe) and its gate
+  int n_dense_lead = 0;   // leading_dense_block_count: the first layers keep a dense FFN
+  int expert_gating = 0;  // expert_gating_func, written when set; 2 (sigmoid) also writes each
+                          // MoE layer's exp_probs_b.bias selection bias (lfm2moe)
   // gpt-oss: attn_output.bias, attn_sinks.weight (N(0, 1) logits), the router's and experts'
   // biases, YaRN (rope.scaling.type yarn with this factor over yarn_orig_ctx positions), and
   // the feed-forward norm under another name.

@@ -45,6 +45,9 @@ enum class FfnKind { kDense, kMoe };
 struct MoeWeights {
   kernels::WeightMatrix router;                 // ffn_gate_inp: [n_expert][n_embd]
   std::vector<float> router_b;                  // gpt-oss: ffn_gate_inp.bias [n_expert]
+  // lfm2moe (MoeGating::kSigmoid): exp_probs_b.bias [n_expert], added to the sigmoids to choose
+  // the experts, not to their weights.
+  std::vector<float> select_bias;
   std::vector<kernels::WeightMatrix> gate, up;  // [n_expert] x [n_ff_exp][n_embd]
   std::vector<kernels::WeightMatrix> down;      // [n_expert] x [n_embd][n_ff_exp]
   // gpt-oss: the experts' biases, added to each matrix's output; empty without.

@@ -211,7 +211,7 @@ INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenMoeQ8,
 // the recurrent state carries a token's rounding into later ones (qwen35moe's router adds the
 // MoE case).
 INSTANTIATE_TEST_SUITE_P(Hybrids, ArchGoldenMoeQ8,
-                         ::testing::Values("qwen35", "qwen35moe", "lfm2"));
+                         ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe"));
 
 // gpt-oss as it ships (MXFP4 experts, Q8_0 attention, embedding and output; llama-quantize's
 // MXFP4_MOE), against llama.cpp's logits of the same file: within a relative L2 of 3e-2 and

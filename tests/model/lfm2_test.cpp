@@ -119,5 +119,58 @@ TEST(Lfm2, BadFilesAreOneErrorNamingWhatIsWrong) {
                   "lfm2.attention.causal");
 }
 
+// lfm2moe: lfm2's layers, the first two feed-forwards dense and the rest 8 experts chosen by
+// sigmoid + a selection bias; a file that leaves out what llama.cpp requires, or asks for
+// weights it does not compute, is one error.
+TEST(Lfm2Moe, LeadingDenseLayersThenSigmoidRoutedExperts) {
+  auto m = model::Model::load(std::string(TOVA_TEST_DATA_DIR) + "/arch/lfm2moe-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.message();
+  const model::ModelConfig& c = (*m)->config();
+  EXPECT_EQ(c.n_layer_dense_lead, 2);
+  EXPECT_EQ(c.moe_gating, model::MoeGating::kSigmoid);
+  EXPECT_TRUE(c.expert_weights_norm);
+  for (int il = 0; il < c.n_layer; ++il) {
+    const model::LayerWeights& l = (*m)->weights().layers[il];
+    EXPECT_EQ(l.ffn_kind, il < 2 ? model::FfnKind::kDense : model::FfnKind::kMoe) << il;
+    EXPECT_EQ(l.moe.select_bias.size(), il < 2 ? 0u : 8u) << il;
+    EXPECT_EQ((*m)->plan()[il].mixer,
+              il == 2 || il == 5 ? model::MixerKind::kAttention : model::MixerKind::kShortConv);
+  }
+}
+
+std::string lfm2moe_error(const std::string& drop_key, const std::string& key = "",
+                          uint32_t value = 0, const std::string& drop_tensor = "") {
+  auto f = io::GgufFile::open(std::string(TOVA_TEST_DATA_DIR) + "/arch/lfm2moe-f32.gguf",
+                              io::GgufFile::Load::kRead);
+  if (!f.ok()) return "open: " + f.message();
+  io::GgufWriter out;
+  for (const auto& [k, v] : (*f)->metadata()) {
+    if (k != drop_key) out.set(k, v);
+  }
+  if (!key.empty()) out.set(key, io::GgufValue::make_u32(value));
+  for (const auto& t : (*f)->tensors()) {
+    if (t.name == drop_tensor) continue;
+    out.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  auto g = io::GgufFile::from_bytes(out.to_bytes(), "m.gguf");
+  if (!g.ok()) return "gguf: " + g.message();
+  auto m = model::Model::from_file(std::move(g).value());
+  return m.ok() ? "" : m.message();
+}
+
+TEST(Lfm2Moe, BadFilesAreOneErrorNamingWhatIsWrong) {
+  EXPECT_EQ(lfm2moe_error(""), "");
+  expect_one_line(lfm2moe_error("lfm2moe.expert_gating_func"),
+                  "missing key 'lfm2moe.expert_gating_func'");
+  expect_one_line(lfm2moe_error("", "lfm2moe.expert_gating_func", 3),
+                  "lfm2moe.expert_gating_func 3 is not implemented");
+  expect_one_line(lfm2moe_error("", "lfm2moe.leading_dense_block_count", 7),
+                  "lfm2moe.leading_dense_block_count 7 is more than the 6 layers");
+  expect_one_line(lfm2moe_error("", "", 0, "blk.3.exp_probs_b.bias"), "blk.3.exp_probs_b.bias");
+  // One dense layer fewer: layer 1's dense tensors are unused, its experts missing.
+  expect_one_line(lfm2moe_error("", "lfm2moe.leading_dense_block_count", 1),
+                  "blk.1.ffn_gate_inp.weight");
+}
+
 }  // namespace
 }  // namespace tova::testing
