@@ -189,6 +189,34 @@ std::vector<RandomShape> make_shapes() {
                .shortconv_l_cache = 3,
                .attention_layers = {2, 5, 8, 10, 12, 14},
                .output_norm_name = "token_embd_norm"});
+  // LFM2-8B-A1B (issue 46's benchmark shape): 24 layers of 2048, attention at [2, 6, 10, 14,
+  // 18, 21], the others gated short convolutions of kernel 3; the first 2 feed-forwards dense
+  // (7168), then 32 experts of 1792 with 4 chosen by sigmoid + selection bias (conversion/
+  // lfm2.py's num_dense_layers, moe_intermediate_size, expert_gating_func 2; llama.cpp names 24
+  // layers 8B-A1B); 32 query heads over 8 KV heads of 64, vocabulary 65536, rope base 1e6, tied
+  // embeddings (recalled from the model card's config.json, not checked against a file here).
+  s.push_back({.name = "lfm2-8b-a1b",
+               .description = "LFM2-8B-A1B",
+               .arch = "lfm2moe",
+               .n_layer = 24,
+               .n_embd = 2048,
+               .n_head = 32,
+               .n_head_kv = 8,
+               .n_ff = 7168,
+               .n_vocab = 65536,
+               .n_ctx = 128000,
+               .rope_base = 1000000.f,
+               .rms_eps = 1e-5f,
+               .tied_output = true,
+               .qk_norm = true,
+               .n_expert = 32,
+               .n_expert_used = 4,
+               .n_ff_exp = 1792,
+               .n_dense_lead = 2,
+               .expert_gating = 2,
+               .shortconv_l_cache = 3,
+               .attention_layers = {2, 6, 10, 14, 18, 21},
+               .output_norm_name = "token_embd_norm"});
   // ---- Gemma 4 shapes (issue 34; kept in one block) ----
   // Gemma-4-E4B's text decoder. From published text_config blocks of google/gemma-4-E4B
   // (searched 2026-11-29: a config-parsing test of an MLX runtime quoting E4B's config.json, a
