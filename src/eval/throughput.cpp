@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -60,8 +61,14 @@ Result<uint64_t> bytes_per_sequence(const model::Model& m, const kv::PolicySpec&
   return state->bytes();
 }
 
-Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
-                                        const ThroughputOptions& o) {
+namespace {
+
+using Config = std::pair<kv::PolicySpec, KvFormat>;
+
+// The options checked, the report's budget set, and every policy in every storage type, each
+// checked to fit before minutes are spent on the first.
+Result<std::vector<Config>> plan_configs(const model::Model& m, const ThroughputOptions& o,
+                                         int extra_steps, ThroughputReport& report) {
   if (o.ctx < 1) return make_error("{} must be at least 1, got {}", field::kContext, o.ctx);
   if (o.n_steps < 1 || o.repetitions < 1 || o.warmup_steps < 0) {
     return make_error("steps ({}) and repetitions ({}) must be at least 1", o.n_steps,
@@ -73,9 +80,6 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
   if (o.kv_memory == 0 && o.full_batch < 1) {
     return make_error("give the K/V memory budget in bytes, or how many `full` sequences it holds");
   }
-  const int extra_steps = o.warmup_steps + o.n_steps * o.repetitions;
-
-  ThroughputReport report;
   report.ctx = o.ctx;
   report.kv_memory = o.kv_memory;
   if (report.kv_memory == 0) {
@@ -84,8 +88,7 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
                           bytes_per_sequence(m, full, o.kv_types[0], o.ctx, extra_steps));
     report.kv_memory = b * static_cast<uint64_t>(o.full_batch);
   }
-  // Every policy in every storage type; check each fits before spending minutes on the first.
-  std::vector<std::pair<kv::PolicySpec, KvFormat>> configs;
+  std::vector<Config> configs;
   for (const kv::PolicySpec& p : o.policies) {
     for (const KvFormat& t : o.kv_types) {
       configs.emplace_back(p, t);
@@ -98,87 +101,111 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
       }
     }
   }
+  return configs;
+}
 
+// One real prefill of ctx tokens, then copies of it up to the batch the budget holds (with the
+// resident memory they really take).
+Result<std::vector<std::unique_ptr<kv::MultiState>>> fill_and_copy(
+    const model::Model& m, ThreadPool& pool, model::ForwardScratch& scratch, TokenSource& tokens,
+    const ThroughputOptions& o, const Config& c, int extra_steps, uint64_t kv_memory,
+    const std::function<void(const char*)>& progress, ThroughputResult& r) {
+  progress("fill");
+  TOVA_ASSIGN_OR_RETURN(
+      auto first, kv::MultiState::create(options_for(m, c.first, c.second, o.ctx, extra_steps)));
+  r.bytes_per_seq = first->bytes();
+  r.max_batch = static_cast<int>(kv_memory / r.bytes_per_seq);
+  r.batch = o.batch_cap > 0 ? std::min(o.batch_cap, r.max_batch) : r.max_batch;
+  {
+    std::vector<float> last(m.config().n_vocab);
+    const std::vector<int32_t> fill = tokens.draw(o.ctx, true);
+    TOVA_RETURN_IF_ERROR(runtime::feed(m, pool, scratch, *first, fill, o.n_batch, last.data()));
+  }
+  progress("copy");
+  std::vector<std::unique_ptr<kv::MultiState>> states;
+  states.reserve(r.batch);
+  const int64_t rss_before = resident_bytes();
+  for (int b = 1; b < r.batch; ++b) states.push_back(first->clone());
+  const int64_t rss_after = resident_bytes();
+  if (rss_before >= 0 && rss_after >= 0) r.rss_copies_bytes = rss_after - rss_before;
+  states.push_back(std::move(first));
+  for (const auto& s : states) r.kv_bytes_total += s->bytes();
+  if (r.kv_bytes_total > kv_memory) {
+    return make_error("{}: the batch allocated {} bytes, more than the budget of {}",
+                      label_of(c.first, c.second), r.kv_bytes_total, kv_memory);
+  }
+  return states;
+}
+
+// Decode: every step feeds one token to every sequence in ONE forward pass; warm-up steps,
+// then the timed repetitions.
+Status time_decode(const model::Model& m, ThreadPool& pool, model::ForwardScratch& scratch,
+                   TokenSource& tokens, const ThroughputOptions& o,
+                   std::vector<std::unique_ptr<kv::MultiState>>& states,
+                   const std::function<void(const char*)>& progress, uint64_t weight_bytes,
+                   ThroughputResult& r) {
+  const int n_vocab = m.config().n_vocab;
+  std::vector<model::BatchToken> batch(r.batch);
+  std::vector<float> logits(static_cast<size_t>(r.batch) * n_vocab);
+  auto step = [&]() -> Status {
+    const std::vector<int32_t> ids = tokens.draw(r.batch, false);
+    for (int b = 0; b < r.batch; ++b) {
+      batch[b] = {.token = ids[b], .state = states[b].get(), .logits = true};
+    }
+    return m.forward(batch, pool, scratch, logits.data());
+  };
+  progress("warmup");
+  for (int i = 0; i < o.warmup_steps; ++i) TOVA_RETURN_IF_ERROR(step());
+  progress("run");
+  double total_seconds = 0;
+  for (int rep = 0; rep < o.repetitions; ++rep) {
+    Timer t;
+    for (int i = 0; i < o.n_steps; ++i) TOVA_RETURN_IF_ERROR(step());
+    const double s = t.seconds();
+    total_seconds += s;
+    r.samples_ts.push_back(s > 0 ? static_cast<double>(r.batch) * o.n_steps / s : 0);
+  }
+  r.avg_ts = mean_of(r.samples_ts);
+  r.stddev_ts = stddev_of(r.samples_ts);
+  r.step_ms = total_seconds * 1e3 / (static_cast<double>(o.n_steps) * o.repetitions);
+  // Every held state of every layer of every sequence (all copies hold the same number).
+  r.read_bytes_per_step = weight_bytes + kv_read_bytes(*states[0]) * r.batch;
+  r.read_gbps = r.step_ms > 0 ? r.read_bytes_per_step / (r.step_ms * 1e6) : 0;
+  return ok_status();
+}
+
+}  // namespace
+
+Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
+                                        const ThroughputOptions& o) {
+  const int extra_steps = o.warmup_steps + o.n_steps * o.repetitions;
+  ThroughputReport report;
+  TOVA_ASSIGN_OR_RETURN(const std::vector<Config> configs,
+                        plan_configs(m, o, extra_steps, report));
   model::ForwardScratch scratch;
   TokenSource tokens(m, o.seed);
-  const int n_vocab = m.config().n_vocab;
   const uint64_t weight_bytes = describe_model(m, "").decode_weight_bytes;
 
   for (size_t ci = 0; ci < configs.size(); ++ci) {
-    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one in a lambda.
-    const kv::PolicySpec& p = configs[ci].first;
-    const KvFormat& kv_type = configs[ci].second;
+    const Config& c = configs[ci];
     ThroughputResult r;
-    r.policy = p.label();
-    r.budget = p.bounded() ? p.budget : -1;
-    r.kv_type = kv_type.label();
+    r.policy = c.first.label();
+    r.budget = c.first.bounded() ? c.first.budget : -1;
+    r.kv_type = c.second.label();
     r.ctx = o.ctx;
-    auto progress = [&](const char* phase) {
+    const std::function<void(const char*)> progress = [&](const char* phase) {
       if (o.on_progress) {
         o.on_progress({.index = static_cast<int>(ci),
                        .n_configs = static_cast<int>(configs.size()),
-                       .label = label_of(p, kv_type),
+                       .label = label_of(c.first, c.second),
                        .phase = phase,
                        .batch = r.batch});
       }
     };
-
-    // One real prefill of ctx tokens.
-    progress("fill");
-    TOVA_ASSIGN_OR_RETURN(auto first,
-                          kv::MultiState::create(options_for(m, p, kv_type, o.ctx, extra_steps)));
-    r.bytes_per_seq = first->bytes();
-    r.max_batch = static_cast<int>(report.kv_memory / r.bytes_per_seq);
-    r.batch = o.batch_cap > 0 ? std::min(o.batch_cap, r.max_batch) : r.max_batch;
-    {
-      std::vector<float> last(n_vocab);
-      const std::vector<int32_t> fill = tokens.draw(o.ctx, true);
-      TOVA_RETURN_IF_ERROR(runtime::feed(m, pool, scratch, *first, fill, o.n_batch, last.data()));
-    }
-
-    // The copies, and the resident memory they really take.
-    progress("copy");
-    std::vector<std::unique_ptr<kv::MultiState>> states;
-    states.reserve(r.batch);
-    const int64_t rss_before = resident_bytes();
-    for (int b = 1; b < r.batch; ++b) states.push_back(first->clone());
-    const int64_t rss_after = resident_bytes();
-    if (rss_before >= 0 && rss_after >= 0) r.rss_copies_bytes = rss_after - rss_before;
-    states.push_back(std::move(first));
-    for (const auto& s : states) r.kv_bytes_total += s->bytes();
-    if (r.kv_bytes_total > report.kv_memory) {
-      return make_error("{}: the batch allocated {} bytes, more than the budget of {}",
-                        label_of(p, kv_type),
-                        r.kv_bytes_total, report.kv_memory);
-    }
-
-    // Decode: every step feeds one token to every sequence in ONE forward pass.
-    std::vector<model::BatchToken> batch(r.batch);
-    std::vector<float> logits(static_cast<size_t>(r.batch) * n_vocab);
-    auto step = [&]() -> Status {
-      const std::vector<int32_t> ids = tokens.draw(r.batch, false);
-      for (int b = 0; b < r.batch; ++b) {
-        batch[b] = {.token = ids[b], .state = states[b].get(), .logits = true};
-      }
-      return m.forward(batch, pool, scratch, logits.data());
-    };
-    progress("warmup");
-    for (int i = 0; i < o.warmup_steps; ++i) TOVA_RETURN_IF_ERROR(step());
-    progress("run");
-    double total_seconds = 0;
-    for (int rep = 0; rep < o.repetitions; ++rep) {
-      Timer t;
-      for (int i = 0; i < o.n_steps; ++i) TOVA_RETURN_IF_ERROR(step());
-      const double s = t.seconds();
-      total_seconds += s;
-      r.samples_ts.push_back(s > 0 ? static_cast<double>(r.batch) * o.n_steps / s : 0);
-    }
-    r.avg_ts = mean_of(r.samples_ts);
-    r.stddev_ts = stddev_of(r.samples_ts);
-    r.step_ms = total_seconds * 1e3 / (static_cast<double>(o.n_steps) * o.repetitions);
-    // Every held state of every layer of every sequence (all copies hold the same number).
-    r.read_bytes_per_step = weight_bytes + kv_read_bytes(*states[0]) * r.batch;
-    r.read_gbps = r.step_ms > 0 ? r.read_bytes_per_step / (r.step_ms * 1e6) : 0;
+    TOVA_ASSIGN_OR_RETURN(auto states, fill_and_copy(m, pool, scratch, tokens, o, c, extra_steps,
+                                                     report.kv_memory, progress, r));
+    TOVA_RETURN_IF_ERROR(
+        time_decode(m, pool, scratch, tokens, o, states, progress, weight_bytes, r));
     report.results.push_back(std::move(r));
   }
 

@@ -496,6 +496,80 @@ Result<Value> Renderer::eval_filter(const Expr& e, const ScopePtr& scope, const 
   return r;
 }
 
+namespace {
+
+// -v or +v of a number (a bool counts as its int).
+Result<Value> unary_sign(const Value& v, bool negate) {
+  if (!v.is_number()) {
+    return make_error("bad operand type for unary {}: '{}'", negate ? "-" : "+", v.type_name());
+  }
+  if (!negate) return v.is_bool() ? Value(v.as_int()) : v;
+  if (v.is_float()) return Value(-v.as_double());
+  if (v.as_int() == std::numeric_limits<int64_t>::min()) return make_error("integer overflow");
+  return Value(-v.as_int());
+}
+
+}  // namespace
+
+Result<Value> Renderer::eval_collection(const Expr& e, const ScopePtr& scope) {
+  if (e.kind != Expr::Kind::kDict) {
+    std::vector<Value> items;
+    for (const auto& a : e.args) {
+      TOVA_ASSIGN_OR_RETURN(Value v, eval(*a, scope));
+      items.push_back(std::move(v));
+    }
+    return Value::list(std::move(items), e.kind == Expr::Kind::kTuple);
+  }
+  Value d = Value::dict();
+  for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+    TOVA_ASSIGN_OR_RETURN(Value k, eval(*e.args[i], scope));
+    TOVA_ASSIGN_OR_RETURN(Value v, eval(*e.args[i + 1], scope));
+    if (!k.is_string()) {
+      return make_error("dict keys must be strings here, not '{}'", k.type_name());
+    }
+    d.mutable_dict().set(k.str(), std::move(v));
+  }
+  return d;
+}
+
+// a < b <= c ...: each comparison in turn, false at the first that fails.
+Result<Value> Renderer::eval_compare(const Expr& e, const ScopePtr& scope) {
+  TOVA_ASSIGN_OR_RETURN(Value left, eval(*e.args[0], scope));
+  for (size_t i = 0; i < e.ops.size(); ++i) {
+    TOVA_ASSIGN_OR_RETURN(Value right, eval(*e.args[i + 1], scope));
+    const std::string& op = e.ops[i];
+    bool r = false;
+    if (op == "==") {
+      r = equals(left, right);
+    } else if (op == "!=") {
+      r = !equals(left, right);
+    } else if (op == "in" || op == "notin") {
+      TOVA_ASSIGN_OR_RETURN(r, contains(right, left));
+      if (op == "notin") r = !r;
+    } else {
+      if (left.is_undefined() || right.is_undefined()) {
+        const Value& u = left.is_undefined() ? left : right;
+        return make_error("{}", u.undefined_hint().empty() ? "undefined value compared"
+                                                            : u.undefined_hint());
+      }
+      if (op == "<") {
+        TOVA_ASSIGN_OR_RETURN(r, less(left, right));
+      } else if (op == ">") {
+        TOVA_ASSIGN_OR_RETURN(r, less(right, left));
+      } else if (op == "<=") {
+        TOVA_ASSIGN_OR_RETURN(bool gt, less(right, left));
+        r = !gt;
+      } else {
+        TOVA_ASSIGN_OR_RETURN(bool lt, less(left, right));
+        r = !lt;
+      }
+    }
+    if (!r) return Value(false);
+    left = std::move(right);
+  }
+  return Value(true);
+}
+
 Result<Value> Renderer::eval_inner(const Expr& e, const ScopePtr& scope) {
   TOVA_RETURN_IF_ERROR(charge());
   switch (e.kind) {
@@ -504,26 +578,9 @@ Result<Value> Renderer::eval_inner(const Expr& e, const ScopePtr& scope) {
     case Expr::Kind::kName:
       return lookup(e.name, scope);
     case Expr::Kind::kList:
-    case Expr::Kind::kTuple: {
-      std::vector<Value> items;
-      for (const auto& a : e.args) {
-        TOVA_ASSIGN_OR_RETURN(Value v, eval(*a, scope));
-        items.push_back(std::move(v));
-      }
-      return Value::list(std::move(items), e.kind == Expr::Kind::kTuple);
-    }
-    case Expr::Kind::kDict: {
-      Value d = Value::dict();
-      for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-        TOVA_ASSIGN_OR_RETURN(Value k, eval(*e.args[i], scope));
-        TOVA_ASSIGN_OR_RETURN(Value v, eval(*e.args[i + 1], scope));
-        if (!k.is_string()) {
-          return make_error("dict keys must be strings here, not '{}'", k.type_name());
-        }
-        d.mutable_dict().set(k.str(), std::move(v));
-      }
-      return d;
-    }
+    case Expr::Kind::kTuple:
+    case Expr::Kind::kDict:
+      return eval_collection(e, scope);
     case Expr::Kind::kGetAttr: {
       TOVA_ASSIGN_OR_RETURN(Value obj, eval(*e.args[0], scope));
       return get_attr(obj, e.name);
@@ -561,14 +618,7 @@ Result<Value> Renderer::eval_inner(const Expr& e, const ScopePtr& scope) {
     case Expr::Kind::kNeg:
     case Expr::Kind::kPos: {
       TOVA_ASSIGN_OR_RETURN(Value v, eval(*e.args[0], scope));
-      if (!v.is_number()) {
-        return make_error("bad operand type for unary {}: '{}'",
-                          e.kind == Expr::Kind::kNeg ? "-" : "+", v.type_name());
-      }
-      if (e.kind == Expr::Kind::kPos) return v.is_bool() ? Value(v.as_int()) : v;
-      if (v.is_float()) return Value(-v.as_double());
-      if (v.as_int() == std::numeric_limits<int64_t>::min()) return make_error("integer overflow");
-      return Value(-v.as_int());
+      return unary_sign(v, e.kind == Expr::Kind::kNeg);
     }
     case Expr::Kind::kNot: {
       TOVA_ASSIGN_OR_RETURN(Value v, eval(*e.args[0], scope));
@@ -585,42 +635,8 @@ Result<Value> Renderer::eval_inner(const Expr& e, const ScopePtr& scope) {
       TOVA_ASSIGN_OR_RETURN(Value b, eval(*e.args[1], scope));
       return binary(e.name, a, b);
     }
-    case Expr::Kind::kCompare: {
-      TOVA_ASSIGN_OR_RETURN(Value left, eval(*e.args[0], scope));
-      for (size_t i = 0; i < e.ops.size(); ++i) {
-        TOVA_ASSIGN_OR_RETURN(Value right, eval(*e.args[i + 1], scope));
-        const std::string& op = e.ops[i];
-        bool r = false;
-        if (op == "==") {
-          r = equals(left, right);
-        } else if (op == "!=") {
-          r = !equals(left, right);
-        } else if (op == "in" || op == "notin") {
-          TOVA_ASSIGN_OR_RETURN(r, contains(right, left));
-          if (op == "notin") r = !r;
-        } else {
-          if (left.is_undefined() || right.is_undefined()) {
-            const Value& u = left.is_undefined() ? left : right;
-            return make_error("{}", u.undefined_hint().empty() ? "undefined value compared"
-                                                                : u.undefined_hint());
-          }
-          if (op == "<") {
-            TOVA_ASSIGN_OR_RETURN(r, less(left, right));
-          } else if (op == ">") {
-            TOVA_ASSIGN_OR_RETURN(r, less(right, left));
-          } else if (op == "<=") {
-            TOVA_ASSIGN_OR_RETURN(bool gt, less(right, left));
-            r = !gt;
-          } else {
-            TOVA_ASSIGN_OR_RETURN(bool lt, less(left, right));
-            r = !lt;
-          }
-        }
-        if (!r) return Value(false);
-        left = std::move(right);
-      }
-      return Value(true);
-    }
+    case Expr::Kind::kCompare:
+      return eval_compare(e, scope);
     case Expr::Kind::kCondExpr: {
       TOVA_ASSIGN_OR_RETURN(Value c, eval(*e.args[1], scope));
       if (c.truthy()) return eval(*e.args[0], scope);

@@ -64,6 +64,9 @@ class Renderer {
 
   Result<Value> eval(const Expr& e, const ScopePtr& scope);
   Result<Value> eval_inner(const Expr& e, const ScopePtr& scope);
+  // eval_inner's larger kinds: a list, tuple or dict display; a chain of comparisons.
+  Result<Value> eval_collection(const Expr& e, const ScopePtr& scope);
+  Result<Value> eval_compare(const Expr& e, const ScopePtr& scope);
   Result<Value> eval_filter(const Expr& e, const ScopePtr& scope, const Value* subject);
   Status eval_args(const Expr& e, size_t first, const ScopePtr& scope, CallArgs& out);
   Result<Value> lookup(const std::string& name, const ScopePtr& scope) const;

@@ -729,6 +729,7 @@ Result<GgmlType> parse_random_type(std::string_view name) {
 
 GgmlType random_matrix_type(GgmlType base, MatrixRole role, bool tied_output, int64_t n_in) {
   if (!is_quantized(base)) return base;
+  if (role == MatrixRole::kAsConverted) return GgmlType::kF16;
   const bool is_output =
       role == MatrixRole::kOutput || (tied_output && role == MatrixRole::kTokenEmbd);
   if (base == GgmlType::kMXFP4) {
@@ -964,7 +965,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     const int64_t n_all = int64_t{s.n_layer} * g4.n_embd_per_layer;
     b.matrix("per_layer_token_embd.weight", mtype(MatrixRole::kTokenEmbd, n_all), n_all,
              s.n_vocab);
-    b.matrix("per_layer_model_proj.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd,
+    b.matrix("per_layer_model_proj.weight", mtype(MatrixRole::kAsConverted, s.n_embd), s.n_embd,
              n_all);
     b.vector("per_layer_proj_norm.weight", g4.n_embd_per_layer, 1.f, norm_sd);
   }

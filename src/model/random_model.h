@@ -140,7 +140,10 @@ Result<GgmlType> parse_random_type(std::string_view name);
 // differently from the rest.
 // A mixture's experts (kExpert) and its other layer matrices (kMoeLayer) differ only for MXFP4
 // (llama-quantize's MXFP4_MOE: MXFP4 experts, Q8_0 elsewhere).
-enum class MatrixRole { kTokenEmbd, kOutput, kLayer, kExpert, kMoeLayer };
+// kAsConverted: a matrix llama-quantize never converts (Gemma 4's per_layer_model_proj:
+// llama-quant.cpp keeps it "as it is"), so a quantized file holds it in the type of the F16
+// conversion it was quantized from.
+enum class MatrixRole { kTokenEmbd, kOutput, kLayer, kExpert, kMoeLayer, kAsConverted };
 
 // The type llama-quantize gives a matrix with rows of n_in elements in a file of base type
 // `base`: the output matrix (or tied embedding) of a 4/5-bit file is Q6_K, and a k-quant that

@@ -209,34 +209,51 @@ std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d)
   return out;
 }
 
-Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const uint8_t> bytes) {
+namespace {
+
+// The header of a session file: its version and flags, and the payload it checks.
+struct SessionHeader {
+  uint32_t version = 0;
+  uint32_t flags = 0;
+  std::span<const uint8_t> payload;
+};
+
+Result<SessionHeader> read_session_header(std::span<const uint8_t> bytes) {
   if (bytes.size() < kHeader || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     return make_error("not a tova session file");
   }
   Reader hr(bytes.subspan(8));
-  TOVA_ASSIGN_OR_RETURN(uint32_t version, hr.get<uint32_t>("the header"));
-  if (version < 1 || version > kSessionVersion) {
-    return make_error("session file version {}, this tova reads versions 1 to {}", version,
+  SessionHeader h;
+  TOVA_ASSIGN_OR_RETURN(h.version, hr.get<uint32_t>("the header"));
+  if (h.version < 1 || h.version > kSessionVersion) {
+    return make_error("session file version {}, this tova reads versions 1 to {}", h.version,
                       kSessionVersion);
   }
-  TOVA_ASSIGN_OR_RETURN(uint32_t flags, hr.get<uint32_t>("the header"));
+  TOVA_ASSIGN_OR_RETURN(h.flags, hr.get<uint32_t>("the header"));
   TOVA_ASSIGN_OR_RETURN(uint64_t size, hr.get<uint64_t>("the header"));
   TOVA_ASSIGN_OR_RETURN(uint64_t hash, hr.get<uint64_t>("the header"));
-  if ((flags & ~kSessionFlagNote) != 0) {
-    return make_error("session file has unknown flags {}", flags);
+  if ((h.flags & ~kSessionFlagNote) != 0) {
+    return make_error("session file has unknown flags {}", h.flags);
   }
   if (size != bytes.size() - kHeader) {
     return make_error("session file is {} bytes, its header says {} (truncated or extended)",
                       bytes.size(), size + kHeader);
   }
-  const std::span<const uint8_t> payload = bytes.subspan(kHeader);
-  if (fnv1a(payload.data(), payload.size()) != hash) {
+  h.payload = bytes.subspan(kHeader);
+  if (fnv1a(h.payload.data(), h.payload.size()) != hash) {
     return make_error("session file is corrupted (checksum mismatch)");
   }
-  Reader r(payload);
+  return h;
+}
+
+using RecurrentBytes = std::vector<std::pair<std::vector<float>, std::vector<float>>>;
+
+// The model the file was saved with (its fingerprint, and from version 3 its architecture),
+// then from version 3 the recurrent states (restored once the state exists).
+Result<RecurrentBytes> read_model_and_recurrent(Reader& r, const model::Model& m,
+                                                uint32_t version) {
   TOVA_ASSIGN_OR_RETURN(uint64_t fp, r.get<uint64_t>("the model fingerprint"));
-  // Version 3: the architecture, then the recurrent states (restored once the state exists).
-  std::vector<std::pair<std::vector<float>, std::vector<float>>> recurrent;
+  RecurrentBytes recurrent;
   if (version >= 3) {
     TOVA_ASSIGN_OR_RETURN(std::string arch, r.str(64, "the architecture"));
     if (arch != m.config().arch_name) {
@@ -248,53 +265,74 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
   if (fp != model_fingerprint(m)) {
     return make_error("session file was saved with another model");
   }
-  if (version >= 3) {
-    TOVA_ASSIGN_OR_RETURN(uint32_t n_rec, r.get<uint32_t>("the recurrent states"));
-    if (n_rec > 4096) return make_error("session file has {} recurrent states", n_rec);
-    for (uint32_t i = 0; i < n_rec; ++i) {
-      TOVA_ASSIGN_OR_RETURN(uint32_t nc, r.get<uint32_t>("a recurrent state"));
-      TOVA_ASSIGN_OR_RETURN(uint32_t nd, r.get<uint32_t>("a recurrent state"));
-      if ((static_cast<uint64_t>(nc) + nd) * sizeof(float) > r.left()) {
-        return make_error("session file ends inside recurrent state {}", i);
-      }
-      TOVA_ASSIGN_OR_RETURN(auto cb, r.bytes(nc * sizeof(float), "a recurrent state"));
-      TOVA_ASSIGN_OR_RETURN(auto db, r.bytes(nd * sizeof(float), "a recurrent state"));
-      std::vector<float> conv(nc), delta(nd);
-      if (nc > 0) std::memcpy(conv.data(), cb.data(), cb.size());
-      if (nd > 0) std::memcpy(delta.data(), db.data(), db.size());
-      recurrent.emplace_back(std::move(conv), std::move(delta));
+  if (version < 3) return recurrent;
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_rec, r.get<uint32_t>("the recurrent states"));
+  if (n_rec > 4096) return make_error("session file has {} recurrent states", n_rec);
+  for (uint32_t i = 0; i < n_rec; ++i) {
+    TOVA_ASSIGN_OR_RETURN(uint32_t nc, r.get<uint32_t>("a recurrent state"));
+    TOVA_ASSIGN_OR_RETURN(uint32_t nd, r.get<uint32_t>("a recurrent state"));
+    if ((static_cast<uint64_t>(nc) + nd) * sizeof(float) > r.left()) {
+      return make_error("session file ends inside recurrent state {}", i);
     }
+    TOVA_ASSIGN_OR_RETURN(auto cb, r.bytes(nc * sizeof(float), "a recurrent state"));
+    TOVA_ASSIGN_OR_RETURN(auto db, r.bytes(nd * sizeof(float), "a recurrent state"));
+    std::vector<float> conv(nc), delta(nd);
+    if (nc > 0) std::memcpy(conv.data(), cb.data(), cb.size());
+    if (nd > 0) std::memcpy(delta.data(), db.data(), db.size());
+    recurrent.emplace_back(std::move(conv), std::move(delta));
   }
+  return recurrent;
+}
+
+// The cache options (policy, positions, K/V format, chunk size), the multi-state they make with
+// the recurrent states restored into it, and the tokens seen.
+struct SessionState {
+  std::unique_ptr<kv::MultiState> state;
+  KvFormat fmt;
+  int64_t n_seen = 0;
+};
+
+Result<SessionState> read_cache_options(Reader& r, const model::Model& m, uint32_t version,
+                                        const RecurrentBytes& recurrent) {
   TOVA_ASSIGN_OR_RETURN(std::string name, r.str(64, "the policy name"));
   TOVA_ASSIGN_OR_RETURN(int32_t arg, r.get<int32_t>("the policy"));
   TOVA_ASSIGN_OR_RETURN(int32_t budget, r.get<int32_t>("the policy"));
   TOVA_ASSIGN_OR_RETURN(uint8_t positions, r.get<uint8_t>("the position mode"));
-  TOVA_ASSIGN_OR_RETURN(const KvFormat fmt, read_kv_format(r, version, m.config().head_dim));
+  SessionState out;
+  TOVA_ASSIGN_OR_RETURN(out.fmt, read_kv_format(r, version, m.config().head_dim));
   TOVA_ASSIGN_OR_RETURN(int32_t max_new, r.get<int32_t>("the chunk size"));
-  TOVA_ASSIGN_OR_RETURN(int64_t n_seen, r.get<int64_t>("the tokens seen"));
-  if (positions > 2 || max_new < 1 || n_seen < 0) {
+  TOVA_ASSIGN_OR_RETURN(out.n_seen, r.get<int64_t>("the tokens seen"));
+  if (positions > 2 || max_new < 1 || out.n_seen < 0) {
     return make_error("session file has invalid cache options");
   }
   const std::string spec_text = arg >= 0 ? name + ":" + std::to_string(arg) : name;
   TOVA_ASSIGN_OR_RETURN(kv::PolicySpec spec, kv::parse_policy(spec_text, budget));
-  kv::MultiStateOptions so = m.state_options(spec, fmt, static_cast<int>(max_new));
+  kv::MultiStateOptions so = m.state_options(spec, out.fmt, static_cast<int>(max_new));
   so.positions = static_cast<kv::PositionMode>(positions);
   so.initial_slots = 1;  // each layer grows to its saved size in restore()
-  TOVA_ASSIGN_OR_RETURN(auto state, kv::MultiState::create(so));
-  if (static_cast<int>(recurrent.size()) != state->n_recurrent()) {
+  TOVA_ASSIGN_OR_RETURN(out.state, kv::MultiState::create(so));
+  kv::MultiState& state = *out.state;
+  if (static_cast<int>(recurrent.size()) != state.n_recurrent()) {
     return make_error("session file (version {}) has {} recurrent states, the model {}", version,
-                      recurrent.size(), state->n_recurrent());
+                      recurrent.size(), state.n_recurrent());
   }
-  for (int ir = 0; ir < state->n_recurrent(); ++ir) {
-    const Status st = state->recurrent(ir).restore(recurrent[ir].first, recurrent[ir].second);
+  for (int ir = 0; ir < state.n_recurrent(); ++ir) {
+    const Status st = state.recurrent(ir).restore(recurrent[ir].first, recurrent[ir].second);
     if (!st.ok()) return make_error("session recurrent state {}: {}", ir, st.message());
   }
+  return out;
+}
+
+// Every K/V layer: its slots' positions, keys, values and policy state.
+Status read_layers(Reader& r, SessionState& s) {
+  kv::MultiState& state = *s.state;
+  const KvFormat& fmt = s.fmt;
   TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, r.get<uint32_t>("the layer count"));
-  if (static_cast<int>(n_layer) != state->n_layer()) {
-    return make_error("session file has {} layers, the model {}", n_layer, state->n_layer());
+  if (static_cast<int>(n_layer) != state.n_layer()) {
+    return make_error("session file has {} layers, the model {}", n_layer, state.n_layer());
   }
-  for (int il = 0; il < state->n_layer(); ++il) {
-    kv::LayerState& L = state->layer(il);
+  for (int il = 0; il < state.n_layer(); ++il) {
+    kv::LayerState& L = state.layer(il);
     TOVA_ASSIGN_OR_RETURN(int32_t n_slot, r.get<int32_t>("a layer"));
     TOVA_ASSIGN_OR_RETURN(int64_t n_evicted, r.get<int64_t>("a layer"));
     if (n_slot < 1 || n_slot > (1 << 26)) return make_error("session layer has {} slots", n_slot);
@@ -317,8 +355,8 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
     std::vector<double> ps_v(n_ps);
     if (!ps.empty()) std::memcpy(ps_v.data(), ps.data(), ps.size());  // empty: a stateless policy
     for (int64_t p : pos_v) {
-      if (p >= n_seen)
-        return make_error("session layer {} holds position {} >= {} seen", il, p, n_seen);
+      if (p >= s.n_seen)
+        return make_error("session layer {} holds position {} >= {} seen", il, p, s.n_seen);
     }
     const Status st = L.restore(n_slot, pos_v, keys, values, n_evicted, ps_v);
     if (!st.ok()) return make_error("session layer {}: {}", il, st.message());
@@ -328,9 +366,12 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
                         L.budget());
     }
   }
-  state->set_n_seen(n_seen);
-  SessionData d;
-  d.state = std::move(state);
+  return ok_status();
+}
+
+// What follows the state: the history, the pending token, the logits, the sampler's state and
+// the note.
+Status read_generation(Reader& r, const model::Model& m, uint32_t flags, SessionData& d) {
   TOVA_ASSIGN_OR_RETURN(uint32_t n_hist, r.get<uint32_t>("the history"));
   if (n_hist > kSessionHistory) return make_error("session history too long");
   const int n_vocab = m.config().n_vocab;
@@ -365,6 +406,22 @@ Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const 
     TOVA_ASSIGN_OR_RETURN(auto note, r.bytes(static_cast<size_t>(note_len), "the note"));
     d.note.assign(note.begin(), note.end());
   }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const uint8_t> bytes) {
+  TOVA_ASSIGN_OR_RETURN(const SessionHeader h, read_session_header(bytes));
+  Reader r(h.payload);
+  TOVA_ASSIGN_OR_RETURN(const RecurrentBytes recurrent,
+                        read_model_and_recurrent(r, m, h.version));
+  TOVA_ASSIGN_OR_RETURN(SessionState s, read_cache_options(r, m, h.version, recurrent));
+  TOVA_RETURN_IF_ERROR(read_layers(r, s));
+  s.state->set_n_seen(s.n_seen);
+  SessionData d;
+  d.state = std::move(s.state);
+  TOVA_RETURN_IF_ERROR(read_generation(r, m, h.flags, d));
   if (r.left() != 0) return make_error("session file has {} bytes of trailing data", r.left());
   return d;
 }

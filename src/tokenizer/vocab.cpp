@@ -84,8 +84,10 @@ std::string lowercase(std::string s) {
 
 }  // namespace
 
-Result<Vocab> load_vocab(const io::GgufFile& file, const VocabDefaults& defaults) {
-  Vocab v;
+namespace {
+
+// The tokens' texts, scores and types, and the map from text to id.
+Status read_tokens(const io::GgufFile& file, Vocab& v) {
   TOVA_ASSIGN_OR_RETURN(v.text, file.get_string_array("tokenizer.ggml.tokens"));
   const size_t n = v.text.size();
   if (n == 0 || n > static_cast<size_t>(INT32_MAX)) {
@@ -121,7 +123,12 @@ Result<Vocab> load_vocab(const io::GgufFile& file, const VocabDefaults& defaults
     if (v.text[i].empty()) v.text[i] = fmt::format("[EMPTY_{}]", i);
     v.id_of.insert_or_assign(v.text[i], i);
   }
+  return ok_status();
+}
 
+// The special ids (BOS, EOS, UNK, EOT, EOM) and the flags that add them.
+Status read_special_ids(const io::GgufFile& file, const VocabDefaults& defaults, Vocab& v) {
+  const int32_t n_vocab = static_cast<int32_t>(v.text.size());
   TOVA_ASSIGN_OR_RETURN(v.bos, read_token_id(file, "tokenizer.ggml.bos_token_id", defaults.bos,
                                              n_vocab));
   TOVA_ASSIGN_OR_RETURN(v.eos, read_token_id(file, "tokenizer.ggml.eos_token_id", defaults.eos,
@@ -144,7 +151,11 @@ Result<Vocab> load_vocab(const io::GgufFile& file, const VocabDefaults& defaults
     return make_error("{}: tokenizer.ggml.add_eos_token is set but there is no EOS token",
                       file.path());
   }
+  return ok_status();
+}
 
+// The tokens that end generation: the known specials that do, EOS, EOT and EOM.
+void mark_end_of_generation(Vocab& v) {
   for (const KnownSpecial& k : kKnownSpecials) {
     const int32_t id = v.find(k.text);
     if (id < 0) continue;
@@ -163,7 +174,16 @@ Result<Vocab> load_vocab(const io::GgufFile& file, const VocabDefaults& defaults
   }
   std::sort(v.eog.begin(), v.eog.end());
   v.eog.erase(std::unique(v.eog.begin(), v.eog.end()), v.eog.end());
+}
 
+}  // namespace
+
+Result<Vocab> load_vocab(const io::GgufFile& file, const VocabDefaults& defaults) {
+  Vocab v;
+  TOVA_RETURN_IF_ERROR(read_tokens(file, v));
+  TOVA_RETURN_IF_ERROR(read_special_ids(file, defaults, v));
+  mark_end_of_generation(v);
+  const int32_t n_vocab = v.n_vocab();
   // Phi-3's special tokens swallow the whitespace after them (its tokenizer.json says rstrip);
   // GGUF has no field for it, so llama.cpp keys it on the model name, and so do we.
   if (file.find("general.name") != nullptr) {

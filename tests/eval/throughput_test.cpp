@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "eval/throughput.h"
-#include "plots.h"
+#include "eval/throughput_reports.h"
 #include "test_data.h"
 
 namespace tova {
@@ -180,30 +180,16 @@ TEST(Throughput, JsonHasOneObjectPerConfigurationWithTheTableFields) {
   EXPECT_EQ(j[1]["budget"], 8);
   EXPECT_EQ(j[1]["max_batch"], 16);
   EXPECT_EQ(j[1]["relative"], 5.0);
-  const std::string gp = plot::throughput_plot_script(rep, "t");
-  EXPECT_NE(gp.find("throughput.png"), std::string::npos);
-  EXPECT_NE(gp.find("64 1.000000 2 10.000"), std::string::npos) << gp;  // full at k = ctx
   EXPECT_FALSE(j[1]["larger_than_full"].get<bool>());
 }
 
 // A bounded state larger than the full cache at the same ctx saves nothing: flagged in the
-// JSON, left out of the plot and named under it.
-TEST(Throughput, StatesLargerThanFullAreFlaggedAndNotDrawn) {
-  eval::ThroughputReport rep;
-  rep.kv_memory = 1000;
-  rep.ctx = 64;
-  rep.results.push_back({.policy = "full", .budget = -1, .ctx = 64, .bytes_per_seq = 400,
-                         .max_batch = 2, .relative = 1});
-  rep.results.push_back({.policy = "tova", .budget = 8, .ctx = 64, .bytes_per_seq = 60,
-                         .max_batch = 16, .relative = 5});
-  rep.results.push_back({.policy = "tova", .budget = 128, .ctx = 64, .bytes_per_seq = 800,
-                         .max_batch = 1, .relative = 0.5});
+// JSON (and left out of the plot: tests/plot/throughput_plot_test.cpp).
+TEST(Throughput, StatesLargerThanFullAreFlagged) {
+  const eval::ThroughputReport rep = testing::report_with_a_state_larger_than_full();
   const auto j = eval::throughput_json(rep, {});
   EXPECT_FALSE(j[1]["larger_than_full"].get<bool>());
   EXPECT_TRUE(j[2]["larger_than_full"].get<bool>());
-  const std::string gp = plot::throughput_plot_script(rep, "t");
-  EXPECT_EQ(gp.find("\n128 "), std::string::npos) << gp;
-  EXPECT_NE(gp.find("larger than full's at ctx 64: tova k=128"), std::string::npos) << gp;
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ TEST(ArchGemma4, WindowAndSinkMatchLlamaCppDroppingTheSamePositions) {
       agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
     }
     EXPECT_LT(std::sqrt(num / den), 2e-3) << policy;
-    EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10)) << policy;
+    EXPECT_GE(agree, at_least_percent(ids.size(), 90)) << policy;
   }
 }
 

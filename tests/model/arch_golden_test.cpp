@@ -50,14 +50,15 @@ TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
   }
   if (GetParam().starts_with("gemma4")) {
     // Six layers of llama.cpp's F16-table GELU behind per-head q/k/v norms: relative L2 4.3e-4,
-    // max |diff| 3.6e-3 (2026-11-29); held to issue 34's 2e-3 and argmax at >= 90% of the
-    // positions (127 of 128: one near-tie flips).
+    // max |diff| 3.6e-3 (2026-11-29): held to the Gemma families' max |diff| < 5e-3 (above) and
+    // to what was measured at every position but one near-tie: argmax at 127 of 128.
+    EXPECT_LT(max_diff, tolerance(GetParam()));
     EXPECT_LT(std::sqrt(num / den), 2e-3);
     int agree = 0;
     for (size_t p = 0; p < ids.size(); ++p) {
       agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
     }
-    EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+    EXPECT_GE(agree, static_cast<int>(ids.size()) - 1);
     std::printf("%s: max |diff| %.3g, relative L2 %.3g, argmax %d of %zu\n", GetParam().c_str(),
                 max_diff, std::sqrt(num / den), agree, ids.size());
     return;
@@ -72,7 +73,8 @@ TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
 // tova's 64 greedy tokens after the first 16 of tokens-128 equal llama.cpp's; or, with
 // teacher_forced >= 0, llama.cpp's tokens fed back one at a time and at least that many of them
 // tova's argmax too.
-void expect_greedy_64(const std::string& name, int teacher_forced = -1) {
+// prompt_step: the 16 prompt tokens fed in steps of this many (16: one batch).
+void expect_greedy_64(const std::string& name, int teacher_forced = -1, int prompt_step = 16) {
   auto m = model::Model::load(golden_arch_path(name + ".gguf"));
   ASSERT_TRUE(m.ok()) << m.message();
   const int n_vocab = (*m)->config().n_vocab;
@@ -88,6 +90,10 @@ void expect_greedy_64(const std::string& name, int teacher_forced = -1) {
   std::vector<model::BatchToken> batch;
   for (size_t i = 0; i < ids.size(); ++i) {
     batch.push_back({.token = ids[i], .state = state->get(), .logits = i + 1 == ids.size()});
+    if (batch.size() == static_cast<size_t>(prompt_step) && i + 1 < ids.size()) {
+      ASSERT_TRUE((*m)->forward(batch, pool, scratch, nullptr).ok());
+      batch.clear();
+    }
   }
   std::vector<int32_t> got;
   int agree = 0;
@@ -100,6 +106,8 @@ void expect_greedy_64(const std::string& name, int teacher_forced = -1) {
     batch = {{.token = next, .state = state->get(), .logits = true}};
   }
   if (teacher_forced >= 0) {
+    std::printf("%s, prompt in steps of %d, teacher-forced: argmax %d of 64\n", name.c_str(),
+                prompt_step, agree);
     EXPECT_GE(agree, teacher_forced) << name;
   } else {
     EXPECT_EQ(got, want);
@@ -152,7 +160,7 @@ TEST_P(ArchGoldenQ8, LogitsMatchLlamaCppWithQ8Activations) {
   for (size_t p = 0; p < ids.size(); ++p) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
   }
-  EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+  EXPECT_GE(agree, at_least_percent(ids.size(), 90));
   std::printf("%s q8_0: relative L2 %.3g, argmax %d of %zu\n", GetParam().c_str(),
               std::sqrt(num / den), agree, ids.size());
 }
@@ -161,11 +169,15 @@ TEST_P(ArchGoldenQ8, Greedy64EqualsLlamaCpp) {
   TOVA_REQUIRE_SHARED();
   if (GetParam() == "gemma4e") {
     // llama.cpp's float16 GELU table moves this fixture's Q8_0 logits by 3e-2 (kGemma4Q8Bound),
-    // so a free-running continuation parts from llama.cpp's at the first near-tie (token 31 of
-    // 64 when its window layers drop at the step's end, 64 of 64 one token at a time): held, as
-    // scripts/check_heldback.sh holds quantized files, to llama.cpp's continuation fed back
-    // (teacher-forced), tova's argmax at >= 90% of its 64 tokens.
+    // so a free-running continuation parts from llama.cpp's at the first near-tie. Since the
+    // fixture keeps per_layer_model_proj in F16 as llama-quantize does (2026-12-07), that is
+    // token 9 whether the prompt is one step or sixteen: llama.cpp's Q8_0 continuation leaves
+    // its own F32 one there (279 where F32 gives 384) while tova's Q8_0 continuation follows the
+    // F32 one. So both are held, as scripts/check_heldback.sh holds quantized files, to
+    // llama.cpp's continuation fed back (teacher-forced): tova's argmax at >= 90 % of the 64
+    // tokens (measured 61 of 64 for either prompt step).
     expect_greedy_64(GetParam() + "-q8_0", 58);
+    expect_greedy_64(GetParam() + "-q8_0", 58, 1);
     return;
   }
   expect_greedy_64(GetParam() + "-q8_0");
@@ -200,7 +212,7 @@ TEST_P(ArchGoldenMoeQ8, LogitsMatchLlamaCppWithQ8Activations) {
   for (size_t p = 0; p < ids.size(); ++p) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
   }
-  EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+  EXPECT_GE(agree, at_least_percent(ids.size(), 90));
   std::printf("%s q8_0: relative L2 %.3g, argmax %d of %zu\n", GetParam().c_str(),
               std::sqrt(num / den), agree, ids.size());
 }
@@ -236,7 +248,7 @@ TEST(ArchGoldenMxfp4, GptOssLogitsMatchLlamaCpp) {
   for (size_t p = 0; p < ids.size(); ++p) {
     agree += argmax_row(&mine[p * n_vocab], n_vocab) == argmax_row(&cpp[p * n_vocab], n_vocab);
   }
-  EXPECT_GE(agree, static_cast<int>(ids.size() * 9 / 10));
+  EXPECT_GE(agree, at_least_percent(ids.size(), 90));
 }
 
 // Every fixture of every registered architecture (a family added without goldens fails here).

@@ -82,6 +82,11 @@ inline double nll(const float* logits, int n_vocab, int32_t target) {
   return std::log(sum) + mx - logits[target];
 }
 
+// The least count that is at least `percent` % of n (90 % of 128: 116, not 115).
+inline int at_least_percent(size_t n, int percent) {
+  return static_cast<int>((n * percent + 99) / 100);
+}
+
 inline int argmax_row(const float* row, int n) {
   int best = 0;
   for (int i = 1; i < n; ++i) {

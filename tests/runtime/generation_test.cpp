@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 #include "tokenizer/tokenizer.h"
 #include "tova/engine.h"
 #include "tova/text_stream.h"
