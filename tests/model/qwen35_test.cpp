@@ -59,8 +59,8 @@ TEST_P(DeltaNetHybrid, LayersAreThreeDeltaNetThenOneAttentionTwice) {
 
 // The prompt form (several tokens of a sequence in one batch) and the decoding form (one at a
 // time) run the same recurrence: the logits of every position agree within 1e-5 relative
-// (qwen35moe: 5e-5, its experts run as one GEMM per expert in a prompt and as the chosen rows
-// in decoding, which moe_test.cpp already bounds by 1e-4 absolute).
+// (qwen35moe, lfm2moe: 5e-5, their experts run as one GEMM per expert in a prompt and as the
+// chosen rows in decoding, which moe_test.cpp already bounds by 1e-4 absolute).
 TEST_P(Hybrid, PromptAtOnceEqualsTokenByToken) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(fixture(GetParam()));
