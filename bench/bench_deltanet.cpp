@@ -114,7 +114,9 @@ void bm_deltanet(benchmark::State& state, int64_t n_tok, int n_threads) {
     state.PauseTiming();
     s.x = x0;
     state.ResumeTiming();
-    deltanet_block({.c = l.c, .s = s, .pool = p, .n = n_tok}, 0, l.L);
+    deltanet_block({.c = l.c, .s = s, .pool = p, .n = n_tok}, 0,
+                   {.mixer = MixerKind::kDeltaNet, .holds = MixerState::kRecurrent, .state = 0},
+                   l.L);
     benchmark::DoNotOptimize(s.x.data());
   }
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok) * state.iterations(),

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Held-back fixtures against llama.cpp: tova on files it was never tuned on. For every
 # mixture-of-experts and hybrid family (qwen3moe, gpt-oss, qwen2moe, Mixtral, qwen35,
-# qwen35moe, smollm3, gemma4) this makes fixtures of other shapes and seeds than the committed
+# qwen35moe, smollm3, gemma4, lfm2, lfm2moe) this makes fixtures of other shapes and seeds than the committed
 # ones (`tova make-random --arch FAMILY --set ...`: other head counts, GQA ratios, expert
 # counts and top-k, windows, layer counts, rows that no super-block divides), quantizes their
 # F32 file with llama-quantize into every mix it writes from an F32 file without an importance
@@ -124,6 +124,12 @@ CASES=(
   "gemma4e-a|gemma4|91|n_embd=256 n_layer=8 n_head=4 n_head_kv=2 head_dim=64 n_ff=512 sliding_window=12 gemma4.swa_pattern=3 gemma4.head_dim_swa=32 gemma4.n_head_kv_swa=2 gemma4.n_shared_kv=2 gemma4.n_embd_per_layer=64 gemma4.double_wide_mlp=1 gemma4.k_eq_v=0 weight_std=0.075"
   "gemma4e-b|gemma4|92|n_embd=96 n_layer=5 n_head=2 n_head_kv=1 head_dim=32 n_ff=96 sliding_window=20 gemma4.swa_pattern=2 gemma4.head_dim_swa=16 gemma4.n_head_kv_swa=1 gemma4.n_shared_kv=1 gemma4.n_embd_per_layer=32 gemma4.k_eq_v=1 weight_std=0.12"
   "gemma4moe-a|gemma4|93|n_embd=256 n_layer=3 n_head=4 n_head_kv=2 head_dim=64 n_ff=256 sliding_window=8 gemma4.swa_pattern=3 gemma4.head_dim_swa=32 gemma4.n_head_kv_swa=2 n_expert=8 n_expert_used=3 n_ff_exp=128 weight_std=0.075"
+  # lfm2: gated short convolutions of kernel 4 (the committed fixture's 3) around attention at
+  # layers 2 and 5, and of kernel 2 with one attention layer (2) of three.
+  "lfm2-a|lfm2|101|n_embd=256 n_layer=6 n_head=8 n_head_kv=2 n_ff=512 shortconv_l_cache=4 weight_std=0.075"
+  "lfm2-b|lfm2|102|n_embd=96 n_layer=3 n_head=3 n_head_kv=1 n_ff=160 shortconv_l_cache=2 weight_std=0.12"
+  # lfm2moe: one leading dense layer, 16 experts of 256 with 4 chosen by sigmoid + selection bias.
+  "lfm2moe-a|lfm2moe|111|n_embd=256 n_layer=6 n_head=8 n_head_kv=2 n_ff=512 n_expert=16 n_expert_used=4 n_ff_exp=256 n_dense_lead=1 weight_std=0.075"
 )
 
 g++ -std=c++17 -O2 -o "$WORK/llama_dump" scripts/llama_dump.cpp -I"$LLAMA_DIR/include" \

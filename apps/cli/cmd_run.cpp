@@ -255,7 +255,7 @@ void print_kv_stats(const SessionStats& kv) {
   const bool several = kv.kinds.size() > 1;
   for (size_t il = 0; il < kv.layers.size(); ++il) {
     if (kv.layers[il].kind == "recurrent") {
-      fmt::print(stderr, "  layer {:3d}  : recurrent (DeltaNet), a fixed-size state\n", il);
+      fmt::print(stderr, "  layer {:3d}  : recurrent, a fixed-size state\n", il);
       continue;
     }
     if (kv.layers[il].kind == "shared") {

@@ -172,6 +172,21 @@ def test_stats_list_the_recurrent_layers_of_a_hybrid_model():
     assert r["bytes"] + b["bytes"] == st["kv_capacity"]
 
 
+def test_stats_list_the_convolution_layers_of_lfm2_as_recurrent():
+    # The lfm2 fixture: gated short convolutions, attention at layers 2 and 5; each convolution
+    # layer keeps the last 2 inputs of its 64 channels.
+    lfm2 = tova.Engine(str(BUILD.parent / "tests" / "data" / "arch" / "lfm2-f32.gguf"), threads=1)
+    s = lfm2.session(policy="tova", budget=8)
+    s.feed([1 + i * 7 % 200 for i in range(40)])
+    st = s.stats()
+    assert [l["kind"] for l in st["layers"]] == ["recurrent", "recurrent", "bounded"] * 2
+    r, b = st["kinds"]["recurrent"], st["kinds"]["bounded"]
+    assert (r["n_layer"], r["limit"], r["rows"]) == (4, 0, 0)
+    assert r["bytes"] == r["held_bytes"] == 4 * 64 * 2 * 4
+    assert (b["n_layer"], b["limit"], b["max_held"]) == (2, 8, 8)
+    assert r["bytes"] + b["bytes"] == st["kv_capacity"]
+
+
 def test_stats_list_the_shared_layers_of_a_gemma4_e_model():
     # The gemma4e fixture: window, window, global, twice; then three layers that read the K/V of
     # layers 4, 4 and 5 and hold none of their own.

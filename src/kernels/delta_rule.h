@@ -1,5 +1,6 @@
 // The kernels of the Gated DeltaNet layer kind (model/layer_deltanet.cpp), as llama.cpp's CPU
-// backend computes them (ggml ops ssm_conv, l2_norm and gated_delta_net).
+// backend computes them (ggml ops ssm_conv, l2_norm and gated_delta_net); the causal conv1d
+// also serves the gated short-convolution kind (model/layer_shortconv.cpp).
 //
 // The gated delta rule, one token, one value head, with S the head's [n][n] state matrix,
 // q and k l2-normalized [n], v [n], decay = exp(g) (g <= 0) and beta in (0, 1):
@@ -94,6 +95,14 @@ void causal_conv1d_silu(float* state, const float* w, float* x, int64_t x_stride
 // The scalar reference: causal_conv1d_step per token (all channels), then silu in float.
 void causal_conv1d_silu_ref(float* state, const float* w, float* x, int64_t x_stride,
                             const int* rows, int64_t n_tok, int64_t channels, int taps);
+
+// The conv1d alone over a run, in place, as causal_conv1d_silu without the silu: the gated
+// short-convolution kind's (model/layer_shortconv.cpp) depthwise conv. Highway, as above.
+void causal_conv1d(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+                   int64_t n_tok, int taps, int64_t c0, int64_t c1);
+// Its scalar reference: causal_conv1d_step per token (all channels).
+void causal_conv1d_ref(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+                       int64_t n_tok, int64_t channels, int taps);
 
 // softplus as ggml computes it: x above 20, else log(1 + exp(x)) in float.
 inline float softplus(float x) { return x > 20.f ? x : std::log(1.f + std::exp(x)); }

@@ -111,4 +111,12 @@ void causal_conv1d_silu_ref(float* state, const float* w, float* x, int64_t x_st
   }
 }
 
+void causal_conv1d_ref(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+                       int64_t n_tok, int64_t channels, int taps) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* row = x + rows[t] * x_stride;
+    causal_conv1d_step(state, w, row, channels, taps, row);
+  }
+}
+
 }  // namespace tova::kernels

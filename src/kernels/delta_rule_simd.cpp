@@ -294,8 +294,11 @@ HWY_INLINE VF Silu(DF d, VF y) {
 
 constexpr int kMaxTaps = 7;
 
-void ConvSilu(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
-              int64_t n_tok, int taps, int64_t c0, int64_t c1) {
+// The conv1d over a run, then silu where kSilu (the DeltaNet kind; the short-convolution kind
+// takes the conv's output as it is).
+template <bool kSilu>
+void ConvRun(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+             int64_t n_tok, int taps, int64_t c0, int64_t c1) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   int64_t c = c0;
@@ -321,7 +324,7 @@ void ConvSilu(float* state, const float* w, float* x, int64_t x_stride, const in
         y = hn::MulAdd(xin, wt[taps], y);
         for (int t = 0; t + 1 < taps; ++t) h[t] = h[t + 1];
         if (taps > 0) h[taps - 1] = xin;
-        hn::StoreU(Silu(d, y), d, px);
+        hn::StoreU(kSilu ? Silu(d, y) : y, d, px);
       }
       for (int t = 0; t < taps; ++t) {
         hn::Store(h[t], d, buf);
@@ -342,9 +345,19 @@ void ConvSilu(float* state, const float* w, float* x, int64_t x_stride, const in
         std::copy(st + 1, st + taps, st);
         st[taps - 1] = *px;
       }
-      *px = sum / (1.f + std::exp(-sum));
+      *px = kSilu ? sum / (1.f + std::exp(-sum)) : sum;
     }
   }
+}
+
+void ConvSilu(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+              int64_t n_tok, int taps, int64_t c0, int64_t c1) {
+  ConvRun<true>(state, w, x, x_stride, rows, n_tok, taps, c0, c1);
+}
+
+void ConvPlain(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+               int64_t n_tok, int taps, int64_t c0, int64_t c1) {
+  ConvRun<false>(state, w, x, x_stride, rows, n_tok, taps, c0, c1);
 }
 
 void ChunkedRun(float* m, const DeltaRuleRun& run, float scale, int64_t n, float* ws) {
@@ -371,6 +384,7 @@ namespace tova::kernels {
 namespace delta_hwy {
 HWY_EXPORT(ChunkedRun);
 HWY_EXPORT(ConvSilu);
+HWY_EXPORT(ConvPlain);
 HWY_EXPORT(RecurrentStep);
 }  // namespace delta_hwy
 
@@ -382,6 +396,11 @@ void gated_delta_rule(float* m, const float* q, const float* k, const float* v, 
 void causal_conv1d_silu(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
                         int64_t n_tok, int taps, int64_t c0, int64_t c1) {
   HWY_DYNAMIC_DISPATCH(delta_hwy::ConvSilu)(state, w, x, x_stride, rows, n_tok, taps, c0, c1);
+}
+
+void causal_conv1d(float* state, const float* w, float* x, int64_t x_stride, const int* rows,
+                   int64_t n_tok, int taps, int64_t c0, int64_t c1) {
+  HWY_DYNAMIC_DISPATCH(delta_hwy::ConvPlain)(state, w, x, x_stride, rows, n_tok, taps, c0, c1);
 }
 
 int64_t delta_chunk_workspace_floats(int64_t n) { return delta_hwy::ChunkLayout(n).total; }

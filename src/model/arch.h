@@ -33,6 +33,12 @@ struct ArchSpec {
   // Reads attention.head_count_kv as a per-layer array where the file has one (Gemma 4):
   // ModelConfig::layer_n_head_kv, n_head_kv the largest entry.
   bool layer_kv_heads = false;
+  // Reads attention.head_count_kv as a per-layer array in which 0 marks a layer without
+  // attention, a layer of the family's recurrent kind (LFM2's short convolutions):
+  // ModelConfig::layer_recurrent; the other entries must agree (n_head_kv).
+  bool kv_heads_mark_recurrent = false;
+  // The final norm's tensor (LFM2's converter names it token_embd_norm).
+  const char* output_norm = "output_norm.weight";
   // Reads the family's keys beyond the common ones (load_config reads embedding_length,
   // block_count, feed_forward_length, head counts, key/value length, context_length, rms
   // epsilon, rope base, dimension count and linear scaling) and sets the family's fields of c.
@@ -68,6 +74,7 @@ struct ExpertKeys {
   bool shared_expert = false;  // reads expert_shared_feed_forward_length (default n_ff)
   bool ff_exp_key = false;     // reads expert_feed_forward_length (default n_ff /
                                // n_expert_used, as llama.cpp); else experts are n_ff wide
+  bool sigmoid_gating = false;  // expert_gating_func 2 (sigmoid) is accepted (lfm2moe)
 };
 // The expert keys of a mixture, after load_config read expert_count/expert_used_count:
 // those of `k`, expert_weights_norm, expert_weights_scale (default 1) and expert_gating_func
@@ -91,6 +98,14 @@ Status load_deltanet(TensorLoader& ld, const ModelConfig& c, int il, LayerWeight
 Status load_qwen35_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 // The fixture base of both qwen35 families (arch_qwen35.cpp).
 RandomShape qwen35_fixture(std::string family, std::string description, std::string arch);
+
+// LFM2 families (lfm2, lfm2moe; arch_lfm2.cpp): shortconv.l_cache (2..64), no sliding window,
+// NEOX RoPE; layer il's mixer as attention.head_count_kv's pattern says (a gated short
+// convolution or attention with q/k norms; a layer whose tensors are of the other kind is
+// refused in one line naming the key); the fixture base of both (6 layers, attention at 2, 5).
+Status read_lfm2_keys(KeyReader& keys, ModelConfig& c);
+Status load_lfm2_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+RandomShape lfm2_fixture(std::string family, std::string description, std::string arch);
 
 // The rope scaling keys: none or linear, and yarn where the family allows it (its factor,
 // original_context_length and attn_factor); another type is an error. c.n_ctx_train is set.

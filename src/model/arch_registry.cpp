@@ -15,7 +15,9 @@
   X(kArchQwen3Moe)            \
   X(kArchGptOss)              \
   X(kArchQwen35)              \
-  X(kArchQwen35Moe)
+  X(kArchQwen35Moe)           \
+  X(kArchLfm2)                \
+  X(kArchLfm2Moe)
 
 namespace tova::model {
 

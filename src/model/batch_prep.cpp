@@ -97,11 +97,11 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
   }
   // The storage types of the batch's pools (keys and values apart), each converted once per
   // layer by the attention kind.
-  for (auto* conv : {&s.conv_k, &s.conv_v}) {
-    for (ForwardScratch::Converted& cv : *conv) cv.active = false;
+  for (auto* conv : {&s.attn.conv_k, &s.attn.conv_v}) {
+    for (AttentionScratch::Converted& cv : *conv) cv.active = false;
   }
-  auto want = [](std::vector<ForwardScratch::Converted>& conv, KvType t, bool rotated) {
-    for (ForwardScratch::Converted& cv : conv) {
+  auto want = [](std::vector<AttentionScratch::Converted>& conv, KvType t, bool rotated) {
+    for (AttentionScratch::Converted& cv : conv) {
       if (cv.type == t && cv.rotated == rotated) {
         cv.active = true;
         return;
@@ -111,8 +111,8 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
   };
   auto want_state = [&](const kv::MultiState& st) {
     const KvFormat& f = st.kv_type();
-    want(s.conv_k, f.k, f.rotate && kv_quantized(f.k));
-    want(s.conv_v, f.v, f.rotate && kv_quantized(f.v));
+    want(s.attn.conv_k, f.k, f.rotate && kv_quantized(f.k));
+    want(s.attn.conv_v, f.v, f.rotate && kv_quantized(f.v));
   };
   for (const SequenceRun& run : s.runs) {
     want_state(*run.state);
@@ -120,7 +120,7 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
   }
   // Positions: each token takes the next position of its own sequence.
   s.pos.resize(n);
-  s.rope_cs_valid = false;  // positions change with every call
+  s.attn.rope_cs_valid = false;  // positions change with every call
   std::vector<std::pair<kv::MultiState*, int64_t>> next;
   for (int64_t i = 0; i < n; ++i) {
     auto it = std::find_if(next.begin(), next.end(),

@@ -7,7 +7,7 @@
 
 #include "core/result.h"
 #include "model/config.h"
-#include "model/model.h"
+#include "model/forward_scratch.h"
 
 namespace tova::model {
 

@@ -140,9 +140,12 @@ Status read_expert_keys(KeyReader& keys, ModelConfig& c, const ExpertKeys& k) {
   // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE: 1 softmax (what these families use), 2 sigmoid,
   // 3 softmax over the chosen.
   TOVA_ASSIGN_OR_RETURN(uint32_t gating, keys.u32_or("expert_gating_func", 1));
-  if (gating != 1) {
-    return make_error("{}: {} {} is not implemented (only 1, softmax)", path,
-                      keys.key("expert_gating_func"), gating);
+  if (gating == 2 && k.sigmoid_gating) {
+    c.moe_gating = MoeGating::kSigmoid;
+  } else if (gating != 1) {
+    return make_error("{}: {} {} is not implemented (only 1, softmax{})", path,
+                      keys.key("expert_gating_func"), gating,
+                      k.sigmoid_gating ? ", and 2, sigmoid" : "");
   }
   return ok_status();
 }
@@ -197,6 +200,26 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
       n_head_kv = std::max(n_head_kv, h);
     }
     c.layer_n_head_kv.assign(kv_heads.begin(), kv_heads.end());
+  } else if (spec->kv_heads_mark_recurrent && k.is_array("attention.head_count_kv") &&
+             n_layer <= 4096) {
+    // LFM2: a layer with 0 KV heads has no attention (the family's recurrent kind); the
+    // attention layers share one count.
+    TOVA_ASSIGN_OR_RETURN(kv_heads, k.u32_array("attention.head_count_kv", n_layer));
+    n_head_kv = 0;
+    c.layer_recurrent.assign(n_layer, false);
+    for (uint32_t il = 0; il < n_layer; ++il) {
+      const uint32_t h = kv_heads[il];
+      c.layer_recurrent[il] = h == 0;
+      if (h != 0 && n_head_kv != 0 && h != n_head_kv) {
+        return make_error("{}: {}attention.head_count_kv holds {} and {}: attention layers of "
+                          "different KV head counts are not implemented",
+                          f.path(), a, n_head_kv, h);
+      }
+      if (h != 0) n_head_kv = h;
+    }
+    if (n_head_kv == 0) {
+      return make_error("{}: {}attention.head_count_kv leaves no attention layer", f.path(), a);
+    }
   } else {
     TOVA_ASSIGN_OR_RETURN(n_head_kv, k.u32_or("attention.head_count_kv", n_head));
   }

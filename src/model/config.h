@@ -19,6 +19,8 @@ enum class FfnAct { kSilu, kGeluTanh, kSwigluOai };
 enum class MoeGating {
   kSoftmax,          // softmax over all experts, then the top k (their probabilities)
   kSoftmaxOfChosen,  // the top k logits, then a softmax over those k (gpt-oss)
+  kSigmoid,          // sigmoid of every logit; the top k of sigmoid + the layer's selection
+                     // bias (MoeWeights::select_bias), weighted by their sigmoids (lfm2moe)
 };
 
 // Gated DeltaNet layers (qwen35, qwen35moe: the {arch}.ssm.* keys, as llama.cpp names them).
@@ -83,6 +85,9 @@ struct ModelConfig {
   bool expert_weights_norm = false;  // chosen experts' weights divided by their sum
   float expert_weights_scale = 1.f;  // and then multiplied by this
   MoeGating moe_gating = MoeGating::kSoftmax;
+  // The first n_layer_dense_lead layers have a dense feed-forward, the rest experts
+  // (leading_dense_block_count: lfm2moe).
+  int n_layer_dense_lead = 0;
   // Gemma 4 26B-A4B: an MoE layer keeps its dense feed-forward beside the experts, each with
   // its own norms (LayerWeights::ffn_pre_norm_2, ffn_post_norm_1/2), the router reads
   // rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale, experts are GELU-gated and each expert's
@@ -92,6 +97,9 @@ struct ModelConfig {
   // others attend, and only they hold K/V (MultiStateOptions::recurrent).
   std::vector<bool> layer_recurrent;
   DeltaNetConfig deltanet;
+  // Gated short-convolution layers (lfm2: shortconv.l_cache): the conv's kernel size L; each
+  // such layer keeps the last L - 1 inputs (layer_shortconv.cpp). 0: none.
+  int shortconv_l_cache = 0;
   bool recurrent(int il) const { return !layer_recurrent.empty() && layer_recurrent[il]; }
   // Layers that reuse an earlier layer's K/V (Gemma 4 E2B/E4B: the last
   // attention.shared_kv_layers layers): per layer the model layer whose K/V it attends over

@@ -31,7 +31,7 @@ bool same_rope(const kernels::RopeParams& a, const kernels::RopeParams& b) {
          a.mscale == b.mscale;
 }
 
-using AttendScratch = ForwardScratch::AttendScratch;
+using AttendScratch = AttentionScratch::AttendScratch;
 
 // The layer's attention shape: the model's, or the layer's own (ModelConfig::layer_n_head_kv,
 // layer_head_dim: Gemma 4's window and global layers differ).
@@ -85,7 +85,7 @@ class SequenceAttention final : public kv::StepAttention {
     pool_->for_each_dynamic(n, [&](int64_t j, int thread) {
       const int t = t1 - 1 - static_cast<int>(j);
       attend_token(L, t, probs != nullptr ? probs + (t - t0) * probs_stride : nullptr,
-                   s_.per_thread[thread], nullptr);
+                   s_.attn.per_thread[thread], nullptr);
     });
   }
 
@@ -97,7 +97,7 @@ class SequenceAttention final : public kv::StepAttention {
                     ThreadPool* heads_pool) const {
     const int i = idx_[t];
     const size_t q_dim = static_cast<size_t>(shape_.n_head) * shape_.head_dim;
-    const float* q = &s_.q[i * q_dim];
+    const float* q = &s_.attn.q[i * q_dim];
     const void* k = L.keys();
     KvType k_type = L.kv_type().k;
     bool k_rotated = L.k_rotated();
@@ -125,7 +125,7 @@ class SequenceAttention final : public kv::StepAttention {
                                    .scale = shape_.scale,
                                    .softcap = shape_.softcap,
                                    .sinks = shape_.sinks,
-                                   .out = &s_.att[i * q_dim],
+                                   .out = &s_.attn.att[i * q_dim],
                                    .probs = probs};
     // The fused kernel scores a whole GQA group at once: a row per query head of the group
     // (per head when heads are split over threads).
@@ -172,7 +172,7 @@ class SequenceAttention final : public kv::StepAttention {
   }
 
   std::span<const float> moved_cos_sin() const {
-    return {s_.moved_cs.data(), static_cast<size_t>(s_.moved_cs_n) * rope_.n_rot};
+    return {s_.attn.moved_cs.data(), static_cast<size_t>(s_.attn.moved_cs_n) * rope_.n_rot};
   }
 
   Shape shape_;
@@ -202,14 +202,14 @@ void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s)
     need = std::max(need, kv::max_mapped_position(mode, n_held, s.pos[run.idx.back()]) + 1);
   }
   if (!any) return;
-  if (s.moved_cs_n > 0 && !same_rope(s.moved_cs_params, rope)) s.moved_cs_n = 0;
-  if (need > s.moved_cs_n) {
-    resize(s.moved_cs, static_cast<size_t>(need) * rope.n_rot);
-    for (int64_t m = s.moved_cs_n; m < need; ++m) {
-      kernels::rope_cos_sin(m, rope, &s.moved_cs[static_cast<size_t>(m) * rope.n_rot]);
+  if (s.attn.moved_cs_n > 0 && !same_rope(s.attn.moved_cs_params, rope)) s.attn.moved_cs_n = 0;
+  if (need > s.attn.moved_cs_n) {
+    resize(s.attn.moved_cs, static_cast<size_t>(need) * rope.n_rot);
+    for (int64_t m = s.attn.moved_cs_n; m < need; ++m) {
+      kernels::rope_cos_sin(m, rope, &s.attn.moved_cs[static_cast<size_t>(m) * rope.n_rot]);
     }
-    s.moved_cs_n = need;
-    s.moved_cs_params = rope;
+    s.attn.moved_cs_n = need;
+    s.attn.moved_cs_params = rope;
   }
 }
 
@@ -217,14 +217,14 @@ void prepare_moved_positions(const kernels::RopeParams& rope, ForwardScratch& s)
 // the same).
 void prepare_rope_table(const kernels::RopeParams& rope, ForwardScratch& s, ThreadPool& pool) {
   const int64_t n = static_cast<int64_t>(s.pos.size());
-  if (rope.n_rot == 0 || (s.rope_cs_valid && same_rope(s.rope_cs_params, rope))) return;
-  resize(s.rope_cs, n * rope.n_rot);
+  if (rope.n_rot == 0 || (s.attn.rope_cs_valid && same_rope(s.attn.rope_cs_params, rope))) return;
+  resize(s.attn.rope_cs, n * rope.n_rot);
   // n_rot / 2 sines and cosines in double per token: the costliest part of RoPE.
   for_tokens(pool, n, 16 * rope.n_rot, [&](int64_t i) {
-    kernels::rope_cos_sin(s.pos[i], rope, &s.rope_cs[i * rope.n_rot]);
+    kernels::rope_cos_sin(s.pos[i], rope, &s.attn.rope_cs[i * rope.n_rot]);
   });
-  s.rope_cs_params = rope;
-  s.rope_cs_valid = true;
+  s.attn.rope_cs_params = rope;
+  s.attn.rope_cs_valid = true;
 }
 
 // RoPE at each token's position, for the sequences whose pools keep rotated keys; the
@@ -240,14 +240,14 @@ void prepare_rows(const ModelConfig& c, const AttnDims& d, const kernels::RopePa
   prepare_rope_table(rope, s, pool);
   // The queries before RoPE of the sequences whose policy reads them (expected-attention), with
   // the rotation the policy averages over future positions.
-  s.any_q_pre = false;
+  s.attn.any_q_pre = false;
   for (const SequenceRun& run : s.runs) {
     bool wants = run.state->needs_queries();
     for (const kv::MultiState* f : run.followers) wants |= f->needs_queries();
     if (!wants) continue;
-    if (!s.any_q_pre) {
-      resize(s.q_pre, static_cast<size_t>(n) * q_dim);
-      kv::QueryRope& r = s.query_rope;
+    if (!s.attn.any_q_pre) {
+      resize(s.attn.q_pre, static_cast<size_t>(n) * q_dim);
+      kv::QueryRope& r = s.attn.query_rope;
       r.head_dim = d.head_dim;
       r.n_rot = rope.n_rot;
       r.neox = rope.mode == kernels::RopeMode::kNeox;
@@ -259,10 +259,10 @@ void prepare_rows(const ModelConfig& c, const AttnDims& d, const kernels::RopePa
       // theta_i as kernels::rope_cos_sin computes it, per unit of position.
       kernels::rope_thetas(rope, r.theta.data());
       r.sinks.assign(sinks.begin(), sinks.end());
-      s.any_q_pre = true;
+      s.attn.any_q_pre = true;
     }
     for (const int i : run.idx) {
-      std::copy_n(&s.q[i * q_dim], q_dim, &s.q_pre[i * q_dim]);
+      std::copy_n(&s.attn.q[i * q_dim], q_dim, &s.attn.q_pre[i * q_dim]);
     }
   }
   // Sequences in a mode that moves positions keep q and k before RoPE here: attention rotates
@@ -271,15 +271,15 @@ void prepare_rows(const ModelConfig& c, const AttnDims& d, const kernels::RopePa
     if (nope || kv::moves_positions(run.state->positions())) continue;
     for_tokens(pool, static_cast<int64_t>(run.idx.size()), q_dim + kv_dim, [&](int64_t j) {
       const int i = run.idx[j];
-      const float* cs = &s.rope_cs[i * rope.n_rot];
-      kernels::rope_apply(&s.q[i * q_dim], d.n_head, d.head_dim, cs, rope);
-      kernels::rope_apply(&s.k[i * kv_dim], d.n_head_kv, d.head_dim, cs, rope);
+      const float* cs = &s.attn.rope_cs[i * rope.n_rot];
+      kernels::rope_apply(&s.attn.q[i * q_dim], d.n_head, d.head_dim, cs, rope);
+      kernels::rope_apply(&s.attn.k[i * kv_dim], d.n_head_kv, d.head_dim, cs, rope);
     });
   }
-  auto convert = [&](std::vector<ForwardScratch::Converted>& conv, const std::vector<float>& x,
+  auto convert = [&](std::vector<AttentionScratch::Converted>& conv, const std::vector<float>& x,
                      std::vector<kv::StoredRows>& stored) {
     stored.clear();
-    for (ForwardScratch::Converted& cv : conv) {
+    for (AttentionScratch::Converted& cv : conv) {
       if (!cv.active) continue;
       const size_t bytes = static_cast<size_t>(n) * d.n_head_kv * kv_row_bytes(cv.type, d.head_dim);
       if (cv.type == KvType::kF32) {
@@ -295,8 +295,8 @@ void prepare_rows(const ModelConfig& c, const AttnDims& d, const kernels::RopePa
       stored.push_back({.type = cv.type, .rotated = cv.rotated, .data = cv.rows.data()});
     }
   };
-  convert(s.conv_k, s.k, s.stored_k);
-  convert(s.conv_v, s.v, s.stored_v);
+  convert(s.attn.conv_k, s.attn.k, s.attn.stored_k);
+  convert(s.attn.conv_v, s.attn.v, s.attn.stored_v);
 }
 
 // Attention of layer il for every sequence of the batch: kv::step_layer orders each
@@ -315,15 +315,15 @@ void attend_layer(const ModelConfig& c, const AttnDims& d, int il, const LayerWe
       .softcap = c.attn_softcap,
       .sinks = L.attn_sinks.empty() ? nullptr : L.attn_sinks.data()};
   const kv::StepRows rows_of_batch{.pos = s.pos.data(),
-                                   .k = s.k.data(),
-                                   .v = s.v.data(),
-                                   .stored_k = s.stored_k,
-                                   .stored_v = s.stored_v,
+                                   .k = s.attn.k.data(),
+                                   .v = s.attn.v.data(),
+                                   .stored_k = s.attn.stored_k,
+                                   .stored_v = s.attn.stored_v,
                                    .kv_dim = d.n_head_kv * d.head_dim,
-                                   .q_pre = s.any_q_pre ? s.q_pre.data() : nullptr,
+                                   .q_pre = s.attn.any_q_pre ? s.attn.q_pre.data() : nullptr,
                                    .q_dim = d.n_head * d.head_dim,
-                                   .rope = s.any_q_pre ? &s.query_rope : nullptr};
-  if (s.per_thread.size() < static_cast<size_t>(pool.size())) s.per_thread.resize(pool.size());
+                                   .rope = s.attn.any_q_pre ? &s.attn.query_rope : nullptr};
+  if (s.attn.per_thread.size() < static_cast<size_t>(pool.size())) s.attn.per_thread.resize(pool.size());
   auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* run_pool) {
     kv::StepRows rows = rows_of_batch;
     rows.idx = run.idx;
@@ -334,20 +334,20 @@ void attend_layer(const ModelConfig& c, const AttnDims& d, int il, const LayerWe
   };
 
   if (s.runs.size() == 1) {
-    step(s.runs[0], s.per_thread[0], pool.size() > 1 ? &pool : nullptr);
+    step(s.runs[0], s.attn.per_thread[0], pool.size() > 1 ? &pool : nullptr);
     return;
   }
   // Sequences differ widely in cost (budgets, full caches, scoring): hand them out one at a
   // time, costliest first, so no thread idles while another works through a long list.
-  s.order.clear();
+  s.attn.order.clear();
   for (int r = 0; r < static_cast<int>(s.runs.size()); ++r) {
     const int64_t held = s.runs[r].state->layer(il).n_held();
     const int64_t n_tok = static_cast<int64_t>(s.runs[r].idx.size());
-    s.order.emplace_back(-(held + n_tok) * n_tok, r);
+    s.attn.order.emplace_back(-(held + n_tok) * n_tok, r);
   }
-  std::sort(s.order.begin(), s.order.end());
-  pool.for_each_dynamic(static_cast<int64_t>(s.order.size()), [&](int64_t j, int thread) {
-    step(s.runs[s.order[j].second], s.per_thread[thread], nullptr);
+  std::sort(s.attn.order.begin(), s.attn.order.end());
+  pool.for_each_dynamic(static_cast<int64_t>(s.attn.order.size()), [&](int64_t j, int thread) {
+    step(s.runs[s.attn.order[j].second], s.attn.per_thread[thread], nullptr);
   });
 }
 
@@ -359,7 +359,7 @@ void attend_over_owner(const LayerPass& p, int ia, int n_head_kv, int head_dim,
   ForwardScratch& s = p.s;
   ThreadPool& pool = p.pool;
   const int64_t q_dim = static_cast<int64_t>(c.n_head) * head_dim;
-  resize(s.att, p.n * q_dim);
+  resize(s.attn.att, p.n * q_dim);
   prepare_moved_positions(rope, s);
   prepare_rope_table(rope, s, pool);
   // The queries at their positions, where the pool keeps rotated keys (else attention rotates
@@ -368,7 +368,7 @@ void attend_over_owner(const LayerPass& p, int ia, int n_head_kv, int head_dim,
     if (rope.n_rot == 0 || kv::moves_positions(run.state->positions())) continue;
     for_tokens(pool, static_cast<int64_t>(run.idx.size()), q_dim, [&](int64_t j) {
       const int i = run.idx[j];
-      kernels::rope_apply(&s.q[i * q_dim], c.n_head, head_dim, &s.rope_cs[i * rope.n_rot], rope);
+      kernels::rope_apply(&s.attn.q[i * q_dim], c.n_head, head_dim, &s.attn.rope_cs[i * rope.n_rot], rope);
     });
   }
   const SequenceAttention::Shape shape{
@@ -378,7 +378,7 @@ void attend_over_owner(const LayerPass& p, int ia, int n_head_kv, int head_dim,
       .scale = c.attn_scale > 0.f ? c.attn_scale : 1.f / std::sqrt(static_cast<float>(head_dim)),
       .softcap = c.attn_softcap,
       .sinks = nullptr};
-  if (s.per_thread.size() < static_cast<size_t>(pool.size())) s.per_thread.resize(pool.size());
+  if (s.attn.per_thread.size() < static_cast<size_t>(pool.size())) s.attn.per_thread.resize(pool.size());
   // What the owner held for each token of the step: every token joined, nothing evicted yet
   // (its step ends after the shared layers, kv::end_step); the causal and window masks hide
   // the rest. Followers hold the same states as their leader: nothing of theirs to compute.
@@ -392,17 +392,18 @@ void attend_over_owner(const LayerPass& p, int ia, int n_head_kv, int head_dim,
     attention.attend_many(L, 0, static_cast<int>(run.idx.size()), nullptr, 0);
   };
   if (s.runs.size() == 1) {
-    attend(s.runs[0], s.per_thread[0], pool.size() > 1 ? &pool : nullptr);
+    attend(s.runs[0], s.attn.per_thread[0], pool.size() > 1 ? &pool : nullptr);
     return;
   }
   pool.for_each_dynamic(static_cast<int64_t>(s.runs.size()), [&](int64_t r, int thread) {
-    attend(s.runs[r], s.per_thread[thread], nullptr);
+    attend(s.runs[r], s.attn.per_thread[thread], nullptr);
   });
 }
 
-void attention_block(const LayerPass& p, int il, int ia, const LayerWeights& L,
-                     const kernels::RopeParams& rope) {
+void attention_block(const LayerPass& p, int il, const LayerPlan& lp, const LayerWeights& L) {
   const ModelConfig& c = p.c;
+  const kernels::RopeParams rope = p.rope_of(il);
+  const int ia = lp.state;
   ForwardScratch& s = p.s;
   ThreadPool& pool = p.pool;
   const int64_t n = p.n;
@@ -412,51 +413,51 @@ void attention_block(const LayerPass& p, int il, int ia, const LayerWeights& L,
   const int64_t q_dim = static_cast<int64_t>(d.n_head) * d.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(d.n_head_kv) * d.head_dim;
   resize(s.xb, n * c.n_embd);
-  resize(s.q, n * q_dim);
-  resize(s.k, n * kv_dim);
-  resize(s.v, n * kv_dim);
-  resize(s.att, n * q_dim);
+  resize(s.attn.q, n * q_dim);
+  resize(s.attn.k, n * kv_dim);
+  resize(s.attn.v, n * kv_dim);
+  resize(s.attn.att, n * q_dim);
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
     kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                       c.rms_eps);
   });
   const kernels::WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
-  float* qkv_out[] = {s.q.data(), s.k.data(), s.v.data()};
+  float* qkv_out[] = {s.attn.q.data(), s.attn.k.data(), s.attn.v.data()};
   if (L.q_gate) {
-    resize(s.q_gated, 2 * n * q_dim);
-    resize(s.gate, n * q_dim);
-    qkv_out[0] = s.q_gated.data();
+    resize(s.attn.q_gated, 2 * n * q_dim);
+    resize(s.attn.gate, n * q_dim);
+    qkv_out[0] = s.attn.q_gated.data();
   }
   const size_t n_proj = L.v_is_k ? 2 : 3;
   p.matmul_multi(std::span(qkv, n_proj), s.xb.data(), n, std::span(qkv_out, n_proj));
   // Gemma 4's global layers: the values are the keys as projected, before the key norm.
-  if (L.v_is_k) std::copy_n(s.k.data(), n * kv_dim, s.v.data());
+  if (L.v_is_k) std::copy_n(s.attn.k.data(), n * kv_dim, s.attn.v.data());
   if (L.q_gate) {
     // qwen35: per head, head_dim query rows then head_dim gate rows.
     for_tokens(pool, n, 2 * q_dim, [&](int64_t i) {
       for (int64_t h = i * d.n_head; h < (i + 1) * d.n_head; ++h) {
-        const float* qg = &s.q_gated[2 * h * d.head_dim];
-        std::copy_n(qg, d.head_dim, &s.q[h * d.head_dim]);
-        std::copy_n(qg + d.head_dim, d.head_dim, &s.gate[h * d.head_dim]);
+        const float* qg = &s.attn.q_gated[2 * h * d.head_dim];
+        std::copy_n(qg, d.head_dim, &s.attn.q[h * d.head_dim]);
+        std::copy_n(qg + d.head_dim, d.head_dim, &s.attn.gate[h * d.head_dim]);
       }
     });
   }
   if (!L.bq.empty()) {
     for_tokens(pool, n, q_dim + 2 * kv_dim, [&](int64_t i) {
-      kernels::add(&s.q[i * q_dim], L.bq.data(), q_dim);
-      kernels::add(&s.k[i * kv_dim], L.bk.data(), kv_dim);
-      kernels::add(&s.v[i * kv_dim], L.bv.data(), kv_dim);
+      kernels::add(&s.attn.q[i * q_dim], L.bq.data(), q_dim);
+      kernels::add(&s.attn.k[i * kv_dim], L.bk.data(), kv_dim);
+      kernels::add(&s.attn.v[i * kv_dim], L.bv.data(), kv_dim);
     });
   }
   if (!L.q_norm.empty()) {
     // qwen3: every query and key head is RMS-normalised on its own before RoPE.
     for_tokens(pool, n, q_dim + kv_dim, [&](int64_t i) {
       for (int64_t h = i * d.n_head; h < (i + 1) * d.n_head; ++h) {
-        float* q = &s.q[h * d.head_dim];
+        float* q = &s.attn.q[h * d.head_dim];
         kernels::rms_norm(q, L.q_norm.data(), q, d.head_dim, c.rms_eps);
       }
       for (int64_t h = i * d.n_head_kv; h < (i + 1) * d.n_head_kv; ++h) {
-        float* k = &s.k[h * d.head_dim];
+        float* k = &s.attn.k[h * d.head_dim];
         kernels::rms_norm(k, L.k_norm.data(), k, d.head_dim, c.rms_eps);
       }
     });
@@ -465,7 +466,7 @@ void attention_block(const LayerPass& p, int il, int ia, const LayerWeights& L,
     // Gemma 4: every value head RMS-normalised, unweighted (v_norm holds ones).
     for_tokens(pool, n, kv_dim, [&](int64_t i) {
       for (int64_t h = i * d.n_head_kv; h < (i + 1) * d.n_head_kv; ++h) {
-        float* v = &s.v[h * d.head_dim];
+        float* v = &s.attn.v[h * d.head_dim];
         kernels::rms_norm(v, L.v_norm.data(), v, d.head_dim, c.rms_eps);
       }
     });
@@ -473,12 +474,12 @@ void attention_block(const LayerPass& p, int il, int ia, const LayerWeights& L,
   attend_layer(c, d, ia, L, rope, s, pool, !c.kv_shared_later(il));
   if (L.q_gate) {
     for_tokens(pool, n, q_dim, [&](int64_t i) {
-      float* att = &s.att[i * q_dim];
-      const float* gate = &s.gate[i * q_dim];
+      float* att = &s.attn.att[i * q_dim];
+      const float* gate = &s.attn.gate[i * q_dim];
       for (int64_t j = 0; j < q_dim; ++j) att[j] *= 1.f / (1.f + std::exp(-gate[j]));
     });
   }
-  p.matmul(L.wo, s.att.data(), n, s.xb.data());
+  p.matmul(L.wo, s.attn.att.data(), n, s.xb.data());
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
     float* xb = &s.xb[i * c.n_embd];
     if (!L.bo.empty()) kernels::add(xb, L.bo.data(), c.n_embd);
@@ -488,5 +489,10 @@ void attention_block(const LayerPass& p, int il, int ia, const LayerWeights& L,
     kernels::add(&s.x[i * c.n_embd], xb, c.n_embd);
   });
 }
+
+extern const MixerSpec kMixerAttention{.kind = MixerKind::kAttention,
+                                       .name = "attention",
+                                       .holds = MixerState::kKv,
+                                       .block = attention_block};
 
 }  // namespace tova::model

@@ -13,9 +13,9 @@
 
 namespace tova::model {
 
-void shared_kv_block(const LayerPass& p, int il, int ia_owner, const LayerWeights& L,
-                     const kernels::RopeParams& rope) {
+void shared_kv_block(const LayerPass& p, int il, const LayerPlan& lp, const LayerWeights& L) {
   const ModelConfig& c = p.c;
+  const kernels::RopeParams rope = p.rope_of(il);
   ForwardScratch& s = p.s;
   ThreadPool& pool = p.pool;
   const int64_t n = p.n;
@@ -23,22 +23,22 @@ void shared_kv_block(const LayerPass& p, int il, int ia_owner, const LayerWeight
   const int head_dim = c.layer_head_dim.empty() ? c.head_dim : c.layer_head_dim[il];
   const int64_t q_dim = static_cast<int64_t>(c.n_head) * head_dim;
   resize(s.xb, n * c.n_embd);
-  resize(s.q, n * q_dim);
+  resize(s.attn.q, n * q_dim);
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
     kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
                       c.rms_eps);
   });
-  p.matmul(L.wq, s.xb.data(), n, s.q.data());
+  p.matmul(L.wq, s.xb.data(), n, s.attn.q.data());
   if (!L.q_norm.empty()) {
     for_tokens(pool, n, q_dim, [&](int64_t i) {
       for (int64_t h = i * c.n_head; h < (i + 1) * c.n_head; ++h) {
-        float* q = &s.q[h * head_dim];
+        float* q = &s.attn.q[h * head_dim];
         kernels::rms_norm(q, L.q_norm.data(), q, head_dim, c.rms_eps);
       }
     });
   }
-  attend_over_owner(p, ia_owner, n_head_kv, head_dim, rope);
-  p.matmul(L.wo, s.att.data(), n, s.xb.data());
+  attend_over_owner(p, lp.state, n_head_kv, head_dim, rope);
+  p.matmul(L.wo, s.attn.att.data(), n, s.xb.data());
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
     float* xb = &s.xb[i * c.n_embd];
     if (!L.attn_post_norm.empty()) {
@@ -47,5 +47,10 @@ void shared_kv_block(const LayerPass& p, int il, int ia_owner, const LayerWeight
     kernels::add(&s.x[i * c.n_embd], xb, c.n_embd);
   });
 }
+
+extern const MixerSpec kMixerSharedKv{.kind = MixerKind::kSharedKv,
+                                      .name = "shared_kv",
+                                      .holds = MixerState::kOwners,
+                                      .block = shared_kv_block};
 
 }  // namespace tova::model

@@ -22,6 +22,7 @@
 // kernels over the whole batch; the buffers are ForwardScratch's, grown once, never per token.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/delta_rule.h"
 #include "kernels/ops.h"
@@ -33,14 +34,35 @@ namespace {
 
 float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
+// The kind's buffers; C, K, V as in DeltaNetWeights, H = n_v_head.
+struct DeltaNetScratch : KindScratch {
+  std::vector<float> qkv;      // [n_tok][C] projections, then their conv1d + silu
+  std::vector<float> z;        // [n_tok][V] output gates
+  std::vector<float> beta;     // [n_tok][H] projections, then sigmoid
+  std::vector<float> g;        // [n_tok][H] projections, then the log decay
+  std::vector<float> o;        // [n_tok][V] the delta rule's outputs, then gated-normed
+  std::vector<float> scratch;  // [pool threads][delta_chunk_workspace_floats(S)] chunked rule
+};
+
+// Per sequence and layer: the conv1d's last conv_kernel - 1 inputs of each of its C channels
+// and a delta-rule matrix per value head.
+kv::RecurrentShape state_shape(const ModelConfig& c) {
+  const DeltaNetConfig& d = c.deltanet;
+  return {.conv_channels = d.conv_dim(),
+          .conv_taps = d.conv_kernel - 1,
+          .n_head = d.n_v_head,
+          .head_dim = d.head_dim};
+}
+
 }  // namespace
 
-void deltanet_block(const LayerPass& p, int ir, const LayerWeights& L) {
+void deltanet_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const LayerWeights& L) {
   const ModelConfig& c = p.c;
   const DeltaNetConfig& d = c.deltanet;
   const DeltaNetWeights& W = L.deltanet;
   ForwardScratch& s = p.s;
-  ForwardScratch::DeltaNet& b = s.deltanet;
+  DeltaNetScratch& b = s.own<DeltaNetScratch>();
+  const int ir = lp.state;
   ThreadPool& pool = p.pool;
   const int64_t n = p.n, n_embd = c.n_embd, S = d.head_dim, H = d.n_v_head;
   const int64_t K = d.key_dim(), V = d.value_dim(), C = d.conv_dim();
@@ -65,18 +87,8 @@ void deltanet_block(const LayerPass& p, int ir, const LayerWeights& L) {
     }
   });
 
-  // The conv1d + silu runs through each sequence's tokens in order (its state carries them), in
-  // place; blocks of channels (a multiple of every target's lanes) on separate threads.
-  const int64_t n_runs = static_cast<int64_t>(s.runs.size());
-  constexpr int64_t kConvBlock = 512;
-  const int64_t n_blocks = (C + kConvBlock - 1) / kConvBlock;
-  pool.for_each_dynamic(n_runs * n_blocks, [&](int64_t job, int) {
-    const SequenceRun& run = s.runs[job / n_blocks];
-    const int64_t c0 = (job % n_blocks) * kConvBlock, c1 = std::min(C, c0 + kConvBlock);
-    kernels::causal_conv1d_silu(run.state->recurrent(ir).conv(), W.conv.data(), b.qkv.data(), C,
-                                run.idx.data(), static_cast<int64_t>(run.idx.size()),
-                                d.conv_kernel - 1, c0, c1);
-  });
+  // The conv1d + silu, each sequence through its state (recurrent_conv.cpp).
+  causal_conv_runs(p, ir, W.conv.data(), b.qkv.data(), C, C, d.conv_kernel - 1, /*silu=*/true);
   for_tokens(pool, n, 2 * K, [&](int64_t i) {
     float* row = &b.qkv[i * C];
     for (int64_t h = 0; h < d.n_k_head; ++h) {
@@ -89,6 +101,7 @@ void deltanet_block(const LayerPass& p, int ir, const LayerWeights& L) {
   // the chunked form from kChunkedFrom tokens (below it, copying the state in and out of the
   // chunk's workspace costs about what the blocking saves), else token by token.
   constexpr int64_t kChunkedFrom = 4;
+  const int64_t n_runs = static_cast<int64_t>(s.runs.size());
   const float scale = 1.f / std::sqrt(static_cast<float>(S));
   const int64_t work_floats = kernels::delta_chunk_workspace_floats(S);
   bool any_chunked = false;
@@ -135,13 +148,13 @@ void deltanet_block(const LayerPass& p, int ir, const LayerWeights& L) {
   p.matmul(W.out, b.z.data(), n, s.xb.data());
   for_tokens(pool, n, n_embd,
              [&](int64_t i) { kernels::add(&s.x[i * n_embd], &s.xb[i * n_embd], n_embd); });
-
-  // Followers ride their leader while their states are equal: they end with its state.
-  for (const SequenceRun& run : s.runs) {
-    for (kv::MultiState* f : run.followers) {
-      f->recurrent(ir).copy_from(run.state->recurrent(ir));
-    }
-  }
+  followers_take_recurrent(p, ir);
 }
+
+extern const MixerSpec kMixerDeltaNet{.kind = MixerKind::kDeltaNet,
+                                      .name = "deltanet",
+                                      .holds = MixerState::kRecurrent,
+                                      .recurrent_shape = state_shape,
+                                      .block = deltanet_block};
 
 }  // namespace tova::model

@@ -34,20 +34,48 @@
 namespace tova::model {
 namespace {
 
+// The kind's buffers; n_pick = n_tok * n_expert_used, one row per (token, chosen expert), rows
+// grouped by expert.
+struct MoeScratch : KindScratch {
+  std::vector<float> probs;       // [n_tok][n_expert] router logits, then probabilities
+  std::vector<int> chosen;        // [n_tok][n_expert_used] expert ids, most probable first
+  std::vector<float> weight;      // [n_tok][n_expert_used] their weights
+  std::vector<int> begin;         // [n_expert + 1] each expert's first row
+  std::vector<int> next;          // [n_expert] its next free row while grouping
+  std::vector<int> row_of;        // [n_tok][n_expert_used] the row of (token, j)
+  std::vector<int> token_of;      // [n_pick] the token of each row
+  std::vector<float> xe;          // [n_pick][n_embd] inputs gathered by expert
+  std::vector<float> gate, up;    // [n_pick][n_ff_exp] expert gate and up projections
+  std::vector<float> ye;          // [n_pick][n_embd] expert outputs
+  std::vector<kernels::MatmulJob> jobs;  // the experts' products of one step (run_experts)
+  std::vector<float> shared_gate;        // [n_tok] sigmoid gate of the shared expert
+  std::vector<float> shared_h;    // [n_tok][n_ff_shexp] shared expert's gate projection
+  std::vector<float> shared_h2;   // [n_tok][max(n_ff_shexp, n_embd)] its up projection, then
+                                  // its output
+  // Gemma 4 (ModelConfig::moe_beside_dense): the router's input and the dense
+  // feed-forward's output beside the experts, each [n_tok][n_embd].
+  std::vector<float> router_in, dense_out;
+};
+
 // ggml's clamp of the weights' sum (the smallest normal float16), kept for equal results.
 constexpr float kMinWeightSum = 6.103515625e-5f;
 
-// Token i's router logits (in place: probabilities under kSoftmax) -> its chosen experts and
-// their weights.
-void route(float* probs, const ModelConfig& c, int* chosen, float* weight) {
+// Token i's router logits (in place: probabilities under kSoftmax and kSigmoid) -> its chosen
+// experts and their weights; select_bias (kSigmoid, may be null) moves the choice only.
+void route(float* probs, const ModelConfig& c, const float* select_bias, int* chosen,
+           float* weight) {
   const int n_expert = c.n_expert, k = c.n_expert_used;
   if (c.moe_gating == MoeGating::kSoftmax) kernels::softmax(probs, n_expert);
+  if (c.moe_gating == MoeGating::kSigmoid) {
+    for (int e = 0; e < n_expert; ++e) probs[e] = 1.f / (1.f + std::exp(-probs[e]));
+  }
+  auto score = [&](int e) { return select_bias ? probs[e] + select_bias[e] : probs[e]; };
   for (int j = 0; j < k; ++j) {
     int best = -1;
     for (int e = 0; e < n_expert; ++e) {
       bool taken = false;
       for (int u = 0; u < j; ++u) taken |= chosen[u] == e;
-      if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
+      if (!taken && (best < 0 || score(e) > score(best))) best = e;
     }
     chosen[j] = best;
     weight[j] = probs[best];
@@ -74,7 +102,7 @@ void add_expert_bias(const LayerPass& p, const std::vector<float>& bias, int e, 
 
 // Rows of the (token, chosen expert) pairs grouped by expert: m.begin[e] .. m.begin[e + 1] are
 // expert e's rows, in token order; m.row_of[i * k + j] is the row of token i's j-th choice.
-void group_by_expert(const ModelConfig& c, int64_t n, ForwardScratch::Moe& m) {
+void group_by_expert(const ModelConfig& c, int64_t n, MoeScratch& m) {
   const int k = c.n_expert_used;
   m.begin.assign(c.n_expert + 1, 0);
   for (int64_t r = 0; r < n * k; ++r) ++m.begin[m.chosen[r] + 1];
@@ -98,7 +126,7 @@ void matmul_jobs(const LayerPass& p, std::span<const kernels::MatmulJob> jobs) {
 void run_experts(const LayerPass& p, const MoeWeights& W) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
-  ForwardScratch::Moe& m = s.moe;
+  MoeScratch& m = s.own<MoeScratch>();
   const int64_t d = c.n_embd, f = c.n_ff_exp, n_pick = p.n * c.n_expert_used;
   // The experts with tokens, each over its rows m.begin[e] .. m.begin[e + 1] (in decode the one
   // token's input itself; in a prompt its tokens' inputs gathered into m.xe).
@@ -152,7 +180,7 @@ void run_experts(const LayerPass& p, const MoeWeights& W) {
 void run_shared_expert(const LayerPass& p, const MoeWeights& W) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
-  ForwardScratch::Moe& m = s.moe;
+  MoeScratch& m = s.own<MoeScratch>();
   const int64_t n = p.n, d = c.n_embd, f = c.n_ff_shexp;
   resize(m.shared_h, n * f);
   resize(m.shared_h2, n * std::max(f, d));
@@ -175,7 +203,7 @@ void run_shared_expert(const LayerPass& p, const MoeWeights& W) {
 void dense_beside_experts(const LayerPass& p, const LayerWeights& L) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
-  ForwardScratch::Moe& m = s.moe;
+  MoeScratch& m = s.own<MoeScratch>();
   const int64_t n = p.n, d = c.n_embd, n_ff = L.w_gate.n_out;
   resize(s.xb, n * d);
   resize(s.hb, n * n_ff);
@@ -198,7 +226,7 @@ void dense_beside_experts(const LayerPass& p, const LayerWeights& L) {
 }
 
 // The router's and experts' scratch of n tokens (k experts each), for either MoE block.
-void size_moe_scratch(const ModelConfig& c, int64_t n, ForwardScratch::Moe& m) {
+void size_moe_scratch(const ModelConfig& c, int64_t n, MoeScratch& m) {
   const int64_t d = c.n_embd, n_pick = n * c.n_expert_used;
   resize(m.probs, n * c.n_expert);
   m.chosen.resize(n_pick);
@@ -221,7 +249,7 @@ void moe_beside_dense_block(const LayerPass& p, const LayerWeights& L) {
   const ModelConfig& c = p.c;
   const MoeWeights& W = L.moe;
   ForwardScratch& s = p.s;
-  ForwardScratch::Moe& m = s.moe;
+  MoeScratch& m = s.own<MoeScratch>();
   const int64_t n = p.n, d = c.n_embd, k = c.n_expert_used;
   dense_beside_experts(p, L);
   resize(m.router_in, n * d);
@@ -235,7 +263,8 @@ void moe_beside_dense_block(const LayerPass& p, const LayerWeights& L) {
   });
   p.matmul(W.router, m.router_in.data(), n, m.probs.data());
   for_tokens(p.pool, n, c.n_expert, [&](int64_t i) {
-    route(&m.probs[i * c.n_expert], c, &m.chosen[i * k], &m.weight[i * k]);
+    route(&m.probs[i * c.n_expert], c, W.select_bias.empty() ? nullptr : W.select_bias.data(),
+          &m.chosen[i * k], &m.weight[i * k]);
   });
   group_by_expert(c, n, m);
   run_experts(p, W);
@@ -259,7 +288,7 @@ void moe_ffn_block(const LayerPass& p, const LayerWeights& L) {
   const ModelConfig& c = p.c;
   const MoeWeights& W = L.moe;
   ForwardScratch& s = p.s;
-  ForwardScratch::Moe& m = s.moe;
+  MoeScratch& m = s.own<MoeScratch>();
   const int64_t n = p.n, d = c.n_embd, k = c.n_expert_used;
   resize(s.xb, n * d);
   size_moe_scratch(c, n, m);
@@ -270,7 +299,8 @@ void moe_ffn_block(const LayerPass& p, const LayerWeights& L) {
   p.matmul(W.router, s.xb.data(), n, m.probs.data());
   for_tokens(p.pool, n, c.n_expert, [&](int64_t i) {
     if (!W.router_b.empty()) kernels::add(&m.probs[i * c.n_expert], W.router_b.data(), c.n_expert);
-    route(&m.probs[i * c.n_expert], c, &m.chosen[i * k], &m.weight[i * k]);
+    route(&m.probs[i * c.n_expert], c, W.select_bias.empty() ? nullptr : W.select_bias.data(),
+          &m.chosen[i * k], &m.weight[i * k]);
   });
   group_by_expert(c, n, m);
   run_experts(p, W);

@@ -17,15 +17,25 @@
 #include "model/layer_kinds.h"
 
 namespace tova::model {
+namespace {
+
+// The kind's buffers, P = n_embd_per_layer.
+struct PerLayerInputScratch : KindScratch {
+  std::vector<float> ple;       // [n_tok][n_layer][P] every layer's input
+  std::vector<float> ple_gate;  // [n_tok][P] a layer's gate, then gate * input
+};
+
+}  // namespace
 
 void per_layer_inputs(const LayerPass& p, const ModelWeights& w, std::span<const int32_t> tokens) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
+  PerLayerInputScratch& b = s.own<PerLayerInputScratch>();
   const int64_t n = p.n;
   const int64_t P = c.n_embd_per_layer;
   const int64_t n_all = c.n_layer * P;  // per token
-  resize(s.ple, n * n_all);
-  p.matmul(w.ple_model_proj, s.x.data(), n, s.ple.data());
+  resize(b.ple, n * n_all);
+  p.matmul(w.ple_model_proj, s.x.data(), n, b.ple.data());
   const float proj_scale = 1.f / std::sqrt(static_cast<float>(c.n_embd));
   const float embd_scale = std::sqrt(static_cast<float>(P));
   const float mix_scale = 1.f / std::sqrt(2.f);
@@ -36,7 +46,7 @@ void per_layer_inputs(const LayerPass& p, const ModelWeights& w, std::span<const
     kernels::dequantize_row(w.ple_token_embd.type,
                             w.ple_token_embd.data + w.ple_token_embd.row_bytes * tokens[i],
                             row.data(), n_all);
-    float* t = &s.ple[i * n_all];
+    float* t = &b.ple[i * n_all];
     kernels::scale(t, proj_scale, n_all);
     for (int64_t il = 0; il < c.n_layer; ++il) {
       float* x = t + il * P;
@@ -50,16 +60,17 @@ void per_layer_inputs(const LayerPass& p, const ModelWeights& w, std::span<const
 void per_layer_input_block(const LayerPass& p, int il, const LayerWeights& L) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
+  PerLayerInputScratch& b = s.own<PerLayerInputScratch>();
   const int64_t n = p.n;
   const int64_t P = c.n_embd_per_layer;
   const int64_t n_all = c.n_layer * P;
-  resize(s.ple_gate, n * P);
+  resize(b.ple_gate, n * P);
   resize(s.xb, n * c.n_embd);
-  p.matmul(L.ple_gate, s.x.data(), n, s.ple_gate.data());
+  p.matmul(L.ple_gate, s.x.data(), n, b.ple_gate.data());
   for_tokens(p.pool, n, P, [&](int64_t i) {
-    kernels::gelu_mul(&s.ple_gate[i * P], &s.ple[i * n_all + il * P], P);
+    kernels::gelu_mul(&b.ple_gate[i * P], &b.ple[i * n_all + il * P], P);
   });
-  p.matmul(L.ple_proj, s.ple_gate.data(), n, s.xb.data());
+  p.matmul(L.ple_proj, b.ple_gate.data(), n, s.xb.data());
   for_tokens(p.pool, n, c.n_embd, [&](int64_t i) {
     float* xb = &s.xb[i * c.n_embd];
     kernels::rms_norm(xb, L.ple_post_norm.data(), xb, c.n_embd, c.rms_eps);

@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -47,6 +48,9 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<io::GgufFile> fi
   m->file_ = std::move(file);
   TOVA_ASSIGN_OR_RETURN(m->config_, load_config(*m->file_));
   TOVA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_));
+  auto plan = plan_layers(m->config_, m->weights_);
+  if (!plan.ok()) return make_error("{}: {}", m->file_->path(), plan.message());
+  m->plan_ = std::move(*plan);
   return m;
 }
 
@@ -65,24 +69,22 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
   // Shared-K/V layers read their owner's K/V after its step: under `full` a window owner drops
   // at the step's end, so that prompts past the window stay batched.
   o.window_drops_at_step_end = config_.n_shared_kv_layers() > 0;
-  if (config_.layer_recurrent.empty() && config_.layer_kv_owner.empty()) return o;
-  // A hybrid model: the multi-state's layers are the attention layers; each recurrent layer
-  // has a fixed-size state instead (kv/recurrent_state.h), and a shared-K/V layer none (it
-  // reads its owner's). Per-layer arrays follow suit.
-  const DeltaNetConfig& d = config_.deltanet;
+  const auto own_kv = [](const LayerPlan& lp) { return lp.holds == MixerState::kKv; };
+  if (std::all_of(plan_.begin(), plan_.end(), own_kv)) return o;
+  // A hybrid model: the multi-state's layers are the layers with K/V of their own; a layer of
+  // a recurrent kind has a fixed-size state instead (kv/recurrent_state.h), and a shared-K/V
+  // layer none (it reads its owner's). Per-layer arrays follow suit.
   o.n_layer = 0;
   o.windows.clear();
   o.layer_n_head_kv.clear();
   o.layer_head_dim.clear();
   for (int il = 0; il < config_.n_layer; ++il) {
-    if (config_.recurrent(il)) {
-      o.recurrent.push_back({.conv_channels = d.conv_dim(),
-                             .conv_taps = d.conv_kernel - 1,
-                             .n_head = d.n_v_head,
-                             .head_dim = d.head_dim});
+    const LayerPlan& lp = plan_[il];
+    if (lp.holds == MixerState::kRecurrent) {
+      o.recurrent.push_back(mixer_spec(lp.mixer).recurrent_shape(config_));
       continue;
     }
-    if (config_.shared_kv(il)) continue;  // reads its owner's K/V: holds nothing
+    if (lp.holds == MixerState::kOwners) continue;  // reads its owner's K/V: holds nothing
     ++o.n_layer;
     if (!config_.layer_window.empty()) o.windows.push_back(config_.layer_window[il]);
     if (!config_.layer_n_head_kv.empty()) o.layer_n_head_kv.push_back(config_.layer_n_head_kv[il]);
@@ -134,8 +136,9 @@ Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
   const int64_t n = static_cast<int64_t>(batch.size());
   if (n == 0) return ok_status();
   TOVA_RETURN_IF_ERROR(prepare_batch(batch, followers, c, s));
-  const LayerPass p{
-      .c = c, .s = s, .pool = pool, .n = n, .f32_activations = options_.f32_activations};
+  LayerPass p{.c = c, .s = s, .pool = pool, .n = n, .f32_activations = options_.f32_activations};
+  p.rope = c.rope;
+  if (!w.rope_freqs.empty()) p.rope.freq_factors = w.rope_freqs.data();
 
   // Embeddings: s.x [n][n_embd].
   resize(s.x, n * c.n_embd);
@@ -145,35 +148,18 @@ Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
                             &s.x[i * c.n_embd], c.n_embd);
     if (c.embd_scale != 1.f) kernels::scale(&s.x[i * c.n_embd], c.embd_scale, c.n_embd);
   });
-  if (c.n_embd_per_layer > 0) {  // Gemma 4 E2B/E4B: every layer's own input, s.ple
+  if (c.n_embd_per_layer > 0) {  // Gemma 4 E2B/E4B: every layer's own input
     s.tokens.resize(n);
     for (int64_t i = 0; i < n; ++i) s.tokens[i] = batch[i].token;
     per_layer_inputs(p, w, s.tokens);
   }
 
-  // Layers: a token mixer, then a feed-forward block, each of the kind the family chose.
-  static constexpr kernels::RopeParams kNoRope{.n_rot = 0};  // a NoPE layer (layer_nope)
-  kernels::RopeParams rope = c.rope;
-  if (!w.rope_freqs.empty()) rope.freq_factors = w.rope_freqs.data();
-  // Attention layers index the multi-state's K/V layers (ia), recurrent ones its recurrent
-  // states (ir); a shared-K/V layer reads its owner's (state_of[owner]).
-  int ia = 0, ir = 0;
-  s.state_of.assign(c.n_layer, -1);
+  // Layers: a token mixer, then a feed-forward block, each of the kind the family chose; the
+  // plan says where each mixer's state lives.
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[il];
-    const bool window_layer = !c.layer_window.empty() && c.layer_window[il] > 0;
-    const bool nope = !c.layer_nope.empty() && c.layer_nope[il] != 0;
-    const kernels::RopeParams& layer_rope = nope ? kNoRope : window_layer ? c.rope_window : rope;
-    switch (L.mixer_kind) {
-      case MixerKind::kAttention:
-        s.state_of[il] = ia;
-        attention_block(p, il, ia++, L, layer_rope);
-        break;
-      case MixerKind::kDeltaNet: deltanet_block(p, ir++, L); break;
-      case MixerKind::kSharedKv:
-        shared_kv_block(p, il, s.state_of[c.layer_kv_owner[il]], L, layer_rope);
-        break;
-    }
+    const LayerPlan& lp = plan_[il];
+    mixer_spec(lp.mixer).block(p, il, lp, L);
     switch (L.ffn_kind) {
       case FfnKind::kDense: dense_ffn_block(p, L); break;
       case FfnKind::kMoe: moe_ffn_block(p, L); break;
@@ -189,7 +175,7 @@ Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
   for (int il = 0; il < c.n_layer && !c.layer_kv_owner.empty(); ++il) {
     if (!c.kv_shared_later(il)) continue;
     for (const SequenceRun& run : s.runs) {
-      kv::end_step(*run.state, run.followers, s.state_of[il], run.idx, s.pos.data());
+      kv::end_step(*run.state, run.followers, plan_[il].state, run.idx, s.pos.data());
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -164,6 +165,58 @@ std::vector<RandomShape> make_shapes() {
                .full_attention_interval = 4,
                .rope_sections = {11, 11, 10, 0},
                .n_rot = 64});
+  // LFM2-1.2B (issue 46's benchmark shape): 16 layers of 2048, attention at [2, 5, 8, 10, 12,
+  // 14] (the default full_attn_idxs a public LFM2 reimplementation, kreasof-ai/OpenFormer,
+  // quotes), the others gated short convolutions of kernel 3; feed-forward 8192 (what
+  // conversion/lfm2.py writes for block_ff_dim 12288 auto-adjusted, and the width llama.cpp's
+  // loader names 1.2B); 32 query heads over 8 KV heads of 64, vocabulary 65536, rope base 1e6,
+  // eps 1e-5, tied embeddings (recalled from the model card's config.json, not checked against
+  // a file here), with a synthetic vocabulary of that size.
+  s.push_back({.name = "lfm2-1.2b",
+               .description = "LFM2-1.2B",
+               .arch = "lfm2",
+               .n_layer = 16,
+               .n_embd = 2048,
+               .n_head = 32,
+               .n_head_kv = 8,
+               .n_ff = 8192,
+               .n_vocab = 65536,
+               .n_ctx = 128000,
+               .rope_base = 1000000.f,
+               .rms_eps = 1e-5f,
+               .tied_output = true,
+               .qk_norm = true,
+               .shortconv_l_cache = 3,
+               .attention_layers = {2, 5, 8, 10, 12, 14},
+               .output_norm_name = "token_embd_norm"});
+  // LFM2-8B-A1B (issue 46's benchmark shape): 24 layers of 2048, attention at [2, 6, 10, 14,
+  // 18, 21], the others gated short convolutions of kernel 3; the first 2 feed-forwards dense
+  // (7168), then 32 experts of 1792 with 4 chosen by sigmoid + selection bias (conversion/
+  // lfm2.py's num_dense_layers, moe_intermediate_size, expert_gating_func 2; llama.cpp names 24
+  // layers 8B-A1B); 32 query heads over 8 KV heads of 64, vocabulary 65536, rope base 1e6, tied
+  // embeddings (recalled from the model card's config.json, not checked against a file here).
+  s.push_back({.name = "lfm2-8b-a1b",
+               .description = "LFM2-8B-A1B",
+               .arch = "lfm2moe",
+               .n_layer = 24,
+               .n_embd = 2048,
+               .n_head = 32,
+               .n_head_kv = 8,
+               .n_ff = 7168,
+               .n_vocab = 65536,
+               .n_ctx = 128000,
+               .rope_base = 1000000.f,
+               .rms_eps = 1e-5f,
+               .tied_output = true,
+               .qk_norm = true,
+               .n_expert = 32,
+               .n_expert_used = 4,
+               .n_ff_exp = 1792,
+               .n_dense_lead = 2,
+               .expert_gating = 2,
+               .shortconv_l_cache = 3,
+               .attention_layers = {2, 6, 10, 14, 18, 21},
+               .output_norm_name = "token_embd_norm"});
   // ---- Gemma 4 shapes (issue 34; kept in one block) ----
   // Gemma-4-E4B's text decoder. From published text_config blocks of google/gemma-4-E4B
   // (searched 2026-11-29: a config-parsing test of an MLX runtime quoting E4B's config.json, a
@@ -585,6 +638,8 @@ const std::vector<ShapeField>& shape_fields() {
       {.name = "ssm_groups", .i = &S::ssm_groups},
       {.name = "ssm_v_heads", .i = &S::ssm_v_heads},
       {.name = "full_attention_interval", .i = &S::full_attention_interval},
+      {.name = "shortconv_l_cache", .i = &S::shortconv_l_cache},
+      {.name = "n_dense_lead", .i = &S::n_dense_lead},
       {.name = "rope_base", .f = &S::rope_base},
       {.name = "rms_eps", .f = &S::rms_eps},
       {.name = "attn_softcap", .f = &S::attn_softcap},
@@ -736,6 +791,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       s.n_head % s.n_head_kv != 0 || s.n_embd % 32 != 0 || s.n_ff % 32 != 0 ||
       s.head_dim < 0 || s.head_dim % 2 != 0 || s.n_expert < 0 ||
       s.gemma4.n_shared_kv >= s.n_layer ||
+      (s.shortconv_l_cache > 0 && s.attention_layers.empty()) ||
       (s.ssm_state > 0 && (s.full_attention_interval < 1 || s.ssm_groups < 1 ||
                            s.ssm_v_heads % s.ssm_groups != 0 || s.ssm_conv_kernel < 1)) ||
       (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert ||
@@ -771,6 +827,18 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     w.set(a + "ssm.time_step_rank", io::GgufValue::make_u32(s.ssm_v_heads));
     w.set(a + "ssm.inner_size", io::GgufValue::make_u32(s.ssm_state * s.ssm_v_heads));
     w.set(a + "full_attention_interval", io::GgufValue::make_u32(s.full_attention_interval));
+  }
+  // LFM2: the layers without attention are short-convolution layers.
+  const bool shortconv = s.shortconv_l_cache > 0;
+  auto conv_layer = [&](int il) {
+    return shortconv && std::find(s.attention_layers.begin(), s.attention_layers.end(), il) ==
+                            s.attention_layers.end();
+  };
+  if (shortconv) {
+    w.set(a + "shortconv.l_cache", io::GgufValue::make_u32(s.shortconv_l_cache));
+    std::vector<int32_t> kv_heads;
+    for (int il = 0; il < s.n_layer; ++il) kv_heads.push_back(conv_layer(il) ? 0 : s.n_head_kv);
+    w.set(a + "attention.head_count_kv", io::GgufValue::make_i32_array(kv_heads));
   }
   if (!s.rope_sections.empty()) {
     w.set(a + "rope.dimension_sections",
@@ -809,6 +877,12 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     }
     if (s.n_ff_shexp > 0) {
       w.set(a + "expert_shared_feed_forward_length", io::GgufValue::make_u32(s.n_ff_shexp));
+    }
+    if (s.n_dense_lead > 0) {
+      w.set(a + "leading_dense_block_count", io::GgufValue::make_u32(s.n_dense_lead));
+    }
+    if (s.expert_gating > 0) {
+      w.set(a + "expert_gating_func", io::GgufValue::make_u32(s.expert_gating));
     }
   }
   if (s.head_dim > 0) {
@@ -853,7 +927,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     return random_matrix_type(o.type, role, s.tied_output, n_in);
   };
   b.matrix("token_embd.weight", mtype(MatrixRole::kTokenEmbd, s.n_embd), s.n_embd, s.n_vocab);
-  b.vector("output_norm.weight", s.n_embd, 1.f, norm_sd);
+  b.vector(s.output_norm_name + ".weight", s.n_embd, 1.f, norm_sd);
   if (!s.tied_output) {
     b.matrix("output.weight", mtype(MatrixRole::kOutput, s.n_embd), s.n_embd, s.n_vocab);
   }
@@ -903,8 +977,16 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     const int64_t q_dim = static_cast<int64_t>(s.n_head) * layer_hd;
     const int64_t kv_dim = (swa(il) ? g4.n_head_kv_swa : s.n_head_kv) * layer_hd;
     b.vector(p + "attn_norm.weight", s.n_embd, 1.f, norm_sd);
-    const bool recurrent = deltanet && (il + 1) % s.full_attention_interval != 0;
-    if (recurrent) {
+    const bool recurrent =
+        (deltanet && (il + 1) % s.full_attention_interval != 0) || conv_layer(il);
+    if (conv_layer(il)) {
+      // A gated short convolution as LFM2's converter writes it: in_proj rows B, C, x; the
+      // conv [n_embd][l_cache] (squeezed to 2-D) in float32; out_proj.
+      b.matrix(p + "shortconv.in_proj.weight", mtype(layer_role, s.n_embd), s.n_embd,
+               3 * int64_t{s.n_embd});
+      b.vectors(p + "shortconv.conv.weight", s.shortconv_l_cache, s.n_embd, 0.f, 0.5f);
+      b.matrix(p + "shortconv.out_proj.weight", mtype(layer_role, s.n_embd), s.n_embd, s.n_embd);
+    } else if (recurrent) {
       // A Gated DeltaNet mixer as convert_hf_to_gguf writes Qwen3.5's: ssm_a = -exp(A_log) < 0,
       // the conv1d [C][kernel] and the small vectors in float32.
       const int64_t key_dim = int64_t{s.ssm_groups} * s.ssm_state;
@@ -974,10 +1056,12 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.matrices(p + "ffn_down_exps.weight", mtype(MatrixRole::kExpert, ff), ff, s.n_embd,
                  s.n_expert);
       b.vector(p + "ffn_down_exps.scale", s.n_expert, 1.f, 0.3f);
-    } else if (s.n_expert > 0) {
+    } else if (s.n_expert > 0 && il >= s.n_dense_lead) {
       const int64_t ff = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
       b.matrix(p + "ffn_gate_inp.weight", GgmlType::kF32, s.n_embd, s.n_expert);
       if (s.moe_biases) b.vector(p + "ffn_gate_inp.bias", s.n_expert, 0.f, 0.5f);
+      // lfm2moe's selection bias (sigmoid gating), float32 as converted.
+      if (s.expert_gating == 2) b.vector(p + "exp_probs_b.bias", s.n_expert, 0.f, 0.5f);
       b.matrices(p + "ffn_gate_exps.weight", mtype(MatrixRole::kExpert, s.n_embd), s.n_embd, ff,
                  s.n_expert);
       b.matrices(p + "ffn_up_exps.weight", mtype(MatrixRole::kExpert, s.n_embd), s.n_embd, ff,
@@ -1004,7 +1088,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       b.matrix(p + "ffn_gate.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, layer_ff(il));
       b.matrix(p + "ffn_up.weight", mtype(MatrixRole::kLayer, s.n_embd), s.n_embd, layer_ff(il));
     }
-    if (s.n_expert == 0 || gemma4) {
+    if (s.n_expert == 0 || gemma4 || il < s.n_dense_lead) {
       b.matrix(p + "ffn_down.weight", mtype(MatrixRole::kLayer, layer_ff(il)), layer_ff(il),
                s.n_embd);
     }

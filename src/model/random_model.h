@@ -48,6 +48,9 @@ struct RandomShape {
   int n_expert_used = 0;
   int n_ff_exp = 0;    // expert_feed_forward_length, written when set (qwen*moe); 0: n_ff
   int n_ff_shexp = 0;  // > 0: a shared expert of this width (qwen2moe) and its gate
+  int n_dense_lead = 0;   // leading_dense_block_count: the first layers keep a dense FFN
+  int expert_gating = 0;  // expert_gating_func, written when set; 2 (sigmoid) also writes each
+                          // MoE layer's exp_probs_b.bias selection bias (lfm2moe)
   // gpt-oss: attn_output.bias, attn_sinks.weight (N(0, 1) logits), the router's and experts'
   // biases, YaRN (rope.scaling.type yarn with this factor over yarn_orig_ctx positions), and
   // the feed-forward norm under another name.
@@ -68,6 +71,12 @@ struct RandomShape {
   int full_attention_interval = 0;
   std::vector<int> rope_sections;  // rope.dimension_sections, written when set
   int n_rot = 0;          // rope.dimension_count (partial rotary) when set, else head_dim
+  // Gated short-convolution families (lfm2; shortconv_l_cache > 0): shortconv.l_cache is
+  // written and attention.head_count_kv as an array, n_head_kv at the attention_layers and 0
+  // elsewhere; a 0 layer gets the shortconv.{in_proj,conv,out_proj} tensors instead of attn_*.
+  int shortconv_l_cache = 0;
+  std::vector<int> attention_layers;
+  std::string output_norm_name = "output_norm";  // the final norm (lfm2: token_embd_norm)
   float weight_std = 0.02f;   // matrices are N(0, weight_std)
   bool random_norms = false;  // norm weights 1 + N(0, 0.1) instead of 1 (fixtures: a norm
                               // weight applied to the wrong element shows)

@@ -11,13 +11,9 @@
 #include "io/gguf.h"
 #include "kernels/matmul.h"
 #include "model/config.h"
+#include "model/layer_plan.h"
 
 namespace tova::model {
-
-// The token mixer kind of a layer (layer_kinds.h), chosen by the architecture file.
-// kSharedKv: attention whose queries attend over an earlier layer's K/V (Gemma 4 E2B/E4B;
-// ModelConfig::layer_kv_owner, layer_attention_shared.cpp): wq, q_norm, wo and the norms only.
-enum class MixerKind { kAttention, kDeltaNet, kSharedKv };
 
 // A Gated DeltaNet mixer (qwen35, qwen35moe; layer_deltanet.cpp), shapes in DeltaNetConfig's
 // terms (K = n_k_head * head_dim, V = n_v_head * head_dim, C = 2K + V).
@@ -33,6 +29,13 @@ struct DeltaNetWeights {
   kernels::WeightMatrix out;    // ssm_out: [n_embd][V]
 };
 
+// A gated short-convolution mixer (lfm2; layer_shortconv.cpp), E = n_embd, L = shortconv_l_cache.
+struct ShortConvWeights {
+  kernels::WeightMatrix in_proj;   // shortconv.in_proj: [3E][n_embd], rows B, C, x
+  std::vector<float> conv;         // shortconv.conv: [E][L], oldest tap first
+  kernels::WeightMatrix out_proj;  // shortconv.out_proj: [n_embd][E]
+};
+
 // The feed-forward kind of a layer (layer_kinds.h), chosen by the architecture file.
 enum class FfnKind { kDense, kMoe };
 
@@ -42,6 +45,9 @@ enum class FfnKind { kDense, kMoe };
 struct MoeWeights {
   kernels::WeightMatrix router;                 // ffn_gate_inp: [n_expert][n_embd]
   std::vector<float> router_b;                  // gpt-oss: ffn_gate_inp.bias [n_expert]
+  // lfm2moe (MoeGating::kSigmoid): exp_probs_b.bias [n_expert], added to the sigmoids to choose
+  // the experts, not to their weights.
+  std::vector<float> select_bias;
   std::vector<kernels::WeightMatrix> gate, up;  // [n_expert] x [n_ff_exp][n_embd]
   std::vector<kernels::WeightMatrix> down;      // [n_expert] x [n_embd][n_ff_exp]
   // gpt-oss: the experts' biases, added to each matrix's output; empty without.
@@ -59,8 +65,9 @@ struct MoeWeights {
 };
 
 struct LayerWeights {
-  MixerKind mixer_kind = MixerKind::kAttention;
+  MixerKind mixer_kind = MixerKind::kAttention;  // chosen by the family's loader (layer_plan.h)
   DeltaNetWeights deltanet;       // kDeltaNet
+  ShortConvWeights shortconv;     // kShortConv
   std::vector<float> attn_norm;   // [n_embd]
   kernels::WeightMatrix wq;       // [n_head * head_dim][n_embd]; with q_gate [n_head][2][head_dim]
   // qwen35: wq's rows are per head a query then an output gate; the attention's output is

@@ -421,6 +421,7 @@ std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name) {
       {"llama-v3", PreTokenizerKind::kLlama3},
       {"llama-bpe", PreTokenizerKind::kLlama3},
       {"falcon3", PreTokenizerKind::kLlama3},
+      {"lfm2", PreTokenizerKind::kLlama3},  // llama.cpp: llama3's, merges ignored, BOS added
       {"qwen2", PreTokenizerKind::kQwen2},
       {"qwen35", PreTokenizerKind::kQwen35},
       {"deepseek-r1-qwen", PreTokenizerKind::kQwen2},

@@ -213,33 +213,36 @@ TEST_P(DeltaRuleTest, ChunkedRunSplitAnywhere) {
   EXPECT_LT(delta_state_err(m_split, m_whole), 1e-5f);
 }
 
-// The conv1d + silu over a run (every target) against the reference, channel counts around
-// the lanes, kernels of 1 to 5 taps, the run split over two channel ranges and two calls.
+// The conv1d (+ silu for DeltaNet, alone for the short-convolution kind) over a run (every
+// target) against the reference, channel counts around the lanes, kernels of 1 to 5 taps, the
+// run split over two channel ranges and two calls.
 TEST_P(DeltaRuleTest, ConvSiluMatchesRef) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-2.f, 2.f);
-  for (int64_t ch : {1, 7, 16, 33, 100}) {
-    for (int taps : {0, 1, 3, 4}) {
-      const int64_t n_tok = 9, stride = ch + 3;
-      std::vector<float> x(2 * n_tok * stride), w(ch * (taps + 1)), st(ch * taps);
-      for (float& v : x) v = u(rng);
-      for (float& v : w) v = u(rng);
-      for (float& v : st) v = u(rng);
-      std::vector<int> rows;
-      for (int64_t t = 0; t < n_tok; ++t) rows.push_back(static_cast<int>(2 * t));
-      std::vector<float> x_ref = x, st_ref = st;
-      causal_conv1d_silu_ref(st_ref.data(), w.data(), x_ref.data(), stride, rows.data(), n_tok,
-                             ch, taps);
-      const int64_t mid = ch / 2;
-      causal_conv1d_silu(st.data(), w.data(), x.data(), stride, rows.data(), 4, taps, 0, mid);
-      causal_conv1d_silu(st.data(), w.data(), x.data(), stride, rows.data(), 4, taps, mid, ch);
-      causal_conv1d_silu(st.data(), w.data(), x.data(), stride, rows.data() + 4, n_tok - 4, taps,
-                         0, ch);
-      for (size_t e = 0; e < x.size(); ++e) {
-        ASSERT_NEAR(x[e], x_ref[e], 1e-5f * (1 + std::fabs(x_ref[e])))
-            << "channels " << ch << " taps " << taps << " at " << e;
+  for (const bool silu : {true, false}) {
+    for (int64_t ch : {1, 7, 16, 33, 100}) {
+      for (int taps : {0, 1, 2, 3, 4}) {
+        const int64_t n_tok = 9, stride = ch + 3;
+        std::vector<float> x(2 * n_tok * stride), w(ch * (taps + 1)), st(ch * taps);
+        for (float& v : x) v = u(rng);
+        for (float& v : w) v = u(rng);
+        for (float& v : st) v = u(rng);
+        std::vector<int> rows;
+        for (int64_t t = 0; t < n_tok; ++t) rows.push_back(static_cast<int>(2 * t));
+        std::vector<float> x_ref = x, st_ref = st;
+        const auto ref = silu ? causal_conv1d_silu_ref : causal_conv1d_ref;
+        const auto fast = silu ? causal_conv1d_silu : causal_conv1d;
+        ref(st_ref.data(), w.data(), x_ref.data(), stride, rows.data(), n_tok, ch, taps);
+        const int64_t mid = ch / 2;
+        fast(st.data(), w.data(), x.data(), stride, rows.data(), 4, taps, 0, mid);
+        fast(st.data(), w.data(), x.data(), stride, rows.data(), 4, taps, mid, ch);
+        fast(st.data(), w.data(), x.data(), stride, rows.data() + 4, n_tok - 4, taps, 0, ch);
+        for (size_t e = 0; e < x.size(); ++e) {
+          ASSERT_NEAR(x[e], x_ref[e], 1e-5f * (1 + std::fabs(x_ref[e])))
+              << "silu " << silu << " channels " << ch << " taps " << taps << " at " << e;
+        }
+        for (size_t e = 0; e < st.size(); ++e) ASSERT_EQ(st[e], st_ref[e]) << ch << " " << taps;
       }
-      for (size_t e = 0; e < st.size(); ++e) ASSERT_EQ(st[e], st_ref[e]) << ch << " " << taps;
     }
   }
 }

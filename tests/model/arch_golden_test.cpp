@@ -219,9 +219,11 @@ TEST_P(ArchGoldenMoeQ8, LogitsMatchLlamaCppWithQ8Activations) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenMoeQ8,
                          ::testing::Values("qwen3moe", "qwen2moe", "mixtral", "gemma4moe"));
-// The hybrids (Gated DeltaNet + attention) at Q8_0 under the same bounds: the DeltaNet state
-// carries a token's rounding into every later one (qwen35moe's router adds the MoE case).
-INSTANTIATE_TEST_SUITE_P(Hybrids, ArchGoldenMoeQ8, ::testing::Values("qwen35", "qwen35moe"));
+// The hybrids (Gated DeltaNet or short convolutions + attention) at Q8_0 under the same bounds:
+// the recurrent state carries a token's rounding into later ones (qwen35moe's router adds the
+// MoE case).
+INSTANTIATE_TEST_SUITE_P(Hybrids, ArchGoldenMoeQ8,
+                         ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe"));
 
 // gpt-oss as it ships (MXFP4 experts, Q8_0 attention, embedding and output; llama-quantize's
 // MXFP4_MOE), against llama.cpp's logits of the same file: within a relative L2 of 3e-2 and

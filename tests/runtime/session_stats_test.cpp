@@ -4,6 +4,7 @@
 // 100-token stream, under every kind of policy; the kinds' bytes add up to the totals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -90,38 +91,59 @@ TEST(SessionStats, WindowLayersNeverExceedTheirWindowBoundedOnesTheBudget) {
   }
 }
 
-// On the qwen35 fixture (three Gated DeltaNet layers before each attention layer, twice): the
-// layers are listed in the model's order, every one of them, a recurrent one as "recurrent"
-// with nothing held or evicted; the recurrent kind is fixed bytes, the bounded kind the budget.
-TEST(SessionStats, AHybridModelListsEveryLayerItsRecurrentOnesAsSuch) {
-  auto e = Engine::load(
-      {.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/qwen35-f32.gguf", .n_threads = 1});
-  ASSERT_TRUE(e.ok()) << e.message();
+// The stats of a session of the hybrid fixture `name` under tova k=8 after 30 tokens.
+SessionStats hybrid_stats(const std::string& name) {
+  auto e = Engine::load({.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/" + name +
+                                       "-f32.gguf",
+                         .n_threads = 1});
+  EXPECT_TRUE(e.ok()) << e.message();
+  if (!e.ok()) return {};
   auto c = parse_cache_options("tova", 8);
-  ASSERT_TRUE(c.ok()) << c.message();
   auto s = (*e)->new_session({.cache = *c});
-  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return {};
   std::vector<int32_t> ids;
   for (int i = 0; i < 30; ++i) ids.push_back(1 + (i * 7) % 200);
-  ASSERT_TRUE((*s)->feed(ids).ok());
-  const SessionStats st = (*s)->stats();
-  ASSERT_EQ(st.layers.size(), 8u);
-  for (int il = 0; il < 8; ++il) {
-    SCOPED_TRACE(il);
-    const bool recurrent = il % 4 != 3;
-    EXPECT_EQ(st.layers[il].kind, recurrent ? "recurrent" : "bounded");
-    EXPECT_EQ(st.layers[il].n_held, recurrent ? 0 : 8);
-    EXPECT_EQ(st.layers[il].n_evicted, recurrent ? 0 : 30 - 8);
+  EXPECT_TRUE((*s)->feed(ids).ok());
+  return (*s)->stats();
+}
+
+// On the qwen35 fixture (three Gated DeltaNet layers before each attention layer, twice) and
+// the lfm2 fixture (gated short convolutions, attention at layers 2 and 5), through the same
+// code: the layers are listed in the model's order, every one of them, a recurrent one as
+// "recurrent" with nothing held or evicted; the recurrent kind is fixed bytes (qwen35: a conv
+// window of 128 channels x 3 and a 16 x 16 matrix per value head; lfm2: 64 channels x 2), the
+// bounded kind the budget.
+TEST(SessionStats, AHybridModelListsEveryLayerItsRecurrentOnesAsSuch) {
+  struct Case {
+    std::string name;
+    std::vector<int> attention;
+    int n_layer;
+    uint64_t recurrent_bytes;
+  };
+  for (const Case& k : {Case{"qwen35", {3, 7}, 8, 6u * (128 * 3 + 4 * 16 * 16) * 4},
+                        Case{"lfm2", {2, 5}, 6, 4u * 64 * 2 * 4}}) {
+    SCOPED_TRACE(k.name);
+    const SessionStats st = hybrid_stats(k.name);
+    ASSERT_EQ(st.layers.size(), static_cast<size_t>(k.n_layer));
+    for (int il = 0; il < k.n_layer; ++il) {
+      SCOPED_TRACE(il);
+      const bool recurrent =
+          std::find(k.attention.begin(), k.attention.end(), il) == k.attention.end();
+      EXPECT_EQ(st.layers[il].kind, recurrent ? "recurrent" : "bounded");
+      EXPECT_EQ(st.layers[il].n_held, recurrent ? 0 : 8);
+      EXPECT_EQ(st.layers[il].n_evicted, recurrent ? 0 : 30 - 8);
+    }
+    const StateKindStats* r = kind(st, "recurrent");
+    const StateKindStats* b = kind(st, "bounded");
+    ASSERT_NE(r, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(r->n_layer, k.n_layer - 2);
+    EXPECT_EQ(r->rows, 0);
+    EXPECT_EQ(r->bytes, k.recurrent_bytes);
+    EXPECT_EQ(b->n_layer, 2);
+    EXPECT_EQ(r->bytes + b->bytes, st.kv_capacity);
   }
-  const StateKindStats* r = kind(st, "recurrent");
-  const StateKindStats* b = kind(st, "bounded");
-  ASSERT_NE(r, nullptr);
-  ASSERT_NE(b, nullptr);
-  EXPECT_EQ(r->n_layer, 6);
-  EXPECT_EQ(r->rows, 0);
-  EXPECT_EQ(r->bytes, 6u * (128 * 3 + 4 * 16 * 16) * 4);
-  EXPECT_EQ(b->n_layer, 2);
-  EXPECT_EQ(r->bytes + b->bytes, st.kv_capacity);
 }
 
 }  // namespace

@@ -163,13 +163,16 @@ TEST(StateCache, AnUnusableSpillDirectoryIsAnErrorNamingTheField) {
 namespace tova {
 namespace {
 
-// A hybrid model (qwen35: Gated DeltaNet layers with recurrent states): a held state is only
-// ever continued whole. A prompt that shares part of its tokens and then differs finds nothing
-// (a recurrent state cannot be cut back to that shorter prefix); one that extends it continues
-// to the logits of feeding it whole.
-TEST(StateCache, AHybridModelsStateIsContinuedWholeOrNotAtAll) {
-  auto e = Engine::load({.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/qwen35-f32.gguf",
-                         .n_threads = 1});
+// A hybrid model (qwen35: Gated DeltaNet layers, lfm2: short convolutions, each with recurrent
+// states): a held state is only ever continued whole. A prompt that shares part of its tokens
+// and then differs finds nothing (a recurrent state cannot be cut back to that shorter prefix);
+// one that extends it continues to the logits of feeding it whole.
+class HybridStateCache : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HybridStateCache, AHybridModelsStateIsContinuedWholeOrNotAtAll) {
+  auto e = Engine::load(
+      {.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/" + GetParam() + "-f32.gguf",
+       .n_threads = 1});
   ASSERT_TRUE(e.ok()) << e.message();
   auto feed = [&](const std::vector<int32_t>& t) {
     auto s = (*e)->new_session(options());
@@ -207,6 +210,9 @@ TEST(StateCache, AHybridModelsStateIsContinuedWholeOrNotAtAll) {
   for (size_t i = 0; i < got.size(); ++i) max_diff = std::max(max_diff, std::abs(got[i] - want[i]));
   EXPECT_LE(max_diff, 1e-5f);
 }
+
+// qwen35's Gated DeltaNet states and lfm2's convolution states.
+INSTANTIATE_TEST_SUITE_P(Families, HybridStateCache, ::testing::Values("qwen35", "lfm2"));
 
 }  // namespace
 }  // namespace tova

@@ -79,5 +79,29 @@ TEST(TurnCheckpoint, ATemplateThatRendersTheAnswerInPlacePartsAtThePromptsEnd) {
   EXPECT_EQ(turn_boundary(prompt, probe), static_cast<int64_t>(prompt.size()));
 }
 
+// lfm2 (gated short convolutions: recurrent states, as qwen35's) with the real LFM2 template,
+// which renders an answer where the prompt left off (after "<|im_start|>assistant\n"): the
+// boundary is the prompt's end, so the answer's own state serves the next turn, whose prompt
+// begins with this one's tokens.
+TEST(TurnCheckpoint, Lfm2PartsAtThePromptsEnd) {
+  TOVA_REQUIRE_SHARED();
+  auto e = Engine::load(
+      {.model_path = std::string(TOVA_TEST_DATA_DIR) + "/arch/lfm2-f32.gguf", .n_threads = 1});
+  ASSERT_TRUE(e.ok()) << e.message();
+  const ChatOptions o{.chat_template = testing::shared_path("templates/LFM2-8B-A1B.jinja"),
+                      .add_generation_prompt = true};
+  std::vector<ChatMessage> m = {{.role = "system", .content = "Be brief."},
+                                {.role = "user", .content = "What is 2 + 2?"}};
+  const auto prompt = (*e)->chat_prompt(m, o);
+  const auto probe = (*e)->chat_prompt(next_turn_probe(m), o);
+  ASSERT_TRUE(prompt.ok() && probe.ok());
+  EXPECT_EQ(turn_boundary(*prompt, *probe), static_cast<int64_t>(prompt->size()));
+  m.push_back({.role = "assistant", .content = "It is 4."});
+  m.push_back({.role = "user", .content = "And 2 more?"});
+  const auto next = (*e)->chat_prompt(m, o);
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(turn_checkpoint_starts_with(*next, *prompt));
+}
+
 }  // namespace
 }  // namespace tova

@@ -74,6 +74,12 @@ TEST(PreTokenizer, Qwen35MarksJoinLetters) {
   EXPECT_EQ(pre_tokenizer_from_name("qwen35"), PreTokenizerKind::kQwen35);
 }
 
+// lfm2 files name their pre-tokenizer "lfm2": llama.cpp reads it as llama3's (the same split,
+// merges ignored for a word that is a token, BOS added).
+TEST(PreTokenizer, Lfm2IsLlama3s) {
+  EXPECT_EQ(pre_tokenizer_from_name("lfm2"), PreTokenizerKind::kLlama3);
+}
+
 TEST(PreTokenizer, DeepseekLlm) {
   EXPECT_EQ(words(PreTokenizerKind::kDeepseekLlm, "Hello, \xE4\xB8\x96\xE7\x95\x8C  "),
             (Words{"Hello", ",", " ", "\xE4\xB8\x96\xE7\x95\x8C", "  "}));

@@ -306,12 +306,13 @@ function renderState(s) {
     ['status', s.generating ? 'generating' : 'held for the next turn'],
   ];
   // Memory by kind of layer state: bounded K/V (the policy's budget), window K/V (the model's
-  // sliding window), recurrent states (a hybrid model's Gated DeltaNet layers: fixed size),
-  // shared K/V (Gemma 4 E2B/E4B's last layers: they read an earlier layer's K/V, hold none).
+  // sliding window), recurrent states (a hybrid model's Gated DeltaNet or short-convolution
+  // layers: fixed size), shared K/V (Gemma 4 E2B/E4B's last layers: they read an earlier
+  // layer's K/V, hold none).
   const recurrent = (t.memory_by_kind || []).find((k) => k.kind === 'recurrent');
   for (const k of t.memory_by_kind || []) {
     if (k.kind === 'recurrent') {
-      rows.push(['recurrent (DeltaNet)', `${k.layers} layers, ${formatBytes(k.bytes)} fixed`]);
+      rows.push(['recurrent', `${k.layers} layers, ${formatBytes(k.bytes)} fixed`]);
       continue;
     }
     if (k.kind === 'shared') {
@@ -348,7 +349,7 @@ function renderState(s) {
     const isRecurrent = t.layer_kinds && t.layer_kinds[i] === 'recurrent';
     if (isRecurrent) {
       name.textContent += 'r';
-      name.title = 'a recurrent (Gated DeltaNet) layer: a fixed-size state, no K/V';
+      name.title = 'a recurrent layer (Gated DeltaNet, short convolution): a fixed-size state, no K/V';
       row.dataset.kind = 'recurrent';
     }
     const isShared = t.layer_kinds && t.layer_kinds[i] === 'shared';
@@ -366,7 +367,7 @@ function renderState(s) {
     const nums = document.createElement('span');
     nums.className = 'nums';
     nums.textContent = isRecurrent && recurrent
-      ? `recurrent (DeltaNet): ${formatBytes(recurrent.bytes / recurrent.layers)} fixed`
+      ? `recurrent: ${formatBytes(recurrent.bytes / recurrent.layers)} fixed`
       : isShared ? "shared: reads an earlier layer's K/V"
         : `${held} held, ${t.tokens_evicted_per_layer[i]} out`;
     row.append(name, bar, nums);

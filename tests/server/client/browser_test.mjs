@@ -162,7 +162,7 @@ try {
   const hybrid = await startServer(['--max-tokens', '64'], { modelPath: qwen35 });
   servers.push(hybrid.url);
   try {
-    await check('a hybrid model: recurrent (DeltaNet) layers shown as fixed-size states',
+    await check('a hybrid model: recurrent layers shown as fixed-size states',
       async () => {
         await page.goto(hybrid.url);
         await page.waitForFunction(() => document.getElementById('model').textContent.length > 0);
@@ -181,8 +181,8 @@ try {
         // (128 conv channels x 3 taps + 4 heads x 16 x 16) floats per layer: 5.5 KiB.
         const nums = await page.$$eval('#layers .layer[data-kind="recurrent"] .nums',
           (ns) => ns.map((n) => n.textContent));
-        assert.deepEqual(nums, Array(6).fill('recurrent (DeltaNet): 5.5 KiB fixed'));
-        assert.equal(await page.textContent('[data-field="recurrent (DeltaNet)"]'),
+        assert.deepEqual(nums, Array(6).fill('recurrent: 5.5 KiB fixed'));
+        assert.equal(await page.textContent('[data-field="recurrent"]'),
           '6 layers, 33.0 KiB fixed');
         assert.match(await page.textContent('[data-field="bounded K/V"]'), /^2 layers, at most 8: /);
       });
