@@ -251,6 +251,11 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False)
                              "the training context from the model's metadata")
       .def_property_readonly("n_threads", &Engine::n_threads)
       .def_property_readonly("architecture", &Engine::architecture)
+      .def_property_readonly("weight_bytes", &Engine::weight_bytes,
+                             "bytes of weight data a forward pass streams")
+      .def_property_readonly("mtp_bytes", &Engine::mtp_bytes,
+                             "bytes of the file's multi-token prediction blocks (0: none)")
+      .def_property_readonly("n_mtp_blocks", &Engine::n_mtp_blocks)
       .def_property_readonly("load_seconds", &Engine::load_seconds)
       .def(
           "tokenize",

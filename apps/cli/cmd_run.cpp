@@ -191,6 +191,9 @@ void add_run_command(CLI::App& app) {
     print_piece("\n");
     or_fail(failed);
     RunReport report{.load_seconds = e.load_seconds(),
+                     .weight_bytes = e.weight_bytes(),
+                     .mtp_bytes = e.mtp_bytes(),
+                     .n_mtp_blocks = e.n_mtp_blocks(),
                      .stream = stream.stats(),
                      .finish = std::string(finish_name(stream.finish())),
                      .session_load_seconds = load_seconds,
@@ -211,6 +214,12 @@ void print_run_report(const RunReport& r) {
   };
   const StreamStats& st = r.stream;
   fmt::print(stderr, "\nload time    : {:8.2f} ms\n", r.load_seconds * 1e3);
+  fmt::print(stderr, "weights      : {} read per forward pass{}\n", format_bytes(r.weight_bytes),
+             r.n_mtp_blocks > 0
+                 ? fmt::format("; + {} in {} multi-token prediction block{} (loaded, not run)",
+                               format_bytes(r.mtp_bytes), r.n_mtp_blocks,
+                               r.n_mtp_blocks == 1 ? "" : "s")
+                 : std::string());
   fmt::print(stderr, "prompt       : {:8d} tokens in {:8.2f} ms ({})\n", st.n_prompt,
              st.prompt_seconds * 1e3, rate(st.n_prompt, st.prompt_seconds));
   fmt::print(stderr, "decode       : {:8d} tokens in {:8.2f} ms ({}); {} generated, {}\n",

@@ -65,6 +65,12 @@ class Engine {
   int n_layer() const;
   int n_head_kv() const;        // K/V heads per attention layer
   const std::string& architecture() const;  // general.architecture: "llama"
+  // Weight memory: bytes of weight data a forward pass streams, and those of the file's
+  // multi-token prediction (MTP) blocks, loaded and validated with it but not run by the main
+  // pass (0 bytes and 0 blocks without).
+  uint64_t weight_bytes() const;
+  uint64_t mtp_bytes() const;
+  int n_mtp_blocks() const;
 
   // Text. These need the tokenizer (loaded unless EngineOptions::need_tokenizer is false).
   bool has_tokenizer() const { return tokenizer_ != nullptr; }

@@ -47,6 +47,9 @@ int64_t Engine::n_ctx_train() const { return model_->config().n_ctx_train; }
 int Engine::n_layer() const { return model_->config().n_layer; }
 int Engine::n_head_kv() const { return model_->config().n_head_kv; }
 const std::string& Engine::architecture() const { return model_->config().arch_name; }
+uint64_t Engine::weight_bytes() const { return model_->weights().n_bytes; }
+uint64_t Engine::mtp_bytes() const { return model_->weights().n_bytes_nextn; }
+int Engine::n_mtp_blocks() const { return model_->config().n_nextn; }
 
 const tok::Tokenizer& Engine::tokenizer() const {
   TOVA_CHECK(tokenizer_ != nullptr);

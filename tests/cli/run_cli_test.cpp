@@ -23,6 +23,21 @@ TEST(Cli, RunStreamsAStoryAndReportsStats) {
   }
 }
 
+// A Qwen3.5 file with its multi-token prediction block (tests/data/arch/qwen35-mtp-f32.gguf):
+// it runs, and the report gives the block's bytes beside what the main pass reads.
+TEST(Cli, RunReportsTheWeightsAndTheMtpBlock) {
+  const std::string mtp = std::string(TOVA_TEST_DATA_DIR) + "/arch/qwen35-mtp-f32.gguf";
+  const CmdResult r = run_tova("run -m " + mtp + " -n 4 --temp 0 -t 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("weights      : 1.05 MiB read per forward pass; + 281.5 KiB in 1 "
+                       "multi-token prediction block (loaded, not run)"),
+            std::string::npos)
+      << r.err;
+  const CmdResult plain = run_tova("run -n 4 --temp 0 -t 2");  // the bundled model
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_NE(plain.err.find("read per forward pass\n"), std::string::npos) << plain.err;
+}
+
 TEST(Cli, RunUsesTheBundledModelByDefault) {
   const CmdResult r = run_tova("run -n 8 --temp 0");
   ASSERT_EQ(r.code, 0) << r.err;
