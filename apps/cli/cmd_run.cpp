@@ -28,6 +28,7 @@ void add_run_command(CLI::App& app) {
     ModelFlags model;
     CacheFlags cache;
     SamplingFlags sampling;
+    SpecFlags spec;
     std::string prompt = "Once upon a time";
     std::string prompt_file;
     int n_predict = 256;
@@ -82,6 +83,7 @@ void add_run_command(CLI::App& app) {
       ->excludes(grammar_opt);
   flags->sampling.add(*cmd);
   flags->cache.add(*cmd);
+  flags->spec.add(*cmd);
   cmd->callback([flags, prompt_opt, ctx_opt] {
     const Flags& f = *flags;
     CacheOptions cache = or_fail(f.cache.options());
@@ -103,7 +105,11 @@ void add_run_command(CLI::App& app) {
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
     std::string prompt = resume && prompt_opt->count() == 0 ? std::string() : f.prompt;
     if (!f.prompt_file.empty()) prompt = or_fail(read_text_file(f.prompt_file));
-    const auto engine = or_fail(f.model.load());
+    const SpeculativeOptions spec = or_fail(f.spec.options());
+    EngineOptions eo = f.model.engine_options();
+    f.spec.apply(eo);
+    f.model.gpu.note();
+    const auto engine = or_fail(Engine::load(eo));
     const Engine& e = *engine;
     const std::vector<int32_t> ids =
         f.chat_prompt && !resume ? e.chat_tokens(prompt) : e.tokenize(prompt, !resume);
@@ -115,7 +121,8 @@ void add_run_command(CLI::App& app) {
                             .n_prompt_hint = n_prompt,
                             .n_batch = f.n_batch,
                             // A resumed state is converted to the K/V types given.
-                            .kv_override = f.cache.kv_type.override_of_saved()};
+                            .kv_override = f.cache.kv_type.override_of_saved(),
+                            .speculative = spec};
     std::unique_ptr<Session> session;
     double load_seconds = 0;
     uint64_t loaded_bytes = 0;
@@ -237,6 +244,13 @@ void print_run_report(const RunReport& r) {
 }
 
 void print_kv_stats(const SessionStats& kv) {
+  const SpeculationStats& sp = kv.speculation;
+  if (!sp.type.empty()) {
+    fmt::print(stderr,
+               "speculation  : {}, {} verify steps, {} drafted, {} accepted ({:.1f} % "
+               "acceptance)\n",
+               sp.type, sp.n_steps, sp.n_drafted, sp.n_accepted, 100.0 * sp.acceptance());
+  }
   fmt::print(stderr,
              "multi-state  : policy {}, budget {}, K/V held {} of {} allocated ({}), {} tokens "
              "seen\n",
