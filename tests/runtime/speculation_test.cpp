@@ -183,6 +183,65 @@ TEST(Speculation, NgramSimpleIsExactAndDrafts) {
   EXPECT_GT(spec.spec.n_steps, 0);
 }
 
+// n tokens generated after what the session holds: those it queued and fed, then the last one
+// (sampled, not queued: TextStream::unfed).
+std::vector<int32_t> continue_for(Session& s, int n, int32_t* unfed) {
+  const size_t before = s.history().size();
+  TextStream ts(s, {.max_tokens = n, .ignore_eos = true});
+  while (!ts.done()) {
+    auto p = ts.next();
+    EXPECT_TRUE(p.ok()) << p.message();
+    if (!p.ok()) break;
+  }
+  std::vector<int32_t> out(s.history().begin() + static_cast<long>(before), s.history().end());
+  out.push_back(ts.unfed());
+  *unfed = ts.unfed();
+  return out;
+}
+
+// A session cloned and saved while drafts of a verify step are outstanding (each settles them
+// first) continues exactly as decoding without speculation does; so do its clone and its file.
+TEST(Speculation, ClonesAndSessionFilesMidSpeculationStayExact) {
+  TOVA_REQUIRE_SHARED();
+  const Engine& e = engine("qwen35");  // DeltaNet states and K/V, both undone and saved
+  const CacheOptions c = cache_of("h2o", 12);
+  const std::vector<int32_t> prompt = prompt_of(e);
+  const SamplerParams greedy{.temp = 0};
+  const GenRun plain = generate(e, c, greedy, prompt, 41);
+  std::vector<int32_t> ref = prompt;
+  ref.insert(ref.end(), plain.tokens.begin(), plain.tokens.end());
+  const SpeculativeOptions so{.type = "ngram-simple", .n_max = 6};
+  int n_outstanding = 0;  // splits that left drafts outstanding (the settling path)
+  for (int split = 16; split <= 24; ++split) {
+    SCOPED_TRACE(split);
+    const std::vector<int32_t> head(plain.tokens.begin(), plain.tokens.begin() + split);
+    const std::vector<int32_t> tail(plain.tokens.begin() + split, plain.tokens.end());
+    auto s = e.new_session({.cache = c, .sampling = greedy, .speculative = so});
+    ASSERT_TRUE(s.ok()) << s.message();
+    runtime::SessionAccess::impl(**s).spec = std::make_unique<runtime::Speculation>(
+        so, std::make_unique<OracleDrafter>(ref, prompt.size(), e.n_vocab()));
+    (*s)->queue(prompt);
+    int32_t unfed = -1;
+    EXPECT_EQ(continue_for(**s, split, &unfed), head);
+    n_outstanding += runtime::SessionAccess::impl(**s).spec->n_outstanding() > 0;
+    EXPECT_EQ((*s)->n_seen(), static_cast<int64_t>((*s)->history().size()));
+    std::unique_ptr<Session> copy = (*s)->clone();
+    const std::string path = ::testing::TempDir() + "/spec_mid.session";
+    auto saved = (*s)->save(path, {.unfed = unfed});
+    ASSERT_TRUE(saved.ok()) << saved.message();
+    const int n = 41 - split;
+    int32_t u = -1;
+    (*s)->queue(unfed);
+    EXPECT_EQ(continue_for(**s, n, &u), tail);
+    copy->queue(unfed);
+    EXPECT_EQ(continue_for(*copy, n, &u), tail);
+    auto loaded = e.load_session(path, {.cache = c, .sampling = greedy, .speculative = so});
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    EXPECT_EQ(continue_for(*loaded->session, n, &u), tail);  // ngram-simple drafts on it
+  }
+  EXPECT_GT(n_outstanding, 0);
+}
+
 // The n-gram lookup as llama.cpp's common_ngram_simple_draft computes it, on a hand-made
 // history: the latest earlier occurrence of the last size_n tokens, what followed it.
 TEST(Speculation, NgramSimpleLooksUpTheLatestEarlierOccurrence) {
