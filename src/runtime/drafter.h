@@ -29,7 +29,8 @@ class Drafter {
 };
 
 // The drafters (make_drafter in speculation.cpp picks one by SpeculativeOptions::type).
-std::unique_ptr<Drafter> make_ngram_simple(const SpeculativeOptions& o);  // drafter_ngram_simple.cpp
+// llama.cpp's ngram-simple (drafter_ngram_simple.cpp).
+std::unique_ptr<Drafter> make_ngram_simple(const SpeculativeOptions& o);
 // A greedy draft model (drafter_model.cpp): e.draft_model() with its own multi-state under
 // `cache` (its own policy and budget).
 Result<std::unique_ptr<Drafter>> make_model_drafter(const Engine& e, const SpeculativeOptions& o,

@@ -23,8 +23,13 @@ class ModelDrafter : public Drafter {
       : e_(&e), m_(&m), cache_(cache), p_min_(p_min), logits_(m.config().n_vocab) {}
 
   ModelDrafter(const ModelDrafter& o)
-      : e_(o.e_), m_(o.m_), cache_(o.cache_), p_min_(o.p_min_),
-        state_(o.state_ ? o.state_->clone() : nullptr), fed_(o.fed_), logits_(o.logits_) {}
+      : e_(o.e_),
+        m_(o.m_),
+        cache_(o.cache_),
+        p_min_(o.p_min_),
+        state_(o.state_ ? o.state_->clone() : nullptr),
+        fed_(o.fed_),
+        logits_(o.logits_) {}
 
   Result<std::vector<int32_t>> draft(std::span<const int32_t> history, int n_max) override {
     std::vector<int32_t> out;
@@ -40,8 +45,8 @@ class ModelDrafter : public Drafter {
       common = 0;
     }
     if (common < history.size()) {
-      TOVA_RETURN_IF_ERROR(feed(*m_, e_->pool(), scratch_, *state_, history.subspan(common), 512,
-                                logits_.data()));
+      TOVA_RETURN_IF_ERROR(
+          feed(*m_, e_->pool(), scratch_, *state_, history.subspan(common), 512, logits_.data()));
       fed_.assign(history.begin(), history.end());
     }
     std::unique_ptr<kv::MultiState> checkpoint = state_->clone();
@@ -79,8 +84,7 @@ class ModelDrafter : public Drafter {
 Result<std::unique_ptr<Drafter>> make_model_drafter(const Engine& e, const SpeculativeOptions& o,
                                                     const CacheOptions& cache) {
   if (e.draft_model() == nullptr) {
-    return make_error("--spec-type {} needs a draft model (-md / --spec-draft-model FILE)",
-                      o.type);
+    return make_error("--spec-type {} needs a draft model (-md / --spec-draft-model FILE)", o.type);
   }
   CacheOptions c = cache;
   c.prefill = PrefillMode{};  // the draft's steps are exact (one token at a time after the sync)

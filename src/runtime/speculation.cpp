@@ -10,8 +10,8 @@ namespace tova {
 
 namespace {
 // llama.cpp's names (common/speculative.cpp) that tova recognizes but does not implement.
-constexpr const char* kNotImplemented[] = {"ngram-mod",    "draft-mtp",     "draft-eagle3",
-                                           "draft-dflash", "ngram-map-k",   "ngram-map-k4v",
+constexpr const char* kNotImplemented[] = {"ngram-mod",    "draft-mtp",   "draft-eagle3",
+                                           "draft-dflash", "ngram-map-k", "ngram-map-k4v",
                                            "ngram-cache",  "draft-dspark"};
 constexpr int kMaxDraft = 256;
 }  // namespace
@@ -35,19 +35,17 @@ Status validate_speculative(const SpeculativeOptions& o) {
                       o.n_max, kMaxDraft);
   }
   if (o.n_min < 0 || o.n_min > o.n_max) {
-    return make_error("--spec-draft-n-min {}: must be between 0 and --spec-draft-n-max {}",
-                      o.n_min, o.n_max);
+    return make_error("--spec-draft-n-min {}: must be between 0 and --spec-draft-n-max {}", o.n_min,
+                      o.n_max);
   }
   if (!(o.p_min >= 0.f && o.p_min <= 1.f)) {
     return make_error("--spec-draft-p-min {}: must be in [0, 1]", o.p_min);
   }
   if (o.ngram_size_n < 1 || o.ngram_size_n > 1024) {
-    return make_error("--spec-ngram-simple-size-n {}: must be between 1 and 1024",
-                      o.ngram_size_n);
+    return make_error("--spec-ngram-simple-size-n {}: must be between 1 and 1024", o.ngram_size_n);
   }
   if (o.ngram_size_m < 1 || o.ngram_size_m > 1024) {
-    return make_error("--spec-ngram-simple-size-m {}: must be between 1 and 1024",
-                      o.ngram_size_m);
+    return make_error("--spec-ngram-simple-size-m {}: must be between 1 and 1024", o.ngram_size_m);
   }
   return ok_status();
 }
@@ -152,9 +150,10 @@ Result<std::unique_ptr<Speculation>> make_speculation(const Engine& e, const Spe
   if (!o.on()) return std::unique_ptr<Speculation>();
   TOVA_RETURN_IF_ERROR(validate_speculative(o));
   if (!cache.prefill.exact()) {
-    return make_error("--spec-type {} needs exact prefill, not {}: a verify step must change the "
-                      "multi-state as single steps would, and chunk:C evicts at chunk ends",
-                      o.type, cache.prefill.label());
+    return make_error(
+        "--spec-type {} needs exact prefill, not {}: a verify step must change the "
+        "multi-state as single steps would, and chunk:C evicts at chunk ends",
+        o.type, cache.prefill.label());
   }
   std::unique_ptr<Drafter> d;
   if (o.type == "ngram-simple") {
@@ -169,29 +168,32 @@ Status check_same_vocabulary(const model::Model& target, const model::Model& dra
   const std::string& a = target.file().path();
   const std::string& b = draft.file().path();
   if (target.config().n_vocab != draft.config().n_vocab) {
-    return make_error("draft model '{}' has a vocabulary of {} tokens, model '{}' {}: a draft "
-                      "model must share the model's vocabulary",
-                      b, draft.config().n_vocab, a, target.config().n_vocab);
+    return make_error(
+        "draft model '{}' has a vocabulary of {} tokens, model '{}' {}: a draft "
+        "model must share the model's vocabulary",
+        b, draft.config().n_vocab, a, target.config().n_vocab);
   }
   const io::GgufValue* ta = target.file().find("tokenizer.ggml.tokens");
   const io::GgufValue* tb = draft.file().find("tokenizer.ggml.tokens");
   if ((ta == nullptr) != (tb == nullptr)) {
-    return make_error("draft model '{}' {} token texts, model '{}' {}: cannot check that they "
-                      "share a vocabulary",
-                      b, tb ? "has" : "has no", a, ta ? "has" : "has no");
+    return make_error(
+        "draft model '{}' {} token texts, model '{}' {}: cannot check that they "
+        "share a vocabulary",
+        b, tb ? "has" : "has no", a, ta ? "has" : "has no");
   }
   if (ta == nullptr) return ok_status();
   const size_t n = std::min(ta->arr.size(), tb->arr.size());
   for (size_t i = 0; i < n; ++i) {
     if (ta->arr[i].str != tb->arr[i].str) {
-      return make_error("draft model '{}' has another vocabulary than model '{}': token {} is "
-                        "'{}' there, '{}' here",
-                        b, a, i, tb->arr[i].str, ta->arr[i].str);
+      return make_error(
+          "draft model '{}' has another vocabulary than model '{}': token {} is "
+          "'{}' there, '{}' here",
+          b, a, i, tb->arr[i].str, ta->arr[i].str);
     }
   }
   if (ta->arr.size() != tb->arr.size()) {
-    return make_error("draft model '{}' lists {} token texts, model '{}' {}", b, tb->arr.size(),
-                      a, ta->arr.size());
+    return make_error("draft model '{}' lists {} token texts, model '{}' {}", b, tb->arr.size(), a,
+                      ta->arr.size());
   }
   return ok_status();
 }

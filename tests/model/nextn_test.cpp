@@ -31,13 +31,12 @@ struct Rewrite {
   std::vector<std::string> drop;
   std::vector<std::pair<std::string, io::GgufValue>> keys;
   std::vector<std::string> drop_keys;
-  bool remove_block = false;                     // no block, block_count 4, no nextn key
-  std::vector<int64_t> eh_proj_dims;             // non-empty: eh_proj reshaped (same bytes)
-  std::string extra;                             // non-empty: a copy of enorm under this name
+  bool remove_block = false;          // no block, block_count 4, no nextn key
+  std::vector<int64_t> eh_proj_dims;  // non-empty: eh_proj reshaped (same bytes)
+  std::string extra;                  // non-empty: a copy of enorm under this name
 };
 
-Result<std::unique_ptr<model::Model>> load_rewritten(const std::string& family,
-                                                     const Rewrite& r) {
+Result<std::unique_ptr<model::Model>> load_rewritten(const std::string& family, const Rewrite& r) {
   TOVA_ASSIGN_OR_RETURN(auto f, io::GgufFile::open(mtp_fixture(family), io::GgufFile::Load::kRead));
   const std::string a = family + ".";
   io::GgufWriter out;
@@ -81,8 +80,8 @@ TEST_P(Mtp, TheBlockLoadsOnceBesideTheMainStack) {
   const model::NextnWeights& n = w.nextn[0];
   EXPECT_EQ(n.layer.mixer_kind, model::MixerKind::kAttention);
   EXPECT_TRUE(n.layer.q_gate);
-  EXPECT_EQ(n.layer.ffn_kind, GetParam() == "qwen35" ? model::FfnKind::kDense
-                                                      : model::FfnKind::kMoe);
+  EXPECT_EQ(n.layer.ffn_kind,
+            GetParam() == "qwen35" ? model::FfnKind::kDense : model::FfnKind::kMoe);
   EXPECT_EQ(n.eh_proj.n_in, 2 * c.n_embd);
   EXPECT_EQ(n.eh_proj.n_out, c.n_embd);
   EXPECT_EQ(n.enorm.size(), static_cast<size_t>(c.n_embd));
@@ -127,9 +126,9 @@ TEST_P(Mtp, MainLogitsAreTheFileWithoutTheBlocksBitForBit) {
 TEST_P(Mtp, AMalformedBlockIsOneErrorNamingTheTensor) {
   const std::string& f = GetParam();
   ASSERT_EQ(load_error(f, {}), "");
-  std::vector<std::string> tensors = {"blk.4.nextn.eh_proj.weight", "blk.4.nextn.enorm.weight",
-                                      "blk.4.nextn.hnorm.weight", "blk.4.attn_q.weight",
-                                      "blk.4.attn_k_norm.weight", "blk.4.attn_output.weight",
+  std::vector<std::string> tensors = {"blk.4.nextn.eh_proj.weight",      "blk.4.nextn.enorm.weight",
+                                      "blk.4.nextn.hnorm.weight",        "blk.4.attn_q.weight",
+                                      "blk.4.attn_k_norm.weight",        "blk.4.attn_output.weight",
                                       "blk.4.post_attention_norm.weight"};
   if (f == "qwen35moe") {
     tensors.push_back("blk.4.ffn_gate_exps.weight");
@@ -152,8 +151,7 @@ TEST_P(Mtp, AMalformedBlockIsOneErrorNamingTheTensor) {
   EXPECT_NE(e.find("'blk.4.nextn.unknown.weight' is not used"), std::string::npos) << e;
   // The key: as many blocks as block_count leaves no main layer.
   e = load_error(f, {.keys = {{f + ".nextn_predict_layers", io::GgufValue::make_u32(5)}}});
-  EXPECT_NE(e.find(f + ".nextn_predict_layers 5 leaves no main layer of " + f +
-                   ".block_count 5"),
+  EXPECT_NE(e.find(f + ".nextn_predict_layers 5 leaves no main layer of " + f + ".block_count 5"),
             std::string::npos)
       << e;
   // Two blocks claimed, one there: the main stack is 3 DeltaNet layers, no attention layer.

@@ -70,8 +70,8 @@ struct GenRun {
 };
 
 GenRun generate(const Engine& e, const CacheOptions& cache, const SamplerParams& sampling,
-             const std::vector<int32_t>& prompt, int n, const SpeculativeOptions& spec = {},
-             std::unique_ptr<runtime::Drafter> drafter = nullptr) {
+                const std::vector<int32_t>& prompt, int n, const SpeculativeOptions& spec = {},
+                std::unique_ptr<runtime::Drafter> drafter = nullptr) {
   SessionOptions so{.cache = cache, .sampling = sampling, .speculative = spec};
   auto s = e.new_session(so);
   EXPECT_TRUE(s.ok()) << s.message();
@@ -107,8 +107,8 @@ CacheOptions cache_of(const std::string& policy, int budget, kv::KvType t = kv::
 }
 
 // Greedy with speculation (oracle drafts, right and wrong) equals greedy without it.
-void expect_exact(const std::string& fixture, const std::string& policy, int budget,
-                  kv::KvType t, int n = 40) {
+void expect_exact(const std::string& fixture, const std::string& policy, int budget, kv::KvType t,
+                  int n = 40) {
   SCOPED_TRACE(fixture + " " + policy + " " + std::string(tova::kv_type_name(t)));
   const Engine& e = engine(fixture);
   const CacheOptions c = cache_of(policy, budget, t);
@@ -120,7 +120,7 @@ void expect_exact(const std::string& fixture, const std::string& policy, int bud
   ref.insert(ref.end(), plain.tokens.begin(), plain.tokens.end());
   const SpeculativeOptions so{.type = "ngram-simple", .n_max = 5};
   const GenRun spec = generate(e, c, greedy, prompt, n, so,
-                            std::make_unique<OracleDrafter>(ref, prompt.size(), e.n_vocab()));
+                               std::make_unique<OracleDrafter>(ref, prompt.size(), e.n_vocab()));
   EXPECT_EQ(spec.tokens, plain.tokens);
   EXPECT_GT(spec.spec.n_accepted, 0);
   EXPECT_LT(spec.spec.n_accepted, spec.spec.n_drafted);  // some drafts were rejected
@@ -161,7 +161,7 @@ TEST(Speculation, SampledTextEqualsWithoutSpeculation) {
   ref.insert(ref.end(), plain.tokens.begin(), plain.tokens.end());
   const SpeculativeOptions so{.type = "ngram-simple", .n_max = 4};
   const GenRun spec = generate(e, c, sampled, prompt, 40, so,
-                            std::make_unique<OracleDrafter>(ref, prompt.size(), e.n_vocab()));
+                               std::make_unique<OracleDrafter>(ref, prompt.size(), e.n_vocab()));
   EXPECT_EQ(spec.tokens, plain.tokens);
   EXPECT_GT(spec.spec.n_accepted, 0);
 }
@@ -176,8 +176,8 @@ TEST(Speculation, NgramSimpleIsExactAndDrafts) {
   const CacheOptions c = cache_of("full", 0);
   const SamplerParams greedy{.temp = 0};
   const GenRun plain = generate(e, c, greedy, prompt, 48);
-  const SpeculativeOptions so{.type = "ngram-simple", .n_max = 8, .ngram_size_n = 2,
-                              .ngram_size_m = 8};
+  const SpeculativeOptions so{
+      .type = "ngram-simple", .n_max = 8, .ngram_size_n = 2, .ngram_size_m = 8};
   const GenRun spec = generate(e, c, greedy, prompt, 48, so);
   EXPECT_EQ(spec.tokens, plain.tokens);
   EXPECT_GT(spec.spec.n_steps, 0);
