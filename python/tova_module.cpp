@@ -95,9 +95,15 @@ py::dict stats_dict(const SessionStats& s) {
         "held_bytes"_a = k.held_bytes);
   }
   const py::object budget = s.budget < 0 ? py::object(py::none()) : py::object(py::int_(s.budget));
+  // Speculative decoding (SessionStats::speculation): zeros and type "" when off.
+  const SpeculationStats& sp = s.speculation;
+  const py::dict speculation("type"_a = sp.type, "n_steps"_a = sp.n_steps,
+                             "n_drafted"_a = sp.n_drafted, "n_accepted"_a = sp.n_accepted,
+                             "acceptance"_a = sp.acceptance());
   return py::dict("policy"_a = s.policy, "budget"_a = budget,
                   "cache"_a = s.cache, "kv_capacity"_a = s.kv_capacity, "kv_held"_a = s.kv_held,
-                  "n_seen"_a = s.n_seen, "layers"_a = layers, "kinds"_a = kinds);
+                  "n_seen"_a = s.n_seen, "layers"_a = layers, "kinds"_a = kinds,
+                  "speculation"_a = speculation);
 }
 
 // Records as the JSON files hold them: the library's JSON, read by Python's json module.
@@ -230,27 +236,36 @@ void bind_engine(py::module_& m) {
   py::class_<Engine, std::shared_ptr<Engine>>(m, "Engine", R"(A loaded GGUF model, its tokenizer and the
 thread pool that runs it. Immutable and shared by its sessions.
 
-Engine(path=None, threads=0, f32_activations=False, mmap=False)
-  path: a GGUF file (None: the bundled stories260K); threads: 0 = every core.)")
+Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None)
+  path: a GGUF file (None: the bundled stories260K); threads: 0 = every core;
+  draft_model: a GGUF with the same vocabulary, for speculative decoding (spec_type
+  "draft-simple" in Engine.session).)")
       .def(py::init([](std::optional<std::string> path, int threads, bool f32_activations,
-                       bool mmap) {
+                       bool mmap, std::optional<std::string> draft_model) {
              EngineOptions o{.model_path = path ? *path : default_model(),
                              .n_threads = threads,
                              .f32_activations = f32_activations,
-                             .mmap = mmap};
+                             .mmap = mmap,
+                             .draft_model_path = draft_model ? *draft_model : std::string()};
              Result<std::unique_ptr<Engine>> e = [&] {
                py::gil_scoped_release release;
                return Engine::load(o);
              }();
              return std::shared_ptr<Engine>(unwrap(std::move(e)));
            }),
-           "path"_a = py::none(), "threads"_a = 0, "f32_activations"_a = false, "mmap"_a = false)
+           "path"_a = py::none(), "threads"_a = 0, "f32_activations"_a = false, "mmap"_a = false,
+           "draft_model"_a = py::none())
       .def_property_readonly("path", &Engine::path, "the model file")
       .def_property_readonly("n_vocab", &Engine::n_vocab)
       .def_property_readonly("n_ctx_train", &Engine::n_ctx_train,
                              "the training context from the model's metadata")
       .def_property_readonly("n_threads", &Engine::n_threads)
       .def_property_readonly("architecture", &Engine::architecture)
+      .def_property_readonly("weight_bytes", &Engine::weight_bytes,
+                             "bytes of weight data a forward pass streams")
+      .def_property_readonly("mtp_bytes", &Engine::mtp_bytes,
+                             "bytes of the file's multi-token prediction blocks (0: none)")
+      .def_property_readonly("n_mtp_blocks", &Engine::n_mtp_blocks)
       .def_property_readonly("load_seconds", &Engine::load_seconds)
       .def(
           "tokenize",
@@ -286,12 +301,20 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False)
           [](const std::shared_ptr<Engine>& e, const std::string& policy, int budget,
              const std::string& prefill, const std::string& positions, const std::string& kv_type,
              float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
-             int repeat_last_n, std::optional<uint64_t> seed, int n_batch) {
+             int repeat_last_n, std::optional<uint64_t> seed, int n_batch,
+             const std::string& spec_type, int spec_draft_n_max, int spec_draft_n_min,
+             float spec_draft_p_min, int spec_ngram_size_n, int spec_ngram_size_m) {
             SessionOptions o{
                 .cache = unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
                 .sampling = sampler(temperature, top_k, top_p, min_p, repeat_penalty,
                                     repeat_last_n, seed),
-                .n_batch = n_batch};
+                .n_batch = n_batch,
+                .speculative = {.type = spec_type,
+                                .n_max = spec_draft_n_max,
+                                .n_min = spec_draft_n_min,
+                                .p_min = spec_draft_p_min,
+                                .ngram_size_n = spec_ngram_size_n,
+                                .ngram_size_m = spec_ngram_size_m}};
             // The session holds the engine: it lives as long as any of its sessions.
             std::unique_ptr<Session> s = unwrap(e->new_session(o));
             return std::shared_ptr<Session>(s.release(),
@@ -300,11 +323,15 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False)
           "policy"_a = "full", "budget"_a = 0, "prefill"_a = "exact", "positions"_a = "absolute",
           "kv_type"_a = "f32", "temperature"_a = 0.8f, "top_k"_a = 40, "top_p"_a = 0.95f,
           "min_p"_a = 0.05f, "repeat_penalty"_a = 1.0f, "repeat_last_n"_a = 64,
-          "seed"_a = py::none(), "n_batch"_a = 512,
+          "seed"_a = py::none(), "n_batch"_a = 512, "spec_type"_a = "",
+          "spec_draft_n_max"_a = 16, "spec_draft_n_min"_a = 0, "spec_draft_p_min"_a = 0.75f,
+          "spec_ngram_size_n"_a = 12, "spec_ngram_size_m"_a = 48,
           R"(A new session (a multi-state with its sampler and history).
 policy: one of tova.policies() (NAME or NAME:ARG); budget: states kept per layer (bounded
 policies); prefill: exact | chunk:C | chunk:inf; positions: absolute | gap | rank;
-kv_type: K/V storage (f32 | f16 | bf16 | q8_0 | q4_0, or k=TYPE,v=TYPE); temperature 0 = greedy; seed None = random.)")
+kv_type: K/V storage (f32 | f16 | bf16 | q8_0 | q4_0, or k=TYPE,v=TYPE); temperature 0 = greedy; seed None = random.
+spec_type: speculative decoding, "ngram-simple" or "draft-simple" (Engine's draft_model), with
+llama.cpp's --spec-* options as spec_*; the text is the same as without it.)")
       .def(
           "load_session",
           [](const std::shared_ptr<Engine>& e, const std::string& path, float temperature,

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Writes the architecture fixtures (tests/data/arch/*.gguf, by `tova make-random --arch`) and
 # their golden data from llama.cpp: logits of every position of ../shared/golden/tokens-128.json
-# and the 64-token greedy continuation of its first 16 tokens.
+# and the 64-token greedy continuation of its first 16 tokens. The *-mtp fixtures carry a
+# multi-token prediction block (nextn_predict_layers 1): llama.cpp's main model skips it, so
+# their goldens are the main model's.
 #
 # llama.cpp is built OUTSIDE the repository (never committed): LLAMA_DIR (default
 # /work/ext/llama.cpp, build in $LLAMA_DIR/build, CPU, Release). Goldens committed with this
@@ -35,7 +37,8 @@ mkdir -p "$OUT"
   echo "dumper: scripts/llama_dump.cpp MODEL tokens-128.json LOGITS 16 64 GREEDY"
   echo "        scripts/llama_dump.cpp --evict 32 {0,4} {qwen3,gemma3,gpt-oss,smollm3,gemma4,gemma4e}-f32.gguf tokens-128.json LOGITS"
 } > "$OUT/SOURCE"
-for arch in llama3 qwen3 qwen2 mistral phi3 gemma2 gemma3 mixtral qwen2moe qwen3moe gpt-oss smollm3 gemma4 gemma4e gemma4moe qwen35 qwen35moe lfm2 lfm2moe; do
+for arch in llama3 qwen3 qwen2 mistral phi3 gemma2 gemma3 mixtral qwen2moe qwen3moe gpt-oss smollm3 gemma4 gemma4e gemma4moe qwen35 qwen35moe \
+    qwen35-mtp qwen35moe-mtp lfm2 lfm2moe; do
   wanted "$arch" || continue
   "$BUILD/bin/tova" make-random --arch "$arch" --type f32 -t 1 -o "$OUT/$arch-f32.gguf"
   "$TMP/llama_dump" "$OUT/$arch-f32.gguf" "$SHARED/golden/tokens-128.json" \

@@ -110,6 +110,7 @@ void add_chat_command(CLI::App& app) {
     ModelFlags model;
     CacheFlags cache;
     SamplingFlags sampling;
+    SpecFlags spec;
     std::string chat_template;
     std::string system;
     std::string session;
@@ -138,16 +139,22 @@ void add_chat_command(CLI::App& app) {
                 "keep answering past end-of-generation tokens (up to -n)");
   flags->sampling.add(*cmd);
   flags->cache.add(*cmd);
+  flags->spec.add(*cmd);
   cmd->callback([flags] {
     const Flags& f = *flags;
     const CacheOptions cache = or_fail(f.cache.options());
-    const auto engine = or_fail(f.model.load());
+    const SpeculativeOptions spec = or_fail(f.spec.options());
+    EngineOptions eo = f.model.engine_options();
+    f.spec.apply(eo);
+    f.model.gpu.note();
+    const auto engine = or_fail(Engine::load(eo));
     const Engine& e = *engine;
     // A resumed conversation keeps its cache options; --kv-type, -ctk, -ctv and --kv-rotate
     // convert its state.
     const SessionOptions so{.cache = cache,
                             .sampling = f.sampling.params(),
-                            .kv_override = f.cache.kv_type.override_of_saved()};
+                            .kv_override = f.cache.kv_type.override_of_saved(),
+                            .speculative = spec};
     // A conversation to resume: its template, messages and state come from the file.
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
     ChatNote chat{.chat_template = f.chat_template};

@@ -28,6 +28,7 @@ void add_run_command(CLI::App& app) {
     ModelFlags model;
     CacheFlags cache;
     SamplingFlags sampling;
+    SpecFlags spec;
     std::string prompt = "Once upon a time";
     std::string prompt_file;
     int n_predict = 256;
@@ -82,6 +83,7 @@ void add_run_command(CLI::App& app) {
       ->excludes(grammar_opt);
   flags->sampling.add(*cmd);
   flags->cache.add(*cmd);
+  flags->spec.add(*cmd);
   cmd->callback([flags, prompt_opt, ctx_opt] {
     const Flags& f = *flags;
     CacheOptions cache = or_fail(f.cache.options());
@@ -103,7 +105,11 @@ void add_run_command(CLI::App& app) {
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
     std::string prompt = resume && prompt_opt->count() == 0 ? std::string() : f.prompt;
     if (!f.prompt_file.empty()) prompt = or_fail(read_text_file(f.prompt_file));
-    const auto engine = or_fail(f.model.load());
+    const SpeculativeOptions spec = or_fail(f.spec.options());
+    EngineOptions eo = f.model.engine_options();
+    f.spec.apply(eo);
+    f.model.gpu.note();
+    const auto engine = or_fail(Engine::load(eo));
     const Engine& e = *engine;
     const std::vector<int32_t> ids =
         f.chat_prompt && !resume ? e.chat_tokens(prompt) : e.tokenize(prompt, !resume);
@@ -115,7 +121,8 @@ void add_run_command(CLI::App& app) {
                             .n_prompt_hint = n_prompt,
                             .n_batch = f.n_batch,
                             // A resumed state is converted to the K/V types given.
-                            .kv_override = f.cache.kv_type.override_of_saved()};
+                            .kv_override = f.cache.kv_type.override_of_saved(),
+                            .speculative = spec};
     std::unique_ptr<Session> session;
     double load_seconds = 0;
     uint64_t loaded_bytes = 0;
@@ -191,6 +198,9 @@ void add_run_command(CLI::App& app) {
     print_piece("\n");
     or_fail(failed);
     RunReport report{.load_seconds = e.load_seconds(),
+                     .weight_bytes = e.weight_bytes(),
+                     .mtp_bytes = e.mtp_bytes(),
+                     .n_mtp_blocks = e.n_mtp_blocks(),
                      .stream = stream.stats(),
                      .finish = std::string(finish_name(stream.finish())),
                      .session_load_seconds = load_seconds,
@@ -211,6 +221,12 @@ void print_run_report(const RunReport& r) {
   };
   const StreamStats& st = r.stream;
   fmt::print(stderr, "\nload time    : {:8.2f} ms\n", r.load_seconds * 1e3);
+  fmt::print(stderr, "weights      : {} read per forward pass{}\n", format_bytes(r.weight_bytes),
+             r.n_mtp_blocks > 0
+                 ? fmt::format("; + {} in {} multi-token prediction block{} (loaded, not run)",
+                               format_bytes(r.mtp_bytes), r.n_mtp_blocks,
+                               r.n_mtp_blocks == 1 ? "" : "s")
+                 : std::string());
   fmt::print(stderr, "prompt       : {:8d} tokens in {:8.2f} ms ({})\n", st.n_prompt,
              st.prompt_seconds * 1e3, rate(st.n_prompt, st.prompt_seconds));
   fmt::print(stderr, "decode       : {:8d} tokens in {:8.2f} ms ({}); {} generated, {}\n",
@@ -228,6 +244,13 @@ void print_run_report(const RunReport& r) {
 }
 
 void print_kv_stats(const SessionStats& kv) {
+  const SpeculationStats& sp = kv.speculation;
+  if (!sp.type.empty()) {
+    fmt::print(stderr,
+               "speculation  : {}, {} verify steps, {} drafted, {} accepted ({:.1f} % "
+               "acceptance)\n",
+               sp.type, sp.n_steps, sp.n_drafted, sp.n_accepted, 100.0 * sp.acceptance());
+  }
   fmt::print(stderr,
              "multi-state  : policy {}, budget {}, K/V held {} of {} allocated ({}), {} tokens "
              "seen\n",

@@ -26,6 +26,9 @@ void add_template_command(CLI::App& app);
 // What `tova run` reports on stderr after the text.
 struct RunReport {
   double load_seconds = 0;
+  uint64_t weight_bytes = 0;  // what a forward pass streams
+  uint64_t mtp_bytes = 0;     // the multi-token prediction blocks' (not run by the main pass)
+  int n_mtp_blocks = 0;
   StreamStats stream;
   std::string finish;  // "stop" | "length"
   double session_load_seconds = 0;

@@ -83,6 +83,43 @@ int ModelFlags::n_threads() const {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+void SpecFlags::add(CLI::App& app) {
+  app.add_option("--spec-type", o.type,
+                 "speculative decoding: " + speculative_type_choices() +
+                     " (llama.cpp's names; the output is the same as without it)");
+  app.add_option("--spec-draft-model", draft_model,
+                 "draft model for speculative decoding (also -md; implies --spec-type "
+                 "draft-simple): a smaller GGUF with the same vocabulary");
+  app.add_option("--spec-draft-n-max", o.n_max, "most tokens drafted per step")
+      ->capture_default_str();
+  app.add_option("--spec-draft-n-min", o.n_min, "fewer drafted tokens are not verified")
+      ->capture_default_str();
+  app.add_option("--spec-draft-p-min", o.p_min,
+                 "a draft model stops drafting below this probability")
+      ->capture_default_str();
+  app.add_option("--spec-ngram-simple-size-n,--spec-ngram-size-n", o.ngram_size_n,
+                 "ngram-simple: the n-gram looked up")
+      ->capture_default_str();
+  app.add_option("--spec-ngram-simple-size-m,--spec-ngram-size-m", o.ngram_size_m,
+                 "ngram-simple: most tokens drafted after it")
+      ->capture_default_str();
+}
+
+Result<SpeculativeOptions> SpecFlags::options() const {
+  SpeculativeOptions r = o;
+  if (!draft_model.empty() && r.type.empty()) r.type = "draft-simple";
+  if (r.type == "draft-simple" && draft_model.empty()) {
+    return make_error("--spec-type draft-simple needs a draft model (-md / --spec-draft-model "
+                      "FILE)");
+  }
+  if (!draft_model.empty() && r.type != "draft-simple") {
+    return make_error("-md / --spec-draft-model {} is for --spec-type draft-simple, not {}",
+                      draft_model, r.type);
+  }
+  TOVA_RETURN_IF_ERROR(validate_speculative(r));
+  return r;
+}
+
 void CacheFlags::add(CLI::App& app) {
   opts_.push_back(app.add_option("--kv-policy", policy,
                                  "KV compression policy NAME[:ARG] (" + kv::policy_choices() + ")")

@@ -82,6 +82,18 @@ struct SamplingFlags {
   SamplerParams params() const;
 };
 
+// Speculative decoding, with llama.cpp's spellings: --spec-type, -md/--spec-draft-model (which
+// implies draft-simple), --spec-draft-n-max, --spec-draft-n-min, --spec-draft-p-min,
+// --spec-ngram-simple-size-n, --spec-ngram-simple-size-m (also --spec-ngram-size-n/-m).
+struct SpecFlags {
+  SpeculativeOptions o;
+  std::string draft_model;
+  void add(CLI::App& app);
+  // The options (validated: the error names the flag) and the engine's draft model.
+  Result<SpeculativeOptions> options() const;
+  void apply(EngineOptions& e) const { e.draft_model_path = draft_model; }
+};
+
 using tova::bundled_model_path;  // the library's (tova/engine.h)
 
 // Prints "tova: error: MESSAGE" on stderr and returns 1.

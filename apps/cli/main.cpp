@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
       {nullptr, "-fa", "--flash-attn"},
       {nullptr, "-ctk", "--cache-type-k"},
       {nullptr, "-ctv", "--cache-type-v"},
+      {"run", "-md", "--spec-draft-model"},
+      {"chat", "-md", "--spec-draft-model"},
       {"serve", "-np", "--parallel"},
       {"serve", "-ub", "--ubatch-size"},
       // Old spellings (0.1).

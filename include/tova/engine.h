@@ -41,6 +41,9 @@ struct EngineOptions {
   bool f32_activations = false;
   bool mmap = false;  // map the file instead of reading it into memory
   bool need_tokenizer = true;
+  // A draft model for speculative decoding (llama.cpp's -md): loaded beside the model, its
+  // vocabulary checked against the model's (an error names both files).
+  std::string draft_model_path;
 };
 
 // A session file read back (Engine::load_session).
@@ -65,6 +68,12 @@ class Engine {
   int n_layer() const;
   int n_head_kv() const;        // K/V heads per attention layer
   const std::string& architecture() const;  // general.architecture: "llama"
+  // Weight memory: bytes of weight data a forward pass streams, and those of the file's
+  // multi-token prediction (MTP) blocks, loaded and validated with it but not run by the main
+  // pass (0 bytes and 0 blocks without).
+  uint64_t weight_bytes() const;
+  uint64_t mtp_bytes() const;
+  int n_mtp_blocks() const;
 
   // Text. These need the tokenizer (loaded unless EngineOptions::need_tokenizer is false).
   bool has_tokenizer() const { return tokenizer_ != nullptr; }
@@ -118,6 +127,9 @@ class Engine {
 
   // The parts, for the library's own layers (the batch scheduler, evaluations, the server).
   const model::Model& model() const { return *model_; }
+  // The draft model (EngineOptions::draft_model_path), or null.
+  const model::Model* draft_model() const { return draft_.get(); }
+  const std::string& draft_path() const { return draft_path_; }
   const tok::Tokenizer& tokenizer() const;  // requires has_tokenizer()
   ThreadPool& pool() const { return *pool_; }
   // The vocabulary as grammars see it (token texts and their trie), made on first use and
@@ -130,6 +142,8 @@ class Engine {
   Engine();
   std::string path_;
   std::unique_ptr<model::Model> model_;
+  std::unique_ptr<model::Model> draft_;
+  std::string draft_path_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
   mutable std::mutex run_mu_;

@@ -89,4 +89,25 @@ struct SamplerParams {
 // An error names the parameter out of range, or the grammar's fault (line, column, rule).
 Status validate(const SamplerParams& p);
 
+// Speculative decoding (runtime/speculation.h), with llama.cpp's names: a drafter proposes the
+// next tokens, one forward pass feeds the sampled token and the drafts, and the sampler takes a
+// draft only where it samples that very token from the target's logits, so the text is the one
+// decoding without speculation gives, token for token (greedy) and draw for draw (sampling).
+struct SpeculativeOptions {
+  // "" (off) | "ngram-simple" (draft-free lookup in the prompt and the generated text) |
+  // "draft-simple" (a second model with the same vocabulary, EngineOptions::draft_model_path).
+  // llama.cpp's "ngram-mod" and "draft-mtp" are recognized and refused as not implemented.
+  std::string type;
+  int n_max = 16;        // --spec-draft-n-max: most tokens drafted per step (1..256)
+  int n_min = 0;         // --spec-draft-n-min: fewer drafted tokens are not verified
+  float p_min = 0.75f;   // --spec-draft-p-min: a draft model stops below this probability
+  int ngram_size_n = 12;  // --spec-ngram-simple-size-n: the n-gram looked up (1..1024)
+  int ngram_size_m = 48;  // --spec-ngram-simple-size-m: the m-gram after it drafted (1..1024)
+  bool on() const { return !type.empty(); }
+};
+// An error names the flag: an unknown or unimplemented type, a draft length of 0 or absurd.
+Status validate_speculative(const SpeculativeOptions& o);
+// The types tova implements, for errors and help: "ngram-simple, draft-simple".
+std::string speculative_type_choices();
+
 }  // namespace tova

@@ -31,6 +31,19 @@ struct SessionOptions {
   // Engine::load_session: the saved state's K/V format with these sides changed (every row
   // converted, MultiState::with_kv_type); nothing set keeps the saved format.
   KvOverride kv_override;
+  // Speculative decoding while the session generates (off unless speculative.type is set).
+  SpeculativeOptions speculative;
+};
+
+// What speculative decoding did on a session so far (SessionStats::speculation).
+struct SpeculationStats {
+  std::string type;       // SpeculativeOptions::type ("" when off)
+  int64_t n_steps = 0;    // verify steps: forward passes that fed drafts
+  int64_t n_drafted = 0;  // drafted tokens fed
+  int64_t n_accepted = 0;  // of those, the sampler's own next token
+  double acceptance() const {
+    return n_drafted > 0 ? static_cast<double>(n_accepted) / static_cast<double>(n_drafted) : 0;
+  }
 };
 
 struct LayerStats {
@@ -75,6 +88,7 @@ struct SessionStats {
   int64_t n_seen = 0;        // tokens fed
   std::vector<LayerStats> layers;
   std::vector<StateKindStats> kinds;  // one per kind present, "bounded" first
+  SpeculationStats speculation;
 };
 
 struct SaveOptions {

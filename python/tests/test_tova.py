@@ -318,3 +318,26 @@ def test_the_readme_example_runs_as_written(tmp_path):
                            timeout=120, env={**os.environ})
         assert r.returncode == 0, r.stderr
         assert "bytes of K/V held" in r.stdout and "tova 16" in r.stdout
+
+
+def test_speculative_decoding_gives_the_same_text_and_counts_its_drafts(engine):
+    # ngram-simple on a repetitive prompt, and stories260K drafting for itself (every draft
+    # its own greedy token): the text is the one decoding without speculation gives.
+    prompt = "Once upon a time, there was a little girl named Lily. Once upon a time, there was a"
+    plain = text_of(engine.session(temperature=0).generate(prompt, max_tokens=64))
+    s = engine.session(temperature=0, spec_type="ngram-simple", spec_ngram_size_n=2,
+                       spec_ngram_size_m=8)
+    assert text_of(s.generate(prompt, max_tokens=64)) == plain
+    sp = s.stats()["speculation"]
+    assert sp["type"] == "ngram-simple" and sp["n_accepted"] <= sp["n_drafted"]
+    drafted = tova.Engine(threads=1, draft_model=engine.path)
+    s = drafted.session(temperature=0, spec_type="draft-simple", spec_draft_n_max=4,
+                        spec_draft_p_min=0)
+    assert text_of(s.generate(prompt, max_tokens=64)) == plain
+    sp = s.stats()["speculation"]
+    # Every draft is the target's own greedy token; only drafts still outstanding when the
+    # generation ends (at max_tokens) go unused.
+    assert sp["n_drafted"] > 0 and sp["acceptance"] > 0.9
+    with pytest.raises(RuntimeError, match="--spec-draft-n-max 0"):
+        engine.session(spec_type="ngram-simple", spec_draft_n_max=0)
+    assert engine.mtp_bytes == 0 and engine.n_mtp_blocks == 0 and engine.weight_bytes > 0

@@ -87,7 +87,8 @@ Status load_qk_norm(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights
 
 // Gated DeltaNet families (qwen35, qwen35moe; deltanet_loader.cpp): the ssm.* keys, the layer
 // pattern (attention.recurrent_layers, else full_attention_interval) into c.layer_recurrent,
-// nextn_predict_layers (0 only) and rope.dimension_sections (interleaved M-RoPE on text).
+// nextn_predict_layers (ModelConfig::n_nextn: multi-token prediction blocks past the main stack)
+// and rope.dimension_sections (interleaved M-RoPE on text).
 Status read_deltanet_keys(KeyReader& keys, ModelConfig& c);
 // A Gated DeltaNet layer's mixer: attn_norm, attn_qkv, attn_gate, ssm_conv1d, ssm_dt.bias,
 // ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out.

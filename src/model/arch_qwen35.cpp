@@ -45,7 +45,13 @@ RandomShape qwen35_fixture(std::string family, std::string description, std::str
 
 namespace {
 std::vector<RandomShape> fixtures() {
-  return {qwen35_fixture("qwen35", "Qwen3.5-4B (scaled down)", "qwen35")};
+  // As llama.cpp's converter writes Qwen3.5 files since May 2026: with the multi-token
+  // prediction block past the main stack (4 layers here, to keep the file small).
+  RandomShape mtp = qwen35_fixture("qwen35-mtp", "Qwen3.5-4B with its MTP block (scaled down)",
+                                   "qwen35");
+  mtp.n_layer = 4;
+  mtp.nextn_predict_layers = 1;
+  return {qwen35_fixture("qwen35", "Qwen3.5-4B (scaled down)", "qwen35"), mtp};
 }
 }  // namespace
 

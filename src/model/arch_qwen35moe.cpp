@@ -28,7 +28,13 @@ std::vector<RandomShape> fixtures() {
   q.n_expert_used = 2;
   q.n_ff_exp = 32;
   q.n_ff_shexp = 32;
-  return {q};
+  // With the multi-token prediction block (an MoE block too), 4 main layers.
+  RandomShape mtp = q;
+  mtp.name = "qwen35moe-mtp";
+  mtp.description = "Qwen3.5-35B-A3B with its MTP block (scaled down)";
+  mtp.n_layer = 4;
+  mtp.nextn_predict_layers = 1;
+  return {q, mtp};
 }
 
 }  // namespace

@@ -100,7 +100,14 @@ struct ModelConfig {
   // Gated short-convolution layers (lfm2: shortconv.l_cache): the conv's kernel size L; each
   // such layer keeps the last L - 1 inputs (layer_shortconv.cpp). 0: none.
   int shortconv_l_cache = 0;
-  bool recurrent(int il) const { return !layer_recurrent.empty() && layer_recurrent[il]; }
+  bool recurrent(int il) const {
+    return il < static_cast<int>(layer_recurrent.size()) && layer_recurrent[il];
+  }
+  // Multi-token prediction blocks (qwen35*: {arch}.nextn_predict_layers, as llama.cpp reads
+  // it): extra decoder blocks stored past the main stack (blk.{n_layer} ...), loaded and
+  // validated (ModelWeights::nextn) but not run by the main forward pass. block_count counts
+  // them; n_layer does not.
+  int n_nextn = 0;
   // Layers that reuse an earlier layer's K/V (Gemma 4 E2B/E4B: the last
   // attention.shared_kv_layers layers): per layer the model layer whose K/V it attends over
   // (the last earlier layer of its kind that computes K/V), or -1 for a layer with its own;

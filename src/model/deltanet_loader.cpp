@@ -32,22 +32,35 @@ Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
        .n_v_head = static_cast<int>(rank),
        .head_dim = static_cast<int>(state)};
 
-  // The multi-token prediction block (an extra layer past the main stack) is not run by the
-  // main pass, but its tensors would be in the file: refused until implemented.
+  // Multi-token prediction blocks: block_count counts them, past the main stack (llama.cpp's
+  // n_layer() = block_count - nextn_predict_layers). Loaded beside the main layers
+  // (load_weights: ModelWeights::nextn), never run by the main pass.
   TOVA_ASSIGN_OR_RETURN(uint32_t nextn, keys.u32_or("nextn_predict_layers", 0));
-  if (nextn != 0) {
-    return make_error("{}: {} {}: the multi-token prediction layers are not implemented "
-                      "(convert without them)",
-                      path, keys.key("nextn_predict_layers"), nextn);
+  if (nextn >= static_cast<uint32_t>(c.n_layer)) {
+    return make_error("{}: {} {} leaves no main layer of {} {}", path,
+                      keys.key("nextn_predict_layers"), nextn, keys.key("block_count"),
+                      c.n_layer);
   }
+  const int n_all = c.n_layer;
+  c.n_nextn = static_cast<int>(nextn);
+  c.n_layer = n_all - c.n_nextn;
 
   // Which layers are recurrent: attention.recurrent_layers if given, else every layer but each
   // full_attention_interval-th (default 4).
   c.layer_recurrent.assign(c.n_layer, false);
   if (keys.has("attention.recurrent_layers")) {
+    // One entry per block, the prediction blocks' included (llama.cpp reads block_count).
     TOVA_ASSIGN_OR_RETURN(const std::vector<uint32_t> r,
-                          keys.u32_array("attention.recurrent_layers", c.n_layer));
+                          keys.u32_array("attention.recurrent_layers", n_all));
     for (int il = 0; il < c.n_layer; ++il) c.layer_recurrent[il] = r[il] != 0;
+    for (int il = c.n_layer; il < n_all; ++il) {
+      if (r[il] != 0) {
+        return make_error("{}: {} makes block {} recurrent, but it is a multi-token prediction "
+                          "block ({} {}), which attends",
+                          path, keys.key("attention.recurrent_layers"), il,
+                          keys.key("nextn_predict_layers"), c.n_nextn);
+      }
+    }
   } else {
     TOVA_ASSIGN_OR_RETURN(uint32_t interval, keys.u32_or("full_attention_interval", 4));
     if (interval < 1) {
@@ -112,6 +125,7 @@ Status load_qwen35_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWe
   const char* pattern = ld.file().find(c.arch_name + ".attention.recurrent_layers") != nullptr
                             ? "attention.recurrent_layers"
                             : "full_attention_interval";
+  // A multi-token prediction block (il >= n_layer) is a gated attention layer.
   if (c.recurrent(il)) {
     if (!ld.has(p + "ssm_conv1d.weight") && ld.has(p + "attn_q.weight")) {
       return make_error("{}: the layer pattern ({}.{}) makes layer {} a Gated DeltaNet layer, "
@@ -122,6 +136,12 @@ Status load_qwen35_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWe
     return load_deltanet(ld, c, il, l);
   }
   if (ld.has(p + "ssm_conv1d.weight") && !ld.has(p + "attn_q.weight")) {
+    if (il >= c.n_layer) {
+      return make_error("{}: block {} is a multi-token prediction block ({}.nextn_predict_layers "
+                        "{}), an attention block, but it has '{}' and no '{}'",
+                        ld.file().path(), il, c.arch_name, c.n_nextn, p + "ssm_conv1d.weight",
+                        p + "attn_q.weight");
+    }
     return make_error("{}: the layer pattern ({}.{}) makes layer {} an attention layer, but it "
                       "has '{}' and no '{}'",
                       ld.file().path(), c.arch_name, pattern, il, p + "ssm_conv1d.weight",

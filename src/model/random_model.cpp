@@ -640,6 +640,7 @@ const std::vector<ShapeField>& shape_fields() {
       {.name = "full_attention_interval", .i = &S::full_attention_interval},
       {.name = "shortconv_l_cache", .i = &S::shortconv_l_cache},
       {.name = "n_dense_lead", .i = &S::n_dense_lead},
+      {.name = "nextn_predict_layers", .i = &S::nextn_predict_layers},
       {.name = "rope_base", .f = &S::rope_base},
       {.name = "rms_eps", .f = &S::rms_eps},
       {.name = "attn_softcap", .f = &S::attn_softcap},
@@ -792,6 +793,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       s.head_dim < 0 || s.head_dim % 2 != 0 || s.n_expert < 0 ||
       s.gemma4.n_shared_kv >= s.n_layer ||
       (s.shortconv_l_cache > 0 && s.attention_layers.empty()) ||
+      (s.nextn_predict_layers > 0 && (s.ssm_state == 0 || s.nextn_predict_layers > 16)) ||
       (s.ssm_state > 0 && (s.full_attention_interval < 1 || s.ssm_groups < 1 ||
                            s.ssm_v_heads % s.ssm_groups != 0 || s.ssm_conv_kernel < 1)) ||
       (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert ||
@@ -812,7 +814,7 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
   if (is_quantized(o.type)) w.set("general.quantization_version", io::GgufValue::make_u32(2));
   w.set(a + "context_length", io::GgufValue::make_u32(s.n_ctx));
   w.set(a + "embedding_length", io::GgufValue::make_u32(s.n_embd));
-  w.set(a + "block_count", io::GgufValue::make_u32(s.n_layer));
+  w.set(a + "block_count", io::GgufValue::make_u32(s.n_layer + s.nextn_predict_layers));
   w.set(a + "feed_forward_length", io::GgufValue::make_u32(s.n_ff));
   w.set(a + "attention.head_count", io::GgufValue::make_u32(s.n_head));
   w.set(a + "attention.head_count_kv", io::GgufValue::make_u32(s.n_head_kv));
@@ -827,6 +829,9 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     w.set(a + "ssm.time_step_rank", io::GgufValue::make_u32(s.ssm_v_heads));
     w.set(a + "ssm.inner_size", io::GgufValue::make_u32(s.ssm_state * s.ssm_v_heads));
     w.set(a + "full_attention_interval", io::GgufValue::make_u32(s.full_attention_interval));
+    if (s.nextn_predict_layers > 0) {
+      w.set(a + "nextn_predict_layers", io::GgufValue::make_u32(s.nextn_predict_layers));
+    }
   }
   // LFM2: the layers without attention are short-convolution layers.
   const bool shortconv = s.shortconv_l_cache > 0;
@@ -970,7 +975,9 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     b.vector("per_layer_proj_norm.weight", g4.n_embd_per_layer, 1.f, norm_sd);
   }
   const MatrixRole layer_role = s.n_expert > 0 ? MatrixRole::kMoeLayer : MatrixRole::kLayer;
-  for (int il = 0; il < s.n_layer; ++il) {
+  // Block il: a layer of the main stack, or (il >= n_layer) a multi-token prediction block's
+  // decoder layer, a gated attention layer.
+  auto write_layer = [&](int il) {
     const std::string p = fmt::format("blk.{}.", il);
     // Gemma 4's window layers have their own head size and KV heads.
     const int64_t layer_hd = swa(il) ? g4.head_dim_swa : head_dim;
@@ -978,7 +985,8 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     const int64_t kv_dim = (swa(il) ? g4.n_head_kv_swa : s.n_head_kv) * layer_hd;
     b.vector(p + "attn_norm.weight", s.n_embd, 1.f, norm_sd);
     const bool recurrent =
-        (deltanet && (il + 1) % s.full_attention_interval != 0) || conv_layer(il);
+        (deltanet && il < s.n_layer && (il + 1) % s.full_attention_interval != 0) ||
+        conv_layer(il);
     if (conv_layer(il)) {
       // A gated short convolution as LFM2's converter writes it: in_proj rows B, C, x; the
       // conv [n_embd][l_cache] (squeezed to 2-D) in float32; out_proj.
@@ -1100,6 +1108,15 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
                g4.n_embd_per_layer, s.n_embd);
       b.vector(p + "post_norm.weight", s.n_embd, 1.f, norm_sd);
     }
+  };
+  for (int il = 0; il < s.n_layer; ++il) write_layer(il);
+  for (int il = s.n_layer; il < s.n_layer + s.nextn_predict_layers; ++il) {
+    write_layer(il);
+    const std::string p = fmt::format("blk.{}.nextn.", il);
+    b.matrix(p + "eh_proj.weight", mtype(layer_role, 2 * s.n_embd), 2 * s.n_embd, s.n_embd);
+    b.vector(p + "enorm.weight", s.n_embd, 1.f, norm_sd);
+    b.vector(p + "hnorm.weight", s.n_embd, 1.f, norm_sd);
+    b.vector(p + "shared_head_norm.weight", s.n_embd, 1.f, norm_sd);
   }
   if (o.plan_only) return b.stats();  // the tensors' list only: nothing is drawn or written
   TOVA_RETURN_IF_ERROR(w.write_file(path));

@@ -69,6 +69,11 @@ struct RandomShape {
   int ssm_groups = 0;     // ssm.group_count: key heads
   int ssm_v_heads = 0;    // ssm.time_step_rank: value heads
   int full_attention_interval = 0;
+  // Multi-token prediction blocks (Gated DeltaNet families): nextn_predict_layers written,
+  // block_count n_layer + this, and after the main stack as many gated attention blocks with
+  // the nextn tensors (eh_proj, enorm, hnorm, shared_head_norm), as convert_hf_to_gguf writes
+  // Qwen3.5's MTP block.
+  int nextn_predict_layers = 0;
   std::vector<int> rope_sections;  // rope.dimension_sections, written when set
   int n_rot = 0;          // rope.dimension_count (partial rotary) when set, else head_dim
   // Gated short-convolution families (lfm2; shortconv_l_cache > 0): shortconv.l_cache is

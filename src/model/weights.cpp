@@ -46,8 +46,15 @@ Result<ModelWeights> load_weights(const io::GgufFile& f, const ModelConfig& c) {
   for (int il = 0; il < c.n_layer; ++il) {
     TOVA_RETURN_IF_ERROR(spec->load_layer(ld, c, il, w.layers[il]));
   }
+  const uint64_t main_bytes = ld.n_bytes();
+  w.nextn.resize(c.n_nextn);
+  for (int i = 0; i < c.n_nextn; ++i) {
+    TOVA_RETURN_IF_ERROR(spec->load_layer(ld, c, c.n_layer + i, w.nextn[i].layer));
+    TOVA_RETURN_IF_ERROR(load_nextn_block(ld, c, i, w, w.nextn[i]));
+  }
+  w.n_bytes_nextn = ld.n_bytes() - main_bytes;
   TOVA_RETURN_IF_ERROR(ld.check_all_read(c.arch_name));
-  w.n_bytes = ld.n_bytes();
+  w.n_bytes = main_bytes;
   if (c.n_embd_per_layer > 0) {
     // per_layer_token_embd is a lookup table (a row per token), not streamed by the forward
     // pass; token_embd stays counted where it is the tied output matrix.

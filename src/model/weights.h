@@ -12,6 +12,7 @@
 #include "kernels/matmul.h"
 #include "model/config.h"
 #include "model/layer_plan.h"
+#include "model/tensor_loader.h"
 
 namespace tova::model {
 
@@ -104,6 +105,23 @@ struct LayerWeights {
   std::vector<float> ple_post_norm;    // post_norm: [n_embd]
 };
 
+// A multi-token prediction block (ModelConfig::n_nextn > 0; blk.{n_layer + i}., as llama.cpp's
+// qwen35 loaders read it; nextn_block.cpp): a decoder layer of the family's attention kind
+// whose input is eh_proj · [rms_norm(embed(token)) · enorm ; rms_norm(h) · hnorm], h the main
+// model's last hidden state, and whose output goes through head_norm and head to logits of
+// the token after next. Loaded and validated with the file; the main pass never runs it.
+struct NextnWeights {
+  LayerWeights layer;              // attn_norm, attention, post_attention_norm, feed-forward
+  kernels::WeightMatrix eh_proj;   // nextn.eh_proj: [n_embd][2 n_embd], token half first
+  std::vector<float> enorm;        // nextn.enorm: [n_embd], the token embedding's norm
+  std::vector<float> hnorm;        // nextn.hnorm: [n_embd], the hidden state's norm
+  // Optional in the file (Qwen3.5's converter writes shared_head_norm only); absent, the
+  // main model's own is used (token_embd, output_norm, output): each points at what it uses.
+  kernels::WeightMatrix embed;     // nextn.embed_tokens or token_embd: [n_vocab][n_embd]
+  std::vector<float> head_norm;    // nextn.shared_head_norm or output_norm: [n_embd]
+  kernels::WeightMatrix head;      // nextn.shared_head_head or output: [n_vocab][n_embd]
+};
+
 struct ModelWeights {
   kernels::WeightMatrix token_embd;  // [n_vocab][n_embd], rows are dequantized on lookup
   std::vector<float> output_norm;    // [n_embd]
@@ -114,9 +132,17 @@ struct ModelWeights {
   kernels::WeightMatrix ple_model_proj;  // per_layer_model_proj: [n_layer * P][n_embd]
   std::vector<float> ple_proj_norm;      // per_layer_proj_norm: [P]
   std::vector<LayerWeights> layers;
+  std::vector<NextnWeights> nextn;        // [ModelConfig::n_nextn] prediction blocks
   uint64_t n_bytes = 0;                   // bytes of weight data the forward pass reads
+  uint64_t n_bytes_nextn = 0;             // bytes of the prediction blocks' own tensors
   std::vector<std::string> tensors_read;  // every tensor of the file, sorted
 };
+
+// Prediction block i's tensors (nextn_block.cpp), after its decoder layer was loaded into
+// n.layer by the family's load_layer; `w` holds the main model's token_embd, output_norm and
+// output, which the block shares where the file has no tensors of its own.
+Status load_nextn_block(TensorLoader& ld, const ModelConfig& c, int i, const ModelWeights& w,
+                        NextnWeights& n);
 
 // Fails with one error naming a tensor of the file that the architecture does not use.
 Result<ModelWeights> load_weights(const io::GgufFile& file, const ModelConfig& c);

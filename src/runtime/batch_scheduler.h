@@ -32,10 +32,13 @@ class BatchScheduler {
   // One forward pass over the pending tokens of `sessions` (at most step_tokens of them);
   // sessions with nothing pending are skipped. A session whose queue was emptied has
   // has_logits() set. With nothing pending anywhere, it does nothing.
-  Result<StepStats> step(std::span<Session* const> sessions);
+  // A decoding session with speculative decoding on (Session::Impl::spec) also feeds its
+  // drafts in the same pass, the verify step (runtime/speculation.h), unless `speculate` is
+  // false.
+  Result<StepStats> step(std::span<Session* const> sessions, bool speculate = true);
 
   // Steps until every session in `sessions` has fed all its pending tokens.
-  Status drain(std::span<Session* const> sessions);
+  Status drain(std::span<Session* const> sessions, bool speculate = true);
 
   const SchedulerOptions& options() const { return o_; }
 
@@ -47,7 +50,8 @@ class BatchScheduler {
   std::vector<float> logits_;  // [n_logits][n_vocab]
   struct Take {
     Session* session;
-    int n;
+    int n;                        // pending tokens fed
+    std::vector<int32_t> drafts;  // fed after them (a verify step), with logits each
   };
   std::vector<Take> takes_;
 };

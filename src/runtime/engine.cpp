@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "runtime/batch_scheduler.h"
 #include "runtime/sequence.h"
+#include "runtime/speculation.h"
 #include "runtime/session_impl.h"
 #include "tokenizer/tokenizer.h"
 #include "model/token_ids.h"
@@ -33,6 +34,13 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& o) {
   if (o.need_tokenizer) {
     TOVA_ASSIGN_OR_RETURN(e->tokenizer_, tok::Tokenizer::from_gguf(e->model_->file()));
   }
+  if (!o.draft_model_path.empty()) {
+    e->draft_path_ = o.draft_model_path;
+    TOVA_ASSIGN_OR_RETURN(e->draft_, model::Model::load(o.draft_model_path,
+                                                        {.f32_activations = o.f32_activations,
+                                                         .mmap = o.mmap}));
+    TOVA_RETURN_IF_ERROR(runtime::check_same_vocabulary(*e->model_, *e->draft_));
+  }
   e->load_seconds_ = t.seconds();
   const int n = o.n_threads > 0
                     ? o.n_threads
@@ -47,6 +55,9 @@ int64_t Engine::n_ctx_train() const { return model_->config().n_ctx_train; }
 int Engine::n_layer() const { return model_->config().n_layer; }
 int Engine::n_head_kv() const { return model_->config().n_head_kv; }
 const std::string& Engine::architecture() const { return model_->config().arch_name; }
+uint64_t Engine::weight_bytes() const { return model_->weights().n_bytes; }
+uint64_t Engine::mtp_bytes() const { return model_->weights().n_bytes_nextn; }
+int Engine::n_mtp_blocks() const { return model_->config().n_nextn; }
 
 const tok::Tokenizer& Engine::tokenizer() const {
   TOVA_CHECK(tokenizer_ != nullptr);
@@ -106,6 +117,7 @@ Result<std::unique_ptr<Session>> Engine::new_session(const SessionOptions& o) co
   s->n_batch = std::max(1, o.n_batch);
   TOVA_ASSIGN_OR_RETURN(s->state, runtime::make_state(*model_, o.cache, o.n_prompt_hint));
   TOVA_ASSIGN_OR_RETURN(s->sampler, runtime::make_sampler(*this, o.sampling));
+  TOVA_ASSIGN_OR_RETURN(s->spec, runtime::make_speculation(*this, o.speculative, o.cache));
   s->logits.assign(n_vocab(), 0.0f);
   return runtime::SessionAccess::make(std::move(s));
 }

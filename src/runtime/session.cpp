@@ -12,7 +12,34 @@ namespace tova {
 
 Session::Impl::~Impl() = default;
 
-Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+void Session::Impl::undo_drafts() {
+  if (!spec || spec->n_outstanding() == 0) return;
+  runtime::Speculation::Undo u = spec->reject();
+  state = std::move(u.state);
+  n_fed = u.n_fed;
+  has_logits = false;
+}
+
+Status Session::Impl::settle() {
+  if (!spec || spec->n_outstanding() == 0) return ok_status();
+  const std::vector<float> kept = logits;
+  const bool had = has_logits;
+  const int64_t fed = n_fed;
+  undo_drafts();
+  // The accepted tokens again, without drafting (they are all this step feeds).
+  if (!driver) {
+    driver = std::make_unique<runtime::BatchScheduler>(
+        *engine, runtime::SchedulerOptions{.step_tokens = n_batch});
+  }
+  Session* const one[] = {self};
+  TOVA_RETURN_IF_ERROR(driver->drain(one, /*speculate=*/false));
+  if (n_fed != fed) return make_error("settling speculation fed {} tokens of {}", n_fed, fed);
+  logits = kept;
+  has_logits = had;
+  return ok_status();
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->self = this; }
 Session::~Session() = default;
 
 const Engine& Session::engine() const { return *impl_->engine; }
@@ -59,8 +86,23 @@ Result<int32_t> Session::decode() {
 }
 
 void Session::queue(std::span<const int32_t> tokens) {
-  impl_->history.insert(impl_->history.end(), tokens.begin(), tokens.end());
-  if (!tokens.empty()) impl_->has_logits = false;
+  Impl& s = *impl_;
+  if (tokens.empty()) return;
+  if (s.spec && s.spec->n_outstanding() > 0) {
+    // The sampler's token is the next draft: already fed, its logits known.
+    if (tokens.size() == 1 && tokens[0] == s.spec->next_draft() &&
+        s.n_fed == static_cast<int64_t>(s.history.size())) {
+      const std::span<const float> row = s.spec->accept();
+      s.history.push_back(tokens[0]);
+      ++s.n_fed;
+      std::copy(row.begin(), row.end(), s.logits.begin());
+      s.has_logits = true;
+      return;
+    }
+    s.undo_drafts();
+  }
+  s.history.insert(s.history.end(), tokens.begin(), tokens.end());
+  if (!tokens.empty()) s.has_logits = false;
 }
 
 std::span<const int32_t> Session::pending() const {
@@ -71,7 +113,10 @@ int64_t Session::n_pending() const {
 }
 const std::vector<int32_t>& Session::history() const { return impl_->history; }
 int64_t Session::n_fed() const { return impl_->n_fed; }
-int64_t Session::n_seen() const { return impl_->state->n_seen(); }
+int64_t Session::n_seen() const {
+  // Drafts of a verify step the sampler has not confirmed are not seen yet.
+  return impl_->state->n_seen() - (impl_->spec ? impl_->spec->n_outstanding() : 0);
+}
 bool Session::has_logits() const { return impl_->has_logits; }
 std::span<const float> Session::logits() const { return impl_->logits; }
 int Session::n_vocab() const { return static_cast<int>(impl_->logits.size()); }
@@ -87,8 +132,14 @@ Status Session::reserve(int64_t n_tokens, int64_t at_most) {
 }
 
 SessionStats Session::stats() const {
+  // The multi-state as the fed tokens leave it (settling changes no token, no logit; a failure
+  // leaves the drafts outstanding and the figures then count them).
+  if (impl_->spec && impl_->spec->n_outstanding() > 0 && impl_->engine) {
+    (void)const_cast<Impl&>(*impl_).settle();
+  }
   const kv::MultiState& st = *impl_->state;
   SessionStats k;
+  if (impl_->spec) k.speculation = impl_->spec->stats();
   k.policy = st.policy().label();
   k.budget = st.budget();
   k.cache = impl_->cache.label();
@@ -157,6 +208,8 @@ SessionStats Session::stats() const {
 
 std::unique_ptr<Session> Session::clone() const {
   const Impl& o = *impl_;
+  // The copy continues from the fed tokens alone (see stats()).
+  if (o.spec && o.spec->n_outstanding() > 0 && o.engine) (void)const_cast<Impl&>(o).settle();
   auto s = std::make_unique<Impl>();
   s->engine = o.engine;
   s->tokenizer = o.tokenizer;
@@ -169,12 +222,14 @@ std::unique_ptr<Session> Session::clone() const {
   s->n_fed = o.n_fed;
   s->logits = o.logits;
   s->has_logits = o.has_logits;
+  if (o.spec) s->spec = std::make_unique<runtime::Speculation>(*o.spec);
   return runtime::SessionAccess::make(std::move(s));
 }
 
 Status Session::reset() {
   Impl& s = *impl_;
   TOVA_ASSIGN_OR_RETURN(s.state, runtime::make_state(s.engine->model(), s.cache, 0));
+  if (s.spec) s.spec->clear();
   s.history.clear();
   s.n_fed = 0;
   s.has_logits = false;
@@ -184,6 +239,9 @@ Status Session::reset() {
 Result<uint64_t> Session::save(const std::string& path, const SaveOptions& o) const {
   if (n_pending() != 0) {
     return make_error("cannot save '{}': {} tokens are queued and not fed", path, n_pending());
+  }
+  if (impl_->spec && impl_->spec->n_outstanding() > 0) {
+    TOVA_RETURN_IF_ERROR(const_cast<Impl&>(*impl_).settle());
   }
   runtime::SessionData d = runtime::session_data(*this, o.unfed);
   d.note = o.note;
@@ -215,6 +273,7 @@ Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOp
   s->sampling = o.sampling;
   s->n_batch = std::max(1, o.n_batch);
   s->state = std::move(d.state);
+  TOVA_ASSIGN_OR_RETURN(s->spec, make_speculation(e, o.speculative, s->cache));
   TOVA_ASSIGN_OR_RETURN(s->sampler, make_sampler(e, o.sampling));
   if (!d.rng_state.empty()) TOVA_RETURN_IF_ERROR(s->sampler->set_rng_state(d.rng_state));
   s->history = std::move(d.history);

@@ -10,6 +10,7 @@
 #include "kv/multi_state.h"
 #include "runtime/sampler.h"
 #include "runtime/session_file.h"
+#include "runtime/speculation.h"
 #include "tova/engine.h"
 #include "tova/session.h"
 
@@ -36,6 +37,16 @@ struct Session::Impl {
   bool has_logits = false;
   // Feeds this session on its own (feed); made on first use.
   std::unique_ptr<runtime::BatchScheduler> driver;
+  // Speculative decoding (SessionOptions::speculative), or null. While drafts of the last
+  // verify step are outstanding (spec->n_outstanding() > 0) the multi-state has seen them too.
+  std::unique_ptr<runtime::Speculation> spec;
+  Session* self = nullptr;  // the session holding this (set by its constructor)
+  // Rejects outstanding drafts: the multi-state goes back to before the verify step and the
+  // tokens accepted since are pending again (runtime/speculation.h).
+  void undo_drafts();
+  // Rejects outstanding drafts and feeds the accepted tokens again, keeping the logits: the
+  // multi-state then holds exactly the fed tokens (before a save, a clone, stats).
+  Status settle();
   ~Impl();
 };
 

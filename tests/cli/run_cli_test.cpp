@@ -23,6 +23,56 @@ TEST(Cli, RunStreamsAStoryAndReportsStats) {
   }
 }
 
+// A Qwen3.5 file with its multi-token prediction block (tests/data/arch/qwen35-mtp-f32.gguf):
+// it runs, and the report gives the block's bytes beside what the main pass reads.
+TEST(Cli, RunReportsTheWeightsAndTheMtpBlock) {
+  const std::string mtp = std::string(TOVA_TEST_DATA_DIR) + "/arch/qwen35-mtp-f32.gguf";
+  const CmdResult r = run_tova("run -m " + mtp + " -n 4 --temp 0 -t 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("weights      : 1.05 MiB read per forward pass; + 281.5 KiB in 1 "
+                       "multi-token prediction block (loaded, not run)"),
+            std::string::npos)
+      << r.err;
+  const CmdResult plain = run_tova("run -n 4 --temp 0 -t 2");  // the bundled model
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_NE(plain.err.find("read per forward pass\n"), std::string::npos) << plain.err;
+}
+
+// Speculative decoding on `run` (llama.cpp's flags): the same text as without it, and the
+// drafted/accepted counts in the report; bad values are one line naming the flag and files.
+TEST(Cli, RunSpeculatesWithTheSameText) {
+  TOVA_REQUIRE_SHARED();
+  const std::string base = "run -m " + stories_model() +
+                           " -n 96 --temp 0 -t 2 --no-display-prompt -p 'Once upon a time, there "
+                           "was a little girl named Lily. Once upon a time, there was a'";
+  const CmdResult plain = run_tova(base);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  for (const std::string& spec :
+       {std::string(" --spec-type ngram-simple --spec-ngram-simple-size-n 2 "
+                    "--spec-ngram-simple-size-m 8"),
+        " -md " + stories_model() + " --spec-draft-n-max 4 --spec-draft-p-min 0"}) {
+    const CmdResult r = run_tova(base + spec);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, plain.out) << spec;
+    EXPECT_NE(r.err.find("speculation  : "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("% acceptance"), std::string::npos) << r.err;
+  }
+  EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type ngram-simple --spec-draft-n-max 0"),
+                        "--spec-draft-n-max 0");
+  EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type ngram-simple --spec-draft-n-max 5000"),
+                        "--spec-draft-n-max 5000");
+  EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type draft-mtp"),
+                        "--spec-type draft-mtp: not implemented");
+  EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type draft-simple"), "needs a draft model");
+  // A draft model of another vocabulary (llama's 32000 tokens against stories260K's 512).
+  const std::string dir = make_temp_dir();
+  const std::string other = dir + "/tiny.gguf";
+  ASSERT_EQ(run_tova("make-random --shape tiny --type q4_0 -t 2 -o " + other).code, 0);
+  EXPECT_ONE_LINE_ERROR(run_tova(base + " -md " + other), other);
+  EXPECT_ONE_LINE_ERROR(run_tova(base + " -md " + other), stories_model());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, RunUsesTheBundledModelByDefault) {
   const CmdResult r = run_tova("run -n 8 --temp 0");
   ASSERT_EQ(r.code, 0) << r.err;

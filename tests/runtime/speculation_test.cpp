@@ -1,0 +1,280 @@
+// Speculative decoding (runtime/speculation.h) is exact: the tokens a session generates with
+// speculation on are the tokens it generates without, under every policy of the registry, on
+// every layer kind (the architecture fixtures: attention, sliding window, shared K/V, Gated
+// DeltaNet) and every K/V type, greedy and sampled; drafts that are right, wrong and partly
+// right all take the verify/accept/undo paths. Bad options are one line naming the flag (a
+// draft model of another vocabulary: tests/cli/run_cli_test.cpp).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kv/policy_registry.h"
+#include "runtime/session_impl.h"
+#include "runtime/speculation.h"
+#include "test_data.h"
+#include "tova/engine.h"
+#include "tova/text_stream.h"
+
+namespace tova {
+namespace {
+
+std::string arch_fixture(const std::string& name) {
+  return std::string(TOVA_TEST_DATA_DIR) + "/arch/" + name + "-f32.gguf";
+}
+
+const Engine& engine(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Engine>> engines;
+  auto& e = engines[name];
+  if (!e) {
+    auto r = Engine::load({.model_path = arch_fixture(name), .n_threads = 2});
+    EXPECT_TRUE(r.ok()) << r.message();
+    e = std::move(*r);
+  }
+  return *e;
+}
+
+// Proposes the reference continuation, wrong where `wrong(i)` says (i: the index of the drafted
+// token in the reference), so that some steps take every draft, some none, some a part.
+class OracleDrafter : public runtime::Drafter {
+ public:
+  OracleDrafter(std::vector<int32_t> reference, size_t prompt_len, int n_vocab)
+      : ref_(std::move(reference)), prompt_(prompt_len), n_vocab_(n_vocab) {}
+  Result<std::vector<int32_t>> draft(std::span<const int32_t> history, int n_max) override {
+    std::vector<int32_t> out;
+    const size_t at = history.size();  // the reference index of the first drafted token
+    ++calls_;
+    for (int i = 0; i < n_max && at + i < ref_.size(); ++i) {
+      const size_t k = at + i;
+      const bool wrong = (k * 7 + calls_) % 5 == 0;
+      out.push_back(wrong ? (ref_[k] + 1) % n_vocab_ : ref_[k]);
+    }
+    return out;
+  }
+  std::unique_ptr<runtime::Drafter> clone() const override {
+    return std::make_unique<OracleDrafter>(*this);
+  }
+
+ private:
+  std::vector<int32_t> ref_;  // prompt + generated
+  size_t prompt_;
+  int n_vocab_;
+  size_t calls_ = 0;
+};
+
+struct GenRun {
+  std::vector<int32_t> tokens;
+  SpeculationStats spec;
+};
+
+GenRun generate(const Engine& e, const CacheOptions& cache, const SamplerParams& sampling,
+                const std::vector<int32_t>& prompt, int n, const SpeculativeOptions& spec = {},
+                std::unique_ptr<runtime::Drafter> drafter = nullptr) {
+  SessionOptions so{.cache = cache, .sampling = sampling, .speculative = spec};
+  auto s = e.new_session(so);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return {};
+  if (drafter) {
+    runtime::SessionAccess::impl(**s).spec =
+        std::make_unique<runtime::Speculation>(spec, std::move(drafter));
+  }
+  (*s)->queue(prompt);
+  TextStream ts(**s, {.max_tokens = n, .ignore_eos = true});
+  while (!ts.done()) {
+    auto p = ts.next();
+    EXPECT_TRUE(p.ok()) << p.message();
+    if (!p.ok()) break;
+  }
+  GenRun r;
+  const auto& h = (*s)->history();
+  r.tokens.assign(h.begin() + static_cast<long>(prompt.size()), h.end());
+  if (ts.unfed() >= 0) r.tokens.push_back(ts.unfed());
+  r.spec = (*s)->stats().speculation;
+  EXPECT_EQ((*s)->n_seen(), static_cast<int64_t>(h.size()));
+  return r;
+}
+
+std::vector<int32_t> prompt_of(const Engine& e) {
+  return e.tokenize("Once upon a time there was a little girl. Once upon a time", true);
+}
+
+CacheOptions cache_of(const std::string& policy, int budget, kv::KvType t = kv::KvType::kF32) {
+  auto c = parse_cache_options(policy, budget, "exact", tova::kv_type_name(t));
+  EXPECT_TRUE(c.ok()) << c.message();
+  return *c;
+}
+
+// Greedy with speculation (oracle drafts, right and wrong) equals greedy without it.
+void expect_exact(const std::string& fixture, const std::string& policy, int budget, kv::KvType t,
+                  int n = 40) {
+  SCOPED_TRACE(fixture + " " + policy + " " + std::string(tova::kv_type_name(t)));
+  const Engine& e = engine(fixture);
+  const CacheOptions c = cache_of(policy, budget, t);
+  const std::vector<int32_t> prompt = prompt_of(e);
+  const SamplerParams greedy{.temp = 0};
+  const GenRun plain = generate(e, c, greedy, prompt, n);
+  ASSERT_EQ(plain.tokens.size(), static_cast<size_t>(n));
+  std::vector<int32_t> ref = prompt;
+  ref.insert(ref.end(), plain.tokens.begin(), plain.tokens.end());
+  const SpeculativeOptions so{.type = "ngram-simple", .n_max = 5};
+  const GenRun spec = generate(e, c, greedy, prompt, n, so,
+                               std::make_unique<OracleDrafter>(ref, prompt.size(), e.n_vocab()));
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  EXPECT_GT(spec.spec.n_accepted, 0);
+  EXPECT_LT(spec.spec.n_accepted, spec.spec.n_drafted);  // some drafts were rejected
+}
+
+// Every policy of the registry, bounded below the length so that it evicts inside verify
+// steps, on a model of each layer kind.
+class SpecExact : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SpecExact, GreedyEqualsWithoutSpeculationUnderEveryPolicy) {
+  TOVA_REQUIRE_SHARED();
+  for (const std::string& policy : kv::all_policy_examples()) {
+    expect_exact(GetParam(), policy, 12, kv::KvType::kF32);
+  }
+}
+
+TEST_P(SpecExact, GreedyEqualsWithoutSpeculationUnderEveryKvType) {
+  TOVA_REQUIRE_SHARED();
+  for (int t = 0; t < tova::kKvTypeCount; ++t) {
+    expect_exact(GetParam(), "h2o", 12, static_cast<kv::KvType>(t));
+  }
+}
+
+// llama3: attention; gemma3: sliding-window layers; gemma4e: shared-K/V layers; qwen35: Gated
+// DeltaNet recurrent layers (their conv and delta states undone on rejection).
+INSTANTIATE_TEST_SUITE_P(LayerKinds, SpecExact,
+                         ::testing::Values("llama3", "gemma3", "gemma4e", "qwen35"));
+
+// With sampling the sampler draws the same numbers in the same order: the same text.
+TEST(Speculation, SampledTextEqualsWithoutSpeculation) {
+  TOVA_REQUIRE_SHARED();
+  const Engine& e = engine("llama3");
+  const CacheOptions c = cache_of("tova", 16);
+  const std::vector<int32_t> prompt = prompt_of(e);
+  const SamplerParams sampled{.temp = 0.9f, .top_k = 0, .top_p = 1.f, .min_p = 0.f, .seed = 7};
+  const GenRun plain = generate(e, c, sampled, prompt, 40);
+  std::vector<int32_t> ref = prompt;
+  ref.insert(ref.end(), plain.tokens.begin(), plain.tokens.end());
+  const SpeculativeOptions so{.type = "ngram-simple", .n_max = 4};
+  const GenRun spec = generate(e, c, sampled, prompt, 40, so,
+                               std::make_unique<OracleDrafter>(ref, prompt.size(), e.n_vocab()));
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  EXPECT_GT(spec.spec.n_accepted, 0);
+}
+
+// ngram-simple as registered: exact, and on a repetitive continuation it drafts and hits.
+TEST(Speculation, NgramSimpleIsExactAndDrafts) {
+  TOVA_REQUIRE_SHARED();
+  const Engine& e = engine("llama3");
+  std::vector<int32_t> prompt;
+  const std::vector<int32_t> piece = prompt_of(e);
+  for (int i = 0; i < 4; ++i) prompt.insert(prompt.end(), piece.begin() + 1, piece.end());
+  const CacheOptions c = cache_of("full", 0);
+  const SamplerParams greedy{.temp = 0};
+  const GenRun plain = generate(e, c, greedy, prompt, 48);
+  const SpeculativeOptions so{
+      .type = "ngram-simple", .n_max = 8, .ngram_size_n = 2, .ngram_size_m = 8};
+  const GenRun spec = generate(e, c, greedy, prompt, 48, so);
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  EXPECT_GT(spec.spec.n_steps, 0);
+}
+
+// n tokens generated after what the session holds: those it queued and fed, then the last one
+// (sampled, not queued: TextStream::unfed).
+std::vector<int32_t> continue_for(Session& s, int n, int32_t* unfed) {
+  const size_t before = s.history().size();
+  TextStream ts(s, {.max_tokens = n, .ignore_eos = true});
+  while (!ts.done()) {
+    auto p = ts.next();
+    EXPECT_TRUE(p.ok()) << p.message();
+    if (!p.ok()) break;
+  }
+  std::vector<int32_t> out(s.history().begin() + static_cast<long>(before), s.history().end());
+  out.push_back(ts.unfed());
+  *unfed = ts.unfed();
+  return out;
+}
+
+// A session cloned and saved while drafts of a verify step are outstanding (each settles them
+// first) continues exactly as decoding without speculation does; so do its clone and its file.
+TEST(Speculation, ClonesAndSessionFilesMidSpeculationStayExact) {
+  TOVA_REQUIRE_SHARED();
+  const Engine& e = engine("qwen35");  // DeltaNet states and K/V, both undone and saved
+  const CacheOptions c = cache_of("h2o", 12);
+  const std::vector<int32_t> prompt = prompt_of(e);
+  const SamplerParams greedy{.temp = 0};
+  const GenRun plain = generate(e, c, greedy, prompt, 41);
+  std::vector<int32_t> ref = prompt;
+  ref.insert(ref.end(), plain.tokens.begin(), plain.tokens.end());
+  const SpeculativeOptions so{.type = "ngram-simple", .n_max = 6};
+  int n_outstanding = 0;  // splits that left drafts outstanding (the settling path)
+  for (int split = 16; split <= 24; ++split) {
+    SCOPED_TRACE(split);
+    const std::vector<int32_t> head(plain.tokens.begin(), plain.tokens.begin() + split);
+    const std::vector<int32_t> tail(plain.tokens.begin() + split, plain.tokens.end());
+    auto s = e.new_session({.cache = c, .sampling = greedy, .speculative = so});
+    ASSERT_TRUE(s.ok()) << s.message();
+    runtime::SessionAccess::impl(**s).spec = std::make_unique<runtime::Speculation>(
+        so, std::make_unique<OracleDrafter>(ref, prompt.size(), e.n_vocab()));
+    (*s)->queue(prompt);
+    int32_t unfed = -1;
+    EXPECT_EQ(continue_for(**s, split, &unfed), head);
+    n_outstanding += runtime::SessionAccess::impl(**s).spec->n_outstanding() > 0;
+    EXPECT_EQ((*s)->n_seen(), static_cast<int64_t>((*s)->history().size()));
+    std::unique_ptr<Session> copy = (*s)->clone();
+    const std::string path = ::testing::TempDir() + "/spec_mid.session";
+    auto saved = (*s)->save(path, {.unfed = unfed});
+    ASSERT_TRUE(saved.ok()) << saved.message();
+    const int n = 41 - split;
+    int32_t u = -1;
+    (*s)->queue(unfed);
+    EXPECT_EQ(continue_for(**s, n, &u), tail);
+    copy->queue(unfed);
+    EXPECT_EQ(continue_for(*copy, n, &u), tail);
+    auto loaded = e.load_session(path, {.cache = c, .sampling = greedy, .speculative = so});
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    EXPECT_EQ(continue_for(*loaded->session, n, &u), tail);  // ngram-simple drafts on it
+  }
+  EXPECT_GT(n_outstanding, 0);
+}
+
+// The n-gram lookup as llama.cpp's common_ngram_simple_draft computes it, on a hand-made
+// history: the latest earlier occurrence of the last size_n tokens, what followed it.
+TEST(Speculation, NgramSimpleLooksUpTheLatestEarlierOccurrence) {
+  SpeculativeOptions o{.type = "ngram-simple", .ngram_size_n = 2, .ngram_size_m = 3};
+  auto d = runtime::make_ngram_simple(o);
+  //                             0  1  2  3  4  5  6  7  8  9 10 11
+  const std::vector<int32_t> h = {9, 1, 2, 3, 4, 1, 2, 7, 8, 6, 1, 2};
+  auto r = d->draft(h, 16);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, (std::vector<int32_t>{7, 8, 6}));  // (1, 2) at 5, not at 1: the latest
+  r = d->draft(h, 2);
+  EXPECT_EQ(*r, (std::vector<int32_t>{7, 8}));  // at most n_max
+  const std::vector<int32_t> none = {9, 1, 2, 3, 4, 5, 6, 7, 8, 6, 1, 3};
+  EXPECT_TRUE(d->draft(none, 16)->empty());
+}
+
+TEST(Speculation, BadOptionsAreOneLineNamingTheFlag) {
+  auto err = [](const SpeculativeOptions& o) {
+    const Status s = validate_speculative(o);
+    EXPECT_FALSE(s.ok());
+    EXPECT_EQ(s.message().find('\n'), std::string::npos);
+    return s.message();
+  };
+  EXPECT_NE(err({.type = "ngram-simple", .n_max = 0}).find("--spec-draft-n-max 0"),
+            std::string::npos);
+  EXPECT_NE(err({.type = "ngram-simple", .n_max = 100000}).find("--spec-draft-n-max 100000"),
+            std::string::npos);
+  EXPECT_NE(err({.type = "draft-mtp"}).find("--spec-type draft-mtp: not implemented"),
+            std::string::npos);
+  EXPECT_NE(err({.type = "lookahead"}).find("'lookahead'"), std::string::npos);
+  EXPECT_NE(err({.type = "ngram-simple", .n_min = 20}).find("--spec-draft-n-min 20"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tova
