@@ -103,7 +103,20 @@ HWY_INLINE void ConvertRowF16(const uint16_t* src, float* dst, int n) {
 
 // Sums of four vectors: out[j] = scale * sum of the lanes of v_j. Each sum's lane order is fixed
 // (pairs within 128-bit blocks, then blocks halving), independent of the other three vectors.
-#if HWY_TARGET != HWY_SCALAR
+#if HWY_HAVE_SCALABLE
+// SVE: the vector's length is known only at run time (MaxLanes is the 2048-bit bound), so the
+// same halving runs on its lanes in memory: a vector add is lane by lane, the sums and their
+// order are those of the fixed-size version below.
+template <class D>
+HWY_INLINE auto FoldTo128(D d, hn::Vec<D> v) {
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  hn::Store(v, d, lanes);
+  for (size_t n = hn::Lanes(d); n > 4; n /= 2) {
+    for (size_t i = 0; i < n / 2; ++i) lanes[i] += lanes[i + n / 2];
+  }
+  return hn::Load(hn::CappedTag<float, 4>(), lanes);
+}
+#elif HWY_TARGET != HWY_SCALAR
 template <class D>
 HWY_INLINE auto FoldTo128(D d, hn::Vec<D> v) {
   if constexpr (hn::MaxLanes(d) > 4) {

@@ -396,11 +396,8 @@ inline void UnpackQ23_K(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, 
     for (int h = 0; h < 2; ++h) {
       for (int l = 0; l < 32; l += 16) {
         const auto q = hn::LoadU(d8, blk + Blk::kQs + 32 * h + l);
-        VecArray<hn::Vec<D8>, 4> v;
-        v[0] = hn::And(q, three);
-        v[1] = hn::And(hn::ShiftRight<2>(q), three);
-        v[2] = hn::And(hn::ShiftRight<4>(q), three);
-        v[3] = hn::ShiftRight<6>(q);
+        VecArray<hn::Vec<D8>, 4> v = {hn::And(q, three), hn::And(hn::ShiftRight<2>(q), three),
+                                      hn::And(hn::ShiftRight<4>(q), three), hn::ShiftRight<6>(q)};
         if constexpr (kQ3) {
           const auto hm = hn::LoadU(d8, blk + detail::Q3_K::kHmask + l);
           for (int j = 0; j < 4; ++j) {
@@ -926,8 +923,7 @@ void GemvFloat(const uint8_t* const* rows, const float* const* x, int64_t n, flo
     // do (matmul.h allows it below kMatmulBatchInvariantTokens). F32 weights keep one order
     // for any tile: tests pin a sequence decoded alone to its bits in a batch on them (F32 is
     // the reference format, not one decode speed matters for).
-    VecArray<V, 3> part;
-    for (int i = 0; i < 3; ++i) part[i] = hn::Zero(df);
+    VecArray<V, 3> part = {hn::Zero(df), hn::Zero(df), hn::Zero(df)};
     for (; k + 4 * lanes <= n; k += 4 * lanes) {
       acc[0][0] = hn::MulAdd(LoadWeights<W>(df, rows[0], k), hn::LoadU(df, x[0] + k), acc[0][0]);
       for (int i = 0; i < 3; ++i) {

@@ -27,6 +27,15 @@ namespace tova::kernels::HWY_NAMESPACE {
 template <class V, size_t N>
 class VecArray {
  public:
+  VecArray() = default;
+  // VecArray<V, 3> a = {v0, v1, v2}, as for an array.
+  template <class... Vs>
+  VecArray(V v0, Vs... rest) {  // NOLINT(google-explicit-constructor): reads as an array's
+    static_assert(1 + sizeof...(rest) <= N, "more initialisers than vectors");
+    (*this)[0] = v0;
+    size_t i = 1;
+    (((*this)[i++] = rest), ...);
+  }
   V& operator[](size_t i) { return *reinterpret_cast<V*>(bytes_ + i * HWY_MAX_BYTES); }
   const V& operator[](size_t i) const {
     return *reinterpret_cast<const V*>(bytes_ + i * HWY_MAX_BYTES);
