@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace tova::io {
@@ -33,6 +34,26 @@ Result<OpenFile> open_regular_file(const std::string& path) {
     return make_error("{}: not a regular file", path);
   }
   return OpenFile{fd, static_cast<uint64_t>(st.st_size)};
+}
+
+// The size of a transparent huge page: 2 MiB on x86 and on ARM kernels with 4 KiB pages, but
+// 32 MiB with 16 KiB pages and 512 MiB with 64 KiB pages (common on ARM servers). Read once from
+// the kernel; 2 MiB where it does not say (or says something that is not a power of two between
+// the base page and 1 GiB).
+uint64_t huge_page_bytes() {
+  static const uint64_t bytes = [] {
+    constexpr uint64_t kDefault = uint64_t{2} << 20;
+    const long page = ::sysconf(_SC_PAGESIZE);
+    std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+    if (f == nullptr) return kDefault;
+    unsigned long long v = 0;
+    const bool read = std::fscanf(f, "%llu", &v) == 1;
+    std::fclose(f);
+    const bool sane = read && page > 0 && v >= static_cast<unsigned long long>(page) &&
+                      v <= (uint64_t{1} << 30) && (v & (v - 1)) == 0;
+    return sane ? static_cast<uint64_t>(v) : kDefault;
+  }();
+  return bytes;
 }
 
 }  // namespace
@@ -66,8 +87,8 @@ Result<MappedRegion> read_file_to_memory(const std::string& path, bool drop_page
     ::close(fd);
     return region;
   }
-  // Over-allocate by one huge page and keep a 2 MiB aligned window, so huge pages can back it.
-  constexpr uint64_t kHuge = uint64_t{2} << 20;
+  // Over-allocate by one huge page and keep a window aligned to it, so huge pages can back it.
+  const uint64_t kHuge = huge_page_bytes();
   const uint64_t reserve = region.size + kHuge;
   void* raw = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) {

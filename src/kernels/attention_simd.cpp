@@ -40,6 +40,7 @@
 // foreach_target re-includes this file once per target; the headers below must follow it.
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "kernels/vec_array-inl.h"
 
 #if HWY_TARGET == HWY_AVX3_DL && defined(__clang__)
 // See quant_kernels-inl.h: clang needs avx512vnni in the pushed target attribute itself.
@@ -55,6 +56,8 @@ HWY_BEFORE_NAMESPACE();
 namespace tova::kernels::attn_hwy {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+using ::tova::kernels::HWY_NAMESPACE::VecArray;
+using ::tova::kernels::HWY_NAMESPACE::VecArray2;
 
 using DF = hn::ScalableTag<float>;
 
@@ -100,7 +103,20 @@ HWY_INLINE void ConvertRowF16(const uint16_t* src, float* dst, int n) {
 
 // Sums of four vectors: out[j] = scale * sum of the lanes of v_j. Each sum's lane order is fixed
 // (pairs within 128-bit blocks, then blocks halving), independent of the other three vectors.
-#if HWY_TARGET != HWY_SCALAR
+#if HWY_HAVE_SCALABLE
+// SVE: the vector's length is known only at run time (MaxLanes is the 2048-bit bound), so the
+// same halving runs on its lanes in memory: a vector add is lane by lane, the sums and their
+// order are those of the fixed-size version below.
+template <class D>
+HWY_INLINE auto FoldTo128(D d, hn::Vec<D> v) {
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  hn::Store(v, d, lanes);
+  for (size_t n = hn::Lanes(d); n > 4; n /= 2) {
+    for (size_t i = 0; i < n / 2; ++i) lanes[i] += lanes[i + n / 2];
+  }
+  return hn::Load(hn::CappedTag<float, 4>(), lanes);
+}
+#elif HWY_TARGET != HWY_SCALAR
 template <class D>
 HWY_INLINE auto FoldTo128(D d, hn::Vec<D> v) {
   if constexpr (hn::MaxLanes(d) > 4) {
@@ -190,7 +206,7 @@ HWY_INLINE void ScoreBlock(D d, const float* const* q, const T* const* k, int hd
                            float* const* out) {
   using V = hn::Vec<D>;
   const int nl = static_cast<int>(hn::Lanes(d));
-  V acc[kH][4];
+  VecArray2<V, kH, 4> acc;
   for (int h = 0; h < kH; ++h) {
     for (int j = 0; j < 4; ++j) acc[h][j] = hn::Zero(d);
   }
@@ -247,7 +263,7 @@ HWY_INLINE void AccumulateBlock(D d, const float* const* p, const int* slots, co
                                 int n, int c, float* const* out) {
   using V = hn::Vec<D>;
   const int nl = static_cast<int>(hn::Lanes(d));
-  V acc[kH][kV];
+  VecArray2<V, kH, kV> acc;
   for (int h = 0; h < kH; ++h) {
     for (int x = 0; x < kV; ++x) acc[h][x] = hn::LoadU(d, out[h] + c + x * nl);
     if constexpr (kBf16Pairs<D, T, kV>) {
@@ -255,7 +271,7 @@ HWY_INLINE void AccumulateBlock(D d, const float* const* p, const int* slots, co
     }
   }
   for (int i = 0; i < n; ++i) {
-    V v[kV];
+    VecArray<V, kV> v;
     if constexpr (kBf16Pairs<D, T, kV>) {
       for (int x = 0; x < kV; x += 2) LoadBf16Pair(d, vrows[i] + c + x * nl, v[x], v[x + 1]);
     } else {
@@ -837,12 +853,12 @@ HWY_INLINE void AccumulateQuantBlock(D d, int block, const float* const* p, cons
     qc.high[x] = !kQ8 && e >= block / 2;
     qc.quant[x] = b * bb + 2 + (kQ8 ? e : e % (block / 2));
   }
-  V acc[kH][kV];
+  VecArray2<V, kH, kV> acc;
   for (int h = 0; h < kH; ++h) {
     for (int x = 0; x < kV; ++x) acc[h][x] = hn::LoadU(d, out[h] + c + x * nl);
   }
   for (int i = 0; i < n; ++i) {
-    V v[kV];
+    VecArray<V, kV> v;
     float dv = 0.f;
     for (int x = 0; x < kV; ++x) {
       // Vectors of one block share its scale (converted once).

@@ -22,13 +22,19 @@
 // foreach_target re-includes this file once per target; the headers below must follow it.
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "kernels/vec_array-inl.h"
 
 #ifndef TOVA_DELTA_RULE_LAYOUT
 #define TOVA_DELTA_RULE_LAYOUT
 namespace tova::kernels::delta_hwy {
 
-// Row padding: a multiple of every x86 target's float lanes (AVX-512: 16).
+// Row padding: a multiple of every target's float lanes: x86's (AVX-512: 16), and on ARM SVE's,
+// whose vectors may be up to 2048 bits (64 floats; a row of S may then carry more zero padding).
+#if HWY_ARCH_ARM_A64
+inline constexpr int64_t kPad = 64;
+#else
 inline constexpr int64_t kPad = 16;
+#endif
 inline int64_t padded(int64_t n) { return (n + kPad - 1) / kPad * kPad; }
 
 // The workspace of one run, in floats (kDeltaChunk is a multiple of kPad):
@@ -68,6 +74,8 @@ HWY_BEFORE_NAMESPACE();
 namespace tova::kernels::delta_hwy {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+using ::tova::kernels::HWY_NAMESPACE::VecArray;
+using ::tova::kernels::HWY_NAMESPACE::VecArray2;
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
@@ -79,12 +87,12 @@ HWY_INLINE void Tile(DF d, const float* HWY_RESTRICT A, int64_t lda, const float
                      int64_t ldb, float* HWY_RESTRICT C, int64_t ldc, int64_t depth, float alpha,
                      bool accumulate) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  VF c[R][NV];
+  VecArray2<VF, R, NV> c;
   for (int r = 0; r < R; ++r) {
     for (int j = 0; j < NV; ++j) c[r][j] = hn::Zero(d);
   }
   for (int64_t p = 0; p < depth; ++p) {
-    VF b[NV];
+    VecArray<VF, NV> b;
     for (int j = 0; j < NV; ++j) b[j] = hn::LoadU(d, B + p * ldb + j * N);
     for (int r = 0; r < R; ++r) {
       const VF a = hn::Set(d, A[r * lda + p]);
@@ -306,7 +314,8 @@ void ConvRun(float* state, const float* w, float* x, int64_t x_stride, const int
     HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)];
     for (; c + N <= c1; c += N) {
       // This block's state (tap t of its N channels in h[t]) and weights, gathered once.
-      VF h[kMaxTaps], wt[kMaxTaps + 1];
+      VecArray<VF, kMaxTaps> h;
+      VecArray<VF, kMaxTaps + 1> wt;
       for (int t = 0; t < taps; ++t) {
         for (int64_t l = 0; l < N; ++l) buf[l] = state[(c + l) * taps + t];
         h[t] = hn::Load(d, buf);

@@ -461,7 +461,7 @@ void GemmFloatTile(const float* const* wrows, const float* xp, int64_t kn, float
   const hn::ScalableTag<float> df;
   using V = hn::Vec<decltype(df)>;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  V acc[R][2];
+  VecArray2<V, R, 2> acc;
   for (int r = 0; r < R; ++r) {
     for (int j = 0; j < 2; ++j)
       acc[r][j] = first ? hn::Zero(df) : hn::Load(df, buf + r * ldb + j * lanes);

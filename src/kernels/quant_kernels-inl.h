@@ -25,6 +25,7 @@
 #include "core/half.h"
 #include "hwy/highway.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/vec_array-inl.h"
 
 #if HWY_TARGET == HWY_AVX3_DL && defined(__clang__)
 // Highway's AVX3_DL target string omits avx512vnni although its CPU check requires it. clang
@@ -395,8 +396,8 @@ inline void UnpackQ23_K(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, 
     for (int h = 0; h < 2; ++h) {
       for (int l = 0; l < 32; l += 16) {
         const auto q = hn::LoadU(d8, blk + Blk::kQs + 32 * h + l);
-        hn::Vec<D8> v[4] = {hn::And(q, three), hn::And(hn::ShiftRight<2>(q), three),
-                            hn::And(hn::ShiftRight<4>(q), three), hn::ShiftRight<6>(q)};
+        VecArray<hn::Vec<D8>, 4> v = {hn::And(q, three), hn::And(hn::ShiftRight<2>(q), three),
+                                      hn::And(hn::ShiftRight<4>(q), three), hn::ShiftRight<6>(q)};
         if constexpr (kQ3) {
           const auto hm = hn::LoadU(d8, blk + detail::Q3_K::kHmask + l);
           for (int j = 0; j < 4; ++j) {
@@ -909,7 +910,7 @@ void GemvFloat(const uint8_t* const* rows, const float* const* x, int64_t n, flo
   const hn::ScalableTag<float> df;
   using V = hn::Vec<decltype(df)>;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  V acc[R][T];
+  VecArray2<V, R, T> acc;
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = hn::Zero(df);
   }
@@ -922,7 +923,7 @@ void GemvFloat(const uint8_t* const* rows, const float* const* x, int64_t n, flo
     // do (matmul.h allows it below kMatmulBatchInvariantTokens). F32 weights keep one order
     // for any tile: tests pin a sequence decoded alone to its bits in a batch on them (F32 is
     // the reference format, not one decode speed matters for).
-    V part[3] = {hn::Zero(df), hn::Zero(df), hn::Zero(df)};
+    VecArray<V, 3> part = {hn::Zero(df), hn::Zero(df), hn::Zero(df)};
     for (; k + 4 * lanes <= n; k += 4 * lanes) {
       acc[0][0] = hn::MulAdd(LoadWeights<W>(df, rows[0], k), hn::LoadU(df, x[0] + k), acc[0][0]);
       for (int i = 0; i < 3; ++i) {
@@ -933,7 +934,7 @@ void GemvFloat(const uint8_t* const* rows, const float* const* x, int64_t n, flo
     acc[0][0] = hn::Add(hn::Add(acc[0][0], part[0]), hn::Add(part[1], part[2]));
   }
   for (; k + lanes <= n; k += lanes) {
-    V xv[T];
+    VecArray<V, T> xv;
     for (int t = 0; t < T; ++t) xv[t] = hn::LoadU(df, x[t] + k);
     for (int r = 0; r < R; ++r) {
       const V wv = LoadWeights<W>(df, rows[r], k);

@@ -15,11 +15,25 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Dispatch restricted to `targets` (0: what the CPU supports). In Highway 1.0, every
-// hwy::SupportedTargets() call re-detects the CPU and re-chooses the best target for dispatch,
-// which undoes hwy::DisableTargets; a "supported targets" mask is what it keeps, and setting it
-// makes the next dispatched call choose again.
-void dispatch_only(int64_t targets) { hwy::SetSupportedTargetsForTest(targets); }
+// What the CPU supports, with dispatch pinned to the best of it. In Highway 1.0, every
+// hwy::SupportedTargets() call with no mask in force re-detects the CPU and re-chooses the
+// target for dispatch, and on ARM (1.0.3) it chooses before adding SVE_256 and SVE2_128, which
+// need the vector length: kernels then ran SVE2 where SVE_256 or SVE2_128 was the best (qemu, 256
+// and 128-bit SVE). Setting the detected targets as the mask makes Highway choose again from the
+// whole set and stop re-detecting; on x86 it chooses the same target as before.
+int64_t detect_and_pin() {
+  const int64_t detected = hwy::SupportedTargets();
+  hwy::SetSupportedTargetsForTest(detected);
+  return detected;
+}
+
+// Dispatch restricted to `targets` (0: what the CPU supports). A "supported targets" mask is
+// what Highway 1.0 keeps (hwy::DisableTargets is undone by re-detection), and setting it makes
+// the next dispatched call choose again.
+void dispatch_only(int64_t targets) {
+  hwy::SetSupportedTargetsForTest(0);
+  hwy::SetSupportedTargetsForTest(targets != 0 ? targets : detect_and_pin());
+}
 
 // The lowest set bit: the best target of a mask (in Highway's masks a lower bit is better).
 int64_t best_of(int64_t targets) { return targets & ~(targets - 1); }
@@ -83,7 +97,7 @@ Status set_simd_target(std::string_view name) {
 }
 
 const char* simd_target_name() {
-  const int64_t t = hwy::SupportedTargets() & HWY_TARGETS;
+  const int64_t t = detect_and_pin() & HWY_TARGETS;
   return t == 0 ? "unknown" : hwy::TargetName(best_of(t));
 }
 
