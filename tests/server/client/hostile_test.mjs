@@ -10,7 +10,7 @@
 // Usage: node hostile_test.mjs BUILD_DIR MODEL.gguf SHARED_DIR     (exit 0: all passed)
 import { existsSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { check, finish, startServer, stopServer, requireModule } from './lib.mjs';
+import { check, finish, startServer, stopServer, requireModule, sanitized } from './lib.mjs';
 
 const { default: OpenAI } = await requireModule('openai');
 const templates = `${process.argv[4]}/templates`;
@@ -32,10 +32,14 @@ const formats = [
   ['openai-gpt-oss-120b.jinja', 'harmony', 'harmony'],
   ['google-gemma-4-31B-it.jinja', 'none', 'gemma4'],
 ];
-const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object',
-  properties: { s: { type: 'string' } } } } }];
+// (gpt-oss's template reads a description.)
+const tools = [{ type: 'function', function: { name: 'f', description: 'f', parameters: {
+  type: 'object', properties: { s: { type: 'string' } } } } }];
 const user = [{ role: 'user', content: 'Call f.' }];
 const R = '\uFFFD';
+// Seeds per template (choice i starts with whole turn seed + i of the generator's 9, then
+// differs by seed): fewer under the sanitizers, where a request costs several times more.
+const nSeeds = sanitized ? 2 : 5;
 const counts = { answers: 0, events: 0, calls: 0, reasoning: 0, serverErrors: 0, other: 0 };
 
 // A request through fetch: the status, and the body read as JSON (whole) or as events.
@@ -61,7 +65,8 @@ async function raw(url, path, body) {
 function checkCalls(calls) {
   for (const c of calls ?? []) {
     counts.calls++;
-    assert.equal(typeof c.function.name, 'string');
+    // A stream sends a call's name in its first delta, its arguments in the next.
+    if (c.function.name !== undefined) assert.equal(typeof c.function.name, 'string');
     if (c.function.arguments) assert.equal(typeof JSON.parse(c.function.arguments), 'object');
   }
 }
@@ -75,8 +80,9 @@ for (const [file, toolFormat, reasoningFormat] of formats) {
   const withTools = toolFormat !== 'none';
   const name = `${file} (tools ${toolFormat}, reasoning ${reasoningFormat})`;
   const base = { model: 'x', messages: user, max_tokens: 24, n: 2, ignore_eos: true };
-  await check(`${name}: whole and streamed, n = 2, seeds 0-8, every answer a 200`, async () => {
-    for (let seed = 0; seed < 9; seed++) {
+  await check(`${name}: whole and streamed, n = 2, ${nSeeds} seeds, every answer a 200`, async () => {
+    for (let k = 0; k < nSeeds; k++) {
+      const seed = (formats.findIndex((f) => f[0] === file) * nSeeds + k) % 9;
       const extra = withTools ? { tools } : {};
       const r = await client.chat.completions.create({ ...base, seed, ...extra });
       counts.answers++;
@@ -119,7 +125,7 @@ for (const [file, toolFormat, reasoningFormat] of formats) {
       const call = r.choices[0].message.tool_calls[0];
       assert.equal(call.function.name, 'f');
       assert.deepEqual(JSON.parse(call.function.arguments), { s: `1${R}${R}${R}` });
-      assert.equal(r.choices[0].finish_reason, 'tool_calls');
+      assert.equal(r.choices[0].finish_reason, 'length');  // max_tokens ended the turn
     });
   }
   // Still alive and answering.
