@@ -10,6 +10,8 @@
 #          commit, minutes, inputs run, crashes, coverage) is appended to
 #          $TOVA_FUZZ_CORPUS_DIR/campaigns.tsv, the log docs/RELIABILITY.md's tables come from.
 #          On a shared machine: nice -n 19 scripts/fuzz.sh campaign 10
+#        scripts/fuzz.sh table          (campaigns.tsv as the Markdown table docs/RELIABILITY.md keeps,
+#                                        with each harness's total of inputs over all campaigns)
 # Environment:
 #   TOVA_FUZZ_RUNS=N        run each harness for N inputs instead of SECONDS (CI smoke pass)
 #   TOVA_FUZZ_BUILD_DIR=D   build tree (default build-fuzz; scripts/test.sh shares it)
@@ -77,6 +79,16 @@ seeds_of() {
   # The real chat templates seed the Jinja harness from the shared folder (not copied here).
   if [ "$1" = jinja ] && [ -d "$TOVA_SHARED_DIR/templates" ]; then echo "$TOVA_SHARED_DIR/templates"; fi
 }
+
+if [ "${1:-}" = "table" ]; then
+  table="${TOVA_FUZZ_CORPUS_DIR:-$HOME/.cache/tova-fuzz}/campaigns.tsv"
+  [ -f "$table" ] || { echo "fuzz.sh: no $table yet (run a campaign)" >&2; exit 1; }
+  awk -F'\t' 'NR == 1 { next }
+    { total[$3] += $5
+      printf "| %s | `%s` | %s | %s min | %d | %s | %s | %s | %d |\n", $1, $3, $2, $4, $5, $6, $7, $8, total[$3] }' \
+    "$table" | sed '1i | date | harness | commit | time | inputs | crashes | cov | ft | inputs, all campaigns |\n|---|---|---|---|---|---|---|---|---|'
+  exit 0
+fi
 
 if [ "${1:-}" = "campaign" ]; then
   minutes=${2:?usage: scripts/fuzz.sh campaign MINUTES [TARGET...]}
