@@ -20,7 +20,7 @@ if (!existsSync(templates)) {
 }
 
 // One template per format the server speaks: [file, tool-call format, reasoning format].
-const formats = [
+const allFormats = [
   ['chatml', 'none', 'none'],
   ['Qwen-Qwen2.5-7B-Instruct.jinja', 'hermes', 'none'],
   ['Qwen3-Coder.jinja', 'qwen3_coder', 'none'],
@@ -32,6 +32,11 @@ const formats = [
   ['openai-gpt-oss-120b.jinja', 'harmony', 'harmony'],
   ['google-gemma-4-31B-it.jinja', 'none', 'gemma4'],
 ];
+// Under the sanitizers (several times slower) the C++ test (HostileModel.*) covers every format
+// pair; here four templates: no format, Qwen3-Coder (the reproducer), think + Hermes, harmony.
+const formats = sanitized
+  ? allFormats.filter(([f]) => /^(chatml|Qwen3-Coder|Qwen-Qwen3-0.6B|openai-gpt-oss)/.test(f))
+  : allFormats;
 // (gpt-oss's template reads a description.)
 const tools = [{ type: 'function', function: { name: 'f', description: 'f', parameters: {
   type: 'object', properties: { s: { type: 'string' } } } } }];
@@ -82,7 +87,7 @@ for (const [file, toolFormat, reasoningFormat] of formats) {
   const base = { model: 'x', messages: user, max_tokens: 24, n: 2, ignore_eos: true };
   await check(`${name}: whole and streamed, n = 2, ${nSeeds} seeds, every answer a 200`, async () => {
     for (let k = 0; k < nSeeds; k++) {
-      const seed = (formats.findIndex((f) => f[0] === file) * nSeeds + k) % 9;
+      const seed = (allFormats.findIndex((f) => f[0] === file) * nSeeds + k) % 9;
       const extra = withTools ? { tools } : {};
       const r = await client.chat.completions.create({ ...base, seed, ...extra });
       counts.answers++;
