@@ -16,15 +16,17 @@
 #include <string>
 #include <vector>
 
-#include "tova/field_names.h"
-#include "tova/eval.h"
-#include "tova/policy_spec.h"
 #include "tova/engine.h"
+#include "tova/eval.h"
+#include "tova/field_names.h"
 #include "tova/grammar.h"
 #include "tova/options.h"
+#include "tova/policy_spec.h"
 #include "tova/session.h"
 #include "tova/state_cache.h"
 #include "tova/text_stream.h"
+#include "tova/tool_calls.h"
+#include "tova/utf8.h"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -112,6 +114,13 @@ py::object json_to_python(const nlohmann::ordered_json& j) {
       j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+// A model's text as a Python str: bytes that are not UTF-8 (half a character from a byte token,
+// or ill-formed output) become U+FFFD, as tova serve sends them, instead of a UnicodeDecodeError.
+py::str model_text(std::string_view text) {
+  const std::string valid = valid_utf8(text);
+  return py::str(valid.data(), valid.size());
+}
+
 // A str or a list of str.
 std::vector<std::string> str_list(const py::object& o) {
   if (py::isinstance<py::str>(o)) return {o.cast<std::string>()};
@@ -125,18 +134,18 @@ class Generator {
     stream_ = std::make_unique<TextStream>(*session_, o);
   }
   Generator& iter() { return *this; }
-  std::string next() {
+  py::str next() {
     while (!stream_->done()) {
       Result<Piece> p = [&] {
         py::gil_scoped_release release;
         return stream_->next();
       }();
       Piece piece = unwrap(std::move(p));
-      if (!piece.text.empty()) return piece.text;
+      if (!piece.text.empty()) return model_text(piece.text);
     }
     throw py::stop_iteration();
   }
-  std::string cancel() { return stream_->cancel().text; }
+  py::str cancel() { return model_text(stream_->cancel().text); }
   std::optional<std::string> finish_reason() const {
     if (!stream_->done()) return std::nullopt;
     return std::string(finish_name(stream_->finish()));
@@ -722,6 +731,58 @@ in turn; template: a needle template's JSON text; haystack: the text around the 
 equals full, ...) are issued as UserWarning.)");
 }
 
+// tova.parse_tool_calls(): a model's answer taken apart into content and calls
+// (include/tova/tool_calls.h), as tova serve does for a chat request with tools.
+void bind_tool_calls(py::module_& m) {
+  m.def(
+      "parse_tool_calls",
+      [](const py::object& text, const std::string& format, const py::object& tools) {
+        std::optional<ToolCallFormat> f;
+        for (ToolCallFormat c :
+             {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kQwen3Coder,
+              ToolCallFormat::kLlama3, ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs,
+              ToolCallFormat::kHarmony}) {
+          if (tool_call_format_name(c) == format) f = c;
+        }
+        if (!f) {
+          throw py::value_error(fmt::format(
+              "format: unknown tool-call format '{}' (hermes, qwen3_coder, llama3, mistral, "
+              "mistral_args, harmony, none)",
+              format));
+        }
+        // bytes as the model wrote them (they may not be UTF-8), or a str.
+        const std::string bytes = py::isinstance<py::bytes>(text)
+                                      ? std::string(text.cast<py::bytes>())
+                                      : text.cast<std::string>();
+        std::vector<ToolDefinition> defs;
+        if (!tools.is_none()) {
+          const py::object dumps = py::module_::import("json").attr("dumps");
+          for (const py::handle t : tools) {
+            const py::dict tool = t.cast<py::dict>();
+            const py::dict fn =
+                tool.contains("function") ? tool["function"].cast<py::dict>() : tool;
+            ToolDefinition d{.name = fn["name"].cast<std::string>()};
+            if (fn.contains("parameters"))
+              d.parameters = dumps(fn["parameters"]).cast<std::string>();
+            defs.push_back(std::move(d));
+          }
+        }
+        const ParsedToolCalls p = parse_tool_calls(*f, bytes, defs);
+        py::list calls;
+        for (const ToolCall& c : p.calls) {
+          calls.append(py::dict("id"_a = model_text(c.id), "name"_a = model_text(c.name),
+                                "arguments"_a = model_text(c.arguments)));
+        }
+        return py::dict("content"_a = model_text(p.content), "calls"_a = calls);
+      },
+      "text"_a, "format"_a, "tools"_a = py::none(),
+      R"(A model's answer (str, or bytes as generated: they need not be UTF-8) taken apart as tova
+serve does for a chat request with tools: {"content": str, "calls": [{"id", "name", "arguments"
+(a JSON object as text)}]}. format: hermes, qwen3_coder, llama3, mistral, mistral_args, harmony
+or none; tools (OpenAI's list, optional) give the parameter types qwen3_coder needs. Bytes that
+are not UTF-8 become U+FFFD in every field, as tova serve sends them.)");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_tova, m) {
@@ -732,6 +793,7 @@ PYBIND11_MODULE(_tova, m) {
   bind_policies(m);
   bind_ppl(m);
   bind_eval(m);
+  bind_tool_calls(m);
 }
 
 }  // namespace tova::python

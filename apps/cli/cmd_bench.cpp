@@ -71,7 +71,7 @@ void print_json(const std::vector<eval::BenchResult>& results) {
         {"read_gbps", r.read_gbps},
     });
   }
-  fmt::print("{}\n", list.dump(2));
+  fmt::print("{}\n", list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace

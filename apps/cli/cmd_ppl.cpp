@@ -266,7 +266,9 @@ void add_ppl_command(CLI::App& app) {
       print_sweep(*rep, f);
     }
     if (!out) return;
-    Status st = plot::write_file(out->file("results.json"), rep->json.dump(1) + "\n");
+    Status st = plot::write_file(
+        out->file("results.json"),
+        rep->json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (st.ok()) st = plot::write_file(out->file("results.csv"), rep->csv);
     if (st.ok() && !f.no_plot) {
       st = rep->stream ? plot::plot_stream(rep->curves, rep->title, rep->trained_ctx,

@@ -96,6 +96,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--session-dir-max", flags->session_dir_max,
                   "most bytes of files in --session-dir (least recently used go first)")
       ->capture_default_str();
+  cmd->add_option("--debug-hostile-output", so.loop.hostile_output_seed,
+                  "tests only: replace every piece of generated text by hostile bytes (broken "
+                  "UTF-8, half markers, huge arguments) drawn from this seed; 0: off")
+      ->capture_default_str();
   cmd->callback([flags] {
     Flags& f = *flags;
     server::ServerOptions o = f.server;

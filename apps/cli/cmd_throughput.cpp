@@ -122,7 +122,7 @@ void add_throughput_command(CLI::App& app) {
     const nlohmann::ordered_json json = eval::throughput_json(rep, header);
 
     if (f.output == "json") {
-      fmt::print("{}\n", json.dump(2));
+      fmt::print("{}\n", json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
       fmt::print("{}, {} threads, ctx {}, K/V memory {} ({} bytes), SIMD {}\n\n", info.model_type,
                  engine->n_threads(), rep.ctx, format_bytes(rep.kv_memory), rep.kv_memory,
@@ -142,7 +142,9 @@ void add_throughput_command(CLI::App& app) {
                            rows, [](size_t i) { return i >= 2; });
     }
     if (dir) {
-      check(plot::write_file(dir->file("results.json"), json.dump(2) + "\n"));
+      check(plot::write_file(
+          dir->file("results.json"),
+          json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
       const std::string title = fmt::format("{}: decode throughput at {} of K/V, ctx {}",
                                             info.model_type, format_bytes(rep.kv_memory), rep.ctx);
       check(plot::plot_throughput(rep, title, dir->tmp_path()));

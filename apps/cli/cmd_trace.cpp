@@ -133,7 +133,9 @@ void print_longest(const eval::TraceReport& rep) {
 // trace.json (and trace.png) into the --out folder.
 void write_outputs(const TraceFlags& f, const eval::TraceReport& rep, plot::OutputDir& od) {
   const eval::TraceResult& r = rep.run.trace;
-  auto st = plot::write_file(od.file("trace.json"), rep.json.dump() + "\n");
+  auto st = plot::write_file(
+      od.file("trace.json"),
+      rep.json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (st.ok() && !f.no_plot) {
     st = plot::plot_trace(r, rep.title, od.tmp_path());
     if (!st.ok()) st = make_error("{} (--no-plot skips the plot)", st.message());

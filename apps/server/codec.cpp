@@ -6,9 +6,10 @@
 #include <random>
 #include <set>
 
+#include "request_body.h"
+#include "tova/grammar.h"
 #include "tova/policy_spec.h"
 #include "tova/position_mode.h"
-#include "tova/grammar.h"
 #include "turn.h"
 
 namespace tova::server {
@@ -664,7 +665,7 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
                                                                     bool chat,
                                                                     const ApiDefaults& d) {
   const json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return bad_request("", "the request body is not valid JSON");
+  if (j.is_discarded()) return unparsable_body(body);
   if (!j.is_object()) return bad_request("", "the request body must be a JSON object");
   const std::vector<FieldRule>& rules = field_rules();
   // Every field a request may carry has a rule; anything else is named in a 400.
@@ -687,7 +688,8 @@ std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_
 
 std::variant<TokenizeRequest, ApiError> decode_tokenize_request(std::string_view body) {
   const json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_string()) {
+  if (j.is_discarded()) return unparsable_body(body);
+  if (!j.is_object() || !j.contains("content") || !j["content"].is_string()) {
     return bad_request("content", "expected {\"content\": STRING}");
   }
   TokenizeRequest r;
@@ -703,7 +705,8 @@ std::variant<TokenizeRequest, ApiError> decode_tokenize_request(std::string_view
 
 std::variant<std::vector<int32_t>, ApiError> decode_detokenize_request(std::string_view body) {
   const json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array()) {
+  if (j.is_discarded()) return unparsable_body(body);
+  if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array()) {
     return bad_request("tokens", "expected {\"tokens\": [ID, ...]}");
   }
   for (const auto& [key, value] : j.items()) {

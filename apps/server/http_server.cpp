@@ -220,6 +220,13 @@ HttpServer::HttpServer(const Engine& engine, const ServerOptions& o)
   if (o_.api.model_id.empty()) {
     o_.api.model_id = std::filesystem::path(engine_.path()).stem().string();
   }
+  if (o_.loop.hostile_output_seed != 0) {
+    notes_.push_back(
+        fmt::format("--debug-hostile-output {}: every generated piece of text is "
+                    "replaced by hostile bytes (a test of the parsers, not a model's "
+                    "answer)",
+                    o_.loop.hostile_output_seed));
+  }
   o_.api.ctx = o_.loop.ctx;
   o_.api.kv_memory = o_.loop.kv_memory;
   loop_ = std::make_unique<ServingLoop>(engine_, o_.loop, metrics_);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hostile_output.h"
 #include "tova/text_stream.h"
 
 namespace tova::server {
@@ -27,6 +28,7 @@ struct ServingLoop::Active {
   double ttft = -1;
   std::chrono::steady_clock::time_point last_token;
   std::vector<TokenLogprob> logprobs;  // generated since the last event
+  int64_t pieces = 0;                  // pieces of text generated (--debug-hostile-output's step)
 };
 
 namespace {
@@ -287,7 +289,14 @@ void ServingLoop::split(Active& a) {
 void ServingLoop::advance(Active& a) {
   const GenerationRequest& r = a.job->request;
   const int32_t prev = a.session->history().empty() ? -1 : a.session->history().back();
-  const Piece p = a.stream->advance();
+  Piece p = a.stream->advance();
+  if (o_.hostile_output_seed != 0) {
+    // Tests only (hostile_output.h): the text of each generated token is replaced after
+    // sampling; the piece that ends the turn adds nothing.
+    const uint64_t stream = r.sampling.seed + static_cast<uint64_t>(a.index);
+    p.text = p.finish == Finish::kNone ? hostile_piece(o_.hostile_output_seed, stream, a.pieces++)
+                                       : std::string();
+  }
   const auto now = std::chrono::steady_clock::now();
   // The token this step generated: queued on the session, or (at a length limit) not.
   const bool counted = p.finish == Finish::kNone || p.finish == Finish::kLength;

@@ -38,6 +38,8 @@ struct LoopOptions {
   // by the caller with max_bytes = kv_memory; null: one in memory only, of max_cached_states.
   // Used by the scheduler thread only.
   std::shared_ptr<StateCache> states;
+  // Tests only: nonzero makes every generated piece hostile bytes (hostile_output.h).
+  uint64_t hostile_output_seed = 0;
 };
 
 class ServingLoop {

@@ -109,9 +109,9 @@ std::optional<ApiError> decode_tools(const ojson& j, ToolsRequest& out) {
                                                     "required or {{\"type\": \"function\", ...}}",
                                                     shown(out.choice)));
     }
-  } else if (c.is_object() && c.value("type", "") == "function" && c.contains("function") &&
-             c["function"].is_object() && c["function"].contains("name") &&
-             c["function"]["name"].is_string()) {
+  } else if (c.is_object() && c.contains("type") && c["type"] == "function" &&
+             c.contains("function") && c["function"].is_object() &&
+             c["function"].contains("name") && c["function"]["name"].is_string()) {
     out.choice = "function";
     out.function = c["function"]["name"].get<std::string>();
     bool known = false;

@@ -197,3 +197,8 @@ def eval(
     batched: bool = True,
     share_prefix: bool = True,
 ) -> dict: ...
+def parse_tool_calls(
+    text: Union[str, bytes],
+    format: str,
+    tools: Optional[Sequence[dict]] = None,
+) -> dict: ...

@@ -80,13 +80,25 @@ TurnText HarmonyParser::push(std::string_view piece) {
   for (;;) {
     if (in_header_) {
       const size_t m = header_.find(kMessage);
-      if (m == std::string::npos) {
-        if (!not_a_header() && header_.size() <= kMaxHeader) return out;
+      // Decided the same way whatever pieces the text came in (a streamed answer must equal the
+      // whole one; fuzz_reasoning checks it): a header starts like one, and its <|message|>
+      // starts within kMaxHeader bytes.
+      const bool too_long =
+          m == std::string::npos ? header_.size() >= kMaxHeader + kMessage.size() : m > kMaxHeader;
+      if (m == std::string::npos && !not_a_header() && !too_long) return out;
+      if (not_a_header() || too_long) {
         // Text outside any message: content.
         in_header_ = false;
         dest_ = Dest::kContent;
         prompt_header_.clear();
-        held_ = std::move(header_);
+        // The marker that began it is text too: scanning from it would begin the same header
+        // again (and loop for ever).
+        size_t skip = 0;
+        for (std::string_view mk : {kStart, kChannel}) {
+          if (std::string_view(header_).starts_with(mk)) skip = mk.size();
+        }
+        out.content += header_.substr(0, skip);
+        held_ = header_.substr(skip);
         header_.clear();
         continue;
       }
@@ -115,10 +127,12 @@ TurnText HarmonyParser::push(std::string_view piece) {
       return out;
     }
     emit(out, std::string_view(held_).substr(0, at));
-    if (dest_ == Dest::kVerbatim) out.content += marker;
     // A next header begins at <|start|> or <|channel|> (kept: it is part of the header); after
     // an end marker, the next <|start|> begins it.
     const bool opens = marker == kStart || marker == kChannel;
+    // A marker that opens a header is written with that header (when it is kept verbatim, or
+    // is no header), not here too.
+    if (dest_ == Dest::kVerbatim && !opens) out.content += marker;
     header_ = (opens ? std::string(marker) : std::string()) + held_.substr(at + marker.size());
     held_.clear();
     in_header_ = true;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "grammar/gbnf.h"
 #include "grammar/quote.h"
 #include "tova/grammar.h"
@@ -255,13 +256,13 @@ class Converter {
     }
     if (s.contains("allOf")) return visit(merge_all_of(s, path), path);
     if (s.contains("const")) {
-      return literal(s["const"].dump());
+      return literal(json_text(s["const"]));
     }
     if (s.contains("enum")) {
       const json& e = s["enum"];
       if (!e.is_array() || e.empty()) fail(path, "'enum' must be a non-empty array");
       std::string out = "(";
-      for (size_t i = 0; i < e.size(); ++i) out += (i ? " | " : "") + literal(e[i].dump());
+      for (size_t i = 0; i < e.size(); ++i) out += (i ? " | " : "") + literal(json_text(e[i]));
       return out + ")";
     }
     for (const char* key : {"anyOf", "oneOf"}) {
@@ -372,10 +373,10 @@ class Converter {
     if (!req || !s["properties"].contains(prop)) return {};
     const json& p = s["properties"][prop];
     if (!p.is_object()) return {};
-    if (p.contains("const")) return std::set<std::string>{p["const"].dump()};
+    if (p.contains("const")) return std::set<std::string>{json_text(p["const"])};
     if (p.contains("enum") && p["enum"].is_array()) {
       std::set<std::string> v;
-      for (const auto& x : p["enum"]) v.insert(x.dump());
+      for (const auto& x : p["enum"]) v.insert(json_text(x));
       return v;
     }
     return {};
@@ -465,7 +466,7 @@ class Converter {
 
   std::string kv(const std::string& name, const json& sub, const std::string& path) {
     use("space");
-    return literal(json(name).dump()) + " space \":\" space " +
+    return literal(json_text(json(name))) + " space \":\" space " +
            visit(sub, path + "/properties/" + name);
   }
 
@@ -703,10 +704,10 @@ class Converter {
       if (!integer && (d != std::floor(d) || exclusive)) {
         fail(path, fmt::format("'{}' {} on a number is not supported (only inclusive whole "
                                "bounds; use type integer)",
-                               key, v.dump()));
+                               key, json_text(v)));
       }
       if (std::fabs(d) > static_cast<double>(kMaxBound)) {
-        fail(path, fmt::format("'{}' {} is beyond +-{}", key, v.dump(), kMaxBound));
+        fail(path, fmt::format("'{}' {} is beyond +-{}", key, json_text(v), kMaxBound));
       }
       int64_t b = static_cast<int64_t>(lower ? std::ceil(d) : std::floor(d));
       if (exclusive && static_cast<double>(b) == d) b += lower ? 1 : -1;

@@ -1,6 +1,7 @@
 // jinja2's built-in filters (`x | trim`, `tools | tojson(indent=4)`, ...), with Hugging Face's
 // tojson (json.dumps keeping non-ASCII characters and key order).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -35,8 +36,10 @@ Result<Value> attribute_of(Renderer& r, const Value& item, const Value& attribut
     const std::string part = path.substr(pos, dot == std::string::npos ? dot : dot - pos);
     const bool digits =
         !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    TOVA_ASSIGN_OR_RETURN(v, r.get_item(v, digits ? Value(static_cast<int64_t>(std::stoll(part)))
-                                                  : Value(part)));
+    int64_t index = 0;  // from_chars: a path part of 30 digits is a name, not an exception
+    const bool number =
+        digits && std::from_chars(part.data(), part.data() + part.size(), index).ec == std::errc();
+    TOVA_ASSIGN_OR_RETURN(v, r.get_item(v, number ? Value(index) : Value(part)));
     if (dot == std::string::npos) return v;
     pos = dot + 1;
   }

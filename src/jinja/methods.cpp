@@ -2,6 +2,7 @@
 // `d.get('k')`, `d.items()`): each a bound function value. Methods that would change a list or
 // dict are the sandbox's error when called, as in Hugging Face's ImmutableSandboxedEnvironment.
 #include <algorithm>
+#include <charconv>
 
 #include "jinja/builtins.h"
 #include "jinja/pystr.h"
@@ -74,8 +75,11 @@ Result<Value> format(const std::string& fmt, const CallArgs& a) {
       if (auto_index >= a.args.size()) return make_error("format: not enough arguments");
       v = &a.args[auto_index++];
     } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
-      const size_t k = std::stoul(field);
-      if (k >= a.args.size()) return make_error("format: index {} out of range", k);
+      size_t k = 0;  // from_chars: an index of 30 digits is out of range, not an exception
+      const auto r = std::from_chars(field.data(), field.data() + field.size(), k);
+      if (r.ec != std::errc() || k >= a.args.size()) {
+        return make_error("format: index {} out of range", field);
+      }
       v = &a.args[k];
     } else {
       for (const auto& [name, x] : a.kwargs) {

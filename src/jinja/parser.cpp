@@ -628,7 +628,12 @@ class Parser {
         } else if (cur().kind == TK::kInt) {
           auto g = make(Expr::Kind::kGetItem, at);
           auto idx = make(Expr::Kind::kLiteral, cur());
-          idx->value = Value(static_cast<int64_t>(std::stoll(cur().text)));
+          // from_chars, not stoll: `x.99999999999999999999` must be an error, not an exception.
+          int64_t k = 0;
+          const std::string& digits = cur().text;
+          auto r = std::from_chars(digits.data(), digits.data() + digits.size(), k);
+          if (r.ec != std::errc()) return fail(cur(), "integer " + digits + " is too large");
+          idx->value = Value(k);
           next();
           g->args.push_back(std::move(e));
           g->args.push_back(std::move(idx));

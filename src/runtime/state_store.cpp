@@ -16,6 +16,7 @@
 
 #include "core/field_names.h"
 #include "core/hash.h"
+#include "core/json_text.h"
 #include "runtime/session_file.h"
 #include "runtime/session_impl.h"
 
@@ -41,7 +42,7 @@ std::string encode_note(const std::vector<int32_t>& tokens, const std::string& l
   j["tova_serve"] = 1;
   j["label"] = label;
   j["tokens"] = tokens;
-  return j.dump();
+  return json_text(j);  // the label may be a client's request id
 }
 
 Result<std::pair<std::vector<int32_t>, std::string>> decode_note(const std::string& note) {

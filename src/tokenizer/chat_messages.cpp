@@ -28,8 +28,8 @@ Result<std::vector<ChatMessage>> chat_messages_from_json(const nlohmann::ordered
           c.content = v.get<std::string>();
         } else if (v.is_array()) {
           for (const auto& part : v) {
-            if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-                !part["text"].is_string()) {
+            if (!part.is_object() || !part.contains("type") || part["type"] != "text" ||
+                !part.contains("text") || !part["text"].is_string()) {
               return make_error("messages[{}].content: only {{\"type\": \"text\", \"text\": ...}} "
                                 "parts are supported",
                                 i);

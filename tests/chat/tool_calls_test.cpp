@@ -199,6 +199,94 @@ TEST(ToolCalls, TextThatIsNotACallStaysContent) {
   }
 }
 
+// Issue 49: a call whose text holds bytes that are not UTF-8 (a byte-fallback token cut a
+// character; small models write ill-formed bytes outright) is a call, its bytes replaced by
+// U+FFFD as llama-server replaces them; nothing throws (nlohmann-json's dump() did: type_error
+// 316, a 500 in tova serve). tests/fuzz/regressions/tool_calls/ holds the fuzzer's input.
+TEST(ToolCalls, BytesThatAreNotUtf8AreReplacedAndTheCallKept) {
+  const std::string R = "\xEF\xBF\xBD";
+  const std::vector<ToolDefinition> tools = {
+      {.name = "f",
+       .parameters = R"({"type": "object", "properties": {"s": {"type": "string"}}})"}};
+  // The reproducer, exactly as the fuzzer found it.
+  const std::string repro =
+      "<tool_call>\n<function=f>\n<parameter=s>\n1\xFF\xFF\xFF\n</parameter>\n</function>\n"
+      "</tool_call>";
+  for (const auto& with_tools : {tools, std::vector<ToolDefinition>{}}) {
+    const auto p = parse_tool_calls(ToolCallFormat::kQwen3Coder, repro, with_tools);
+    ASSERT_EQ(p.calls.size(), 1u);
+    EXPECT_EQ(p.calls[0].name, "f");
+    EXPECT_EQ(ojson::parse(p.calls[0].arguments), ojson({{"s", "1" + R + R + R}}));
+    EXPECT_EQ(p.content, "");
+  }
+  struct Case {
+    ToolCallFormat f;
+    std::string text;
+    std::string name;
+    ojson args;
+    std::string id;
+  };
+  const Case cases[] = {
+      {ToolCallFormat::kQwen3Coder,
+       "<tool_call>\n<function=f\xC3>\n<parameter=\xFFk>\n\xE2\x82\n</parameter>\n</function>\n"
+       "</tool_call>",
+       "f" + R,
+       {{R + "k", R}},
+       ""},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"f\xC3\", \"arguments\": {\"s\": \"\xFF\"}}\n</tool_call>",
+       "f" + R,
+       {{"s", R}},
+       ""},
+      {ToolCallFormat::kHermes,  // arguments as JSON text
+       "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"s\\\": "
+       "\\\"\xED\xA0\x80\\\"}\"}</tool_call>",
+       "f",
+       {{"s", R + R + R}},
+       ""},
+      {ToolCallFormat::kLlama3,
+       "{\"name\": \"f\", \"parameters\": {\"s\": \"\xE2\x82\"}}",
+       "f",
+       {{"s", R}},
+       ""},
+      {ToolCallFormat::kMistral,
+       "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"s\": \"\x80\"}, \"id\": \"\xFF\"}]",
+       "f",
+       {{"s", R}},
+       R},
+      {ToolCallFormat::kMistralArgs,
+       "[TOOL_CALLS]f[CALL_ID]a\xFF[ARGS]{\"s\": \"\xC0\xAF\"}",
+       "f",
+       {{"s", R + R}},
+       "a" + R},
+      {ToolCallFormat::kHarmony,
+       "<|channel|>commentary to=functions.f\xFF<|message|>{\"s\": \"\xF0\x9F\x98\"}<|call|>",
+       "f" + R,
+       {{"s", R}},
+       ""},
+  };
+  for (const Case& c : cases) {
+    const auto p = parse_tool_calls(c.f, c.text, tools);
+    ASSERT_EQ(p.calls.size(), 1u) << tool_call_format_name(c.f) << ": " << c.text;
+    EXPECT_EQ(p.calls[0].name, c.name) << c.text;
+    EXPECT_EQ(ojson::parse(p.calls[0].arguments), c.args) << c.text;
+    EXPECT_EQ(p.calls[0].id, c.id) << c.text;
+  }
+}
+
+// Content keeps the bytes the model wrote (the front-ends serialise it with the same
+// replacement): text that is not a call comes back whole, broken bytes and all.
+TEST(ToolCalls, ContentKeepsTheModelsBytes) {
+  const std::string text = "a\xFF<tool_call>\xC3</tool_call>\xE2\x82";
+  for (ToolCallFormat f :
+       {ToolCallFormat::kHermes, ToolCallFormat::kQwen3Coder, ToolCallFormat::kLlama3,
+        ToolCallFormat::kMistral, ToolCallFormat::kHarmony, ToolCallFormat::kNone}) {
+    const auto p = parse_tool_calls(f, text);
+    EXPECT_TRUE(p.calls.empty());
+    EXPECT_EQ(p.content, text);
+  }
+}
+
 TEST(ToolCalls, SafePrefix) {
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHermes, "Hello <tool_"), 6u);
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHermes, "Hello <tool_call>{"), 6u);

@@ -1,54 +1,73 @@
-// Harness: session files (src/runtime/session_file) from arbitrary bytes, for the bundled
-// stories260K model. Whatever decodes must be a usable state: it takes one more token through
-// the model without a fault, and re-encoding it gives a file that decodes again.
+// Harness: session files (src/runtime/session_file) from arbitrary bytes, for a model of each
+// state kind (session_models.h: bounded attention K/V, sliding-window K/V, shared K/V, recurrent
+// DeltaNet states), byte 0 of the input picking the model and whether the header's size and
+// checksum are made to fit (so that the fuzzer's mutations reach the payload's parser). Whatever
+// decodes must be a usable state: it takes one more token through the model without a fault,
+// and re-encoding it gives a file that decodes again.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/hash.h"
 #include "core/thread_pool.h"
-#include "fuzz_shared_dir.h"
 #include "model/model.h"
 #include "runtime/session_file.h"
+#include "session_models.h"
 
 namespace {
 
-std::unique_ptr<tova::model::Model> g_model;
+std::array<std::unique_ptr<tova::model::Model>, 4> g_models;
 std::unique_ptr<tova::ThreadPool> g_pool;
 
-std::string model_path() { return tova::fuzz::shared_dir() + "/models/stories260K.gguf"; }
+// Header: "TOVASESS", u32 version, u32 flags, u64 payload bytes, u64 FNV-1a of the payload.
+constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8;
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  auto m = tova::model::Model::load(model_path());
-  if (!m.ok()) {
-    std::fprintf(stderr, "fuzz_session_file: %s (set TOVA_SHARED_DIR)\n", m.message().c_str());
-    std::exit(77);
+  const auto models = tova::fuzz::session_models();
+  for (size_t i = 0; i < models.size(); ++i) {
+    auto m = tova::model::Model::load(models[i].path);
+    if (!m.ok()) {
+      std::fprintf(stderr, "fuzz_session_file: %s (set TOVA_SHARED_DIR)\n", m.message().c_str());
+      std::exit(77);
+    }
+    g_models[i] = std::move(*m);
   }
-  g_model = std::move(*m);
   g_pool = std::make_unique<tova::ThreadPool>(1);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tova;
-  auto d = runtime::decode_session_bytes(*g_model, std::span<const uint8_t>(data, size));
+  if (size < 1) return 0;
+  const model::Model& m = *g_models[data[0] & 3];
+  std::vector<uint8_t> file(data + 1, data + size);
+  if ((data[0] & fuzz::kFixHeader) != 0 && file.size() >= kHeader) {
+    const uint64_t n = file.size() - kHeader;
+    const uint64_t h = fnv1a(file.data() + kHeader, n);
+    std::memcpy(file.data() + 16, &n, sizeof(n));
+    std::memcpy(file.data() + 24, &h, sizeof(h));
+  }
+  auto d = runtime::decode_session_bytes(m, file);
   if (!d.ok()) {
     if (d.message().empty() || d.message().find('\n') != std::string::npos) __builtin_trap();
     return 0;
   }
-  const std::vector<uint8_t> again = runtime::encode_session(*g_model, *d);
-  auto back = runtime::decode_session_bytes(*g_model, again);
+  const std::vector<uint8_t> again = runtime::encode_session(m, *d);
+  auto back = runtime::decode_session_bytes(m, again);
   if (!back.ok()) __builtin_trap();
   model::ForwardScratch scratch;
-  std::vector<float> logits(g_model->config().n_vocab);
+  std::vector<float> logits(m.config().n_vocab);
   const model::BatchToken t{.token = 1, .state = d->state.get(), .logits = true};
-  const Status s = g_model->forward({&t, 1}, *g_pool, scratch, logits.data());
+  const Status s = m.forward({&t, 1}, *g_pool, scratch, logits.data());
   if (!s.ok() && s.message().find('\n') != std::string::npos) __builtin_trap();
   return 0;
 }

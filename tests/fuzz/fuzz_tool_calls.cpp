@@ -1,7 +1,8 @@
 // Harness: the tool-call parsers (src/chat/tool_calls/) on arbitrary model output, in every
-// format. A parse never crashes; every call it finds has a name and arguments that are a JSON
-// object; text without a call is returned whole as content; the safe prefix of a stream is never
-// beyond the text.
+// format. A parse never crashes nor throws; every call it finds has a name and arguments that
+// are a JSON object, and its name, id and arguments are UTF-8 whatever bytes the text holds
+// (issue 49: regressions/tool_calls/); text without a call is returned whole as content; the
+// safe prefix of a stream is never beyond the text.
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <string_view>
 
 #include "tova/tool_calls.h"
+#include "tova/utf8.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using tova::ToolCallFormat;
@@ -23,6 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const tova::ParsedToolCalls p = tova::parse_tool_calls(f, text, tools);
     for (const tova::ToolCall& c : p.calls) {
       if (c.name.empty()) __builtin_trap();
+      if (!tova::is_valid_utf8(c.name) || !tova::is_valid_utf8(c.id) ||
+          !tova::is_valid_utf8(c.arguments)) {
+        __builtin_trap();
+      }
       const auto j = nlohmann::json::parse(c.arguments, nullptr, false);
       if (j.is_discarded() || !j.is_object()) __builtin_trap();
     }

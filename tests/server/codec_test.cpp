@@ -7,6 +7,7 @@
 #include <string>
 
 #include "codec.h"
+#include "request_body.h"
 #include "tova/grammar.h"
 
 namespace tova::server {
@@ -153,6 +154,21 @@ TEST(Codec, ToolsAndToolTurns) {
   EXPECT_TRUE(r.tools.forced());
 }
 
+// A "type" that is not a string (tool_choice, a content part) is a 400, not an exception
+// (nlohmann-json's value("type", "") threw type_error 302, a 500).
+TEST(Codec, ATypeThatIsNotAStringIsA400) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f"}}])";
+  for (const std::string& body :
+       {R"({"messages": [{"role": "user", "content": "x"}], )" + tools +
+            R"(, "tool_choice": {"type": 1, "function": {"name": "f"}}})",
+        std::string(
+            R"({"messages": [{"role": "user", "content": [{"type": 1, "text": "x"}]}]})")}) {
+    auto d = decode_completion_request(body, true, defaults());
+    ASSERT_TRUE(std::holds_alternative<ApiError>(d)) << body;
+    EXPECT_EQ(std::get<ApiError>(d).status, 400);
+  }
+}
+
 TEST(Codec, ConstrainedOutputBecomesTheSamplersGrammar) {
   const json user = {{"role", "user"}, {"content", "x"}};
   auto r = ok_request({{"messages", {user}}, {"response_format", {{"type", "json_object"}}}}, true);
@@ -260,6 +276,45 @@ TEST(Codec, ResponsesAndChunksHaveOpenAisShape) {
 TEST(Codec, NotUtf8BecomesReplacementCharacters) {
   EXPECT_EQ(to_json_text(json{{"content", std::string("a\xff")}}), "{\"content\":\"a\xef\xbf\xbd\"}");
   EXPECT_EQ(sse_event(json{{"a", 1}}), "data: {\"a\":1}\n\n");
+}
+
+// A client's string that is not UTF-8 is refused (JSON is UTF-8; a prompt is not repaired
+// behind the client's back), with a 400 that names the field holding it, on every endpoint that
+// reads a body; llama-server answers such a body with a 500 (its parser's exception).
+TEST(Codec, ClientTextThatIsNotUtf8IsA400NamingTheField) {
+  const std::string body =
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, "
+      "{\"role\": \"user\", \"content\": \"a\xFF\"}], \"n\": 1}";
+  EXPECT_EQ(field_with_invalid_utf8(body), "messages[1].content");
+  auto r = decode_completion_request(body, true, defaults());
+  ASSERT_TRUE(std::holds_alternative<ApiError>(r));
+  const ApiError& e = std::get<ApiError>(r);
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages");
+  EXPECT_NE(e.message.find("'messages[1].content' is not valid UTF-8 (byte 0xFF at offset"),
+            std::string::npos)
+      << e.message;
+  // The serialised error is JSON (the message quotes no raw byte).
+  EXPECT_FALSE(json::parse(to_json_text(error_json(e)), nullptr, false).is_discarded());
+
+  EXPECT_EQ(field_with_invalid_utf8("{\"prompt\": \"\xC3\"}"), "prompt");
+  EXPECT_EQ(field_with_invalid_utf8("{\"stop\": [\"a\", \"b\xE2\x82\"]}"), "stop[1]");
+  EXPECT_EQ(field_with_invalid_utf8("{\"a\": {\"b\": 1, \"c\": [{}, {\"d\": \"\xED\xA0\x80\"}]}}"),
+            "a.c[1].d");
+  EXPECT_EQ(field_with_invalid_utf8("{\"model\": \"m\", \"k\xFF\": 1}"), "a key of the body");
+  EXPECT_EQ(field_with_invalid_utf8("{\"a\": {\"\\\"\xFF\": 1}}"), "a key of a");
+  EXPECT_EQ(field_with_invalid_utf8("{\"a\": \"ok\"}"), std::nullopt);
+  EXPECT_EQ(field_with_invalid_utf8("{\"a\": 1\xFF}"), std::nullopt);  // outside a string
+
+  auto t = decode_tokenize_request("{\"content\": \"x\xFF\"}");
+  ASSERT_TRUE(std::holds_alternative<ApiError>(t));
+  EXPECT_EQ(std::get<ApiError>(t).param, "content");
+  auto d = decode_detokenize_request("{\"tokens\": [1], \"\xFF\": 2}");
+  ASSERT_TRUE(std::holds_alternative<ApiError>(d));
+  EXPECT_NE(std::get<ApiError>(d).message.find("a key of the body"), std::string::npos);
+  // Not JSON at all stays "not valid JSON".
+  auto bad = decode_completion_request("{\"n\": ", true, defaults());
+  EXPECT_EQ(std::get<ApiError>(bad).message, "the request body is not valid JSON");
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 
+#include "core/json_text.h"
 #include "grammar/gbnf.h"
 #include "tova/grammar.h"
+#include "tova/utf8.h"
 
 namespace tova::chat {
 
@@ -31,8 +33,15 @@ size_t json_end(std::string_view t, size_t pos) {
   return std::string_view::npos;
 }
 
+ordered_json parse_json(std::string_view text) {
+  // nlohmann-json refuses a string holding bytes that are not UTF-8: a model's call with one
+  // broken character in an argument would be lost. Its bytes are replaced instead.
+  if (is_valid_utf8(text)) return ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return ordered_json::parse(valid_utf8(text), nullptr, /*allow_exceptions=*/false);
+}
+
 std::optional<ordered_json> parse_object(std::string_view text) {
-  auto j = ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto j = parse_json(text);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
 }
@@ -46,11 +55,11 @@ std::optional<ToolCall> call_from_object(const ordered_json& o, std::string_view
   if (!o.contains(key)) {
     call.arguments = "{}";
   } else if (o[key].is_object()) {
-    call.arguments = o[key].dump();
+    call.arguments = json_text(o[key]);
   } else if (o[key].is_string()) {  // arguments already as JSON text
     auto inner = parse_object(o[key].get<std::string>());
     if (!inner) return std::nullopt;
-    call.arguments = inner->dump();
+    call.arguments = json_text(*inner);
   } else {
     return std::nullopt;
   }

@@ -13,8 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_text.h"
 #include "core/result.h"
 #include "tova/tool_calls.h"
+#include "tova/utf8.h"
 
 namespace tova::chat {
 
@@ -24,7 +26,13 @@ using ordered_json = nlohmann::ordered_json;
 // closing bracket), or npos when there is none or it is unfinished. Strings are skipped whole,
 // so brackets inside them do not count.
 size_t json_end(std::string_view text, size_t pos);
-// An object parsed from text, or none.
+// Model output as JSON (discarded when it is not JSON), its bytes that are not UTF-8 replaced by
+// U+FFFD first (tova/utf8.h): every JSON a parser reads goes through here, every JSON it writes
+// through json_text() (core/json_text.h), so no call is lost to, and no exception comes from, a
+// broken character. Names and ids outside JSON go through valid_utf8(). Content stays the
+// bytes the model wrote (front-ends serialise it with the same replacement).
+ordered_json parse_json(std::string_view text);
+// An object parsed from text (parse_json), or none.
 std::optional<ordered_json> parse_object(std::string_view text);
 // {"name": STRING, ARGS_KEY: OBJECT or a string holding one} -> a call; none otherwise.
 std::optional<ToolCall> call_from_object(const ordered_json& o, std::string_view args_key);

@@ -45,7 +45,7 @@ ParsedToolCalls parse_harmony(std::string_view text) {
     }
     const size_t msg = text.find(kMessage, name_end);
     const size_t next_to = text.find(kTo, name_end);
-    ToolCall call{.name = std::string(text.substr(name_start, name_end - name_start))};
+    ToolCall call{.name = valid_utf8(text.substr(name_start, name_end - name_start))};
     bool ok = !call.name.empty() && msg != std::string_view::npos &&
               (next_to == std::string_view::npos || msg < next_to);
     size_t stop = text.size();
@@ -56,7 +56,7 @@ ParsedToolCalls parse_harmony(std::string_view text) {
                                                       : parse_object(text.substr(body, end - body));
       ok = args.has_value();
       if (ok) {
-        call.arguments = args->dump();
+        call.arguments = json_text(*args);
         stop = end;
         for (std::string_view m : {kCall, kEnd}) {
           if (text.substr(stop).starts_with(m)) {

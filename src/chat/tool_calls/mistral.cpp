@@ -25,7 +25,7 @@ std::optional<std::vector<ToolCall>> read_block(std::string_view rest, size_t& u
   if (t[p] == '[') {  // a JSON list of calls
     const size_t end = json_end(t, p);
     if (end == std::string_view::npos) return std::nullopt;
-    auto list = ordered_json::parse(t.substr(p, end - p), nullptr, false);
+    auto list = parse_json(t.substr(p, end - p));
     if (list.is_discarded() || !list.is_array() || list.empty()) return std::nullopt;
     for (const auto& o : list) {
       if (!o.is_object()) return std::nullopt;
@@ -45,7 +45,7 @@ std::optional<std::vector<ToolCall>> read_block(std::string_view rest, size_t& u
     const size_t id_start = q + kCallId.size();
     const size_t id_end = t.find(kArgs, id_start);
     if (id_end == std::string_view::npos) return std::nullopt;
-    call.id = std::string(trim(t.substr(id_start, id_end - id_start)));
+    call.id = valid_utf8(trim(t.substr(id_start, id_end - id_start)));
     q = id_end;
   }
   if (!t.substr(q).starts_with(kArgs)) return std::nullopt;
@@ -54,7 +54,7 @@ std::optional<std::vector<ToolCall>> read_block(std::string_view rest, size_t& u
   if (end == std::string_view::npos) return std::nullopt;
   const auto args = parse_object(t.substr(a, end - a));
   if (!args) return std::nullopt;
-  call.arguments = args->dump();
+  call.arguments = json_text(*args);
   calls.push_back(std::move(call));
   used = end;
   return calls;

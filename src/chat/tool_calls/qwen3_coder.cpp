@@ -33,10 +33,10 @@ ordered_json value_of(std::string_view v, const ordered_json& schema) {
   if (v.starts_with('\n')) v.remove_prefix(1);
   if (v.ends_with('\n')) v.remove_suffix(1);
   if (!typed_string(schema)) {
-    auto j = ordered_json::parse(v, nullptr, false);
+    auto j = parse_json(v);
     if (!j.is_discarded()) return j;
   }
-  return std::string(v);
+  return valid_utf8(v);  // a broken character in a value: replaced, the call kept
 }
 
 // The call inside <tool_call>...</tool_call>, or none when it is not one.
@@ -46,7 +46,7 @@ std::optional<ToolCall> read_call(std::string_view body, const std::vector<ToolD
   if (!body.starts_with(kFn)) return std::nullopt;
   const size_t name_end = body.find('>');
   if (name_end == std::string_view::npos) return std::nullopt;
-  ToolCall call{.name = std::string(trim(body.substr(kFn.size(), name_end - kFn.size())))};
+  ToolCall call{.name = valid_utf8(trim(body.substr(kFn.size(), name_end - kFn.size())))};
   if (call.name.empty()) return std::nullopt;
   std::string_view rest = trim(body.substr(name_end + 1));
   ordered_json args = ordered_json::object();
@@ -55,14 +55,14 @@ std::optional<ToolCall> read_call(std::string_view body, const std::vector<ToolD
   while (rest.starts_with(kParam)) {
     const size_t pn = rest.find('>');
     if (pn == std::string_view::npos) return std::nullopt;
-    const std::string p(trim(rest.substr(kParam.size(), pn - kParam.size())));
+    const std::string p = valid_utf8(trim(rest.substr(kParam.size(), pn - kParam.size())));
     const size_t end = rest.find(kParamEnd, pn + 1);
     if (end == std::string_view::npos) return std::nullopt;
     args[p] = value_of(rest.substr(pn + 1, end - pn - 1), param_schema(tools, call.name, p));
     rest = trim(rest.substr(end + kParamEnd.size()));
   }
   if (rest != "</function>") return std::nullopt;
-  call.arguments = args.dump();
+  call.arguments = json_text(args);
   return call;
 }
 
@@ -85,7 +85,7 @@ Result<std::string> value_expr(const ordered_json& schema, const std::string& pr
     }
     return alts + ")";
   }
-  auto g = argument_rules(ToolDefinition{.parameters = schema.dump()}, prefix);
+  auto g = argument_rules(ToolDefinition{.parameters = json_text(schema)}, prefix);
   if (!g.ok()) return make_error("{}", g.message());
   rules += *g;
   return prefix + "root";
