@@ -135,7 +135,10 @@ TEST_P(Hybrid, CloneAndFollowersCarryTheRecurrentState) {
   ASSERT_TRUE((*m)->forward(step, pool, scratch, la.data(), {&fl, 1}).ok());
   for (int ir = 0; ir < leader->n_recurrent(); ++ir) {
     const kv::RecurrentState &x = leader->recurrent(ir), &y = (*f)->recurrent(ir);
-    EXPECT_EQ(0, std::memcmp(x.delta(), y.delta(), x.shape().delta_floats() * sizeof(float)));
+    // A short-convolution state has no delta part (its data() may be null: no memcmp of 0).
+    if (x.shape().delta_floats() > 0) {
+      EXPECT_EQ(0, std::memcmp(x.delta(), y.delta(), x.shape().delta_floats() * sizeof(float)));
+    }
     EXPECT_EQ(0, std::memcmp(x.conv(), y.conv(), x.shape().conv_floats() * sizeof(float)));
   }
   EXPECT_EQ((*f)->n_seen(), 31);
