@@ -98,7 +98,7 @@ if [ "${1:-}" = "campaign" ]; then
   shift 2
   if [ $# -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(all_targets); fi
   for t in "${targets[@]}"; do
-    all_targets | grep -qx "$t" || { echo "fuzz.sh: unknown target '$t'" >&2; exit 2; }
+    all_targets | grep -x "$t" >/dev/null || { echo "fuzz.sh: unknown target '$t'" >&2; exit 2; }
   done
   root=${TOVA_FUZZ_CORPUS_DIR:-$HOME/.cache/tova-fuzz}
   table="$root/campaigns.tsv"
@@ -144,7 +144,7 @@ if [ "${1:-}" = "campaign" ]; then
         crashes=$((crashes + 1))
         out="tests/fuzz/regressions/$t/$(basename "$a")"
         echo "fuzz $t: $(basename "$a") (log: $log); minimising into $out"
-        grep -E '^==[0-9]+==ERROR|^SUMMARY|runtime error' "$log" | head -3 || true
+        grep -E '^==[0-9]+==ERROR|^SUMMARY|runtime error' "$log" | awk 'NR <= 3' || true
         case "$(basename "$a")" in
           crash-*)
             "$build/bin/fuzz_$t" -minimize_crash=1 -runs=10000 -max_len="$(max_len_of "$t")" \
@@ -173,7 +173,7 @@ seconds=${2:-60}
 if [ "$target" = "all" ]; then
   mapfile -t targets < <(all_targets)
 else
-  all_targets | grep -qx "$target" || {
+  all_targets | grep -x "$target" >/dev/null || {
     echo "fuzz.sh: unknown target '$target' (valid: all $(all_targets | tr '\n' ' '))" >&2
     exit 2
   }
@@ -213,7 +213,7 @@ for t in "${targets[@]}"; do
   grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$log" || true
   echo "fuzz $t: $status in $(($(date +%s) - start)) s"
   if [ "$status" = FAILED ]; then
-    grep -E 'ERROR|SUMMARY|Test unit written|fuzz_[a-z_]+: ' "$log" | head -20 || true
+    grep -E 'ERROR|SUMMARY|Test unit written|fuzz_[a-z_]+: ' "$log" | awk 'NR <= 20' || true
   fi
 done
 if [ ${#failed[@]} -gt 0 ]; then

@@ -26,7 +26,7 @@ slowest() {
   echo "-- slowest 20 tests ($1) --"
   grep -E 'Test +#[0-9]+:' "$2" |
     awk '{t=$(NF-1); for (i=1;i<=NF;i++) if ($i ~ /^#[0-9]+:$/) {n=$(i+1); break}; printf "%8.2f s  %s\n", t, n}' |
-    sort -rn | head -20
+    sort -rn | awk 'NR <= 20'  # awk reads all: head would SIGPIPE sort under pipefail
 }
 summary() {
   echo "== phase times =="
