@@ -229,9 +229,15 @@ void print_run_report(const RunReport& r) {
                  : std::string());
   fmt::print(stderr, "prompt       : {:8d} tokens in {:8.2f} ms ({})\n", st.n_prompt,
              st.prompt_seconds * 1e3, rate(st.n_prompt, st.prompt_seconds));
-  fmt::print(stderr, "decode       : {:8d} tokens in {:8.2f} ms ({}); {} generated, {}\n",
+  // With speculation a forward pass feeds several tokens and accepted drafts need none: the
+  // rate a user compares is the generated tokens over the decode time, printed beside it.
+  const bool speculated = !r.kv.speculation.type.empty();
+  fmt::print(stderr, "decode       : {:8d} tokens in {:8.2f} ms ({}); {} generated{}, {}\n",
              st.n_decoded, st.decode_seconds * 1e3, rate(st.n_decoded, st.decode_seconds),
-             st.n_generated, r.finish == "stop" ? "stopped" : "length");
+             st.n_generated,
+             speculated ? fmt::format(" ({})", rate(st.n_generated, st.decode_seconds))
+                        : std::string(),
+             r.finish == "stop" ? "stopped" : "length");
   if (r.session_loaded_bytes > 0) {
     fmt::print(stderr, "session load : {} in {:8.2f} ms\n", format_bytes(r.session_loaded_bytes),
                r.session_load_seconds * 1e3);

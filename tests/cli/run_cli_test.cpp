@@ -56,7 +56,10 @@ TEST(Cli, RunSpeculatesWithTheSameText) {
     EXPECT_EQ(r.out, plain.out) << spec;
     EXPECT_NE(r.err.find("speculation  : "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("% acceptance"), std::string::npos) << r.err;
+    // The decode line also gives the generated tokens' rate (a pass feeds several tokens).
+    EXPECT_NE(r.err.find(" generated ("), std::string::npos) << r.err;
   }
+  EXPECT_EQ(plain.err.find(" generated ("), std::string::npos) << plain.err;
   EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type ngram-simple --spec-draft-n-max 0"),
                         "--spec-draft-n-max 0");
   EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type ngram-simple --spec-draft-n-max 5000"),
