@@ -738,17 +738,14 @@ void bind_tool_calls(py::module_& m) {
       "parse_tool_calls",
       [](const py::object& text, const std::string& format, const py::object& tools) {
         std::optional<ToolCallFormat> f;
-        for (ToolCallFormat c :
-             {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kQwen3Coder,
-              ToolCallFormat::kLlama3, ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs,
-              ToolCallFormat::kHarmony}) {
+        std::string names;
+        for (ToolCallFormat c : tool_call_formats()) {
           if (tool_call_format_name(c) == format) f = c;
+          if (c != ToolCallFormat::kNone) names += std::string(tool_call_format_name(c)) + ", ";
         }
         if (!f) {
-          throw py::value_error(fmt::format(
-              "format: unknown tool-call format '{}' (hermes, qwen3_coder, llama3, mistral, "
-              "mistral_args, harmony, none)",
-              format));
+          throw py::value_error(
+              fmt::format("format: unknown tool-call format '{}' ({}none)", format, names));
         }
         // bytes as the model wrote them (they may not be UTF-8), or a str.
         const std::string bytes = py::isinstance<py::bytes>(text)
@@ -778,7 +775,7 @@ void bind_tool_calls(py::module_& m) {
       "text"_a, "format"_a, "tools"_a = py::none(),
       R"(A model's answer (str, or bytes as generated: they need not be UTF-8) taken apart as tova
 serve does for a chat request with tools: {"content": str, "calls": [{"id", "name", "arguments"
-(a JSON object as text)}]}. format: hermes, qwen3_coder, llama3, mistral, mistral_args, harmony
+(a JSON object as text)}]}. format: hermes, qwen3_coder, llama3, mistral, mistral_args, harmony, lfm2
 or none; tools (OpenAI's list, optional) give the parameter types qwen3_coder needs. Bytes that
 are not UTF-8 become U+FFFD in every field, as tova serve sends them.)");
 }

@@ -141,7 +141,7 @@ std::variant<std::string, ApiError> render_with_tools(const ChatTemplate& chat,
     return bad_request(
         "tools",
         fmt::format("the chat template '{}' renders no tool calls tova can read (Hermes "
-                    "<tool_call>, Qwen3-Coder XML, Llama 3 JSON, Mistral [TOOL_CALLS], gpt-oss "
+                    "<tool_call>, Qwen3-Coder XML, Llama 3 JSON, Mistral [TOOL_CALLS], LFM2, gpt-oss "
                     "harmony): tools need the model's own template or --chat-template FILE.jinja",
                     chat.name()));
   }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,9 +23,13 @@ enum class ToolCallFormat {
   kMistral,      // Mistral Nemo: [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}]
   kMistralArgs,  // Mistral Small 3.2: [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...} (id optional)
   kHarmony,      // gpt-oss: to=functions.NAME<|channel|>commentary json<|message|>{...}<|call|>
+  kLfm2,         // LFM2 / LFM2.5: <|tool_call_start|>[NAME(key="value", n=3)]<|tool_call_end|>
 };
 
-// "hermes", "qwen3_coder", "llama3", "mistral", "mistral_args", "harmony", "none".
+// Every format above, kNone first: the one list tests, harnesses and front-ends iterate.
+std::span<const ToolCallFormat> tool_call_formats();
+
+// "hermes", "qwen3_coder", "llama3", "mistral", "mistral_args", "harmony", "lfm2", "none".
 std::string_view tool_call_format_name(ToolCallFormat f);
 // The format a chat template (its Jinja text) teaches its model; kNone for a template that
 // renders no tool calls.

@@ -39,6 +39,7 @@ def test_every_format_and_content_get_the_same_replacement():
         ("mistral_args", b'[TOOL_CALLS]f[ARGS]{"s": "\xed\xa0\x80"}', {"s": R * 3}),
         ("harmony", b'<|channel|>commentary to=functions.f<|message|>{"s": "\xf0\x9f\x98"}<|call|>',
          {"s": R}),
+        ("lfm2", b"<|tool_call_start|>[f(s='\xe2\x82')]<|tool_call_end|>", {"s": R}),
     ]
     for fmt, text, args in cases:
         r = tova.parse_tool_calls(text, fmt)

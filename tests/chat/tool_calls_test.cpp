@@ -344,6 +344,103 @@ TEST(ToolCalls, ForcedGrammar) {
   EXPECT_FALSE(forced_tool_call_grammar(ToolCallFormat::kNone, definitions(), false).ok());
 }
 
+// LFM2 / LFM2.5 (Liquid): the templates list the tools (between <|tool_list_start|> and
+// <|tool_list_end|>, or after "List of tools: [") and the model answers with a Python-style list
+// of keyword calls between <|tool_call_start|> and <|tool_call_end|>; the templates render a
+// turn's content only, so these are the model's own outputs (the form of Liquid's model cards).
+TEST(ToolCalls, Lfm2PythonStyleCalls) {
+  TOVA_REQUIRE_SHARED();
+  EXPECT_EQ(detect_tool_call_format(read_text(testing::shared_path("templates/LFM2-8B-A1B.jinja"))),
+            ToolCallFormat::kLfm2);
+  EXPECT_EQ(detect_tool_call_format("{{ 'List of tools: [' + tools | tojson + ']' }}"),
+            ToolCallFormat::kLfm2);
+  EXPECT_EQ(tool_call_format_name(ToolCallFormat::kLfm2), "lfm2");
+  const ToolCallFormat F = ToolCallFormat::kLfm2;
+  auto p = parse_tool_calls(
+      F, "<|tool_call_start|>[get_candidate_status(candidate_id=\"12345\")]<|tool_call_end|>"
+         "Checking the current status of candidate ID 12345.");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "get_candidate_status");
+  EXPECT_EQ(p.calls[0].arguments, R"({"candidate_id":"12345"})");
+  EXPECT_EQ(p.content, "Checking the current status of candidate ID 12345.");
+  // Parallel calls, every Python literal, JSON's literals too, nesting, a trailing comma, a
+  // tuple, single quotes with escapes, and an unclosed block whose list is whole.
+  p = parse_tool_calls(
+      F, "Sure. <|tool_call_start|>[get_weather(city='Paris', days=2), "
+         "f(a=-1.5e3, b=True, c=None, d=false, e=null, g=[1, 'x', {'k': (1, 2,)}], "
+         "h='it\\'s \\u00e9\\n', i=.5, j=3.)]");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.content, "Sure.");
+  EXPECT_EQ(ojson::parse(p.calls[0].arguments), ojson::parse(R"({"city": "Paris", "days": 2})"));
+  EXPECT_EQ(p.calls[1].name, "f");
+  EXPECT_EQ(ojson::parse(p.calls[1].arguments),
+            ojson::parse(R"({"a": -1500.0, "b": true, "c": null, "d": false, "e": null,
+                             "g": [1, "x", {"k": [1, 2]}], "h": "it's \u00e9\n", "i": 0.5,
+                             "j": 3.0})"));
+  // No arguments; a dotted name.
+  p = parse_tool_calls(F, "<|tool_call_start|>[tools.now()]<|tool_call_end|>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "tools.now");
+  EXPECT_EQ(p.calls[0].arguments, "{}");
+  // Not calls: the text stays content, as the model wrote it.
+  for (const std::string text :
+       {"<|tool_call_start|>[f(1)]<|tool_call_end|>",         // positional
+        "<|tool_call_start|>[f(a=)]<|tool_call_end|>",         // no value
+        "<|tool_call_start|>f(a=1)<|tool_call_end|>",          // no list
+        "<|tool_call_start|>[f(a=1)] and more<|tool_call_end|>",
+        "<|tool_call_start|>[f(a='open)]",                     // unterminated string
+        "<|tool_call_start|>[f(a=1)",                          // cut short
+        "[f(a=1)]"}) {
+    p = parse_tool_calls(F, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+  // Bytes that are not UTF-8 are replaced, the call kept (issue 49's rule).
+  p = parse_tool_calls(F, "<|tool_call_start|>[f\xC3(s='\xFF')]<|tool_call_end|>");
+  ASSERT_EQ(p.calls.size(), 0u);  // \xC3 is not a name character: content
+  p = parse_tool_calls(F, "<|tool_call_start|>[f(s='a\xFF', t=\"\xE2\x82\")]<|tool_call_end|>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(ojson::parse(p.calls[0].arguments),
+            ojson({{"s", "a\xEF\xBF\xBD"}, {"t", "\xEF\xBF\xBD"}}));
+  // Deep nesting is refused (content), not a stack overflow.
+  p = parse_tool_calls(F, "<|tool_call_start|>[f(a=" + std::string(5000, '[') + ")]");
+  EXPECT_TRUE(p.calls.empty());
+  // Nothing of a call streams before the turn is complete.
+  EXPECT_EQ(tool_call_safe_prefix(F, "Hi <|tool_call_st"), 3u);
+  EXPECT_EQ(tool_call_safe_prefix(F, "Hi <|tool_call_start|>[f("), 3u);
+  EXPECT_EQ(tool_call_safe_prefix(F, "Hello"), 5u);
+  // The forced grammar: the keyword form of each tool's schema (required first, in order).
+  auto g = forced_tool_call_grammar(F, definitions(), true);
+  ASSERT_TRUE(g.ok()) << g.message();
+  const std::string one = "<|tool_call_start|>[get_weather(city=\"Lyon\")]<|tool_call_end|>";
+  EXPECT_TRUE(grammar_accepts(*g, one)) << *g;
+  EXPECT_TRUE(grammar_accepts(
+      *g, "<|tool_call_start|>[get_weather(city=\"Lyon\", days=3), get_weather(city=\"Nice\")]"
+          "<|tool_call_end|>"));
+  EXPECT_FALSE(grammar_accepts(*g, "<|tool_call_start|>[get_weather(days=3)]<|tool_call_end|>"));
+  EXPECT_FALSE(grammar_accepts(*g, "<|tool_call_start|>[other(city=\"x\")]<|tool_call_end|>"));
+  // What the grammar lets the model write, the parser reads back.
+  p = parse_tool_calls(F, one);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Lyon"})");
+  // Only optional parameters: any of them in order, or none.
+  auto opt = forced_tool_call_grammar(
+      F, {{.name = "f", .parameters = R"({"type": "object", "properties": {"a": {"type":
+           "integer"}, "b": {"type": "string"}}})"}},
+      false);
+  ASSERT_TRUE(opt.ok()) << opt.message();
+  for (const char* ok : {"f()", "f(a=1)", "f(b=\"x\")", "f(a=1, b=\"x\")"}) {
+    EXPECT_TRUE(grammar_accepts(
+        *opt, std::string("<|tool_call_start|>[") + ok + "]<|tool_call_end|>")) << ok;
+  }
+  EXPECT_FALSE(grammar_accepts(*opt, "<|tool_call_start|>[f(b=\"x\", a=1)]<|tool_call_end|>"));
+  // A parameter name Python cannot take as a keyword: one error naming it.
+  auto bad = forced_tool_call_grammar(
+      F, {{.name = "f", .parameters = R"({"type": "object", "properties": {"a-b": {}}})"}}, false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("'a-b'"), std::string::npos) << bad.message();
+}
+
 TEST(ToolCalls, PrefixedRulesKeepLiterals) {
   auto r = grammar::prefix_gbnf_rules("root ::= \"root\" x [a-z]{1,3} # root\nx ::= \"x\"\n", "p-");
   ASSERT_TRUE(r.ok()) << r.message();

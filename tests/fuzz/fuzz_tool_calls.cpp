@@ -18,10 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<tova::ToolDefinition> tools = {
       {.name = "f",
        .parameters = R"({"type": "object", "properties": {"s": {"type": "string"}}})"}};
-  for (ToolCallFormat f :
-       {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kQwen3Coder,
-        ToolCallFormat::kLlama3, ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs,
-        ToolCallFormat::kHarmony}) {
+  for (ToolCallFormat f : tova::tool_call_formats()) {
     const tova::ParsedToolCalls p = tova::parse_tool_calls(f, text, tools);
     for (const tova::ToolCall& c : p.calls) {
       if (c.name.empty()) __builtin_trap();

@@ -171,10 +171,7 @@ TEST(HostileModel, EveryFormatWholeAndStreamedAnswersJson) {
                            "<|start|>assistant", "<start_of_turn>model\n<|channel>thought\n"};
   for (ReasoningFormat rf : {ReasoningFormat::kNone, ReasoningFormat::kThink,
                              ReasoningFormat::kHarmony, ReasoningFormat::kGemma4}) {
-    for (ToolCallFormat tf :
-         {ToolCallFormat::kNone, ToolCallFormat::kHermes, ToolCallFormat::kQwen3Coder,
-          ToolCallFormat::kLlama3, ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs,
-          ToolCallFormat::kHarmony}) {
+    for (ToolCallFormat tf : tool_call_formats()) {
       ++formats;
       // The forced-call grammar of the format compiles for these tools (the "with grammar"
       // requests of the HTTP test use it).

@@ -1,7 +1,7 @@
 // What the tool-call formats share: finding a JSON value inside text, reading a call object,
 // holding back a marker that may be half written, and the grammar pieces of a forced call.
 // Each format is one file (hermes.cpp, qwen3_coder.cpp, llama3.cpp, mistral.cpp,
-// harmony.cpp) declaring its parser and grammar here.
+// harmony.cpp, lfm2.cpp) declaring its parser and grammar here.
 #pragma once
 
 #include <fmt/format.h>
@@ -92,6 +92,10 @@ ParsedToolCalls parse_mistral(std::string_view text);
 size_t mistral_safe_prefix(std::string_view text);
 Result<std::string> mistral_grammar(const std::vector<ToolDefinition>& tools, bool parallel,
                                     bool args_form);
+
+ParsedToolCalls parse_lfm2(std::string_view text);
+size_t lfm2_safe_prefix(std::string_view text);
+Result<std::string> lfm2_grammar(const std::vector<ToolDefinition>& tools, bool parallel);
 
 ParsedToolCalls parse_harmony(std::string_view text);
 size_t harmony_safe_prefix(std::string_view text);

@@ -21,13 +21,28 @@ std::string_view tool_call_format_name(ToolCallFormat f) {
       return "mistral_args";
     case ToolCallFormat::kHarmony:
       return "harmony";
+    case ToolCallFormat::kLfm2:
+      return "lfm2";
     case ToolCallFormat::kNone:
       break;
   }
   return "none";
 }
 
+std::span<const ToolCallFormat> tool_call_formats() {
+  static constexpr ToolCallFormat kAll[] = {
+      ToolCallFormat::kNone,    ToolCallFormat::kHermes,      ToolCallFormat::kQwen3Coder,
+      ToolCallFormat::kLlama3,  ToolCallFormat::kMistral,     ToolCallFormat::kMistralArgs,
+      ToolCallFormat::kHarmony, ToolCallFormat::kLfm2};
+  return kAll;
+}
+
 ToolCallFormat detect_tool_call_format(std::string_view t) {
+  // LFM2 lists the tools between its own control tokens; LFM2.5 as plain "List of tools: [".
+  if ((has(t, "<|tool_list_start|>") && has(t, "<|tool_list_end|>")) ||
+      has(t, "List of tools: [")) {
+    return ToolCallFormat::kLfm2;
+  }
   // Most specific first: Qwen3-Coder's XML also sits in <tool_call> tags.
   if (has(t, "<function=") && has(t, "<parameter=")) return ToolCallFormat::kQwen3Coder;
   if (has(t, "<tool_call>")) return ToolCallFormat::kHermes;
@@ -55,6 +70,8 @@ ParsedToolCalls parse_tool_calls(ToolCallFormat f, std::string_view text,
       return chat::parse_mistral(text);
     case ToolCallFormat::kHarmony:
       return chat::parse_harmony(text);
+    case ToolCallFormat::kLfm2:
+      return chat::parse_lfm2(text);
     case ToolCallFormat::kNone:
       break;
   }
@@ -73,6 +90,8 @@ size_t tool_call_safe_prefix(ToolCallFormat f, std::string_view text) {
       return chat::mistral_safe_prefix(text);
     case ToolCallFormat::kHarmony:
       return chat::harmony_safe_prefix(text);
+    case ToolCallFormat::kLfm2:
+      return chat::lfm2_safe_prefix(text);
     case ToolCallFormat::kNone:
       break;
   }
@@ -95,6 +114,8 @@ Result<std::string> forced_tool_call_grammar(ToolCallFormat f,
       return chat::mistral_grammar(tools, parallel, true);
     case ToolCallFormat::kHarmony:
       return chat::harmony_grammar(tools);
+    case ToolCallFormat::kLfm2:
+      return chat::lfm2_grammar(tools, parallel);
     case ToolCallFormat::kNone:
       break;
   }
