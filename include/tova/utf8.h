@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -24,5 +25,9 @@ bool is_valid_utf8(std::string_view s);
 // dump(error_handler_t::replace) writes, and so what llama-server sends for the same bytes, and
 // what Python's bytes.decode("utf-8", "replace") gives. Valid text comes back unchanged.
 std::string valid_utf8(std::string_view s);
+
+// Appends the UTF-8 encoding of code point `cp` (U+FFFD for one above U+10FFFF; a surrogate is
+// encoded as it is, for callers that pair or replace them themselves).
+void append_utf8(std::string& out, uint32_t cp);
 
 }  // namespace tova

@@ -1,5 +1,7 @@
 #include "jinja/lexer.h"
 
+#include "tova/utf8.h"
+
 #include <algorithm>
 
 namespace tova::jinja {
@@ -17,25 +19,6 @@ std::string rstrip_space(std::string_view s) {
   size_t e = s.size();
   while (e > 0 && is_space(s[e - 1])) --e;
   return std::string(s.substr(0, e));
-}
-
-// Appends the UTF-8 encoding of a code point.
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 class Lexer {

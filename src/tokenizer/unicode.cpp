@@ -1,5 +1,7 @@
 #include "tokenizer/unicode.h"
 
+#include "tova/utf8.h"
+
 #include <algorithm>
 #include <array>
 
@@ -112,24 +114,7 @@ std::vector<uint32_t> decode_utf8(std::string_view text) {
   return out;
 }
 
-void append_utf8(uint32_t cpt, std::string& out) {
-  if (cpt > 0x10FFFF) cpt = kReplacementChar;
-  if (cpt < 0x80) {
-    out.push_back(static_cast<char>(cpt));
-  } else if (cpt < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cpt >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cpt & 0x3F)));
-  } else if (cpt < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cpt >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cpt >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cpt & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cpt >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cpt >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cpt >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cpt & 0x3F)));
-  }
-}
+void append_utf8(uint32_t cpt, std::string& out) { tova::append_utf8(out, cpt); }
 
 const std::string& byte_to_gpt2_utf8(uint8_t byte) { return gpt2_alphabet().utf8[byte]; }
 

@@ -54,24 +54,7 @@ struct Reader {
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
   }
-  static void put_utf8(std::string& s, uint32_t cp) {
-    if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;  // a lone surrogate
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      s += static_cast<char>(0xE0 | (cp >> 12));
-      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      s += static_cast<char>(0xF0 | (cp >> 18));
-      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
+
   // \xHH, \uHHHH, \UHHHHHHHH after the backslash and letter; false if the digits are not there.
   bool hex_escape(int digits, std::string& out) {
     if (p + digits > t.size()) return false;
@@ -82,7 +65,7 @@ struct Reader {
       cp = cp * 16 + static_cast<uint32_t>(h);
     }
     p += digits;
-    put_utf8(out, cp > 0x10FFFF ? 0xFFFD : cp);
+    append_utf8(out, cp >= 0xD800 && cp <= 0xDFFF ? 0xFFFD : cp);  // a lone surrogate: U+FFFD
     return true;
   }
   bool string(std::string& out) {
