@@ -256,6 +256,79 @@ ParsedToolCalls parse_lfm2(std::string_view text) {
 
 size_t lfm2_safe_prefix(std::string_view text) { return before_marker(text, kStart); }
 
+namespace {
+
+// The keyword arguments "key=value" of tool i's schema, each value's rules appended to `rules`
+// (prefixed t<i>-p<j>-), sorted into required and optional ones, in the schema's order.
+Status keyword_rules(size_t i, const ToolDefinition& tool, std::string& rules,
+                     std::vector<std::string>& required_kv, std::vector<std::string>& optional_kv) {
+  const ordered_json schema = parse_json(tool.parameters.empty() ? "{}" : tool.parameters);
+  if (!schema.is_object()) {
+    return make_error("tools[{}] ('{}'): parameters: not a JSON object", i, tool.name);
+  }
+  if (!schema.contains("properties") || !schema["properties"].is_object()) return ok_status();
+  std::vector<std::string> required;
+  if (schema.contains("required") && schema["required"].is_array()) {
+    for (const auto& r : schema["required"]) {
+      if (r.is_string()) required.push_back(r.get<std::string>());
+    }
+  }
+  size_t j = 0;
+  for (const auto& [key, sub] : schema["properties"].items()) {
+    bool valid_key = !key.empty() && Reader::ident_start(key[0]);
+    for (char c : key) valid_key = valid_key && Reader::ident_char(c) && c != '.' && c != '-';
+    if (!valid_key) {
+      return make_error("tools[{}] ('{}'): parameter '{}' is not a Python keyword name", i,
+                        tool.name, key);
+    }
+    const std::string prefix = fmt::format("t{}-p{}-", i, j++);
+    // A property's schema on its own, with the definitions its $refs may point to.
+    ordered_json prop = sub;
+    for (const char* defs : {"$defs", "definitions"}) {
+      if (prop.is_object() && schema.contains(defs) && !prop.contains(defs)) {
+        prop[defs] = schema[defs];
+      }
+    }
+    auto g = argument_rules(ToolDefinition{.name = key, .parameters = json_text(prop)}, prefix);
+    if (!g.ok()) {
+      return make_error("tools[{}] ('{}'): parameter '{}': {}", i, tool.name, key, g.message());
+    }
+    rules += *g;
+    const bool req = std::find(required.begin(), required.end(), key) != required.end();
+    (req ? required_kv : optional_kv).push_back(gbnf_literal(key + "=") + " " + prefix + "root");
+  }
+  return ok_status();
+}
+
+// Rule `a`: the required ones joined by ", ", then the optional ones each "(, kv)?" in order;
+// with no required one, any ordered subset of the optional ones.
+std::string args_rules(const std::string& a, const std::vector<std::string>& required_kv,
+                       const std::vector<std::string>& optional_kv) {
+  std::string rules;
+  auto tail = [&](size_t k) {  // the optional ones from k on
+    return k < optional_kv.size() ? fmt::format("{}-o{}", a, k) : std::string("\"\"");
+  };
+  for (size_t k = 0; k < optional_kv.size(); ++k) {
+    rules += fmt::format("{}-o{} ::= (\", \" {})? {}\n", a, k, optional_kv[k], tail(k + 1));
+  }
+  if (!required_kv.empty()) {
+    std::string body;
+    for (size_t k = 0; k < required_kv.size(); ++k) {
+      body += (k ? " \", \" " : "") + required_kv[k];
+    }
+    return rules + fmt::format("{} ::= {}{}\n", a, body,
+                               optional_kv.empty() ? "" : fmt::format(" {}", tail(0)));
+  }
+  std::string firsts;
+  for (size_t k = 0; k < optional_kv.size(); ++k) {
+    firsts += fmt::format("{}{} {}", k ? " | " : "", optional_kv[k], tail(k + 1));
+  }
+  return rules + (firsts.empty() ? fmt::format("{} ::= \"\"\n", a)
+                                 : fmt::format("{} ::= ({})?\n", a, firsts));
+}
+
+}  // namespace
+
 // A forced call: the block with one call (or several, parallel) of the offered tools, keyword
 // arguments from each tool's JSON Schema: the required properties in order, then any of the
 // optional ones in order; each value as the schema's JSON (JSON strings, numbers, true / false /
@@ -265,74 +338,10 @@ Result<std::string> lfm2_grammar(const std::vector<ToolDefinition>& tools, bool 
   std::string rules;
   std::string alts;
   for (size_t i = 0; i < tools.size(); ++i) {
-    const std::string schema_text = tools[i].parameters.empty() ? "{}" : tools[i].parameters;
-    const ordered_json schema = parse_json(schema_text);
-    if (!schema.is_object()) {
-      return make_error("tools[{}] ('{}'): parameters: not a JSON object", i, tools[i].name);
-    }
-    std::vector<std::string> required_rules, optional_rules;
-    const ordered_json* props = schema.contains("properties") && schema["properties"].is_object()
-                                    ? &schema["properties"]
-                                    : nullptr;
-    std::vector<std::string> required;
-    if (schema.contains("required") && schema["required"].is_array()) {
-      for (const auto& r : schema["required"]) {
-        if (r.is_string()) required.push_back(r.get<std::string>());
-      }
-    }
-    size_t j = 0;
-    if (props != nullptr) {
-      for (const auto& [key, sub] : props->items()) {
-        bool valid_key = !key.empty() && Reader::ident_start(key[0]);
-        for (char c : key) valid_key = valid_key && Reader::ident_char(c) && c != '.' && c != '-';
-        if (!valid_key) {
-          return make_error("tools[{}] ('{}'): parameter '{}' is not a Python keyword name",
-                            i, tools[i].name, key);
-        }
-        const std::string prefix = fmt::format("t{}-p{}-", i, j++);
-        // A property's schema on its own, with the definitions its $refs may point to.
-        ordered_json prop = sub;
-        for (const char* defs : {"$defs", "definitions"}) {
-          if (prop.is_object() && schema.contains(defs) && !prop.contains(defs)) {
-            prop[defs] = schema[defs];
-          }
-        }
-        auto g = argument_rules(ToolDefinition{.name = key, .parameters = json_text(prop)}, prefix);
-        if (!g.ok()) {
-          return make_error("tools[{}] ('{}'): parameter '{}': {}", i, tools[i].name, key,
-                            g.message());
-        }
-        rules += *g;
-        const std::string kv = gbnf_literal(key + "=") + " " + prefix + "root";
-        const bool req = std::find(required.begin(), required.end(), key) != required.end();
-        (req ? required_rules : optional_rules).push_back(kv);
-      }
-    }
-    // args: required ones joined by ", ", then optional ones each "(, kv)?" in order; with no
-    // required one, any ordered subset of the optional ones.
+    std::vector<std::string> required_kv, optional_kv;
+    TOVA_RETURN_IF_ERROR(keyword_rules(i, tools[i], rules, required_kv, optional_kv));
     const std::string a = fmt::format("t{}-args", i);
-    std::string body;
-    for (size_t k = 0; k < required_rules.size(); ++k) {
-      body += (k ? " \", \" " : "") + required_rules[k];
-    }
-    for (size_t k = 0; k < optional_rules.size(); ++k) {
-      rules += fmt::format("{}-o{} ::= (\", \" {})? {}\n", a, k, optional_rules[k],
-                           k + 1 < optional_rules.size() ? fmt::format("{}-o{}", a, k + 1) : "\"\"");
-    }
-    if (!required_rules.empty()) {
-      rules += fmt::format("{} ::= {}{}\n", a, body,
-                           optional_rules.empty() ? "" : fmt::format(" {}-o0", a));
-    } else if (!optional_rules.empty()) {
-      std::string firsts;
-      for (size_t k = 0; k < optional_rules.size(); ++k) {
-        firsts += fmt::format("{}{} {}", k ? " | " : "", optional_rules[k],
-                              k + 1 < optional_rules.size() ? fmt::format("{}-o{}", a, k + 1)
-                                                            : "\"\"");
-      }
-      rules += fmt::format("{} ::= ({})?\n", a, firsts);
-    } else {
-      rules += fmt::format("{} ::= \"\"\n", a);
-    }
+    rules += args_rules(a, required_kv, optional_kv);
     if (i > 0) alts += " | ";
     alts += gbnf_literal(tools[i].name + "(") + " " + a + " " + gbnf_literal(")");
   }
