@@ -98,7 +98,34 @@ Value bound(const Value& self, std::string name,
   return Value::function(name, [self, f](Renderer& r, CallArgs& a) { return f(r, self, a); });
 }
 
-Value string_method(const Value& s, std::string_view name) {
+// Python's str.isdigit() ... str.isupper() of `s` (ASCII classes, Unicode spaces), by name.
+bool has_class(const std::string& n, const std::string& s) {
+  if (n == "islower") return py::is_lower(s);
+  if (n == "isupper") return py::is_upper(s);
+  if (s.empty()) return false;
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    size_t len = 1;
+    bool ok = false;
+    const bool digit = c >= '0' && c <= '9';
+    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (n == "isspace") {
+      ok = py::is_space_at(s, i, &len);
+    } else if (n == "isdigit") {
+      ok = digit;
+    } else if (n == "isalpha") {
+      ok = alpha;
+    } else {
+      ok = digit || alpha;
+    }
+    if (!ok) return false;
+    i += len;
+  }
+  return true;
+}
+
+// str methods that look for text: startswith/endswith, find/rfind/index/rindex, count.
+Value string_search_method(const Value& s, std::string_view name) {
   using A = CallArgs;
   auto fn = [&](auto f) { return bound(s, std::string(name), f); };
   if (name == "startswith" || name == "endswith") {
@@ -116,6 +143,29 @@ Value string_method(const Value& s, std::string_view name) {
       return Value(false);
     });
   }
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
+    const bool rev = name[0] == 'r';
+    const bool raise = name.find("index") != std::string_view::npos;
+    return fn([rev, raise](Renderer&, const Value& self, A& a) -> Result<Value> {
+      TOVA_ASSIGN_OR_RETURN(std::string sub, req_str(a, 0, "sub"));
+      const long at = py::find(self.str(), sub, rev);
+      if (at < 0 && raise) return make_error("substring not found");
+      return Value(static_cast<int64_t>(at));
+    });
+  }
+  if (name == "count") {
+    return fn([](Renderer&, const Value& self, A& a) -> Result<Value> {
+      TOVA_ASSIGN_OR_RETURN(std::string sub, req_str(a, 0, "sub"));
+      return Value(static_cast<int64_t>(py::count(self.str(), sub)));
+    });
+  }
+  return Value::undefined();
+}
+
+// str methods that cut or change text: strip, split, splitlines, replace, case, removeprefix/removesuffix.
+Value string_edit_method(const Value& s, std::string_view name) {
+  using A = CallArgs;
+  auto fn = [&](auto f) { return bound(s, std::string(name), f); };
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     const bool l = name != "rstrip";
     const bool r = name != "lstrip";
@@ -159,22 +209,23 @@ Value string_method(const Value& s, std::string_view name) {
       return Value(py::capitalize(self.str()));
     });
   }
-  if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
-    const bool rev = name[0] == 'r';
-    const bool raise = name.find("index") != std::string_view::npos;
-    return fn([rev, raise](Renderer&, const Value& self, A& a) -> Result<Value> {
-      TOVA_ASSIGN_OR_RETURN(std::string sub, req_str(a, 0, "sub"));
-      const long at = py::find(self.str(), sub, rev);
-      if (at < 0 && raise) return make_error("substring not found");
-      return Value(static_cast<int64_t>(at));
+  if (name == "removeprefix" || name == "removesuffix") {
+    const bool prefix = name == "removeprefix";
+    return fn([prefix](Renderer&, const Value& self, A& a) -> Result<Value> {
+      TOVA_ASSIGN_OR_RETURN(std::string x, req_str(a, 0, prefix ? "prefix" : "suffix"));
+      std::string_view s = self.str();
+      if (prefix && s.starts_with(x)) s.remove_prefix(x.size());
+      if (!prefix && s.ends_with(x)) s.remove_suffix(x.size());
+      return Value(s);
     });
   }
-  if (name == "count") {
-    return fn([](Renderer&, const Value& self, A& a) -> Result<Value> {
-      TOVA_ASSIGN_OR_RETURN(std::string sub, req_str(a, 0, "sub"));
-      return Value(static_cast<int64_t>(py::count(self.str(), sub)));
-    });
-  }
+  return Value::undefined();
+}
+
+// str methods that build text: format, join, center.
+Value string_build_method(const Value& s, std::string_view name) {
+  using A = CallArgs;
+  auto fn = [&](auto f) { return bound(s, std::string(name), f); };
   if (name == "format") {
     return fn([](Renderer& r, const Value& self, A& a) -> Result<Value> {
       TOVA_ASSIGN_OR_RETURN(Value v, format(self.str(), a));
@@ -200,51 +251,35 @@ Value string_method(const Value& s, std::string_view name) {
       return Value(std::move(out));
     });
   }
-  if (name == "isdigit" || name == "isalpha" || name == "isalnum" || name == "isspace" ||
-      name == "islower" || name == "isupper") {
-    const std::string n(name);
-    return fn([n](Renderer&, const Value& self, A&) -> Result<Value> {
-      const std::string& s = self.str();
-      if (n == "islower") return Value(py::is_lower(s));
-      if (n == "isupper") return Value(py::is_upper(s));
-      if (s.empty()) return Value(false);
-      for (size_t i = 0; i < s.size();) {
-        const char c = s[i];
-        size_t len = 1;
-        bool ok = false;
-        const bool digit = c >= '0' && c <= '9';
-        const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-        if (n == "isspace") {
-          ok = py::is_space_at(s, i, &len);
-        } else if (n == "isdigit") {
-          ok = digit;
-        } else if (n == "isalpha") {
-          ok = alpha;
-        } else {
-          ok = digit || alpha;
-        }
-        if (!ok) return Value(false);
-        i += len;
-      }
-      return Value(true);
-    });
-  }
-  if (name == "removeprefix" || name == "removesuffix") {
-    const bool prefix = name == "removeprefix";
-    return fn([prefix](Renderer&, const Value& self, A& a) -> Result<Value> {
-      TOVA_ASSIGN_OR_RETURN(std::string x, req_str(a, 0, prefix ? "prefix" : "suffix"));
-      std::string_view s = self.str();
-      if (prefix && s.starts_with(x)) s.remove_prefix(x.size());
-      if (!prefix && s.ends_with(x)) s.remove_suffix(x.size());
-      return Value(s);
-    });
-  }
   if (name == "center") {
     return fn([](Renderer& r, const Value& self, A& a) -> Result<Value> {
       TOVA_ASSIGN_OR_RETURN(long width, opt_int(a, 0, "width", 0));
       TOVA_RETURN_IF_ERROR(r.check_string(static_cast<size_t>(std::max(0L, width))));
       return Value(py::center(self.str(), width));
     });
+  }
+  return Value::undefined();
+}
+
+// str methods that test character classes: isdigit, isalpha, isalnum, isspace, islower, isupper.
+Value string_classes_method(const Value& s, std::string_view name) {
+  using A = CallArgs;
+  auto fn = [&](auto f) { return bound(s, std::string(name), f); };
+  if (name == "isdigit" || name == "isalpha" || name == "isalnum" || name == "isspace" ||
+      name == "islower" || name == "isupper") {
+    const std::string n(name);
+    return fn([n](Renderer&, const Value& self, A&) -> Result<Value> {
+      return Value(has_class(n, self.str()));
+    });
+  }
+  return Value::undefined();
+}
+
+Value string_method(const Value& s, std::string_view name) {
+  for (auto* group : {string_search_method, string_edit_method, string_build_method,
+                      string_classes_method}) {
+    Value v = group(s, name);
+    if (!v.is_undefined()) return v;
   }
   return Value::undefined();
 }
