@@ -158,60 +158,113 @@ void print_sweep(const eval::PplReport& rep, const Flags& f) {
                         : (f.no_share ? "batched, no prefix sharing" : "batched"));
 }
 
+void declare_ppl_flags(CLI::App* cmd, Flags& f) {
+  f.model.add(*cmd);
+  auto* file_opt =
+      cmd->add_option("-f,--file", f.text_file, "text to score (tokenized without BOS)");
+  cmd->add_option("--tokens", f.tokens_file,
+                  "JSON list of token ids to score instead of -f (used as given, no BOS added)")
+      ->excludes(file_opt);
+  cmd->add_option("--kv-policy", f.policies,
+                  "comma-separated policies NAME[:ARG] (" + kv::policy_choices() +
+                      "); full runs once, the others once per budget")
+      ->delimiter(',');
+  cmd->add_option("--kv-budget", f.budgets, "comma-separated budgets k (states per layer)")
+      ->delimiter(',');
+  cmd->add_option("-c,--ctx-size", f.ctx,
+                  "tokens per chunk, BOS included (default: the model's training context)")
+      ->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--chunks", f.chunks, "score only the first M chunks (default: all)")
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--out", f.out,
+                  "write results.json, results.csv, ppl.png and ppl.svg into this folder");
+  cmd->add_flag("--force", f.force, "replace a non-empty --out folder");
+  f.kv_type.add(*cmd, "f32", /*list=*/true);
+  add_positions_option(*cmd, f.positions);
+  cmd->add_option("-b,--batch-size", f.n_batch,
+                  "positions per sequence in one forward pass (all configurations share it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_flag("--no-batch", f.no_batch,
+                "run each configuration in forward passes of its own (slow; for comparison)");
+  cmd->add_flag("--no-share", f.no_share,
+                "compute every configuration from position 0, instead of letting it ride along "
+                "with full until its first eviction (same results; for comparison)");
+  cmd->add_flag("--no-plot", f.no_plot, "do not draw ppl.png / ppl.svg (no gnuplot needed)");
+  cmd->add_flag("--stream", f.stream,
+                "read the whole text (or its first -c tokens) as ONE sequence per "
+                "configuration and report perplexity per --window positions and cumulatively; "
+                "--kv-positions may then list several modes (absolute,gap,rank)");
+  cmd->add_option("--window", f.window, "--stream: positions per reported window")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--max-full-ctx", f.max_full_ctx,
+                  "--stream: run `full` only over the first N tokens (its cache grows with every "
+                  "token; default: 4x the model's training context)")
+      ->check(CLI::Range(2, 1 << 30));
+  cmd->add_option("--trained-ctx", f.trained_ctx,
+                  "--stream: the context the model was really trained on, for the plot's line and "
+                  "--max-full-ctx's default (default: the GGUF's context_length; stories260K's "
+                  "says 2048, it was trained on 512)")
+      ->check(CLI::Range(1, 1 << 30));
+}
+
+// What the flags ask for (the K/V types and position modes each once).
+eval::PplOptions ppl_options(const Flags& f) {
+  eval::PplOptions o{.policies = f.policies,
+                     .budgets = f.budgets,
+                     .ctx = f.ctx,
+                     .chunks = f.chunks,
+                     .positions = {},
+                     .n_batch = f.n_batch,
+                     .batched = !f.no_batch,
+                     .share_prefix = !f.no_share,
+                     .stream = f.stream,
+                     .window = f.window,
+                     .max_full_ctx = f.max_full_ctx,
+                     .trained_ctx = f.trained_ctx,
+                     .f32_activations = f.model.f32_activations};
+  for (const std::string& t : f.kv_type.texts()) {
+    const KvFormat kv = or_fail(parse_kv_format(t));
+    if (std::find(o.kv_types.begin(), o.kv_types.end(), kv) != o.kv_types.end()) {
+      throw CLI::RuntimeError(fail("--kv-type lists " + kv.label() + " twice"));
+    }
+    o.kv_types.push_back(kv);
+  }
+  for (const std::string& name : split_list(f.positions)) {
+    const kv::PositionMode mode = or_fail(kv::parse_position_mode(name));
+    if (std::find(o.positions.begin(), o.positions.end(), mode) == o.positions.end()) {
+      o.positions.push_back(mode);
+    }
+  }
+  return o;
+}
+
+// results.json, results.csv and the plot into the --out folder, committed whole or not at all.
+void write_ppl_out(plot::OutputDir& out, const eval::PplReport& r, const Flags& f) {
+  Status st = plot::write_file(
+      out.file("results.json"),
+      r.json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (st.ok()) st = plot::write_file(out.file("results.csv"), r.csv);
+  if (st.ok() && !f.no_plot) {
+    st = r.stream ? plot::plot_stream(r.curves, r.title, r.trained_ctx, out.tmp_path())
+                  : plot::plot_sweep(r.sweep, r.title, out.tmp_path());
+    if (!st.ok()) st = make_error("{} (--no-plot skips the plots)", st.message());
+  }
+  if (st.ok()) st = out.commit();
+  or_fail(st);
+  fmt::print(stderr, "wrote results.json, results.csv{} to {}\n",
+             f.no_plot ? "" : (r.stream ? ", stream.png, stream.svg" : ", ppl.png, ppl.svg"),
+             out.path());
+}
+
 }  // namespace
 
 void add_ppl_command(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "ppl", "perplexity sweep: every policy x every budget on chunks of a text, batched");
-  flags->model.add(*cmd);
-  auto* file_opt =
-      cmd->add_option("-f,--file", flags->text_file, "text to score (tokenized without BOS)");
-  cmd->add_option("--tokens", flags->tokens_file,
-                  "JSON list of token ids to score instead of -f (used as given, no BOS added)")
-      ->excludes(file_opt);
-  cmd->add_option("--kv-policy", flags->policies,
-                  "comma-separated policies NAME[:ARG] (" + kv::policy_choices() +
-                      "); full runs once, the others once per budget")
-      ->delimiter(',');
-  cmd->add_option("--kv-budget", flags->budgets, "comma-separated budgets k (states per layer)")
-      ->delimiter(',');
-  cmd->add_option("-c,--ctx-size", flags->ctx,
-                  "tokens per chunk, BOS included (default: the model's training context)")
-      ->check(CLI::Range(2, 1 << 20));
-  cmd->add_option("--chunks", flags->chunks, "score only the first M chunks (default: all)")
-      ->check(CLI::Range(1, 1 << 30));
-  cmd->add_option("--out", flags->out,
-                  "write results.json, results.csv, ppl.png and ppl.svg into this folder");
-  cmd->add_flag("--force", flags->force, "replace a non-empty --out folder");
-  flags->kv_type.add(*cmd, "f32", /*list=*/true);
-  add_positions_option(*cmd, flags->positions);
-  cmd->add_option("-b,--batch-size", flags->n_batch,
-                  "positions per sequence in one forward pass (all configurations share it)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 16));
-  cmd->add_flag("--no-batch", flags->no_batch,
-                "run each configuration in forward passes of its own (slow; for comparison)");
-  cmd->add_flag("--no-share", flags->no_share,
-                "compute every configuration from position 0, instead of letting it ride along "
-                "with full until its first eviction (same results; for comparison)");
-  cmd->add_flag("--no-plot", flags->no_plot, "do not draw ppl.png / ppl.svg (no gnuplot needed)");
-  cmd->add_flag("--stream", flags->stream,
-                "read the whole text (or its first -c tokens) as ONE sequence per "
-                "configuration and report perplexity per --window positions and cumulatively; "
-                "--kv-positions may then list several modes (absolute,gap,rank)");
-  cmd->add_option("--window", flags->window, "--stream: positions per reported window")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 30));
-  cmd->add_option("--max-full-ctx", flags->max_full_ctx,
-                  "--stream: run `full` only over the first N tokens (its cache grows with every "
-                  "token; default: 4x the model's training context)")
-      ->check(CLI::Range(2, 1 << 30));
-  cmd->add_option("--trained-ctx", flags->trained_ctx,
-                  "--stream: the context the model was really trained on, for the plot's line and "
-                  "--max-full-ctx's default (default: the GGUF's context_length; stories260K's "
-                  "says 2048, it was trained on 512)")
-      ->check(CLI::Range(1, 1 << 30));
+  declare_ppl_flags(cmd, *flags);
   cmd->footer(
       "Each chunk is BOS followed by the next ctx-1 tokens of the text, positions from 0, and "
       "EVERY prediction in it is scored (ctx-1 per chunk), unlike llama-perplexity, which scores "
@@ -220,32 +273,7 @@ void add_ppl_command(CLI::App& app) {
       "times ppl (delta method). KL is KL(p_full || p_config) per prediction.");
   cmd->callback([flags] {
     const Flags& f = *flags;
-    eval::PplOptions o{.policies = f.policies,
-                       .budgets = f.budgets,
-                       .ctx = f.ctx,
-                       .chunks = f.chunks,
-                       .positions = {},
-                       .n_batch = f.n_batch,
-                       .batched = !f.no_batch,
-                       .share_prefix = !f.no_share,
-                       .stream = f.stream,
-                       .window = f.window,
-                       .max_full_ctx = f.max_full_ctx,
-                       .trained_ctx = f.trained_ctx,
-                       .f32_activations = f.model.f32_activations};
-    for (const std::string& t : f.kv_type.texts()) {
-      const KvFormat kv = or_fail(parse_kv_format(t));
-      if (std::find(o.kv_types.begin(), o.kv_types.end(), kv) != o.kv_types.end()) {
-        throw CLI::RuntimeError(fail("--kv-type lists " + kv.label() + " twice"));
-      }
-      o.kv_types.push_back(kv);
-    }
-    for (const std::string& name : split_list(f.positions)) {
-      const kv::PositionMode mode = or_fail(kv::parse_position_mode(name));
-      if (std::find(o.positions.begin(), o.positions.end(), mode) == o.positions.end()) {
-        o.positions.push_back(mode);
-      }
-    }
+    eval::PplOptions o = ppl_options(f);
     if (f.text_file.empty() && f.tokens_file.empty()) {
       throw CLI::RuntimeError(fail("nothing to score: give a text (-f) or token ids (--tokens)"));
     }
@@ -265,22 +293,7 @@ void add_ppl_command(CLI::App& app) {
     } else {
       print_sweep(*rep, f);
     }
-    if (!out) return;
-    Status st = plot::write_file(
-        out->file("results.json"),
-        rep->json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-    if (st.ok()) st = plot::write_file(out->file("results.csv"), rep->csv);
-    if (st.ok() && !f.no_plot) {
-      st = rep->stream ? plot::plot_stream(rep->curves, rep->title, rep->trained_ctx,
-                                           out->tmp_path())
-                       : plot::plot_sweep(rep->sweep, rep->title, out->tmp_path());
-      if (!st.ok()) st = make_error("{} (--no-plot skips the plots)", st.message());
-    }
-    if (st.ok()) st = out->commit();
-    or_fail(st);
-    fmt::print(stderr, "wrote results.json, results.csv{} to {}\n",
-               f.no_plot ? "" : (rep->stream ? ", stream.png, stream.svg" : ", ppl.png, ppl.svg"),
-               out->path());
+    if (out) write_ppl_out(*out, *rep, f);
   });
 }
 

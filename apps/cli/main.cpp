@@ -10,32 +10,11 @@
 #include "common.h"
 #include "tova/simd_target.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "tova: run GGUF language models with a bounded KV cache (multi-state compression as in "
-      "\"Transformers are Multi-State RNNs\")",
-      "tova"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "help for every command");
-  tova::cli::add_run_command(app);
-  tova::cli::add_logits_command(app);
-  tova::cli::add_ppl_command(app);
-  tova::cli::add_eval_command(app);
-  tova::cli::add_trace_command(app);
-  tova::cli::add_bench_command(app);
-  tova::cli::add_make_random_command(app);
-  tova::cli::add_throughput_command(app);
-  tova::cli::add_serve_command(app);
-  tova::cli::add_chat_command(app);
-  tova::cli::add_template_command(app);
-  // --simd on every command (also TOVA_SIMD): applied while the flags are parsed, before the
-  // command runs; the library names the targets this CPU supports when the choice is not one.
-  // TOVA_SIMD is applied first, so that a --simd flag overrides it (CLI11's envname applied the
-  // variable after the flag of the command that ran, so the variable won).
-  if (const char* env = std::getenv("TOVA_SIMD"); env != nullptr && *env != '\0') {
-    const tova::Status st = tova::kernels::set_simd_target(env);
-    if (!st.ok()) return tova::cli::fail("TOVA_SIMD: " + st.message());
-  }
+namespace {
+
+// --simd on every command (also TOVA_SIMD): applied while the flags are parsed, before the
+// command runs; the library names the targets this CPU supports when the choice is not one.
+void add_simd_flag(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) {
     sub->add_option_function<std::string>(
            "--simd",
@@ -46,19 +25,20 @@ int main(int argc, char** argv) {
            "SIMD target of the kernels: avx3_dl, avx3, avx2, sse4, scalar, ... (default: the "
            "best this CPU runs; also TOVA_SIMD)");
   }
-  // A first word that is neither a flag nor a command: name it and the valid commands.
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string names;
-    bool known = false;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-      known = known || sub->get_name() == argv[1];
-    }
-    if (!known) {
-      return tova::cli::fail("unknown command '" + std::string(argv[1]) + "' (valid: " + names +
-                             ")");
-    }
+}
+
+// The valid commands, comma-separated, if `word` is not one of them; empty if it is.
+std::string unknown_command(const CLI::App& app, std::string_view word) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return "";
+    names += (names.empty() ? "" : ", ") + sub->get_name();
   }
+  return names;
+}
+
+// The arguments with llama.cpp's spellings and the old ones replaced by the one name each.
+std::vector<std::string> expand_aliases(int argc, char** argv) {
   // llama.cpp's multi-letter short flags, which CLI11 cannot declare (a single dash takes one
   // letter): -ngl and -fa on every command (GPU flags, accepted with a note), -ctk and -ctv
   // (--cache-type-k, --cache-type-v) and llama-server's `tova serve -np N` (--parallel N) and
@@ -106,6 +86,44 @@ int main(int argc, char** argv) {
       }
     }
   }
+  return args;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tova: run GGUF language models with a bounded KV cache (multi-state compression as in "
+      "\"Transformers are Multi-State RNNs\")",
+      "tova"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every command");
+  tova::cli::add_run_command(app);
+  tova::cli::add_logits_command(app);
+  tova::cli::add_ppl_command(app);
+  tova::cli::add_eval_command(app);
+  tova::cli::add_trace_command(app);
+  tova::cli::add_bench_command(app);
+  tova::cli::add_make_random_command(app);
+  tova::cli::add_throughput_command(app);
+  tova::cli::add_serve_command(app);
+  tova::cli::add_chat_command(app);
+  tova::cli::add_template_command(app);
+  // TOVA_SIMD is applied first, so that a --simd flag overrides it (CLI11's envname applied the
+  // variable after the flag of the command that ran, so the variable won).
+  if (const char* env = std::getenv("TOVA_SIMD"); env != nullptr && *env != '\0') {
+    const tova::Status st = tova::kernels::set_simd_target(env);
+    if (!st.ok()) return tova::cli::fail("TOVA_SIMD: " + st.message());
+  }
+  add_simd_flag(app);
+  // A first word that is neither a flag nor a command: name it and the valid commands.
+  if (argc > 1 && argv[1][0] != '-') {
+    if (const std::string valid = unknown_command(app, argv[1]); !valid.empty()) {
+      return tova::cli::fail("unknown command '" + std::string(argv[1]) + "' (valid: " + valid +
+                             ")");
+    }
+  }
+  std::vector<std::string> args = expand_aliases(argc, argv);
   std::vector<char*> argp;
   for (std::string& a : args) argp.push_back(a.data());
   try {
