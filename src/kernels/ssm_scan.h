@@ -40,7 +40,6 @@ struct SsmScanRun {
 void ssm_scan(float* state, const SsmScanRun& run, float a, int64_t head_dim, int64_t d_state);
 // The scalar reference: the formulas above written plainly, each product and sum in double,
 // the state rounded to float after each token (as it is stored).
-void ssm_scan_ref(float* state, const SsmScanRun& run, float a, int64_t head_dim,
-                  int64_t d_state);
+void ssm_scan_ref(float* state, const SsmScanRun& run, float a, int64_t head_dim, int64_t d_state);
 
 }  // namespace tova::kernels

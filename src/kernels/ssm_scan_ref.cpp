@@ -5,8 +5,7 @@
 
 namespace tova::kernels {
 
-void ssm_scan_ref(float* state, const SsmScanRun& run, float a, int64_t head_dim,
-                  int64_t d_state) {
+void ssm_scan_ref(float* state, const SsmScanRun& run, float a, int64_t head_dim, int64_t d_state) {
   for (int64_t t = 0; t < run.n_tok; ++t) {
     const int64_t r = run.rows[t];
     const double dt = run.dt[r * run.dt_stride];

@@ -42,10 +42,11 @@ Status read_mamba2_keys(KeyReader& keys, ModelConfig& c) {
   }
   if (state < 1 || state > 4096 || inner < 1 || inner > kMaxDim || heads < 1 || heads > 4096 ||
       groups < 1 || heads % groups != 0 || inner % heads != 0) {
-    return make_error("{}: implausible Mamba2 shape ({} {}, {} {}, {} {}, {} {}): the inner size "
-                      "must be a multiple of the heads, the heads of the groups",
-                      path, keys.key("ssm.inner_size"), inner, keys.key("ssm.state_size"), state,
-                      keys.key("ssm.time_step_rank"), heads, keys.key("ssm.group_count"), groups);
+    return make_error(
+        "{}: implausible Mamba2 shape ({} {}, {} {}, {} {}, {} {}): the inner size "
+        "must be a multiple of the heads, the heads of the groups",
+        path, keys.key("ssm.inner_size"), inner, keys.key("ssm.state_size"), state,
+        keys.key("ssm.time_step_rank"), heads, keys.key("ssm.group_count"), groups);
   }
   c.mamba2 = {.conv_kernel = static_cast<int>(conv),
               .d_inner = static_cast<int>(inner),
@@ -129,19 +130,21 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   const std::string ssm_in = p + "ssm_in.weight", attn_q = p + "attn_q.weight";
   if (c.recurrent(il)) {
     if (!ld.has(ssm_in)) {
-      return make_error("{}: the layer pattern ({}: 0 at layer {}) makes layer {} a Mamba2 layer, "
-                        "but it has no '{}'{}",
-                        ld.file().path(), pattern, il, il, ssm_in,
-                        ld.has(attn_q) ? fmt::format(" (it has '{}')", attn_q) : "");
+      return make_error(
+          "{}: the layer pattern ({}: 0 at layer {}) makes layer {} a Mamba2 layer, "
+          "but it has no '{}'{}",
+          ld.file().path(), pattern, il, il, ssm_in,
+          ld.has(attn_q) ? fmt::format(" (it has '{}')", attn_q) : "");
     }
     TOVA_ASSIGN_OR_RETURN(l.attn_norm, ld.vector(p + "attn_norm.weight", c.n_embd));
     TOVA_RETURN_IF_ERROR(load_mamba2(ld, c, il, l));
   } else {
     if (!ld.has(attn_q)) {
-      return make_error("{}: the layer pattern ({}: {} at layer {}) makes layer {} an attention "
-                        "layer, but it has no '{}'{}",
-                        ld.file().path(), pattern, c.n_head_kv, il, il, attn_q,
-                        ld.has(ssm_in) ? fmt::format(" (it has '{}')", ssm_in) : "");
+      return make_error(
+          "{}: the layer pattern ({}: {} at layer {}) makes layer {} an attention "
+          "layer, but it has no '{}'{}",
+          ld.file().path(), pattern, c.n_head_kv, il, il, attn_q,
+          ld.has(ssm_in) ? fmt::format(" (it has '{}')", ssm_in) : "");
     }
     TOVA_RETURN_IF_ERROR(load_attention(ld, c, il, l));
   }

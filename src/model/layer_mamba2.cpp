@@ -57,8 +57,8 @@ void mamba2_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const Lay
   Mamba2Scratch& b = s.own<Mamba2Scratch>();
   ThreadPool& pool = p.pool;
   const int ir = lp.state;
-  const int64_t n = p.n, E = c.n_embd, D = m.d_inner, G = m.n_group, N = m.d_state,
-                H = m.n_head, P = m.head_dim(), CD = m.conv_dim(), IP = m.in_proj_dim();
+  const int64_t n = p.n, E = c.n_embd, D = m.d_inner, G = m.n_group, N = m.d_state, H = m.n_head,
+                P = m.head_dim(), CD = m.conv_dim(), IP = m.in_proj_dim();
   const int64_t heads_per_group = H / G, group_width = D / G;
   // Offsets in a row of zxbcdt.
   const int64_t o_x = D, o_b = 2 * D, o_c = 2 * D + G * N, o_dt = 2 * D + 2 * G * N;
@@ -110,8 +110,8 @@ void mamba2_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const Lay
     }
     kernels::silu_mul(row, y, D);  // z <- silu(z) * y
     for (int64_t g = 0; g < G; ++g) {
-      kernels::rms_norm(row + g * group_width, W.norm.data() + g * group_width,
-                        y + g * group_width, group_width, c.rms_eps);
+      kernels::rms_norm(row + g * group_width, W.norm.data() + g * group_width, y + g * group_width,
+                        group_width, c.rms_eps);
     }
   });
   p.matmul(W.out, b.y.data(), n, s.xb.data());

@@ -26,8 +26,7 @@ std::string ssm_target_name(const ::testing::TestParamInfo<int64_t>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTargets, SsmScanTest,
-                         ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
-                         ssm_target_name);
+                         ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), ssm_target_name);
 
 using ScanFn = void (*)(float*, const SsmScanRun&, float, int64_t, int64_t);
 
@@ -44,9 +43,17 @@ void ssm_hand_case(ScanFn scan) {
   const int rows[2] = {0, 1};
   float y[2][2] = {};
   std::vector<float> s = {2, 4, 0, 8};
-  const SsmScanRun run{.rows = rows, .n_tok = 2, .x = &in[0][0], .x_stride = 7,
-                       .b = &in[0][2], .c = &in[0][4], .bc_stride = 7, .dt = &in[0][6],
-                       .dt_stride = 7, .y = &y[0][0], .y_stride = 2};
+  const SsmScanRun run{.rows = rows,
+                       .n_tok = 2,
+                       .x = &in[0][0],
+                       .x_stride = 7,
+                       .b = &in[0][2],
+                       .c = &in[0][4],
+                       .bc_stride = 7,
+                       .dt = &in[0][6],
+                       .dt_stride = 7,
+                       .y = &y[0][0],
+                       .y_stride = 2};
   scan(s.data(), run, a, 2, 2);
   const float want_s[4] = {1.75f, 2.5f, 0.75f, 3.f};
   for (int e = 0; e < 4; ++e) EXPECT_NEAR(s[e], want_s[e], 1e-5f) << e;
@@ -78,9 +85,16 @@ TEST_P(SsmScanTest, MatchesRefOnRandomRuns) {
       for (float& v : s) v = u(rng);
       s_ref = s;
       const float a = -0.5f - std::fabs(u(rng));
-      SsmScanRun run{.rows = rows.data(), .n_tok = n_tok, .x = in.data(), .x_stride = stride,
-                     .b = in.data() + P, .c = in.data() + P + N, .bc_stride = stride,
-                     .dt = in.data() + P + 2 * N, .dt_stride = stride, .y = y.data(),
+      SsmScanRun run{.rows = rows.data(),
+                     .n_tok = n_tok,
+                     .x = in.data(),
+                     .x_stride = stride,
+                     .b = in.data() + P,
+                     .c = in.data() + P + N,
+                     .bc_stride = stride,
+                     .dt = in.data() + P + 2 * N,
+                     .dt_stride = stride,
+                     .y = y.data(),
                      .y_stride = P};
       SsmScanRun run_ref = run;
       run_ref.y = y_ref.data();

@@ -55,9 +55,10 @@ TEST(GraniteHybrid, ThePatternMakesMamba2LayersAroundTwoAttentionLayers) {
   ASSERT_EQ((*st)->n_recurrent(), 4);
   // Per Mamba2 layer: the conv's last 3 inputs of x|B|C (128 + 2 x 2 x 16 channels) and a
   // 32 x 16 state per head of 4.
-  EXPECT_EQ((*st)->recurrent(0).shape(),
-            (kv::RecurrentShape{.conv_channels = 192, .conv_taps = 3, .n_head = 4,
-                                .head_dim = 32, .state_cols = 16}));
+  EXPECT_EQ(
+      (*st)->recurrent(0).shape(),
+      (kv::RecurrentShape{
+          .conv_channels = 192, .conv_taps = 3, .n_head = 4, .head_dim = 32, .state_cols = 16}));
   EXPECT_EQ((*st)->recurrent_bytes(), 4u * (192 * 3 + 4 * 32 * 16) * 4);
 }
 
@@ -67,6 +68,8 @@ struct GraniteRewrite {
   std::string key;
   std::vector<int32_t> value;  // one element: a u32, else an i32 array
   float f = 0.f;               // with key and no value: an f32
+  std::string reshape;         // this tensor written with the dims `dims`
+  std::vector<int64_t> dims;
 };
 
 std::string granite_load_error(const GraniteRewrite& r) {
@@ -75,13 +78,14 @@ std::string granite_load_error(const GraniteRewrite& r) {
   io::GgufWriter out;
   for (const auto& [k, v] : (*f)->metadata()) out.set(k, v);
   if (!r.key.empty()) {
-    out.set(r.key, r.value.empty()      ? io::GgufValue::make_f32(r.f)
+    out.set(r.key, r.value.empty()       ? io::GgufValue::make_f32(r.f)
                    : r.value.size() == 1 ? io::GgufValue::make_u32(r.value[0])
                                          : io::GgufValue::make_i32_array(r.value));
   }
   for (const auto& t : (*f)->tensors()) {
     if (std::find(r.drop.begin(), r.drop.end(), t.name) != r.drop.end()) continue;
-    out.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    out.add_tensor(t.name, t.type, t.name == r.reshape ? r.dims : t.dims,
+                   std::vector<uint8_t>(t.data, t.data + t.n_bytes));
   }
   auto g = io::GgufFile::from_bytes(out.to_bytes(), "g.gguf");
   if (!g.ok()) return "gguf: " + g.message();
@@ -134,6 +138,12 @@ TEST(GraniteHybrid, BadFilesAreOneErrorNamingWhatIsWrong) {
                         "blk.4.ssm_a", "blk.0.ssm_dt.bias", "blk.1.ssm_out.weight"}) {
     expect_one_error_line(granite_load_error({.drop = {t}}), t);
   }
+  // Trailing dims of 1 are no change of shape (ggml's rule: llama-quantize writes a one-group
+  // ssm_norm [D, 1] back as [D]); another shape is.
+  EXPECT_EQ(granite_load_error({.reshape = "blk.0.ssm_dt.bias", .dims = {4, 1}}), "");
+  EXPECT_EQ(granite_load_error({.reshape = "blk.0.ssm_dt.bias", .dims = {4, 1, 1}}), "");
+  expect_one_error_line(granite_load_error({.reshape = "blk.0.ssm_dt.bias", .dims = {2, 2}}),
+                        "tensor 'blk.0.ssm_dt.bias' has shape [2, 2], expected [4]");
   // A negative multiplier; keys llama.cpp does not read for this family.
   expect_one_error_line(granite_load_error({.key = a + "residual_scale", .f = -1.f}),
                         a + "residual_scale -1 is invalid");
