@@ -4,9 +4,9 @@
 // 64, one group, state 128, a 4-tap conv), Q8_0 projections, 1 and 2 threads, one sequence:
 //   ntok:1    one decode step of the layer (the state carried from call to call)
 //   ntok:512  a pp512 batch (the prompt path: the scan's recurrent form, token by token per head)
-// and the scan alone for one head of 64 x 128 through 512 tokens (scan_head64x128), which with
-// the layer's ntok:512 time says what share of a prompt the scan takes (the question a chunked
-// form would answer). Counters: tok/s of this one layer (Granite-4.0-H-Tiny has 36 of them).
+// and the scan alone for one head of 64 x 128 through 512 tokens (scan_head64x128: recurrent
+// against chunked), which with the layer's ntok:512 time says what share of a prompt the scan
+// takes. Counters: tok/s of this one layer (Granite-4.0-H-Tiny has 36 of them).
 // Short; run it niced:
 //   nice -n 19 bench_mamba2 --benchmark_min_time=0.5   (TOVA_SIMD=avx2 for the AVX2 kernels)
 #include <benchmark/benchmark.h>
@@ -132,8 +132,9 @@ void bm_mamba2(benchmark::State& state, int64_t n_tok, int n_threads) {
   state.SetLabel(kernels::simd_target_name());
 }
 
-// The scan alone: one head of 64 x 128 through 512 tokens, one thread (the state, 32 KiB, in L1).
-void bm_scan(benchmark::State& state) {
+// The scan alone: one head of 64 x 128 through 512 tokens, one thread (the state, 32 KiB, in L1),
+// token by token or in chunks of 64.
+void bm_scan(benchmark::State& state, bool chunked) {
   constexpr int64_t P = kInner / kHeads, N = kState, n_tok = 512, stride = P + 2 * N + 1;
   std::mt19937 g(3);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -153,8 +154,13 @@ void bm_scan(benchmark::State& state) {
                                 .dt_stride = stride,
                                 .y = y.data(),
                                 .y_stride = P};
+  std::vector<float> work(kernels::ssm_chunk_workspace_floats(P, N));
   for (auto _ : state) {
-    kernels::ssm_scan(st.data(), run, -1.f, P, N);
+    if (chunked) {
+      kernels::ssm_scan_chunked(st.data(), run, -1.f, P, N, work.data());
+    } else {
+      kernels::ssm_scan(st.data(), run, -1.f, P, N);
+    }
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok) * state.iterations(),
@@ -163,7 +169,10 @@ void bm_scan(benchmark::State& state) {
 }
 
 void register_all() {
-  benchmark::RegisterBenchmark("scan_head64x128/ntok:512", bm_scan)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("scan_head64x128/recurrent/ntok:512", bm_scan, false)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("scan_head64x128/chunked/ntok:512", bm_scan, true)
+      ->Unit(benchmark::kMillisecond);
   for (int64_t n_tok : {1, 512}) {
     for (int threads : {1, 2}) {
       const std::string name = "granite_4_0_h_tiny/ntok:" + std::to_string(n_tok) +

@@ -42,4 +42,28 @@ void ssm_scan(float* state, const SsmScanRun& run, float a, int64_t head_dim, in
 // the state rounded to float after each token (as it is stored).
 void ssm_scan_ref(float* state, const SsmScanRun& run, float a, int64_t head_dim, int64_t d_state);
 
+// The chunked (SSD, matrix) form of the same scan, for a run of tokens at once: the same states
+// and outputs as ssm_scan token by token, up to rounding. Within a chunk of L tokens
+// (kSsmChunk), with g_t = dt_t a, G_t = g_1 + ... + g_t, S0 the state entering the chunk (as
+// S^T, [N][P]) and X [L][P] the chunk's x rows:
+//   M[t][s] = (C_t . B_s) exp(G_t - G_s) dt_s   for s <= t, else 0
+//   Y       = M X + diag(exp(G)) C S0^T                            (y_t, [L][P])
+//   S_L^T   = exp(G_L) S0^T + (B^T diag(exp(G_L - G_s) dt_s)) X
+// Each is a matrix product over the chunk (the fast form blocks them in registers: a tile of
+// rows stays in registers while the depth runs), where the recurrent form does a pass over the
+// state per token. Decays enter only as exp(G_t - G_s) <= 1 with the differences taken in
+// double, so strong decay cannot overflow.
+inline constexpr int64_t kSsmChunk = 64;
+
+// Floats of workspace ssm_scan_chunked needs for heads of head_dim x d_state (one per thread).
+int64_t ssm_chunk_workspace_floats(int64_t head_dim, int64_t d_state);
+// The run through the chunked form (Highway); state [head_dim][d_state], updated in place;
+// work: ssm_chunk_workspace_floats floats. No allocation.
+void ssm_scan_chunked(float* state, const SsmScanRun& run, float a, int64_t head_dim,
+                      int64_t d_state, float* work);
+// The scalar reference of the chunked form: the formulas above written plainly, in double,
+// chunk by chunk (chunk tokens per chunk, 1 .. any).
+void ssm_scan_chunked_ref(float* state, const SsmScanRun& run, float a, int64_t head_dim,
+                          int64_t d_state, int64_t chunk = kSsmChunk);
+
 }  // namespace tova::kernels

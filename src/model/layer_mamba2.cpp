@@ -14,8 +14,13 @@
 //   x           += ssm_out · y                          (times residual_scale where the family
 //                                                        has one: LayerPass::add_residual)
 // Prompts run the scan's recurrent form token by token per head (the head's state held in L1
-// through the run); a chunked (matrix) form is not written yet. Each sequence's state is its
-// multi-state's recurrent(lp.state). Threads: the conv over blocks of channels, the scan over
+// through the run), as llama.cpp's CPU backend does. The chunked (SSD matrix) form
+// (kernels::ssm_scan_chunked) computes the same, but at Granite 4.0-H's heads (P = 64, N = 128)
+// it does about as many multiply-adds per token as the recurrent form (L N + L P / 2 + 2 P N
+// against 3 P N with chunks of L = 64) and took 1.75x the recurrent form's CPU time in
+// bench_mamba2's scan_head64x128 rows (one thread, 2026-12-07, a loaded shared machine:
+// indicative only): prompts do not take it until a benchmark window says otherwise. Each
+// sequence's state is its multi-state's recurrent(lp.state). Threads: the conv over blocks of channels, the scan over
 // (sequence, head) pairs, the projections inside the matmul kernels over the whole batch; the
 // buffers are the kind's own (Mamba2Scratch), grown once, never per token.
 #include <cmath>

@@ -118,5 +118,73 @@ TEST_P(SsmScanTest, MatchesRefOnRandomRuns) {
   }
 }
 
+// The chunked forms (the fast one on every target, and its double reference) against the
+// recurrent reference: lengths around the chunk, steps from tiny to large (decays from near 1 to
+// ~e^-40 per token), a nonzero state going in, a run split over two calls. Tolerance 5e-5
+// relative to the largest value: float products of up to 128-term sums in another order.
+TEST_P(SsmScanTest, ChunkedMatchesRecurrent) {
+  const int64_t L = kSsmChunk;
+  uint32_t seed = 21;
+  for (int64_t P : {7, 32, 33}) {
+    for (int64_t N : {7, 16, 128}) {
+      for (int64_t n_tok : {int64_t{1}, L - 1, L, L + 1, 2 * L + 5}) {
+        for (const float dt_hi : {0.05f, 1.f, 10.f}) {
+          std::mt19937 rng(seed++);
+          std::uniform_real_distribution<float> u(-1.f, 1.f), udt(0.f, dt_hi);
+          const int64_t stride = P + 2 * N + 1, n_rows = 2 * n_tok;
+          std::vector<float> in(n_rows * stride);
+          for (float& v : in) v = u(rng);
+          for (int64_t r = 0; r < n_rows; ++r) in[r * stride + P + 2 * N] = udt(rng);
+          std::vector<int> rows;
+          for (int64_t t = 0; t < n_tok; ++t) rows.push_back(static_cast<int>(2 * t + 1));
+          std::vector<float> s0(P * N);
+          for (float& v : s0) v = u(rng);
+          const float a = -1.f - std::fabs(u(rng));
+          std::vector<float> y_rec(n_rows * P, 0.f), y_fast = y_rec, y_ref = y_rec;
+          std::vector<float> s_rec = s0, s_fast = s0, s_ref = s0;
+          SsmScanRun run{.rows = rows.data(),
+                         .n_tok = n_tok,
+                         .x = in.data(),
+                         .x_stride = stride,
+                         .b = in.data() + P,
+                         .c = in.data() + P + N,
+                         .bc_stride = stride,
+                         .dt = in.data() + P + 2 * N,
+                         .dt_stride = stride,
+                         .y = y_rec.data(),
+                         .y_stride = P};
+          ssm_scan_ref(s_rec.data(), run, a, P, N);
+          std::vector<float> work(ssm_chunk_workspace_floats(P, N));
+          SsmScanRun first = run, second = run;
+          first.y = second.y = y_fast.data();
+          first.n_tok = std::min<int64_t>(n_tok, 3);
+          second.rows += first.n_tok;
+          second.n_tok = n_tok - first.n_tok;
+          ssm_scan_chunked(s_fast.data(), first, a, P, N, work.data());
+          if (second.n_tok > 0) ssm_scan_chunked(s_fast.data(), second, a, P, N, work.data());
+          run.y = y_ref.data();
+          ssm_scan_chunked_ref(s_ref.data(), run, a, P, N);
+          auto err = [](const std::vector<float>& x, const std::vector<float>& want) {
+            float e = 0, mag = 0;
+            for (size_t i = 0; i < want.size(); ++i) {
+              e = std::max(e, std::fabs(x[i] - want[i]));
+              mag = std::max(mag, std::fabs(want[i]));
+            }
+            return e / (1 + mag);
+          };
+          const std::string what = "P=" + std::to_string(P) + " N=" + std::to_string(N) +
+                                   " tokens=" + std::to_string(n_tok) + " dt<" +
+                                   std::to_string(dt_hi);
+          EXPECT_LT(err(y_fast, y_rec), 5e-5f) << "fast " << what;
+          EXPECT_LT(err(s_fast, s_rec), 5e-5f) << "fast " << what;
+          EXPECT_LT(err(y_ref, y_rec), 5e-5f) << "ref " << what;
+          EXPECT_LT(err(s_ref, s_rec), 5e-5f) << "ref " << what;
+          for (int64_t p = 0; p < P; ++p) ASSERT_EQ(y_fast[p], 0.f) << what;  // rows not run
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tova::kernels
