@@ -1,7 +1,7 @@
 #!/bin/bash
 # Held-back fixtures against llama.cpp: tova on files it was never tuned on. For every
 # mixture-of-experts and hybrid family (qwen3moe, gpt-oss, qwen2moe, Mixtral, qwen35,
-# qwen35moe, smollm3, gemma4, lfm2, lfm2moe) this makes fixtures of other shapes and seeds than the committed
+# qwen35moe, smollm3, gemma4, lfm2, lfm2moe, granitehybrid) this makes fixtures of other shapes and seeds than the committed
 # ones (`tova make-random --arch FAMILY --set ...`: other head counts, GQA ratios, expert
 # counts and top-k, windows, layer counts, rows that no super-block divides), quantizes their
 # F32 file with llama-quantize into every mix it writes from an F32 file without an importance
@@ -130,6 +130,13 @@ CASES=(
   "lfm2-b|lfm2|102|n_embd=96 n_layer=3 n_head=3 n_head_kv=1 n_ff=160 shortconv_l_cache=2 weight_std=0.12"
   # lfm2moe: one leading dense layer, 16 experts of 256 with 4 chosen by sigmoid + selection bias.
   "lfm2moe-a|lfm2moe|111|n_embd=256 n_layer=6 n_head=8 n_head_kv=2 n_ff=512 n_expert=16 n_expert_used=4 n_ff_exp=256 n_dense_lead=1 weight_std=0.075"
+  # granitehybrid: Mamba2 around attention at 2 and 5, 8 heads of 64 in one group, state 64,
+  # kernel 3, Granite 4.0-H's own multipliers (12, 0.22, 1/128, 6); 6 heads of 32 in 3 groups,
+  # state 8, kernel 2, one attention layer (2) of four with RoPE on (rope.scaling.finetuned);
+  # the MoE variant: 16 experts of 128, 4 chosen, a shared expert of 256, 16 heads in 2 groups.
+  "granitehybrid-a|granitehybrid|121|n_embd=256 n_layer=6 n_head=8 n_head_kv=2 n_ff=512 mamba2_d_inner=512 mamba2_heads=8 mamba2_groups=1 mamba2_d_state=64 mamba2_conv_kernel=3 embedding_scale=12 residual_scale=0.22 attention_scale=0.0078125 weight_std=0.075"
+  "granitehybrid-b|granitehybrid|122|n_embd=96 n_layer=4 n_head=3 n_head_kv=1 n_ff=160 mamba2_d_inner=192 mamba2_heads=6 mamba2_groups=3 mamba2_d_state=8 mamba2_conv_kernel=2 rope_finetuned=1 weight_std=0.12"
+  "granitehybrid-moe-a|granitehybrid-moe|123|n_embd=256 n_layer=6 n_head=8 n_head_kv=2 n_ff=128 n_expert=16 n_expert_used=4 n_ff_shexp=256 mamba2_d_inner=512 mamba2_heads=16 mamba2_groups=2 mamba2_d_state=32 weight_std=0.075"
 )
 
 g++ -std=c++17 -O2 -o "$WORK/llama_dump" scripts/llama_dump.cpp -I"$LLAMA_DIR/include" \

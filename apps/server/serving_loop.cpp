@@ -207,7 +207,7 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   // A checkpoint inside what is fed: the prompt up to it first, the rest once it is held.
   const std::span<const int32_t> prompt(r.prompt);
   const bool checkpoint = o_.prefix_reuse && r.allow_reuse && StateCache::reusable(r.cache) &&
-                          r.checkpoint > a->reused && r.checkpoint < a->n_prompt;
+                          r.checkpoint > a->reused && r.checkpoint <= a->n_prompt;
   if (checkpoint) {
     a->session->queue(prompt.subspan(a->reused, r.checkpoint - a->reused));
     a->after_checkpoint.assign(prompt.begin() + r.checkpoint, prompt.end());

@@ -187,6 +187,22 @@ def test_stats_list_the_convolution_layers_of_lfm2_as_recurrent():
     assert r["bytes"] + b["bytes"] == st["kv_capacity"]
 
 
+def test_stats_list_the_mamba2_layers_of_granitehybrid_as_recurrent():
+    # The granitehybrid fixture: Mamba2 layers, attention at layers 2 and 5; each Mamba2 layer
+    # keeps the last 3 inputs of x|B|C's 192 channels and a 32 x 16 state per head of 4.
+    g = tova.Engine(str(BUILD.parent / "tests" / "data" / "arch" / "granitehybrid-f32.gguf"),
+                    threads=1)
+    s = g.session(policy="tova", budget=8)
+    s.feed([1 + i * 7 % 200 for i in range(40)])
+    st = s.stats()
+    assert [l["kind"] for l in st["layers"]] == ["recurrent", "recurrent", "bounded"] * 2
+    r, b = st["kinds"]["recurrent"], st["kinds"]["bounded"]
+    assert (r["n_layer"], r["limit"], r["rows"]) == (4, 0, 0)
+    assert r["bytes"] == r["held_bytes"] == 4 * (192 * 3 + 4 * 32 * 16) * 4
+    assert (b["n_layer"], b["limit"], b["max_held"]) == (2, 8, 8)
+    assert r["bytes"] + b["bytes"] == st["kv_capacity"]
+
+
 def test_stats_list_the_shared_layers_of_a_gemma4_e_model():
     # The gemma4e fixture: window, window, global, twice; then three layers that read the K/V of
     # layers 4, 4 and 5 and hold none of their own.

@@ -1,11 +1,13 @@
-// The state of a recurrent layer (a Gated DeltaNet layer of qwen35/qwen35moe): a fixed size,
+// The state of a recurrent layer (Gated DeltaNet, short convolution, Mamba2): a fixed size,
 // whatever the number of tokens seen, so no policy bounds it and no budget counts it. It holds
 // what the layer carries from one token to the next:
 //   conv   [conv_channels][conv_taps]     the last conv_taps inputs of each channel of the causal
 //                                         conv1d (conv_taps = kernel size - 1), oldest first
-//   delta  [n_head][head_dim][head_dim]   per value head the delta-rule matrix S, stored as
-//                                         llama.cpp stores it: element [j][i] is S[i][j] (row j of
-//                                         the stored matrix is column j of S)
+//   delta  [n_head][head_dim][state_cols] per head its matrix: DeltaNet's delta-rule matrix S
+//                                         (square), stored as llama.cpp stores it: element [j][i]
+//                                         is S[i][j] (row j of the stored matrix is column j of
+//                                         S); Mamba2's SSM state, head_dim rows of d_state
+//                                         (state_cols) as llama.cpp stores it
 // Both in float32, both zero before the first token. A recurrent state cannot be cut back to a
 // shorter prefix of its tokens: only a whole state (or a copy of it) continues a sequence.
 #pragma once
@@ -23,8 +25,10 @@ struct RecurrentShape {
   int conv_taps = 0;  // kernel size - 1
   int n_head = 0;
   int head_dim = 0;
+  int state_cols = 0;  // columns of a head's matrix; 0: head_dim (square, DeltaNet)
+  int64_t cols() const { return state_cols > 0 ? state_cols : head_dim; }
   int64_t conv_floats() const { return int64_t{conv_channels} * conv_taps; }
-  int64_t delta_floats() const { return int64_t{n_head} * head_dim * head_dim; }
+  int64_t delta_floats() const { return int64_t{n_head} * head_dim * cols(); }
   bool operator==(const RecurrentShape&) const = default;
 };
 

@@ -17,7 +17,8 @@
   X(kArchQwen35)              \
   X(kArchQwen35Moe)           \
   X(kArchLfm2)                \
-  X(kArchLfm2Moe)
+  X(kArchLfm2Moe)             \
+  X(kArchGraniteHybrid)
 
 namespace tova::model {
 

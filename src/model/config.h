@@ -35,6 +35,20 @@ struct DeltaNetConfig {
   int conv_dim() const { return 2 * key_dim() + value_dim(); }
 };
 
+// Mamba2 (SSD) layers (granitehybrid; the {arch}.ssm.* keys as llama.cpp reads them for
+// Mamba-2): the in projection's rows are z [d_inner], x [d_inner], B [n_group][d_state],
+// C [n_group][d_state], dt [n_head]; x, B and C go through the causal conv1d.
+struct Mamba2Config {
+  int conv_kernel = 0;  // ssm.conv_kernel: taps of the causal conv1d (d_conv)
+  int d_inner = 0;      // ssm.inner_size: x's and z's width, n_head * head_dim
+  int d_state = 0;      // ssm.state_size: N, a head's state columns (B's and C's per group)
+  int n_head = 0;       // ssm.time_step_rank: heads, one dt, A and D each
+  int n_group = 0;      // ssm.group_count: groups of heads sharing B and C (and the norm's groups)
+  int head_dim() const { return n_head > 0 ? d_inner / n_head : 0; }
+  int conv_dim() const { return d_inner + 2 * n_group * d_state; }
+  int in_proj_dim() const { return 2 * d_inner + 2 * n_group * d_state + n_head; }
+};
+
 struct ModelConfig {
   std::string arch_name;  // general.architecture
   std::string name;       // general.name, if any
@@ -61,6 +75,10 @@ struct ModelConfig {
   float attn_scale = 0.f;     // attention scores' scale; 0: 1/sqrt(head_dim)
   float attn_softcap = 0.f;   // > 0: scores become cap * tanh(score / cap) (Gemma 2)
   float final_softcap = 0.f;  // > 0: logits become cap * tanh(logit / cap) (Gemma 2)
+  // Granite's multipliers: every block's output is multiplied by residual_scale before it is
+  // added to the residual stream (add_residual), and the logits are divided by logit_scale.
+  float residual_scale = 1.f;
+  float logit_scale = 1.f;
   // Sliding-window attention: per layer, how many positions a query sees, its own included (0:
   // all); empty when no layer has a window. Window layers rotate with rope_window.
   std::vector<int> layer_window;
@@ -100,6 +118,8 @@ struct ModelConfig {
   // Gated short-convolution layers (lfm2: shortconv.l_cache): the conv's kernel size L; each
   // such layer keeps the last L - 1 inputs (layer_shortconv.cpp). 0: none.
   int shortconv_l_cache = 0;
+  // Mamba2 layers (granitehybrid; layer_mamba2.cpp); all 0: none.
+  Mamba2Config mamba2;
   bool recurrent(int il) const {
     return il < static_cast<int>(layer_recurrent.size()) && layer_recurrent[il];
   }

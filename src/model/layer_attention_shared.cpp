@@ -44,7 +44,7 @@ void shared_kv_block(const LayerPass& p, int il, const LayerPlan& lp, const Laye
     if (!L.attn_post_norm.empty()) {
       kernels::rms_norm(xb, L.attn_post_norm.data(), xb, c.n_embd, c.rms_eps);
     }
-    kernels::add(&s.x[i * c.n_embd], xb, c.n_embd);
+    p.add_residual(&s.x[i * c.n_embd], xb);
   });
 }
 

@@ -35,7 +35,7 @@ void dense_ffn_block(const LayerPass& p, const LayerWeights& L) {
     if (!L.ffn_post_norm.empty()) {
       kernels::rms_norm(xb, L.ffn_post_norm.data(), xb, c.n_embd, c.rms_eps);
     }
-    kernels::add(&s.x[i * c.n_embd], xb, c.n_embd);
+    p.add_residual(&s.x[i * c.n_embd], xb);
   });
 }
 

@@ -176,7 +176,8 @@ void run_experts(const LayerPass& p, const MoeWeights& W) {
   }
 }
 
-// The shared expert's output, m.shared_h2 [n][n_embd], and its gate, m.shared_gate (qwen2moe).
+// The shared expert's output, m.shared_h2 [n][n_embd], and its gate, m.shared_gate (qwen2moe;
+// 1 for granitehybrid's ungated one).
 void run_shared_expert(const LayerPass& p, const MoeWeights& W) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
@@ -189,6 +190,10 @@ void run_shared_expert(const LayerPass& p, const MoeWeights& W) {
   float* ys[] = {m.shared_h.data(), m.shared_h2.data()};
   p.matmul_multi(ws, s.xb.data(), n, ys);
   for_tokens(p.pool, n, d, [&](int64_t i) {
+    if (W.shared_ungated) {  // granitehybrid: added as it is (1 * h is exact)
+      m.shared_gate[i] = 1.f;
+      return;
+    }
     const float g = kernels::dot(W.shared_gate_inp.data(), &s.xb[i * d], d);
     m.shared_gate[i] = 1.f / (1.f + std::exp(-g));
   });
@@ -277,7 +282,7 @@ void moe_beside_dense_block(const LayerPass& p, const LayerWeights& L) {
     kernels::rms_norm(out, L.ffn_post_norm_2.data(), out, d, c.rms_eps);
     kernels::add(out, &m.dense_out[i * d], d);
     kernels::rms_norm(out, L.ffn_post_norm.data(), out, d, c.rms_eps);
-    kernels::add(&s.x[i * d], out, d);
+    p.add_residual(&s.x[i * d], out);
   });
 }
 
@@ -315,7 +320,7 @@ void moe_ffn_block(const LayerPass& p, const LayerWeights& L) {
       kernels::axpy(m.weight[i * k + j], &m.ye[m.row_of[i * k + j] * d], out, d);
     }
     if (W.has_shared()) kernels::axpy(m.shared_gate[i], &m.shared_h2[i * d], out, d);
-    kernels::add(&s.x[i * d], out, d);
+    p.add_residual(&s.x[i * d], out);
   });
 }
 

@@ -5,6 +5,8 @@
 //   layer_attention_shared.cpp  attention over an earlier layer's K/V (holds no state)
 //   layer_deltanet.cpp   Gated DeltaNet: causal conv1d + gated delta rule (a recurrent state)
 //   layer_shortconv.cpp  gated short convolution: B, C, x; C * conv(B * x) (a recurrent state)
+//   layer_mamba2.cpp     Mamba2 (SSD): conv1d + selective scan + gated group norm (a recurrent
+//                        state)
 //   layer_ffn_dense.cpp  the gated feed-forward of every dense family
 //   layer_ffn_moe.cpp    routed experts (+ a shared expert)
 //   layer_per_layer_input.cpp  Gemma 4 E2B/E4B's per-layer input, after the feed-forward
@@ -47,6 +49,14 @@ struct LayerPass {
     if (!c.layer_nope.empty() && c.layer_nope[il] != 0) return kernels::RopeParams{.n_rot = 0};
     if (!c.layer_window.empty() && c.layer_window[il] > 0) return c.rope_window;
     return rope;
+  }
+
+  // x += out [n_embd] for one token, a block's output joining the residual stream; out is
+  // first multiplied by the family's residual_scale where it has one (Granite), as llama.cpp
+  // scales the block's output before the add.
+  void add_residual(float* x, float* out) const {
+    if (c.residual_scale != 1.f) kernels::scale(out, c.residual_scale, c.n_embd);
+    kernels::add(x, out, c.n_embd);
   }
 
   void matmul(const kernels::WeightMatrix& w, const float* x, int64_t n_tok, float* y) const {

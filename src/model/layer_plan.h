@@ -13,7 +13,8 @@ namespace tova::model {
 //               ModelConfig::layer_kv_owner): wq, q_norm, wo and the norms only
 //   kDeltaNet   Gated DeltaNet (qwen35, qwen35moe): conv1d + gated delta rule
 //   kShortConv  gated short convolution (lfm2): in_proj to B, C, x; C * conv(B * x); out_proj
-enum class MixerKind { kAttention, kSharedKv, kDeltaNet, kShortConv };
+//   kMamba2     Mamba2 (SSD; granitehybrid): conv1d + selective scan + gated group RMSNorm
+enum class MixerKind { kAttention, kSharedKv, kDeltaNet, kShortConv, kMamba2 };
 
 // What a mixer kind keeps per sequence in the multi-state (kv::MultiStateOptions).
 enum class MixerState {

@@ -7,7 +7,8 @@
   X(kMixerAttention)   \
   X(kMixerSharedKv)    \
   X(kMixerDeltaNet)    \
-  X(kMixerShortConv)
+  X(kMixerShortConv)   \
+  X(kMixerMamba2)
 
 namespace tova::model {
 

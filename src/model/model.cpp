@@ -197,6 +197,9 @@ Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
   if (n_out > 0) p.matmul(w.output, s.logit_in.data(), n_out, logits);
   if (n_out > 0 && c.final_softcap > 0.f)
     kernels::softcap(logits, n_out * c.n_vocab, c.final_softcap);
+  // Granite: logits / logit_scale, as llama.cpp scales them (by the reciprocal, in float).
+  if (n_out > 0 && c.logit_scale != 1.f)
+    kernels::scale(logits, 1.f / c.logit_scale, n_out * c.n_vocab);
   return ok_status();
 }
 

@@ -217,6 +217,41 @@ std::vector<RandomShape> make_shapes() {
                .shortconv_l_cache = 3,
                .attention_layers = {2, 6, 10, 14, 18, 21},
                .output_norm_name = "token_embd_norm"});
+  // Granite-4.0-H-Tiny (issue 46's benchmark shape; 7B-A1B): 40 layers of 1536, attention at
+  // [5, 15, 25, 35] (12 query heads over 4 KV heads of 128, no RoPE), the others Mamba2 of 48
+  // heads of 64 (d_inner 3072 = 2 x 1536) in 1 group, state 128, conv kernel 4; every
+  // feed-forward 64 experts of 512, 6 chosen, and an ungated shared expert of 1024; Granite's
+  // multipliers embedding 12, residual 0.22, attention 1/128, logits / 6; eps 1e-5, tied
+  // embeddings, vocabulary 100352 (Granite 4.0's 100,352-row table, synthetic here). Recalled
+  // from ibm-granite/granite-4.0-h-tiny's config.json (layer_types, mamba_*, num_local_experts,
+  // shared_intermediate_size, *_multiplier, logits_scaling), not checked against a file here.
+  s.push_back({.name = "granite-4.0-h-tiny",
+               .description = "Granite-4.0-H-Tiny",
+               .arch = "granitehybrid",
+               .n_layer = 40,
+               .n_embd = 1536,
+               .n_head = 12,
+               .n_head_kv = 4,
+               .n_ff = 512,
+               .n_vocab = 100352,
+               .n_ctx = 131072,
+               .rms_eps = 1e-5f,
+               .tied_output = true,
+               .n_expert = 64,
+               .n_expert_used = 6,
+               .n_ff_shexp = 1024,
+               .shared_expert_ungated = true,
+               .attention_layers = {5, 15, 25, 35},
+               .mamba2_conv_kernel = 4,
+               .mamba2_d_inner = 3072,
+               .mamba2_d_state = 128,
+               .mamba2_heads = 48,
+               .mamba2_groups = 1,
+               .embedding_scale = 12.f,
+               .residual_scale = 0.22f,
+               .attention_scale = 0.0078125f,
+               .logit_scale = 6.f,
+               .rope_finetuned = false});
   // ---- Gemma 4 shapes (issue 34; kept in one block) ----
   // Gemma-4-E4B's text decoder. From published text_config blocks of google/gemma-4-E4B
   // (searched 2026-11-29: a config-parsing test of an MLX runtime quoting E4B's config.json, a
@@ -639,6 +674,16 @@ const std::vector<ShapeField>& shape_fields() {
       {.name = "ssm_v_heads", .i = &S::ssm_v_heads},
       {.name = "full_attention_interval", .i = &S::full_attention_interval},
       {.name = "shortconv_l_cache", .i = &S::shortconv_l_cache},
+      {.name = "mamba2_conv_kernel", .i = &S::mamba2_conv_kernel},
+      {.name = "mamba2_d_inner", .i = &S::mamba2_d_inner},
+      {.name = "mamba2_d_state", .i = &S::mamba2_d_state},
+      {.name = "mamba2_heads", .i = &S::mamba2_heads},
+      {.name = "mamba2_groups", .i = &S::mamba2_groups},
+      {.name = "embedding_scale", .f = &S::embedding_scale},
+      {.name = "residual_scale", .f = &S::residual_scale},
+      {.name = "attention_scale", .f = &S::attention_scale},
+      {.name = "logit_scale", .f = &S::logit_scale},
+      {.name = "rope_finetuned", .b = &S::rope_finetuned},
       {.name = "n_dense_lead", .i = &S::n_dense_lead},
       {.name = "nextn_predict_layers", .i = &S::nextn_predict_layers},
       {.name = "rope_base", .f = &S::rope_base},
@@ -793,6 +838,10 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       s.head_dim < 0 || s.head_dim % 2 != 0 || s.n_expert < 0 ||
       s.gemma4.n_shared_kv >= s.n_layer ||
       (s.shortconv_l_cache > 0 && s.attention_layers.empty()) ||
+      (s.mamba2_d_state > 0 &&
+       (s.attention_layers.empty() || s.mamba2_heads < 1 || s.mamba2_groups < 1 ||
+        s.mamba2_heads % s.mamba2_groups != 0 || s.mamba2_d_inner % s.mamba2_heads != 0 ||
+        s.mamba2_conv_kernel < 1)) ||
       (s.nextn_predict_layers > 0 && (s.ssm_state == 0 || s.nextn_predict_layers > 16)) ||
       (s.ssm_state > 0 && (s.full_attention_interval < 1 || s.ssm_groups < 1 ||
                            s.ssm_v_heads % s.ssm_groups != 0 || s.ssm_conv_kernel < 1)) ||
@@ -833,17 +882,34 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
       w.set(a + "nextn_predict_layers", io::GgufValue::make_u32(s.nextn_predict_layers));
     }
   }
-  // LFM2: the layers without attention are short-convolution layers.
-  const bool shortconv = s.shortconv_l_cache > 0;
-  auto conv_layer = [&](int il) {
-    return shortconv && std::find(s.attention_layers.begin(), s.attention_layers.end(), il) ==
-                            s.attention_layers.end();
+  // LFM2: the layers without attention are short-convolution layers; Granite 4.0-H: Mamba2.
+  const bool shortconv = s.shortconv_l_cache > 0, mamba2 = s.mamba2_d_state > 0;
+  auto not_attention = [&](int il) {
+    return std::find(s.attention_layers.begin(), s.attention_layers.end(), il) ==
+           s.attention_layers.end();
   };
-  if (shortconv) {
-    w.set(a + "shortconv.l_cache", io::GgufValue::make_u32(s.shortconv_l_cache));
+  auto conv_layer = [&](int il) { return shortconv && not_attention(il); };
+  auto mamba2_layer = [&](int il) { return mamba2 && not_attention(il); };
+  if (shortconv) w.set(a + "shortconv.l_cache", io::GgufValue::make_u32(s.shortconv_l_cache));
+  if (mamba2) {
+    w.set(a + "ssm.conv_kernel", io::GgufValue::make_u32(s.mamba2_conv_kernel));
+    w.set(a + "ssm.inner_size", io::GgufValue::make_u32(s.mamba2_d_inner));
+    w.set(a + "ssm.state_size", io::GgufValue::make_u32(s.mamba2_d_state));
+    w.set(a + "ssm.time_step_rank", io::GgufValue::make_u32(s.mamba2_heads));
+    w.set(a + "ssm.group_count", io::GgufValue::make_u32(s.mamba2_groups));
+    w.set(a + "rope.scaling.finetuned", io::GgufValue::make_bool(s.rope_finetuned));
+  }
+  if (shortconv || mamba2) {
     std::vector<int32_t> kv_heads;
-    for (int il = 0; il < s.n_layer; ++il) kv_heads.push_back(conv_layer(il) ? 0 : s.n_head_kv);
+    for (int il = 0; il < s.n_layer; ++il) kv_heads.push_back(not_attention(il) ? 0 : s.n_head_kv);
     w.set(a + "attention.head_count_kv", io::GgufValue::make_i32_array(kv_heads));
+  }
+  const std::pair<const char*, float> multipliers[] = {{"embedding_scale", s.embedding_scale},
+                                                       {"residual_scale", s.residual_scale},
+                                                       {"attention.scale", s.attention_scale},
+                                                       {"logit_scale", s.logit_scale}};
+  for (const auto& [key, v] : multipliers) {
+    if (v > 0.f) w.set(a + key, io::GgufValue::make_f32(v));
   }
   if (!s.rope_sections.empty()) {
     w.set(a + "rope.dimension_sections",
@@ -986,8 +1052,22 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
     b.vector(p + "attn_norm.weight", s.n_embd, 1.f, norm_sd);
     const bool recurrent =
         (deltanet && il < s.n_layer && (il + 1) % s.full_attention_interval != 0) ||
-        conv_layer(il);
-    if (conv_layer(il)) {
+        conv_layer(il) || mamba2_layer(il);
+    if (mamba2_layer(il)) {
+      // A Mamba2 mixer as convert_hf_to_gguf writes Granite 4.0-H's: in_proj rows z, x, B, C,
+      // dt; the conv [x|B|C][kernel] (squeezed) and its bias, dt bias, ssm_a = -exp(A_log) < 0
+      // and ssm_d as [1][heads], ssm_norm as [groups][d_inner / groups], all float32.
+      const int64_t D = s.mamba2_d_inner, GN = int64_t{s.mamba2_groups} * s.mamba2_d_state;
+      const int64_t H = s.mamba2_heads, CD = D + 2 * GN;
+      b.matrix(p + "ssm_in.weight", mtype(layer_role, s.n_embd), s.n_embd, 2 * D + 2 * GN + H);
+      b.vectors(p + "ssm_conv1d.weight", s.mamba2_conv_kernel, CD, 0.f, 0.3f);
+      b.vector(p + "ssm_conv1d.bias", CD, 0.f, 0.2f);
+      b.vector(p + "ssm_dt.bias", H, 0.f, 0.5f);
+      b.vectors(p + "ssm_a", 1, H, -2.f, 0.5f);
+      b.vectors(p + "ssm_d", 1, H, 1.f, 0.3f);
+      b.vectors(p + "ssm_norm.weight", D / s.mamba2_groups, s.mamba2_groups, 1.f, norm_sd);
+      b.matrix(p + "ssm_out.weight", mtype(layer_role, D), D, s.n_embd);
+    } else if (conv_layer(il)) {
       // A gated short convolution as LFM2's converter writes it: in_proj rows B, C, x; the
       // conv [n_embd][l_cache] (squeezed to 2-D) in float32; out_proj.
       b.matrix(p + "shortconv.in_proj.weight", mtype(layer_role, s.n_embd), s.n_embd,
@@ -1082,7 +1162,9 @@ Result<RandomModelStats> write_random_model(const RandomModelOptions& o, const s
         b.vectors(p + "ffn_down_exps.bias", s.n_embd, s.n_expert, 0.f, 0.1f);
       }
       if (s.n_ff_shexp > 0) {
-        b.vector(p + "ffn_gate_inp_shexp.weight", s.n_embd, 0.f, 0.5f);
+        if (!s.shared_expert_ungated) {
+          b.vector(p + "ffn_gate_inp_shexp.weight", s.n_embd, 0.f, 0.5f);
+        }
         b.matrix(p + "ffn_gate_shexp.weight", mtype(layer_role, s.n_embd), s.n_embd,
                  s.n_ff_shexp);
         b.matrix(p + "ffn_up_shexp.weight", mtype(layer_role, s.n_embd), s.n_embd,

@@ -48,6 +48,7 @@ struct RandomShape {
   int n_expert_used = 0;
   int n_ff_exp = 0;    // expert_feed_forward_length, written when set (qwen*moe); 0: n_ff
   int n_ff_shexp = 0;  // > 0: a shared expert of this width (qwen2moe) and its gate
+  bool shared_expert_ungated = false;  // granitehybrid: the shared expert without its gate
   int n_dense_lead = 0;   // leading_dense_block_count: the first layers keep a dense FFN
   int expert_gating = 0;  // expert_gating_func, written when set; 2 (sigmoid) also writes each
                           // MoE layer's exp_probs_b.bias selection bias (lfm2moe)
@@ -82,6 +83,23 @@ struct RandomShape {
   int shortconv_l_cache = 0;
   std::vector<int> attention_layers;
   std::string output_norm_name = "output_norm";  // the final norm (lfm2: token_embd_norm)
+  // Mamba2 families (granitehybrid; mamba2_d_state > 0): the ssm.* keys (conv_kernel,
+  // inner_size, state_size, time_step_rank = heads, group_count) and attention.head_count_kv as
+  // an array, n_head_kv at the attention_layers and 0 elsewhere; a 0 layer gets ssm_in,
+  // ssm_conv1d.{weight,bias}, ssm_dt.bias, ssm_a, ssm_d, ssm_norm and ssm_out instead of attn_*.
+  int mamba2_conv_kernel = 0;
+  int mamba2_d_inner = 0;
+  int mamba2_d_state = 0;
+  int mamba2_heads = 0;
+  int mamba2_groups = 0;
+  // Granite's multipliers (embedding_scale, residual_scale, attention.scale, logit_scale),
+  // each written when > 0; rope.scaling.finetuned written for Mamba2 shapes (false: no RoPE,
+  // as the converter writes the hybrids).
+  float embedding_scale = 0.f;
+  float residual_scale = 0.f;
+  float attention_scale = 0.f;
+  float logit_scale = 0.f;
+  bool rope_finetuned = true;
   float weight_std = 0.02f;   // matrices are N(0, weight_std)
   bool random_norms = false;  // norm weights 1 + N(0, 0.1) instead of 1 (fixtures: a norm
                               // weight applied to the wrong element shows)

@@ -10,11 +10,23 @@
 
 namespace tova::model {
 
+namespace {
+
+// Shapes as ggml compares them: dims past a tensor's last are 1, so [512] and [512, 1] are one
+// shape (llama-quantize writes Granite 4.0-H's ssm_norm [512, 1] of one group back as [512]).
+bool same_shape(std::vector<int64_t> a, std::vector<int64_t> b) {
+  while (a.size() > 1 && a.back() == 1) a.pop_back();
+  while (b.size() > 1 && b.back() == 1) b.pop_back();
+  return a == b;
+}
+
+}  // namespace
+
 Result<const io::GgufTensorInfo*> TensorLoader::tensor(const std::string& name,
                                                        const std::vector<int64_t>& dims) {
   const io::GgufTensorInfo* t = f_.find_tensor(name);
   if (t == nullptr) return make_error("{}: missing tensor '{}'", f_.path(), name);
-  if (t->dims != dims) {
+  if (!same_shape(t->dims, dims)) {
     return make_error("{}: tensor '{}' has shape [{}], expected [{}] for this architecture",
                       f_.path(), name, fmt::join(t->dims, ", "), fmt::join(dims, ", "));
   }
@@ -30,9 +42,10 @@ Result<kernels::WeightMatrix> TensorLoader::matrix(const std::string& name, int6
   if (!is_compute_supported(t->type)) {
     std::vector<std::string_view> names;
     for (GgmlType c : compute_types()) names.push_back(type_name(c));
-    return make_error("{}: tensor '{}' has weight type {}, which tova does not support "
-                      "(supported: {})",
-                      f_.path(), name, type_name(t->type), fmt::join(names, ", "));
+    return make_error(
+        "{}: tensor '{}' has weight type {}, which tova does not support "
+        "(supported: {})",
+        f_.path(), name, type_name(t->type), fmt::join(names, ", "));
   }
   TOVA_ASSIGN_OR_RETURN(uint64_t row, bytes_per_row(t->type, n_in));
   return kernels::WeightMatrix{
@@ -44,8 +57,8 @@ Result<std::vector<kernels::WeightMatrix>> TensorLoader::matrices(const std::str
                                                                   int64_t n_mat) {
   TOVA_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, tensor(name, {n_in, n_out, n_mat}));
   if (!is_compute_supported(t->type)) {
-    return make_error("{}: tensor '{}' has weight type {}, which tova does not support",
-                      f_.path(), name, type_name(t->type));
+    return make_error("{}: tensor '{}' has weight type {}, which tova does not support", f_.path(),
+                      name, type_name(t->type));
   }
   TOVA_ASSIGN_OR_RETURN(uint64_t row, bytes_per_row(t->type, n_in));
   std::vector<kernels::WeightMatrix> ms;

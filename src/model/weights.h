@@ -37,6 +37,19 @@ struct ShortConvWeights {
   kernels::WeightMatrix out_proj;  // shortconv.out_proj: [n_embd][E]
 };
 
+// A Mamba2 mixer (granitehybrid; layer_mamba2.cpp), shapes in Mamba2Config's terms
+// (D = d_inner, G = n_group, N = d_state, H = n_head, CD = conv_dim = D + 2 G N).
+struct Mamba2Weights {
+  kernels::WeightMatrix in;     // ssm_in: [2D + 2GN + H][n_embd], rows z, x, B, C, dt
+  std::vector<float> conv;      // ssm_conv1d: [CD][conv_kernel], oldest tap first
+  std::vector<float> conv_b;    // ssm_conv1d.bias: [CD]
+  std::vector<float> dt_bias;   // ssm_dt.bias: [H]
+  std::vector<float> a;         // ssm_a: [H], -exp(A_log) as converted
+  std::vector<float> d;         // ssm_d: [H], the skip x * D
+  std::vector<float> norm;      // ssm_norm: [G][D / G], the gated RMSNorm's weight per group
+  kernels::WeightMatrix out;    // ssm_out: [n_embd][D]
+};
+
 // The feed-forward kind of a layer (layer_kinds.h), chosen by the architecture file.
 enum class FfnKind { kDense, kMoe };
 
@@ -54,11 +67,14 @@ struct MoeWeights {
   // gpt-oss: the experts' biases, added to each matrix's output; empty without.
   std::vector<float> gate_b, up_b;              // [n_expert][n_ff_exp]
   std::vector<float> down_b;                    // [n_expert][n_embd]
-  // Shared expert (qwen2moe), empty without one.
+  // Shared expert (qwen2moe: gated by sigmoid(shared_gate_inp · x); granitehybrid: ungated),
+  // empty without one.
   std::vector<float> shared_gate_inp;            // ffn_gate_inp_shexp: [n_embd]
   kernels::WeightMatrix shared_gate, shared_up;  // [n_ff_shexp][n_embd]
   kernels::WeightMatrix shared_down;             // [n_embd][n_ff_shexp]
-  bool has_shared() const { return !shared_gate_inp.empty(); }
+  // granitehybrid: a shared expert added as it is, without a gate (shared_gate_inp empty).
+  bool shared_ungated = false;
+  bool has_shared() const { return !shared_gate_inp.empty() || shared_ungated; }
   // Gemma 4 (ModelConfig::moe_beside_dense): the router input's scale, ffn_gate_inp.scale
   // [n_embd], and each expert's output scale, ffn_down_exps.scale [n_expert]; empty without.
   std::vector<float> router_in_scale;
@@ -69,6 +85,7 @@ struct LayerWeights {
   MixerKind mixer_kind = MixerKind::kAttention;  // chosen by the family's loader (layer_plan.h)
   DeltaNetWeights deltanet;       // kDeltaNet
   ShortConvWeights shortconv;     // kShortConv
+  Mamba2Weights mamba2;           // kMamba2
   std::vector<float> attn_norm;   // [n_embd]
   kernels::WeightMatrix wq;       // [n_head * head_dim][n_embd]; with q_gate [n_head][2][head_dim]
   // qwen35: wq's rows are per head a query then an output gate; the attention's output is

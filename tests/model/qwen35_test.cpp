@@ -171,9 +171,11 @@ TEST_P(Hybrid, SessionFilesCarryTheRecurrentStates) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DeltaNetHybrid, ::testing::Values("qwen35", "qwen35moe"));
-// Every hybrid family: the Gated DeltaNet ones and lfm2, lfm2moe (gated short convolutions).
+// Every hybrid family: the Gated DeltaNet ones, lfm2, lfm2moe (gated short convolutions) and
+// granitehybrid (Mamba2).
 INSTANTIATE_TEST_SUITE_P(Families, Hybrid,
-                         ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe"));
+                         ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe",
+                                           "granitehybrid"));
 
 TEST(Hybrid, ASessionOfAnotherArchitectureIsOneError) {
   auto a = model::Model::load(fixture("qwen35"));

@@ -112,8 +112,9 @@ SessionStats hybrid_stats(const std::string& name) {
 // the lfm2 fixture (gated short convolutions, attention at layers 2 and 5), through the same
 // code: the layers are listed in the model's order, every one of them, a recurrent one as
 // "recurrent" with nothing held or evicted; the recurrent kind is fixed bytes (qwen35: a conv
-// window of 128 channels x 3 and a 16 x 16 matrix per value head; lfm2: 64 channels x 2), the
-// bounded kind the budget.
+// window of 128 channels x 3 and a 16 x 16 matrix per value head; lfm2: 64 channels x 2;
+// granitehybrid, Mamba2 around attention at 2 and 5: x|B|C's 128 + 2 x 2 x 16 channels x 3 and
+// a 32 x 16 state per head of 4), the bounded kind the budget.
 TEST(SessionStats, AHybridModelListsEveryLayerItsRecurrentOnesAsSuch) {
   struct Case {
     std::string name;
@@ -122,7 +123,8 @@ TEST(SessionStats, AHybridModelListsEveryLayerItsRecurrentOnesAsSuch) {
     uint64_t recurrent_bytes;
   };
   for (const Case& k : {Case{"qwen35", {3, 7}, 8, 6u * (128 * 3 + 4 * 16 * 16) * 4},
-                        Case{"lfm2", {2, 5}, 6, 4u * 64 * 2 * 4}}) {
+                        Case{"lfm2", {2, 5}, 6, 4u * 64 * 2 * 4},
+                        Case{"granitehybrid", {2, 5}, 6, 4u * (192 * 3 + 4 * 32 * 16) * 4}}) {
     SCOPED_TRACE(k.name);
     const SessionStats st = hybrid_stats(k.name);
     ASSERT_EQ(st.layers.size(), static_cast<size_t>(k.n_layer));

@@ -163,7 +163,8 @@ TEST(StateCache, AnUnusableSpillDirectoryIsAnErrorNamingTheField) {
 namespace tova {
 namespace {
 
-// A hybrid model (qwen35: Gated DeltaNet layers, lfm2: short convolutions, each with recurrent
+// A hybrid model (qwen35: Gated DeltaNet layers, lfm2: short convolutions, granitehybrid:
+// Mamba2, each with recurrent
 // states): a held state is only ever continued whole. A prompt that shares part of its tokens
 // and then differs finds nothing (a recurrent state cannot be cut back to that shorter prefix);
 // one that extends it continues to the logits of feeding it whole.
@@ -211,8 +212,9 @@ TEST_P(HybridStateCache, AHybridModelsStateIsContinuedWholeOrNotAtAll) {
   EXPECT_LE(max_diff, 1e-5f);
 }
 
-// qwen35's Gated DeltaNet states and lfm2's convolution states.
-INSTANTIATE_TEST_SUITE_P(Families, HybridStateCache, ::testing::Values("qwen35", "lfm2"));
+// qwen35's Gated DeltaNet states, lfm2's convolution states and granitehybrid's Mamba2 states.
+INSTANTIATE_TEST_SUITE_P(Families, HybridStateCache,
+                         ::testing::Values("qwen35", "lfm2", "granitehybrid"));
 
 }  // namespace
 }  // namespace tova

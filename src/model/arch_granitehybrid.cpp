@@ -1,0 +1,210 @@
+// granitehybrid: IBM's Granite 4.0-H (Micro 3B dense, Tiny 7B-A1B and Small 32B-A9B mixtures of
+// experts). A hybrid: most layers mix tokens by Mamba2 (layer_mamba2.cpp: in projection to
+// z/x/B/C/dt, causal conv1d, selective scan, gated group RMSNorm, out projection; a fixed-size
+// state per layer), a few attend (llama's attention, no RoPE: the converter writes
+// rope.scaling.finetuned false for the hybrids, which llama.cpp reads as "no positions"). The
+// pattern is attention.head_count_kv, an array with 0 at every Mamba2 layer
+// (ArchSpec::kv_heads_mark_recurrent). Every layer:
+//   x += residual_scale * mixer(rms_norm(x) · attn_norm)
+//   x += residual_scale * ffn(rms_norm(x) · ffn_norm)
+// the feed-forward dense SwiGLU, or (expert_count > 0) softmax-routed SwiGLU experts of
+// feed_forward_length, chosen weights renormalized, plus an ungated shared expert of
+// expert_shared_feed_forward_length. Granite's multipliers: token embeddings x embedding_scale,
+// attention scores x attention.scale, logits / logit_scale (each optional; 0 or absent: none).
+// Keys and tensors as llama.cpp's src/models/granite-hybrid.cpp reads them (conversion/
+// granite.py and mamba.py write them: ssm_a = -exp(A_log), ssm_norm [n_group][d_inner / n_group]).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "model/arch.h"
+
+namespace tova::model {
+namespace {
+
+// Conv kernels accepted: Mamba2 ships 4; beyond 64 a file is broken, not a model.
+constexpr uint32_t kMaxConvKernel = 64;
+constexpr uint32_t kMaxDim = 1u << 20;
+
+// The Mamba2 keys (all required, as llama.cpp reads them) into c.mamba2, checked against each
+// other; the tensors are checked against them when loaded.
+Status read_mamba2_keys(KeyReader& keys, ModelConfig& c) {
+  const std::string& path = keys.file().path();
+  TOVA_ASSIGN_OR_RETURN(uint32_t conv, keys.u32("ssm.conv_kernel"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t inner, keys.u32("ssm.inner_size"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t state, keys.u32("ssm.state_size"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t heads, keys.u32("ssm.time_step_rank"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t groups, keys.u32("ssm.group_count"));
+  // The conv keeps conv_kernel - 1 inputs: a kernel of 1 would be no convolution, 0 none.
+  if (conv < 2 || conv > kMaxConvKernel) {
+    return make_error("{}: {} {} is out of range (2..{})", path, keys.key("ssm.conv_kernel"), conv,
+                      kMaxConvKernel);
+  }
+  if (state < 1 || state > 4096 || inner < 1 || inner > kMaxDim || heads < 1 || heads > 4096 ||
+      groups < 1 || heads % groups != 0 || inner % heads != 0) {
+    return make_error(
+        "{}: implausible Mamba2 shape ({} {}, {} {}, {} {}, {} {}): the inner size "
+        "must be a multiple of the heads, the heads of the groups",
+        path, keys.key("ssm.inner_size"), inner, keys.key("ssm.state_size"), state,
+        keys.key("ssm.time_step_rank"), heads, keys.key("ssm.group_count"), groups);
+  }
+  c.mamba2 = {.conv_kernel = static_cast<int>(conv),
+              .d_inner = static_cast<int>(inner),
+              .d_state = static_cast<int>(state),
+              .n_head = static_cast<int>(heads),
+              .n_group = static_cast<int>(groups)};
+  return ok_status();
+}
+
+// A Granite multiplier: absent or 0 means none (llama.cpp tests each for 0).
+Result<float> multiplier(KeyReader& keys, const char* key) {
+  TOVA_ASSIGN_OR_RETURN(float v, keys.f32_or(key, 0.f));
+  if (!std::isfinite(v) || v < 0.f) {
+    return make_error("{}: {} {} is invalid", keys.file().path(), keys.key(key), v);
+  }
+  return v;
+}
+
+Status configure(KeyReader& keys, ModelConfig& c) {
+  const std::string& path = keys.file().path();
+  TOVA_RETURN_IF_ERROR(read_mamba2_keys(keys, c));
+  TOVA_ASSIGN_OR_RETURN(float embd, multiplier(keys, "embedding_scale"));
+  TOVA_ASSIGN_OR_RETURN(float residual, multiplier(keys, "residual_scale"));
+  TOVA_ASSIGN_OR_RETURN(float attn, multiplier(keys, "attention.scale"));
+  TOVA_ASSIGN_OR_RETURN(float logit, multiplier(keys, "logit_scale"));
+  if (embd != 0.f) c.embd_scale = embd;
+  if (residual != 0.f) c.residual_scale = residual;
+  if (attn != 0.f) c.attn_scale = attn;
+  if (logit != 0.f) c.logit_scale = logit;
+  // rope.scaling.finetuned switches RoPE for Granite (default on); the hybrids ship it false.
+  bool rope = true;
+  if (const io::GgufValue* v = keys.file().find(keys.key("rope.scaling.finetuned"))) {
+    if (v->type != io::GgufValueType::kBool) {
+      return make_error("{}: {} must be a bool", path, keys.key("rope.scaling.finetuned"));
+    }
+    keys.accept("rope.scaling.finetuned");
+    rope = v->b;
+  }
+  if (!rope) c.layer_nope.assign(c.n_layer, 1);
+  c.rope.mode = kernels::RopeMode::kNorm;
+  // A mixture: llama.cpp's experts are feed_forward_length wide, softmax-routed with the chosen
+  // weights renormalized and no weight scale; its shared expert expert_shared_feed_forward_length
+  // wide. Other expert keys it does not read stay unread and are refused by name.
+  if (c.n_expert > 0) {
+    if (c.n_ff <= 0) {
+      return make_error("{}: {} is absent or 0 (each expert's width in granitehybrid)", path,
+                        keys.key("feed_forward_length"));
+    }
+    c.n_ff_exp = c.n_ff;
+    c.expert_weights_norm = true;
+    TOVA_ASSIGN_OR_RETURN(uint32_t ff_sh, keys.u32_or("expert_shared_feed_forward_length", 0));
+    if (ff_sh > kMaxDim) {
+      return make_error("{}: {} {} is out of range", path,
+                        keys.key("expert_shared_feed_forward_length"), ff_sh);
+    }
+    c.n_ff_shexp = static_cast<int>(ff_sh);
+  }
+  return ok_status();
+}
+
+Status load_mamba2(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const std::string p = fmt::format("blk.{}.", il);
+  const Mamba2Config& m = c.mamba2;
+  const int64_t D = m.d_inner, H = m.n_head, G = m.n_group;
+  l.mixer_kind = MixerKind::kMamba2;
+  Mamba2Weights& w = l.mamba2;
+  TOVA_ASSIGN_OR_RETURN(w.in, ld.matrix(p + "ssm_in.weight", c.n_embd, m.in_proj_dim()));
+  TOVA_ASSIGN_OR_RETURN(w.conv, ld.vectors(p + "ssm_conv1d.weight", m.conv_kernel, m.conv_dim()));
+  TOVA_ASSIGN_OR_RETURN(w.conv_b, ld.vector(p + "ssm_conv1d.bias", m.conv_dim()));
+  TOVA_ASSIGN_OR_RETURN(w.dt_bias, ld.vector(p + "ssm_dt.bias", H));
+  TOVA_ASSIGN_OR_RETURN(w.a, ld.vectors(p + "ssm_a", 1, H));
+  TOVA_ASSIGN_OR_RETURN(w.d, ld.vectors(p + "ssm_d", 1, H));
+  TOVA_ASSIGN_OR_RETURN(w.norm, ld.vectors(p + "ssm_norm.weight", D / G, G));
+  TOVA_ASSIGN_OR_RETURN(w.out, ld.matrix(p + "ssm_out.weight", D, c.n_embd));
+  return ok_status();
+}
+
+Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const std::string p = fmt::format("blk.{}.", il);
+  const std::string pattern = c.arch_name + ".attention.head_count_kv";
+  const std::string ssm_in = p + "ssm_in.weight", attn_q = p + "attn_q.weight";
+  if (c.recurrent(il)) {
+    if (!ld.has(ssm_in)) {
+      return make_error(
+          "{}: the layer pattern ({}: 0 at layer {}) makes layer {} a Mamba2 layer, "
+          "but it has no '{}'{}",
+          ld.file().path(), pattern, il, il, ssm_in,
+          ld.has(attn_q) ? fmt::format(" (it has '{}')", attn_q) : "");
+    }
+    TOVA_ASSIGN_OR_RETURN(l.attn_norm, ld.vector(p + "attn_norm.weight", c.n_embd));
+    TOVA_RETURN_IF_ERROR(load_mamba2(ld, c, il, l));
+  } else {
+    if (!ld.has(attn_q)) {
+      return make_error(
+          "{}: the layer pattern ({}: {} at layer {}) makes layer {} an attention "
+          "layer, but it has no '{}'{}",
+          ld.file().path(), pattern, c.n_head_kv, il, il, attn_q,
+          ld.has(ssm_in) ? fmt::format(" (it has '{}')", ssm_in) : "");
+    }
+    TOVA_RETURN_IF_ERROR(load_attention(ld, c, il, l));
+  }
+  if (c.n_expert == 0) return load_dense_ffn(ld, c, il, l);
+  TOVA_RETURN_IF_ERROR(load_moe_ffn(ld, c, il, l, /*shared_expert=*/false));
+  if (c.n_ff_shexp == 0) return ok_status();
+  // The shared expert, without a gate (llama.cpp adds its output to the experts' as it is).
+  const int64_t fs = c.n_ff_shexp;
+  MoeWeights& m = l.moe;
+  m.shared_ungated = true;
+  TOVA_ASSIGN_OR_RETURN(m.shared_gate, ld.matrix(p + "ffn_gate_shexp.weight", c.n_embd, fs));
+  TOVA_ASSIGN_OR_RETURN(m.shared_up, ld.matrix(p + "ffn_up_shexp.weight", c.n_embd, fs));
+  TOVA_ASSIGN_OR_RETURN(m.shared_down, ld.matrix(p + "ffn_down_shexp.weight", fs, c.n_embd));
+  return ok_status();
+}
+
+// Granite 4.0-H scaled down: 6 layers of which 2 and 5 attend, Mamba2 of 4 heads of 32
+// (d_inner 128 = 2 n_embd, as llama.cpp requires) in 2 groups of state 16, a conv kernel of 4,
+// 4 query heads over 2 KV heads of 16, tied embeddings, no RoPE, and every Granite multiplier
+// away from 1 and from the default: embedding 2, residual 0.5, attention 0.125 (1/sqrt(16) is
+// 0.25), logits / 6. (Granite 4.0-H's own 12 and 0.22 drown this small random network in its
+// embeddings: llama.cpp's greedy continuation is one token repeated.)
+RandomShape granitehybrid_fixture(std::string family, std::string description) {
+  RandomShape f = fixture_shape(std::move(family), std::move(description), "granitehybrid");
+  f.n_layer = 6;
+  f.tied_output = true;
+  f.attention_layers = {2, 5};
+  f.mamba2_conv_kernel = 4;
+  f.mamba2_d_inner = 128;
+  f.mamba2_d_state = 16;
+  f.mamba2_heads = 4;
+  f.mamba2_groups = 2;
+  f.embedding_scale = 2.f;
+  f.residual_scale = 0.5f;
+  f.attention_scale = 0.125f;
+  f.logit_scale = 6.f;
+  f.rope_finetuned = false;
+  return f;
+}
+
+// Granite-4.0-H-Tiny scaled down: the dense fixture's layers with 8 experts of 64, 2 chosen, and
+// a shared expert of 96 in every feed-forward (the model: 64 experts of 512, 6 chosen, a shared
+// expert of 1024).
+std::vector<RandomShape> fixtures() {
+  RandomShape moe = granitehybrid_fixture("granitehybrid-moe", "Granite-4.0-H-Tiny (scaled down)");
+  moe.n_expert = 8;
+  moe.n_expert_used = 2;
+  moe.n_ff = 64;  // feed_forward_length: each expert's width
+  moe.n_ff_shexp = 96;
+  moe.shared_expert_ungated = true;
+  return {granitehybrid_fixture("granitehybrid", "Granite-4.0-H-Micro (scaled down)"), moe};
+}
+
+}  // namespace
+
+extern const ArchSpec kArchGraniteHybrid{.name = "granitehybrid",
+                                         .experts = true,
+                                         .kv_heads_mark_recurrent = true,
+                                         .configure = configure,
+                                         .load_layer = load_layer,
+                                         .fixtures = fixtures};
+
+}  // namespace tova::model
