@@ -268,6 +268,77 @@ TEST(Speculation, DraftMtpIsExact) {
   }
 }
 
+// Proposes the oracle's drafts (so that verify steps accept, reject and leave tokens to re-feed)
+// while the MTP drafter runs beside it on the same hidden rows; records what the MTP drafter
+// proposed after each history.
+class MtpBeside : public runtime::Drafter {
+ public:
+  MtpBeside(std::unique_ptr<runtime::Drafter> oracle, std::unique_ptr<runtime::Drafter> mtp,
+            std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>* log)
+      : oracle_(std::move(oracle)), mtp_(std::move(mtp)), log_(log) {}
+  Result<std::vector<int32_t>> draft(std::span<const int32_t> history, int n_max) override {
+    TOVA_ASSIGN_OR_RETURN(std::vector<int32_t> m, mtp_->draft(history, 3));
+    log_->emplace_back(std::vector<int32_t>(history.begin(), history.end()), std::move(m));
+    return oracle_->draft(history, n_max);
+  }
+  std::unique_ptr<runtime::Drafter> clone() const override { return nullptr; }
+  bool wants_hidden() const override { return true; }
+  void observe(int64_t pos, std::span<const int32_t> tokens, const float* hidden) override {
+    mtp_->observe(pos, tokens, hidden);
+  }
+
+ private:
+  std::unique_ptr<runtime::Drafter> oracle_, mtp_;
+  std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>* log_;
+};
+
+// The block's drafts depend on the history alone: inside a session whose verify steps accept,
+// reject and re-feed (hidden rows of undone passes, the block synced across undos, started
+// again nowhere), each draft equals the one a fresh drafter makes after the same history fed
+// one token at a time (F32: a verify step's rows are a single step's bits).
+TEST(Speculation, DraftMtpDraftsDependOnTheHistoryAlone) {
+  TOVA_REQUIRE_SHARED();
+  const Engine& e = engine("qwen35-mtp");
+  const CacheOptions c = cache_of("tova", 12);
+  const std::vector<int32_t> prompt = prompt_of(e);
+  const SamplerParams greedy{.temp = 0};
+  const GenRun plain = generate(e, c, greedy, prompt, 30);
+  std::vector<int32_t> ref = prompt;
+  ref.insert(ref.end(), plain.tokens.begin(), plain.tokens.end());
+  const SpeculativeOptions so{.type = "draft-mtp", .n_max = 4, .p_min = 0.f};
+  std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> log;
+  auto mtp = runtime::make_mtp_drafter(e, so, c);
+  ASSERT_TRUE(mtp.ok()) << mtp.message();
+  const GenRun spec = generate(
+      e, c, greedy, prompt, 30, so,
+      std::make_unique<MtpBeside>(std::make_unique<OracleDrafter>(ref, prompt.size(), e.n_vocab()),
+                                  std::move(*mtp), &log));
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  EXPECT_GT(spec.spec.n_accepted, 0);
+  EXPECT_LT(spec.spec.n_accepted, spec.spec.n_drafted);
+  ASSERT_GT(log.size(), 4u);
+  for (const auto& [history, drafted] : log) {
+    SCOPED_TRACE(history.size());
+    auto fresh = runtime::make_mtp_drafter(e, so, c);
+    ASSERT_TRUE(fresh.ok());
+    auto state = runtime::make_state(e.model(), c, 0);
+    ASSERT_TRUE(state.ok());
+    model::ForwardScratch scratch;
+    std::vector<float> logits(e.n_vocab()), hidden(e.model().config().n_embd);
+    for (size_t p = 0; p + 1 < history.size(); ++p) {
+      const model::BatchToken t{.token = history[p], .state = state->get(), .logits = true};
+      ASSERT_TRUE(
+          e.model().forward(std::span(&t, 1), e.pool(), scratch, logits.data(), {}, hidden.data())
+              .ok());
+      (*fresh)->observe(static_cast<int64_t>(p), std::span(&history[p], 1), hidden.data());
+    }
+    auto want = (*fresh)->draft(history, 3);
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ(drafted, *want);
+    EXPECT_FALSE(drafted.empty());
+  }
+}
+
 // draft-mtp on a file without a prediction block: one line naming the file.
 TEST(Speculation, DraftMtpWithoutABlockIsOneLine) {
   TOVA_REQUIRE_SHARED();
