@@ -56,6 +56,8 @@ DraftChoice draft_choice(const float* logits, int n_vocab);
 // The drafters (make_drafter in speculation.cpp picks one by SpeculativeOptions::type).
 // llama.cpp's ngram-simple (drafter_ngram_simple.cpp).
 std::unique_ptr<Drafter> make_ngram_simple(const SpeculativeOptions& o);
+// llama.cpp's ngram-mod, a hashed n-gram table per session (drafter_ngram_mod.cpp).
+std::unique_ptr<Drafter> make_ngram_mod(const SpeculativeOptions& o);
 // A greedy draft model (drafter_model.cpp): e.draft_model() with its own multi-state under
 // `cache` (its own policy and budget).
 Result<std::unique_ptr<Drafter>> make_model_drafter(const Engine& e, const SpeculativeOptions& o,

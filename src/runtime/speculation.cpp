@@ -20,6 +20,9 @@ constexpr DrafterEntry kDrafters[] = {
     {"ngram-simple",
      [](const Engine&, const SpeculativeOptions& o,
         const CacheOptions&) -> Result<std::unique_ptr<Drafter>> { return make_ngram_simple(o); }},
+    {"ngram-mod",
+     [](const Engine&, const SpeculativeOptions& o,
+        const CacheOptions&) -> Result<std::unique_ptr<Drafter>> { return make_ngram_mod(o); }},
     {"draft-simple", make_model_drafter},
     {"draft-mtp", make_mtp_drafter},
 };
@@ -38,7 +41,7 @@ namespace tova {
 
 namespace {
 // llama.cpp's names (common/speculative.cpp) that tova recognizes but does not implement.
-constexpr const char* kNotImplemented[] = {"ngram-mod",   "draft-eagle3",  "draft-dflash",
+constexpr const char* kNotImplemented[] = {"draft-eagle3",  "draft-dflash",
                                            "ngram-map-k", "ngram-map-k4v", "ngram-cache",
                                            "draft-dspark"};
 constexpr int kMaxDraft = 256;
@@ -78,6 +81,10 @@ Status validate_speculative(const SpeculativeOptions& o) {
   }
   if (o.ngram_size_n < 1 || o.ngram_size_n > 1024) {
     return make_error("--spec-ngram-simple-size-n {}: must be between 1 and 1024", o.ngram_size_n);
+  }
+  if (o.ngram_mod_n_match < 1 || o.ngram_mod_n_match > 1024) {
+    return make_error("--spec-ngram-mod-n-match {}: must be between 1 and 1024",
+                      o.ngram_mod_n_match);
   }
   if (o.ngram_size_m < 1 || o.ngram_size_m > 1024) {
     return make_error("--spec-ngram-simple-size-m {}: must be between 1 and 1024", o.ngram_size_m);
