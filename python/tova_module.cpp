@@ -339,7 +339,8 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None
 policy: one of tova.policies() (NAME or NAME:ARG); budget: states kept per layer (bounded
 policies); prefill: exact | chunk:C | chunk:inf; positions: absolute | gap | rank;
 kv_type: K/V storage (f32 | f16 | bf16 | q8_0 | q4_0, or k=TYPE,v=TYPE); temperature 0 = greedy; seed None = random.
-spec_type: speculative decoding, "ngram-simple" or "draft-simple" (Engine's draft_model), with
+spec_type: speculative decoding, "ngram-simple", "ngram-mod" (n-gram size 24, as llama.cpp),
+"draft-mtp" (the file's own multi-token prediction block) or "draft-simple" (Engine's draft_model), with
 llama.cpp's --spec-* options as spec_*; the text is the same as without it.)")
       .def(
           "load_session",
