@@ -30,6 +30,8 @@
 namespace tova::runtime {
 namespace {
 
+constexpr int64_t kSyncTokens = 512;  // most pairs one sync pass takes
+
 class MtpDrafter : public Drafter {
  public:
   MtpDrafter(const Engine& e, const model::Model& m, const CacheOptions& cache, float p_min)
@@ -95,17 +97,18 @@ class MtpDrafter : public Drafter {
     }
     // Sync: the pairs (x_p, h_{p-1}) for p = fed .. L - 2.
     const int64_t m = static_cast<int64_t>(fed_.size());
-    if (m < len - 1) {
-      const int64_t n = len - 1 - m;
+    // In passes of at most kSyncTokens (a long prompt's first draft), as prompts are fed.
+    for (int64_t a = m; a < len - 1; a += kSyncTokens) {
+      const int64_t b = std::min(len - 1, a + kSyncTokens);
       batch_.clear();
-      h_.assign(static_cast<size_t>(n) * d_, 0.f);
-      for (int64_t p = m; p < len - 1; ++p) {
+      h_.assign(static_cast<size_t>(b - a) * d_, 0.f);
+      for (int64_t p = a; p < b; ++p) {
         batch_.push_back({.token = history[p], .state = state_.get(), .logits = false});
-        if (p > 0) std::memcpy(&h_[(p - m) * d_], row(p - 1), sizeof(float) * d_);
+        if (p > 0) std::memcpy(&h_[(p - a) * d_], row(p - 1), sizeof(float) * d_);
       }
       TOVA_RETURN_IF_ERROR(
           m_->forward_nextn(0, batch_, h_.data(), e_->pool(), scratch_, nullptr, nullptr));
-      fed_.assign(history.begin(), history.begin() + (len - 1));
+      fed_.assign(history.begin(), history.begin() + b);
     }
     // Rows before h_{L-2} are no longer needed (the block holds their pairs).
     if (len >= 2) trim_before(len - 2);
