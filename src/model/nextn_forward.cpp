@@ -72,12 +72,16 @@ Status Model::forward_nextn(int block, std::span<const BatchToken> batch, const 
   resize(s.x, n * d);
   p.matmul(B.eh_proj, ns.cat.data(), n, s.x.data());
 
-  const LayerPlan lp{.mixer = MixerKind::kAttention, .holds = MixerState::kKv, .state = 0,
-                     .owner = 0};
+  const LayerPlan lp{
+      .mixer = MixerKind::kAttention, .holds = MixerState::kKv, .state = 0, .owner = 0};
   attention_block(p, 0, lp, B.layer);
   switch (B.layer.ffn_kind) {
-    case FfnKind::kDense: dense_ffn_block(p, B.layer); break;
-    case FfnKind::kMoe: moe_ffn_block(p, B.layer); break;
+    case FfnKind::kDense:
+      dense_ffn_block(p, B.layer);
+      break;
+    case FfnKind::kMoe:
+      moe_ffn_block(p, B.layer);
+      break;
   }
   for (const SequenceRun& run : s.runs) run.state->advance(static_cast<int64_t>(run.idx.size()));
 

@@ -100,8 +100,8 @@ Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions, bool 
   {
     const auto lock = engine_.exclusive();
     Timer timer;
-    const Status fwd = engine_.model().forward(batch_, engine_.pool(), scratch_, logits_.data(),
-                                               {}, hidden ? hidden_.data() : nullptr);
+    const Status fwd = engine_.model().forward(batch_, engine_.pool(), scratch_, logits_.data(), {},
+                                               hidden ? hidden_.data() : nullptr);
     if (!fwd.ok()) {
       // Nothing was fed: the verify steps' sessions go back to their checkpoints.
       for (const Take& t : takes_) {

@@ -165,15 +165,15 @@ class MtpDrafter : public Drafter {
   const model::Model* m_;
   CacheOptions cache_;
   float p_min_;
-  size_t d_;                                // n_embd
-  std::unique_ptr<kv::MultiState> state_;   // the block's K/V, one layer
-  std::vector<int32_t> fed_;                // x_0.. whose pairs the block has seen (or skipped)
-  int64_t rec_pos_ = 0;                     // position of the first kept hidden row
-  std::vector<int32_t> rec_tok_;            // [kept] the token at each kept row's position
-  std::vector<float> rec_h_;                // [kept][n_embd] the target's final-normed rows
-  std::vector<float> logits_;               // [drafted][n_vocab] of the last draft
-  std::vector<model::BatchToken> batch_;    // sync pass
-  std::vector<float> h_;                    // [sync tokens][n_embd]
+  size_t d_;                               // n_embd
+  std::unique_ptr<kv::MultiState> state_;  // the block's K/V, one layer
+  std::vector<int32_t> fed_;               // x_0.. whose pairs the block has seen (or skipped)
+  int64_t rec_pos_ = 0;                    // position of the first kept hidden row
+  std::vector<int32_t> rec_tok_;           // [kept] the token at each kept row's position
+  std::vector<float> rec_h_;               // [kept][n_embd] the target's final-normed rows
+  std::vector<float> logits_;              // [drafted][n_vocab] of the last draft
+  std::vector<model::BatchToken> batch_;   // sync pass
+  std::vector<float> h_;                   // [sync tokens][n_embd]
   model::ForwardScratch scratch_;
 };
 

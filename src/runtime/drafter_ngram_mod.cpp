@@ -96,8 +96,8 @@ class NgramMod : public Drafter {
 
   size_t n_;
   std::unordered_map<uint64_t, int32_t> slots_;  // slot -> the token that followed
-  size_t added_ = 0;     // n-grams starting before it are in the table
-  bool started_ = false;  // the first draft took the whole history
+  size_t added_ = 0;                             // n-grams starting before it are in the table
+  bool started_ = false;                         // the first draft took the whole history
   size_t last_len_ = 0;                          // the history's length at the last draft
   std::vector<int32_t> last_draft_;
   int n_low_ = 0;

@@ -41,9 +41,8 @@ namespace tova {
 
 namespace {
 // llama.cpp's names (common/speculative.cpp) that tova recognizes but does not implement.
-constexpr const char* kNotImplemented[] = {"draft-eagle3",  "draft-dflash",
-                                           "ngram-map-k", "ngram-map-k4v", "ngram-cache",
-                                           "draft-dspark"};
+constexpr const char* kNotImplemented[] = {"draft-eagle3",  "draft-dflash", "ngram-map-k",
+                                           "ngram-map-k4v", "ngram-cache",  "draft-dspark"};
 constexpr int kMaxDraft = 256;
 }  // namespace
 

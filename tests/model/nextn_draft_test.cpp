@@ -27,7 +27,8 @@ TEST_P(NextnDraft, DraftLogitsMatchLlamaCpp) {
   ASSERT_TRUE(e.ok()) << e.message();
   const model::Model& m = (*e)->model();
   const int n_vocab = m.config().n_vocab, n_embd = m.config().n_embd;
-  const std::vector<int32_t> ids = testing::read_ids(testing::shared_path("golden/tokens-128.json"));
+  const std::vector<int32_t> ids =
+      testing::read_ids(testing::shared_path("golden/tokens-128.json"));
   const std::vector<float> golden = testing::read_f32(base + ".draft.logits.f32");
   std::ifstream jf(base + ".draft.json");
   const auto drafts = nlohmann::json::parse(jf).get<std::vector<std::vector<int32_t>>>();
@@ -35,8 +36,8 @@ TEST_P(NextnDraft, DraftLogitsMatchLlamaCpp) {
   ASSERT_EQ(golden.size(), static_cast<size_t>(kRounds * kDraft) * n_vocab);
 
   const CacheOptions full = testing::cache_options("full", 0);
-  auto d = runtime::make_mtp_drafter(**e, {.type = "draft-mtp", .n_max = kDraft, .p_min = 0.f},
-                                     full);
+  auto d =
+      runtime::make_mtp_drafter(**e, {.type = "draft-mtp", .n_max = kDraft, .p_min = 0.f}, full);
   ASSERT_TRUE(d.ok()) << d.message();
   auto state = runtime::make_state(m, full, 0);
   ASSERT_TRUE(state.ok()) << state.message();
@@ -85,7 +86,8 @@ TEST_P(NextnDraft, LongSyncInPassesEqualsStepwiseSync) {
   ASSERT_TRUE(e.ok()) << e.message();
   const model::Model& m = (*e)->model();
   const int n_vocab = m.config().n_vocab, n_embd = m.config().n_embd;
-  const std::vector<int32_t> t128 = testing::read_ids(testing::shared_path("golden/tokens-128.json"));
+  const std::vector<int32_t> t128 =
+      testing::read_ids(testing::shared_path("golden/tokens-128.json"));
   std::vector<int32_t> ids;
   for (int i = 0; ids.size() < 1100; ++i) ids.push_back(t128[(i * 7) % t128.size()]);
   const CacheOptions full = testing::cache_options("full", 0);
