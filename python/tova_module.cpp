@@ -312,7 +312,8 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None
              float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
              int repeat_last_n, std::optional<uint64_t> seed, int n_batch,
              const std::string& spec_type, int spec_draft_n_max, int spec_draft_n_min,
-             float spec_draft_p_min, int spec_ngram_size_n, int spec_ngram_size_m) {
+             float spec_draft_p_min, int spec_ngram_size_n, int spec_ngram_size_m,
+             int spec_ngram_mod_n_match) {
             SessionOptions o{
                 .cache = unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
                 .sampling = sampler(temperature, top_k, top_p, min_p, repeat_penalty,
@@ -323,7 +324,8 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None
                                 .n_min = spec_draft_n_min,
                                 .p_min = spec_draft_p_min,
                                 .ngram_size_n = spec_ngram_size_n,
-                                .ngram_size_m = spec_ngram_size_m}};
+                                .ngram_size_m = spec_ngram_size_m,
+                                .ngram_mod_n_match = spec_ngram_mod_n_match}};
             // The session holds the engine: it lives as long as any of its sessions.
             std::unique_ptr<Session> s = unwrap(e->new_session(o));
             return std::shared_ptr<Session>(s.release(),
@@ -334,12 +336,13 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None
           "min_p"_a = 0.05f, "repeat_penalty"_a = 1.0f, "repeat_last_n"_a = 64,
           "seed"_a = py::none(), "n_batch"_a = 512, "spec_type"_a = "",
           "spec_draft_n_max"_a = 16, "spec_draft_n_min"_a = 0, "spec_draft_p_min"_a = 0.75f,
-          "spec_ngram_size_n"_a = 12, "spec_ngram_size_m"_a = 48,
+          "spec_ngram_size_n"_a = 12, "spec_ngram_size_m"_a = 48, "spec_ngram_mod_n_match"_a = 24,
           R"(A new session (a multi-state with its sampler and history).
 policy: one of tova.policies() (NAME or NAME:ARG); budget: states kept per layer (bounded
 policies); prefill: exact | chunk:C | chunk:inf; positions: absolute | gap | rank;
 kv_type: K/V storage (f32 | f16 | bf16 | q8_0 | q4_0, or k=TYPE,v=TYPE); temperature 0 = greedy; seed None = random.
-spec_type: speculative decoding, "ngram-simple" or "draft-simple" (Engine's draft_model), with
+spec_type: speculative decoding, "ngram-simple", "ngram-mod" (n-gram size 24, as llama.cpp),
+"draft-mtp" (the file's own multi-token prediction block) or "draft-simple" (Engine's draft_model), with
 llama.cpp's --spec-* options as spec_*; the text is the same as without it.)")
       .def(
           "load_session",

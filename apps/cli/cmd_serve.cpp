@@ -19,6 +19,7 @@ void add_serve_command(CLI::App& app) {
   struct Flags {
     ModelFlags model;
     CacheFlags cache;
+    SpecFlags spec;
     server::ServerOptions server;
     std::string kv_memory = "1G";
     int64_t max_body = 1 << 20;
@@ -32,6 +33,7 @@ void add_serve_command(CLI::App& app) {
       "serve", "OpenAI-compatible HTTP server: continuous batching of bounded multi-states");
   flags->model.add(*cmd);
   flags->cache.add(*cmd);
+  flags->spec.add(*cmd);
   server::ServerOptions& so = flags->server;
   cmd->add_option("--host", so.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", so.port, "port to listen on (0: any free port, printed)")
@@ -111,6 +113,9 @@ void add_serve_command(CLI::App& app) {
     o.loop.prefix_reuse = !f.no_prefix_reuse;
     o.max_body_bytes = static_cast<size_t>(f.max_body);
     o.api.cache = *cache;
+    auto spec = f.spec.options();
+    if (!spec.ok()) throw CLI::RuntimeError(fail(spec.message()));
+    o.api.speculative = *spec;
     o.log_format = f.log_format == "json"   ? server::LogFormat::kJson
                    : f.log_format == "none" ? server::LogFormat::kNone
                                             : server::LogFormat::kText;
@@ -131,8 +136,15 @@ void add_serve_command(CLI::App& app) {
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
-    auto engine = f.model.load();
+    EngineOptions eo = f.model.engine_options();
+    f.spec.apply(eo);
+    f.model.gpu.note();
+    auto engine = Engine::load(eo);
     if (!engine.ok()) throw CLI::RuntimeError(fail(engine.message()));
+    if (o.api.speculative.on()) {  // --spec-* that no request could use: refused at start
+      auto probe = (*engine)->new_session({.cache = o.api.cache, .speculative = o.api.speculative});
+      if (!probe.ok()) throw CLI::RuntimeError(fail(probe.message()));
+    }
     if (!f.session_dir.empty()) {
       auto states = StateCache::open(**engine, {.max_bytes = o.loop.kv_memory,
                                                 .max_states = o.loop.max_cached_states,

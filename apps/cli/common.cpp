@@ -103,6 +103,9 @@ void SpecFlags::add(CLI::App& app) {
   app.add_option("--spec-ngram-simple-size-m,--spec-ngram-size-m", o.ngram_size_m,
                  "ngram-simple: most tokens drafted after it")
       ->capture_default_str();
+  app.add_option("--spec-ngram-mod-n-match", o.ngram_mod_n_match,
+                 "ngram-mod: the n-gram hashed and looked up")
+      ->capture_default_str();
 }
 
 Result<SpeculativeOptions> SpecFlags::options() const {

@@ -537,6 +537,71 @@ std::vector<FieldRule> sampling_rules() {
   };
 }
 
+// Speculative decoding per request, as llama-server names its fields (the server's --spec-*
+// flags are the defaults; "speculative.type" "none" turns it off). Validated together at the
+// end (an always-read rule), the error naming the field at fault.
+std::vector<FieldRule> speculative_rules() {
+  return {
+      {"speculative.type", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (!j["speculative.type"].is_string()) {
+           return bad_request("speculative.type", "'speculative.type' must be a string");
+         }
+         const std::string t = j["speculative.type"].get<std::string>();
+         x.r.speculative.type = t == "none" ? std::string() : t;
+         return no_error();
+       }},
+      {"speculative.n_max", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         int64_t v = 0;
+         if (auto e = integer(j, "speculative.n_max", 0, INT32_MAX, v)) return e;
+         x.r.speculative.n_max = static_cast<int>(v);
+         return no_error();
+       }},
+      {"speculative.n_min", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         int64_t v = 0;
+         if (auto e = integer(j, "speculative.n_min", 0, INT32_MAX, v)) return e;
+         x.r.speculative.n_min = static_cast<int>(v);
+         return no_error();
+       }},
+      {"speculative.p_min", E::kBoth, [](const json& j, Decoding& x) {
+         return number(j, "speculative.p_min", 0, 1, x.r.speculative.p_min);
+       }},
+      {"speculative.ngram_size_n", E::kBoth,
+       [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         int64_t v = 0;
+         if (auto e = integer(j, "speculative.ngram_size_n", 1, 1024, v)) return e;
+         x.r.speculative.ngram_size_n = static_cast<int>(v);
+         return no_error();
+       }},
+      {"speculative.ngram_size_m", E::kBoth,
+       [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         int64_t v = 0;
+         if (auto e = integer(j, "speculative.ngram_size_m", 1, 1024, v)) return e;
+         x.r.speculative.ngram_size_m = static_cast<int>(v);
+         return no_error();
+       }},
+      {"speculative", E::kBoth, [](const json& j, Decoding& x) -> std::optional<ApiError> {
+         if (present(j, "speculative")) {
+           return bad_request("speculative",
+                              "give speculative decoding's fields flat, as llama-server names "
+                              "them: 'speculative.type', 'speculative.n_max', "
+                              "'speculative.n_min', 'speculative.p_min'");
+         }
+         const Status st = validate_speculative(x.r.speculative);
+         if (st.ok()) return no_error();
+         const std::string& m = st.message();
+         // The message starts with the flag at fault.
+         const auto starts = [&m](const char* flag) { return m.rfind(flag, 0) == 0; };
+         const char* field = starts("--spec-draft-n-max")   ? "speculative.n_max"
+                             : starts("--spec-draft-n-min") ? "speculative.n_min"
+                             : starts("--spec-draft-p-min") ? "speculative.p_min"
+                             : starts("--spec-ngram-simple-size-n") ? "speculative.ngram_size_n"
+                             : starts("--spec-ngram-simple-size-m") ? "speculative.ngram_size_m"
+                                                                    : "speculative.type";
+         return bad_request(field, m);
+       }, /*always=*/true},
+  };
+}
+
 // The multi-state, then the prompt's fields (read by read_prompt).
 std::vector<FieldRule> cache_rules() {
   return {
@@ -590,7 +655,7 @@ std::vector<FieldRule> cache_rules() {
 const std::vector<FieldRule>& field_rules() {
   static const std::vector<FieldRule> k = [] {
     std::vector<FieldRule> all;
-    for (auto part : {request_rules(), sampling_rules(), cache_rules()}) {
+    for (auto part : {request_rules(), sampling_rules(), speculative_rules(), cache_rules()}) {
       all.insert(all.end(), part.begin(), part.end());
     }
     return all;
@@ -613,6 +678,7 @@ void defaults(Decoding& x) {
                                          : std::min<int64_t>(16, x.d->max_tokens_cap));
   r.logprobs = -1;
   r.cache = x.d->cache;
+  r.speculative = x.d->speculative;
   x.policy = x.d->cache.policy.label();
   x.budget = x.d->cache.policy.bounded() ? x.d->cache.policy.budget : 0;
 }
@@ -771,6 +837,16 @@ json kv_json(const KvReport& kv) {
           {"layer_kinds", kv.layer_kinds},
           {"memory_by_kind", kinds},
           {"reused_prompt_tokens", kv.reused_prompt_tokens}};
+}
+
+json timings_json(int64_t prompt, int64_t completion, int64_t reused, int64_t draft_n,
+                  int64_t draft_n_accepted) {
+  json t = {{"cache_n", reused}, {"prompt_n", prompt - reused}, {"predicted_n", completion}};
+  if (draft_n > 0) {
+    t["draft_n"] = draft_n;
+    t["draft_n_accepted"] = draft_n_accepted;
+  }
+  return t;
 }
 
 json usage_json(int64_t prompt, int64_t completion, int64_t reused) {

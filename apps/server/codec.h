@@ -34,6 +34,7 @@ struct ApiDefaults {
   // How the chat template's answers carry reasoning (--reasoning-format; auto: the template's).
   ReasoningFormat reasoning = ReasoningFormat::kNone;
   int max_n = 16;                // most choices one request may ask for
+  SpeculativeOptions speculative;  // --spec-* (a request's speculative.* fields change it)
 };
 
 // A decoded POST /v1/chat/completions or /v1/completions body.
@@ -53,6 +54,7 @@ struct CompletionRequest {
   // (chat: logprobs true + top_logprobs; completions: logprobs N).
   int logprobs = -1;
   CacheOptions cache;
+  SpeculativeOptions speculative;  // speculative.type, .n_max, .n_min, .p_min, .ngram_size_*
   bool allow_reuse = true;  // cache_prompt
   bool ignore_eos = false;
   std::string user;  // the end user (OpenAI's field): the access log shows it
@@ -109,6 +111,11 @@ struct Choice {
 
 nlohmann::json error_json(const ApiError& e);
 nlohmann::json kv_json(const KvReport& kv);
+// llama-server's timings object (its token counts; tova reports its times elsewhere): cache_n
+// (prompt tokens continued from a held state), prompt_n (processed), predicted_n, and where
+// speculative decoding drafted, draft_n and draft_n_accepted.
+nlohmann::json timings_json(int64_t prompt, int64_t completion, int64_t reused, int64_t draft_n,
+                            int64_t draft_n_accepted);
 nlohmann::json usage_json(int64_t prompt, int64_t completion, int64_t reused);
 // A whole (non-streamed) completion.
 nlohmann::json completion_json(const ResponseHead& h, const std::vector<Choice>& choices,

@@ -311,6 +311,7 @@ void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res,
   int64_t completion = 0;
   int64_t prompt = 0;
   int64_t reused = 0;
+  int64_t draft_n = 0, draft_n_accepted = 0;
   std::optional<KvReport> kv;
   for (int finals = 0; finals < n;) {
     for (Event& ev : job.take(std::chrono::milliseconds(100))) {
@@ -338,6 +339,8 @@ void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res,
       c.finish_reason = ev.finish_reason;
       if (tools != nullptr) take_calls_apart(c, *tools, format);
       completion += ev.completion_tokens;
+      draft_n += ev.draft_n;
+      draft_n_accepted += ev.draft_n_accepted;
       prompt = ev.prompt_tokens;
       reused = ev.kv.reused_prompt_tokens;
       if (ev.index == 0) kv = std::move(ev.kv);
@@ -349,7 +352,9 @@ void answer_whole(const ResponseHead& head, Job& job, int fd, Response& res,
       return;
     }
   }
-  send_json(res, completion_json(head, choices, usage_json(prompt, completion, reused), *kv));
+  json out = completion_json(head, choices, usage_json(prompt, completion, reused), *kv);
+  out["timings"] = timings_json(prompt, completion, reused, draft_n, draft_n_accepted);
+  send_json(res, out);
 }
 
 using Handler = httplib::Server::Handler;
@@ -533,6 +538,8 @@ class StreamedAnswer {
     if (st.tools) out += encode_calls(ev.index, finish_reason);
     json last = chunk_json(st.head, ev.index, "", nullptr, finish_reason);
     last["tova"] = kv_json(ev.kv);
+    last["timings"] = timings_json(ev.prompt_tokens, ev.completion_tokens,
+                                   ev.kv.reused_prompt_tokens, ev.draft_n, ev.draft_n_accepted);
     out += sse_event(last);
     st.completion += ev.completion_tokens;
     if (++st.finals < st.job->request.n) return out;

@@ -35,6 +35,7 @@ struct GenerationRequest {
   SamplerParams sampling;
   std::vector<std::string> stop;
   CacheOptions cache;
+  SpeculativeOptions speculative;  // off unless the server's flags or the request turn it on
   int n = 1;            // choices, sharing the prompt's state (cloned once it is fed)
   int logprobs = -1;    // -1: none; else the alternatives reported per token
   // K/V memory admission sets aside for each choice: what its state can reach.
@@ -89,6 +90,10 @@ struct Event {
   int64_t completion_tokens = 0;  // final: this choice's
   KvReport kv;
   double ttft_seconds = -1;       // final: arrival to the first generated token (-1: none)
+  // final: speculative decoding's drafted and accepted tokens (llama-server's timings.draft_n,
+  // draft_n_accepted)
+  int64_t draft_n = 0;
+  int64_t draft_n_accepted = 0;
   std::optional<ApiError> error;  // ends the request
 };
 

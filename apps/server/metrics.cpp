@@ -43,6 +43,12 @@ void Metrics::evictions(const std::string& policy, int64_t n) {
   evictions_[policy] += n;
 }
 
+void Metrics::drafts(int64_t drafted, int64_t accepted) {
+  std::lock_guard<std::mutex> l(mu_);
+  drafted_ += drafted;
+  accepted_ += accepted;
+}
+
 void Metrics::stored(int64_t n) {
   std::lock_guard<std::mutex> l(mu_);
   stored_ += n;
@@ -94,6 +100,9 @@ std::string Metrics::render() const {
   counter("tova_generated_tokens_total", "tokens generated", generated_tokens_);
   counter("tova_reused_prompt_tokens_total", "prompt tokens continued from a held state",
           reused_tokens_);
+  counter("tova_draft_tokens_total",
+          "tokens speculative decoding drafted (llama-server's n_draft_tokens)", drafted_);
+  counter("tova_draft_tokens_accepted_total", "drafted tokens the sampler accepted", accepted_);
   counter("tova_forward_tokens_total", "tokens through the model (prompt and decode)",
           step_tokens_);
   counter("tova_forward_seconds_total", "time in batched forward passes", step_seconds_);

@@ -47,6 +47,8 @@ class Metrics {
   void request_done(int status);
   void tokens(int64_t prompt, int64_t generated, int64_t reused);
   void evictions(const std::string& policy, int64_t n);
+  // Speculative decoding: tokens drafted and accepted by a finished choice.
+  void drafts(int64_t drafted, int64_t accepted);
   void stored(int64_t n);    // held states written to --session-dir
   void restored(int64_t n);  // requests continued from a state in --session-dir
   void first_token(double seconds);
@@ -62,6 +64,7 @@ class Metrics {
   std::map<std::string, uint64_t> evictions_;
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, reused_tokens_ = 0, step_tokens_ = 0;
   uint64_t stored_ = 0, restored_ = 0;
+  uint64_t drafted_ = 0, accepted_ = 0;
   double step_seconds_ = 0;
   double last_rate_ = 0;
   MetricsSnapshot snap_;

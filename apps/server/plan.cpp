@@ -41,6 +41,7 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
                       .sampling = r.sampling,
                       .stop = r.stop,
                       .cache = r.cache,
+                      .speculative = r.speculative,
                       .n = r.n,
                       .logprobs = r.logprobs,
                       .allow_reuse = r.allow_reuse,

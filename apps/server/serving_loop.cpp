@@ -20,6 +20,7 @@ struct ServingLoop::Active {
   uint64_t reserved = 0;  // choice 0 holds the reservation of every choice until they split
   int64_t reused = 0;
   int64_t n_prompt = 0;
+  SpeculationStats spec_before;  // a held state's counts from earlier requests
   // The prompt beyond the turn boundary (GenerationRequest::checkpoint): queued once the state
   // there is held; the stream starts after it.
   std::vector<int32_t> after_checkpoint;
@@ -185,7 +186,8 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   a->job = job;
   a->n_prompt = static_cast<int64_t>(r.prompt.size());
   if (match) {
-    auto s = o_.states->take(match, r.prompt, {.cache = r.cache, .sampling = r.sampling});
+    auto s = o_.states->take(match, r.prompt,
+                             {.cache = r.cache, .sampling = r.sampling, .speculative = r.speculative});
     if (s.ok()) {
       a->session = std::move(*s);
       a->reused = match.n_tokens;
@@ -197,9 +199,14 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   }
   if (!a->session) {
     auto s = engine_.new_session(
-        {.cache = r.cache, .sampling = r.sampling, .n_prompt_hint = a->n_prompt});
+        {.cache = r.cache,
+         .sampling = r.sampling,
+         .n_prompt_hint = a->n_prompt,
+         .speculative = r.speculative});
     if (!s.ok()) {
-      fail(*job, ApiError{.message = s.message(), .param = "kv_budget"});
+      const bool spec = s.message().rfind("--spec", 0) == 0;
+      fail(*job, ApiError{.message = s.message(),
+                          .param = spec ? "speculative.type" : "kv_budget"});
       return true;
     }
     a->session = std::move(*s);
@@ -222,6 +229,7 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
     return true;
   }
   if (!checkpoint) a->stream = std::make_unique<TextStream>(*a->session, generate_options(r));
+  a->spec_before = a->session->stats().speculation;
   // What the pool holds now counts if a reused state's growth (doubling) went past the estimate.
   a->reserved = std::max(need, state_bytes(*a->session));
   reserved_ += a->reserved;
@@ -280,6 +288,7 @@ void ServingLoop::split(Active& a) {
     c->stream = std::make_unique<TextStream>(*c->session, generate_options(r));
     c->reserved = share;
     c->reused = a.reused;
+    c->spec_before = a.spec_before;
     c->n_prompt = a.n_prompt;
     a.reserved -= share;
     active_.push_back(std::move(c));
@@ -325,6 +334,9 @@ void ServingLoop::advance(Active& a) {
 
 void ServingLoop::finish(Active& a, const std::string& text, const std::string& reason) {
   a.finished = true;
+  SpeculationStats spec = a.session->stats().speculation;
+  spec.n_drafted -= a.spec_before.n_drafted;
+  spec.n_accepted -= a.spec_before.n_accepted;
   Event e{.index = a.index,
           .text = text,
           .logprobs = std::move(a.logprobs),
@@ -333,7 +345,10 @@ void ServingLoop::finish(Active& a, const std::string& text, const std::string& 
           .prompt_tokens = a.n_prompt,
           .completion_tokens = a.stream->stats().n_generated,
           .kv = report(*a.session, a.reused),
-          .ttft_seconds = a.ttft};
+          .ttft_seconds = a.ttft,
+          .draft_n = spec.n_drafted,
+          .draft_n_accepted = spec.n_accepted};
+  metrics_.drafts(spec.n_drafted, spec.n_accepted);
   int64_t evicted = 0;
   for (int64_t n : e.kv.tokens_evicted) evicted += n;
   metrics_.evictions(e.kv.policy, evicted);

@@ -95,19 +95,23 @@ Status validate(const SamplerParams& p);
 // decoding without speculation gives, token for token (greedy) and draw for draw (sampling).
 struct SpeculativeOptions {
   // "" (off) | "ngram-simple" (draft-free lookup in the prompt and the generated text) |
-  // "draft-simple" (a second model with the same vocabulary, EngineOptions::draft_model_path).
-  // llama.cpp's "ngram-mod" and "draft-mtp" are recognized and refused as not implemented.
+  // "ngram-mod" (a hashed n-gram table of the history) | "draft-simple" (a second model with
+  // the same vocabulary, EngineOptions::draft_model_path) | "draft-mtp" (the file's own
+  // multi-token prediction block). llama.cpp's other names (draft-eagle3, draft-dflash,
+  // ngram-map-k, ...) are recognized and refused as not implemented.
   std::string type;
   int n_max = 16;        // --spec-draft-n-max: most tokens drafted per step (1..256)
   int n_min = 0;         // --spec-draft-n-min: fewer drafted tokens are not verified
   float p_min = 0.75f;   // --spec-draft-p-min: a draft model stops below this probability
   int ngram_size_n = 12;  // --spec-ngram-simple-size-n: the n-gram looked up (1..1024)
   int ngram_size_m = 48;  // --spec-ngram-simple-size-m: the m-gram after it drafted (1..1024)
+  int ngram_mod_n_match = 24;  // --spec-ngram-mod-n-match: ngram-mod's n-gram (1..1024)
   bool on() const { return !type.empty(); }
 };
 // An error names the flag: an unknown or unimplemented type, a draft length of 0 or absurd.
 Status validate_speculative(const SpeculativeOptions& o);
-// The types tova implements, for errors and help: "ngram-simple, draft-simple".
+// The types tova implements, for errors and help: "ngram-simple, ngram-mod, draft-simple,
+// draft-mtp".
 std::string speculative_type_choices();
 
 }  // namespace tova

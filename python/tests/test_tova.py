@@ -354,6 +354,11 @@ def test_speculative_decoding_gives_the_same_text_and_counts_its_drafts(engine):
     # Every draft is the target's own greedy token; only drafts still outstanding when the
     # generation ends (at max_tokens) go unused.
     assert sp["n_drafted"] > 0 and sp["acceptance"] > 0.9
+    s = engine.session(temperature=0, spec_type="ngram-mod", spec_ngram_mod_n_match=2)
+    assert text_of(s.generate(prompt, max_tokens=64)) == plain
+    assert s.stats()["speculation"]["type"] == "ngram-mod"
     with pytest.raises(RuntimeError, match="--spec-draft-n-max 0"):
         engine.session(spec_type="ngram-simple", spec_draft_n_max=0)
+    with pytest.raises(RuntimeError, match="has no multi-token prediction block"):
+        engine.session(spec_type="draft-mtp")
     assert engine.mtp_bytes == 0 and engine.n_mtp_blocks == 0 and engine.weight_bytes > 0

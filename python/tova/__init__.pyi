@@ -63,6 +63,7 @@ class Engine:
         spec_draft_p_min: float = 0.75,
         spec_ngram_size_n: int = 12,
         spec_ngram_size_m: int = 48,
+        spec_ngram_mod_n_match: int = 24,
     ) -> Session: ...
     def load_session(
         self,

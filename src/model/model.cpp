@@ -51,6 +51,11 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<io::GgufFile> fi
   auto plan = plan_layers(m->config_, m->weights_);
   if (!plan.ok()) return make_error("{}: {}", m->file_->path(), plan.message());
   m->plan_ = std::move(*plan);
+  if (m->config_.n_nextn > 0) {
+    auto nc = nextn_config(m->config_);
+    if (!nc.ok()) return make_error("{}: {}", m->file_->path(), nc.message());
+    m->nextn_config_ = std::move(*nc);
+  }
   return m;
 }
 
@@ -94,21 +99,23 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
 }
 
 Status Model::forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& s,
-                      float* logits, std::span<const Follower> followers) const {
+                      float* logits, std::span<const Follower> followers, float* hidden) const {
   if (config_.layer_kv_owner.empty() || !splits_between_tokens(batch, followers, s)) {
-    return forward_step(batch, pool, s, logits, followers);
+    return forward_step(batch, pool, s, logits, followers, hidden);
   }
   // Shared-K/V layers read their owner's K/V after its step; a sequence whose policy would
   // evict between two tokens of this step would leave them a state no token saw
   // (kv::evicts_between_tokens), so the batch goes token by token, each exactly as alone.
   int64_t n_out = 0;
-  for (const BatchToken& t : batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const BatchToken& t = batch[i];
     std::vector<Follower> own;
     for (const Follower& f : followers) {
       if (f.leader == t.state) own.push_back(f);
     }
     TOVA_RETURN_IF_ERROR(forward_step({&t, 1}, pool, s,
-                                      logits + n_out * static_cast<int64_t>(config_.n_vocab), own));
+                                      logits + n_out * static_cast<int64_t>(config_.n_vocab), own,
+                                      hidden ? hidden + i * config_.n_embd : nullptr));
     n_out += t.logits ? 1 : 0;
   }
   return ok_status();
@@ -129,8 +136,8 @@ bool Model::splits_between_tokens(std::span<const BatchToken> batch,
 }
 
 Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
-                           ForwardScratch& s, float* logits,
-                           std::span<const Follower> followers) const {
+                           ForwardScratch& s, float* logits, std::span<const Follower> followers,
+                           float* hidden) const {
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
   const int64_t n = static_cast<int64_t>(batch.size());
@@ -185,6 +192,12 @@ Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
     for (kv::MultiState* f : run.followers) f->advance(static_cast<int64_t>(run.idx.size()));
   }
 
+  if (hidden != nullptr) {  // every row final-normed: the prediction block's input
+    for_tokens(pool, n, c.n_embd, [&](int64_t i) {
+      kernels::rms_norm(&s.x[i * c.n_embd], w.output_norm.data(), &hidden[i * c.n_embd], c.n_embd,
+                        c.rms_eps);
+    });
+  }
   // Final norm and output projection for the rows that want logits.
   int64_t n_out = 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -68,8 +68,25 @@ class Model {
   // logits: [number of tokens with .logits][n_vocab], in batch order.
   // followers: sequences that ride along with one in the batch (see Follower); each must be
   // at its leader's position, exact (not chunked), and must not need to evict within the batch.
+  // hidden, if given: [n_tok][n_embd], every token's final-normed residual stream (the row the
+  // output projection reads; llama.cpp's h_nextn), which the multi-token prediction block takes.
   Status forward(std::span<const BatchToken> batch, ThreadPool& pool, ForwardScratch& scratch,
-                 float* logits, std::span<const Follower> followers = {}) const;
+                 float* logits, std::span<const Follower> followers = {},
+                 float* hidden = nullptr) const;
+
+  // Multi-token prediction block `block` (< ModelConfig::n_nextn; nextn_forward.cpp): every
+  // batch token (its state made with nextn_state_options) joins the block's K/V together with
+  // its row of h ([n_tok][n_embd]: the main model's final-normed hidden state at the position
+  // before, or the block's own h_out of the token before when chaining drafts). logits: rows
+  // of the tokens with .logits, [..][n_vocab]; h_out (if given): [n_tok][n_embd], the block's
+  // final-normed output (its head's input), which chains to the next draft.
+  Status forward_nextn(int block, std::span<const BatchToken> batch, const float* h,
+                       ThreadPool& pool, ForwardScratch& scratch, float* logits,
+                       float* h_out) const;
+  // Options for the multi-state of a prediction block: one attention layer of the model's
+  // shape, no recurrent state.
+  kv::MultiStateOptions nextn_state_options(const kv::PolicySpec& policy,
+                                            const KvFormat& kv_type) const;
 
   // Options for a new sequence's multi-state matching this model's shape.
   kv::MultiStateOptions state_options(const kv::PolicySpec& policy, const KvFormat& kv_type,
@@ -79,8 +96,8 @@ class Model {
   Model() = default;
   // forward() of a batch whose every sequence's step ends its evictions at the end.
   Status forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
-                      ForwardScratch& scratch, float* logits,
-                      std::span<const Follower> followers) const;
+                      ForwardScratch& scratch, float* logits, std::span<const Follower> followers,
+                      float* hidden) const;
   // Some sequence of the batch would evict between two of its tokens (kv::
   // evicts_between_tokens): a model with shared-K/V layers then feeds the batch token by token.
   bool splits_between_tokens(std::span<const BatchToken> batch,
@@ -90,6 +107,9 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::vector<LayerPlan> plan_;  // [n_layer]
+  // The prediction blocks' view of the config (n_nextn > 0): one full-attention layer, no
+  // per-layer arrays (nextn_forward.cpp).
+  ModelConfig nextn_config_;
   ModelOptions options_;
   bool mapped_ = false;
 };

@@ -3,7 +3,8 @@
 // them (src/models/qwen35.cpp, qwen35moe.cpp: nextn.eh_proj, enorm, hnorm, and the optional
 // embed_tokens, shared_head_head, shared_head_norm). The block drafts the token after next
 // from the main model's last hidden state and the next token; the main pass never runs it, so
-// a file with the block computes exactly what the file without it computes.
+// a file with the block computes exactly what the file without it computes; the drafter
+// (runtime/drafter_mtp.cpp) runs it through Model::forward_nextn (nextn_forward.cpp).
 #include <fmt/format.h>
 
 #include "model/weights.h"
@@ -34,6 +35,24 @@ Status load_nextn_block(TensorLoader& ld, const ModelConfig& c, int i, const Mod
     n.head = w.output;
   }
   return ok_status();
+}
+
+Result<ModelConfig> nextn_config(const ModelConfig& c) {
+  if (c.n_embd_per_layer > 0) {
+    return make_error("a multi-token prediction block with per-layer inputs is not supported");
+  }
+  ModelConfig b = c;
+  b.n_layer = 1;
+  b.layer_n_ff.clear();
+  b.layer_window.clear();
+  b.layer_nope.clear();
+  b.layer_n_head_kv.clear();
+  b.layer_head_dim.clear();
+  b.layer_recurrent.clear();
+  b.layer_kv_owner.clear();
+  b.n_layer_dense_lead = 0;
+  b.n_nextn = 0;
+  return b;
 }
 
 }  // namespace tova::model

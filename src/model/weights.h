@@ -161,6 +161,11 @@ struct ModelWeights {
 Status load_nextn_block(TensorLoader& ld, const ModelConfig& c, int i, const ModelWeights& w,
                         NextnWeights& n);
 
+// The prediction blocks' view of the main config: one layer, full attention of the model's
+// shape, no per-layer arrays (window, NoPE, per-layer shapes, recurrent, shared K/V). An error
+// names what a family would need the block to have that it cannot (per-layer inputs).
+Result<ModelConfig> nextn_config(const ModelConfig& c);
+
 // Fails with one error naming a tensor of the file that the architecture does not use.
 Result<ModelWeights> load_weights(const io::GgufFile& file, const ModelConfig& c);
 

@@ -90,10 +90,18 @@ Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions, bool 
   }
   const int n_vocab = engine_.n_vocab();
   logits_.resize(static_cast<size_t>(n_logits) * n_vocab);
+  // A drafter that reads the target's hidden states (draft-mtp) gets every fed token's row.
+  const bool hidden = std::any_of(takes_.begin(), takes_.end(), [](const Take& t) {
+    const Session::Impl& s = SessionAccess::impl(*t.session);
+    return s.spec != nullptr && s.spec->wants_hidden();
+  });
+  const size_t n_embd = static_cast<size_t>(engine_.model().config().n_embd);
+  if (hidden) hidden_.resize(batch_.size() * n_embd);
   {
     const auto lock = engine_.exclusive();
     Timer timer;
-    const Status fwd = engine_.model().forward(batch_, engine_.pool(), scratch_, logits_.data());
+    const Status fwd = engine_.model().forward(batch_, engine_.pool(), scratch_, logits_.data(), {},
+                                               hidden ? hidden_.data() : nullptr);
     if (!fwd.ok()) {
       // Nothing was fed: the verify steps' sessions go back to their checkpoints.
       for (const Take& t : takes_) {
@@ -106,9 +114,17 @@ Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions, bool 
     st.seconds = timer.seconds();
   }
   int il = 0;
+  size_t ib = 0;  // the take's first token in batch_
   for (const Take& t : takes_) {
     Session::Impl& s = SessionAccess::impl(*t.session);
     const bool last = t.n == t.session->n_pending();
+    const size_t n_in = static_cast<size_t>(t.n) + t.drafts.size();
+    if (hidden && s.spec != nullptr && s.spec->wants_hidden()) {
+      std::vector<int32_t> toks(t.session->pending().begin(), t.session->pending().begin() + t.n);
+      toks.insert(toks.end(), t.drafts.begin(), t.drafts.end());
+      s.spec->observe(s.n_fed, toks, hidden_.data() + ib * n_embd);
+    }
+    ib += n_in;
     s.n_fed += t.n;
     s.has_logits = last;
     if (last) {

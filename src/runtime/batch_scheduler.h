@@ -48,6 +48,7 @@ class BatchScheduler {
   model::ForwardScratch scratch_;
   std::vector<model::BatchToken> batch_;
   std::vector<float> logits_;  // [n_logits][n_vocab]
+  std::vector<float> hidden_;  // [batch][n_embd] final-normed rows, when a drafter reads them
   struct Take {
     Session* session;
     int n;                        // pending tokens fed

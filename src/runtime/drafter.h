@@ -26,14 +26,46 @@ class Drafter {
   virtual Result<std::vector<int32_t>> draft(std::span<const int32_t> history, int n_max) = 0;
   // An independent copy (a cloned session drafts on its own).
   virtual std::unique_ptr<Drafter> clone() const = 0;
+
+  // Drafters that read the target's hidden states (draft-mtp) say so: the feeding loop then
+  // hands them (observe) the final-normed hidden row (Model::forward's `hidden`) of every token
+  // the session feeds, drafts of a verify step included.
+  virtual bool wants_hidden() const { return false; }
+  // The session fed `tokens` at positions pos, pos + 1, ...; hidden: [tokens][n_embd]. A call
+  // at a position at or below earlier ones replaces what was observed from there on (an undone
+  // verify step is fed again).
+  virtual void observe(int64_t pos, std::span<const int32_t> tokens, const float* hidden) {
+    (void)pos;
+    (void)tokens;
+    (void)hidden;
+  }
+  // The logits behind the last draft call's tokens ([drafted][n_vocab], row i the one draft i
+  // was chosen from), for drafters that run a model; empty otherwise.
+  virtual std::span<const float> last_logits() const { return {}; }
 };
+
+// A drafting model's choice at one step, as llama.cpp's drafters make it (a top-10 sampler
+// whose first candidate is taken): the most probable token (ties to the smaller id) and its
+// probability among the 10 most probable, which p_min is compared with.
+struct DraftChoice {
+  int32_t token = 0;
+  float p = 0.f;
+};
+DraftChoice draft_choice(const float* logits, int n_vocab);
 
 // The drafters (make_drafter in speculation.cpp picks one by SpeculativeOptions::type).
 // llama.cpp's ngram-simple (drafter_ngram_simple.cpp).
 std::unique_ptr<Drafter> make_ngram_simple(const SpeculativeOptions& o);
+// llama.cpp's ngram-mod, a hashed n-gram table per session (drafter_ngram_mod.cpp).
+std::unique_ptr<Drafter> make_ngram_mod(const SpeculativeOptions& o);
 // A greedy draft model (drafter_model.cpp): e.draft_model() with its own multi-state under
 // `cache` (its own policy and budget).
 Result<std::unique_ptr<Drafter>> make_model_drafter(const Engine& e, const SpeculativeOptions& o,
                                                     const CacheOptions& cache);
+// The file's own multi-token prediction block (drafter_mtp.cpp), chained as llama.cpp's
+// draft-mtp chains it, with the block's own K/V under `cache`; an error when the model has no
+// block.
+Result<std::unique_ptr<Drafter>> make_mtp_drafter(const Engine& e, const SpeculativeOptions& o,
+                                                  const CacheOptions& cache);
 
 }  // namespace tova::runtime

@@ -1,6 +1,7 @@
 // draft-simple: a second, smaller model with the same vocabulary drafts greedily (llama.cpp's
 // `--spec-type draft-simple`, `-md FILE`): its most probable token, fed back, for up to n_max
-// tokens, stopping early where that token's probability is below p_min. The draft model keeps
+// tokens, stopping early where that token's probability (among the 10 most probable, as
+// llama.cpp's top-10 draft sampler computes it: draft_choice) is below p_min. The draft model keeps
 // its own multi-state (its own policy and budget, CacheOptions) in step with the target's
 // history: each call feeds what the history added since the last (the accepted drafts and
 // the new token, one pass), checkpoints the state (MultiState::clone of a small model's
@@ -53,10 +54,9 @@ class ModelDrafter : public Drafter {
     std::vector<float> cur = logits_;
     const int n_vocab = static_cast<int>(cur.size());
     for (int i = 0; i < n_max; ++i) {
-      const int32_t tok = argmax(cur.data(), n_vocab);
-      double sum = 0;
-      for (float x : cur) sum += std::exp(static_cast<double>(x) - cur[tok]);
-      if (1.0 / sum < p_min_) break;
+      const DraftChoice c = draft_choice(cur.data(), n_vocab);
+      if (c.p < p_min_) break;
+      const int32_t tok = c.token;
       out.push_back(tok);
       if (i + 1 == n_max) break;
       TOVA_RETURN_IF_ERROR(feed(*m_, e_->pool(), scratch_, *state_,

@@ -314,6 +314,24 @@ void mark_fed(Session& session, int64_t n, const float* logits) {
   if (logits != nullptr) std::copy_n(logits, s.logits.size(), s.logits.begin());
 }
 
+Status settle(const Session& session) {
+  Session::Impl& s = const_cast<Session::Impl&>(SessionAccess::impl(session));
+  if (!s.spec || s.spec->n_outstanding() == 0 || !s.engine) return ok_status();
+  return s.settle();
+}
+
+Status set_speculation(Session& session, const SpeculativeOptions& o) {
+  Session::Impl& s = SessionAccess::impl(session);
+  const auto same = [](const SpeculativeOptions& a, const SpeculativeOptions& b) {
+    return a.type == b.type && a.n_max == b.n_max && a.n_min == b.n_min && a.p_min == b.p_min &&
+           a.ngram_size_n == b.ngram_size_n && a.ngram_size_m == b.ngram_size_m;
+  };
+  if (s.spec ? same(s.spec->options(), o) : !o.on()) return ok_status();
+  TOVA_RETURN_IF_ERROR(settle(session));
+  TOVA_ASSIGN_OR_RETURN(s.spec, make_speculation(*s.engine, o, s.cache));
+  return ok_status();
+}
+
 SessionData session_data(const Session& session, int32_t unfed) {
   const Session::Impl& s = SessionAccess::impl(session);
   SessionData d;

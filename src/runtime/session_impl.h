@@ -83,6 +83,13 @@ std::unique_ptr<Session> driven_session(const tok::Tokenizer& tk, int n_vocab,
 // last of them, given exactly when that was the last pending token.
 void mark_fed(Session& s, int64_t n, const float* logits);
 
+// Settles outstanding speculative drafts (Impl::settle) before a reader of the multi-state
+// (state store, state views): the state then holds exactly the fed tokens.
+Status settle(const Session& s);
+// The session drafts with `o` from now on: its speculation is kept where o equals its
+// options (a drafter's own state, the MTP block's K/V, continues), else made anew.
+Status set_speculation(Session& s, const SpeculativeOptions& o);
+
 // What a session file needs to continue exactly from here; `unfed`: see SaveOptions. Requires
 // nothing pending.
 SessionData session_data(const Session& s, int32_t unfed);

@@ -1,26 +1,63 @@
 #include "runtime/speculation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "io/gguf.h"
 #include "tova/engine.h"
 
+namespace tova::runtime {
+namespace {
+
+// The drafters: the one list of their names (llama.cpp's --spec-type spellings).
+struct DrafterEntry {
+  const char* name;
+  Result<std::unique_ptr<Drafter>> (*make)(const Engine& e, const SpeculativeOptions& o,
+                                           const CacheOptions& cache);
+};
+constexpr DrafterEntry kDrafters[] = {
+    {"ngram-simple",
+     [](const Engine&, const SpeculativeOptions& o,
+        const CacheOptions&) -> Result<std::unique_ptr<Drafter>> { return make_ngram_simple(o); }},
+    {"ngram-mod",
+     [](const Engine&, const SpeculativeOptions& o,
+        const CacheOptions&) -> Result<std::unique_ptr<Drafter>> { return make_ngram_mod(o); }},
+    {"draft-simple", make_model_drafter},
+    {"draft-mtp", make_mtp_drafter},
+};
+
+const DrafterEntry* find_drafter(const std::string& type) {
+  for (const DrafterEntry& d : kDrafters) {
+    if (type == d.name) return &d;
+  }
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace tova::runtime
+
 namespace tova {
 
 namespace {
 // llama.cpp's names (common/speculative.cpp) that tova recognizes but does not implement.
-constexpr const char* kNotImplemented[] = {"ngram-mod",    "draft-mtp",   "draft-eagle3",
-                                           "draft-dflash", "ngram-map-k", "ngram-map-k4v",
-                                           "ngram-cache",  "draft-dspark"};
+constexpr const char* kNotImplemented[] = {"draft-eagle3",  "draft-dflash", "ngram-map-k",
+                                           "ngram-map-k4v", "ngram-cache",  "draft-dspark"};
 constexpr int kMaxDraft = 256;
 }  // namespace
 
-std::string speculative_type_choices() { return "ngram-simple, draft-simple"; }
+std::string speculative_type_choices() {
+  std::string r;
+  for (const runtime::DrafterEntry& d : runtime::kDrafters) {
+    if (!r.empty()) r += ", ";
+    r += d.name;
+  }
+  return r;
+}
 
 Status validate_speculative(const SpeculativeOptions& o) {
   if (!o.on()) return ok_status();
-  if (o.type != "ngram-simple" && o.type != "draft-simple") {
+  if (runtime::find_drafter(o.type) == nullptr) {
     for (const char* t : kNotImplemented) {
       if (o.type == t) {
         return make_error("--spec-type {}: not implemented in tova (implemented: {})", o.type,
@@ -43,6 +80,10 @@ Status validate_speculative(const SpeculativeOptions& o) {
   }
   if (o.ngram_size_n < 1 || o.ngram_size_n > 1024) {
     return make_error("--spec-ngram-simple-size-n {}: must be between 1 and 1024", o.ngram_size_n);
+  }
+  if (o.ngram_mod_n_match < 1 || o.ngram_mod_n_match > 1024) {
+    return make_error("--spec-ngram-mod-n-match {}: must be between 1 and 1024",
+                      o.ngram_mod_n_match);
   }
   if (o.ngram_size_m < 1 || o.ngram_size_m > 1024) {
     return make_error("--spec-ngram-simple-size-m {}: must be between 1 and 1024", o.ngram_size_m);
@@ -145,6 +186,36 @@ void Speculation::adapt(int n_drafted, int n_accepted) {
 
 SpeculationStats Speculation::stats() const { return stats_; }
 
+bool Speculation::wants_hidden() const { return drafter_->wants_hidden(); }
+
+void Speculation::observe(int64_t pos, std::span<const int32_t> tokens, const float* hidden) {
+  drafter_->observe(pos, tokens, hidden);
+}
+
+DraftChoice draft_choice(const float* logits, int n_vocab) {
+  // The 10 largest logits, kept sorted (descending; among equals the smaller id first).
+  constexpr int kTop = 10;
+  float top[kTop];
+  int32_t id[kTop];
+  int n = 0;
+  for (int32_t t = 0; t < n_vocab; ++t) {
+    const float x = logits[t];
+    if (n == kTop && !(x > top[kTop - 1])) continue;
+    int j = n < kTop ? n++ : kTop - 1;
+    while (j > 0 && x > top[j - 1]) {
+      top[j] = top[j - 1];
+      id[j] = id[j - 1];
+      --j;
+    }
+    top[j] = x;
+    id[j] = t;
+  }
+  if (n == 0) return {};
+  double sum = 0;
+  for (int j = 0; j < n; ++j) sum += std::exp(static_cast<double>(top[j]) - top[0]);
+  return {.token = id[0], .p = static_cast<float>(1.0 / sum)};
+}
+
 Result<std::unique_ptr<Speculation>> make_speculation(const Engine& e, const SpeculativeOptions& o,
                                                       const CacheOptions& cache) {
   if (!o.on()) return std::unique_ptr<Speculation>();
@@ -155,12 +226,7 @@ Result<std::unique_ptr<Speculation>> make_speculation(const Engine& e, const Spe
         "multi-state as single steps would, and chunk:C evicts at chunk ends",
         o.type, cache.prefill.label());
   }
-  std::unique_ptr<Drafter> d;
-  if (o.type == "ngram-simple") {
-    d = make_ngram_simple(o);
-  } else {  // draft-simple (validate)
-    TOVA_ASSIGN_OR_RETURN(d, make_model_drafter(e, o, cache));
-  }
+  TOVA_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> d, find_drafter(o.type)->make(e, o, cache));
   return std::make_unique<Speculation>(o, std::move(d));
 }
 

@@ -84,6 +84,11 @@ class Speculation {
 
   SpeculationStats stats() const;
   int draft_length() const { return n_cur_; }
+  // The drafter reads the target's hidden rows (Drafter::wants_hidden, observe): the feeding
+  // loop hands it those of every token it feeds for this session.
+  bool wants_hidden() const;
+  void observe(int64_t pos, std::span<const int32_t> tokens, const float* hidden);
+  const Drafter& drafter() const { return *drafter_; }
 
  private:
   void adapt(int n_drafted, int n_accepted);

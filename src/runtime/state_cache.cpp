@@ -4,6 +4,7 @@
 #include <list>
 
 #include "runtime/cache_options.h"
+#include "runtime/session_impl.h"
 #include "runtime/state_store.h"
 #include "tova/engine.h"
 
@@ -59,6 +60,7 @@ bool StateCache::reusable(const CacheOptions& o) { return runtime::continues_exa
 void StateCache::put(std::unique_ptr<Session> s, std::string id, uint64_t others) {
   Impl& c = *impl_;
   if (!s || s->n_pending() != 0 || s->history().empty() || !reusable(s->cache())) return;
+  if (!runtime::settle(*s).ok()) return;  // held states hold exactly their tokens
   Impl::Held h{.entry = c.next_entry++,
                .id = std::move(id),
                .tokens = s->history(),
@@ -145,6 +147,7 @@ Result<std::unique_ptr<Session>> StateCache::take(const StateMatch& m,
   c.held_bytes -= it->bytes;
   c.held.erase(it);
   TOVA_RETURN_IF_ERROR(s->set_sampling(o.sampling));
+  TOVA_RETURN_IF_ERROR(runtime::set_speculation(*s, o.speculative));
   return s;
 }
 

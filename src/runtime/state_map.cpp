@@ -8,6 +8,7 @@
 namespace tova {
 
 StateMap map_state(const Session& s) {
+  (void)runtime::settle(s);  // the fed tokens' state (a failure leaves drafts counted)
   const kv::MultiState& m = runtime::state_of(s);
   StateMap v;
   v.positions = std::string(kv::position_mode_name(m.positions()));

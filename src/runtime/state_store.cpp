@@ -232,6 +232,7 @@ void StateStore::enforce_cap(const std::string& keep) {
 
 Status StateStore::put(const std::vector<int32_t>& tokens, const Session& s, bool sync) {
   if (tokens.empty() || s.n_pending() != 0) return make_error("no state to store");
+  TOVA_RETURN_IF_ERROR(settle(s));  // drafts of a verify step outstanding: the fed tokens only
   const std::string label = s.cache().label();
   SessionData d = session_data(s, -1);
   d.note = encode_note(tokens, label);

@@ -50,7 +50,8 @@ TEST(Cli, RunSpeculatesWithTheSameText) {
   for (const std::string& spec :
        {std::string(" --spec-type ngram-simple --spec-ngram-simple-size-n 2 "
                     "--spec-ngram-simple-size-m 8"),
-        " -md " + stories_model() + " --spec-draft-n-max 4 --spec-draft-p-min 0"}) {
+        " -md " + stories_model() + " --spec-draft-n-max 4 --spec-draft-p-min 0",
+        std::string(" --spec-type ngram-mod --spec-ngram-mod-n-match 2")}) {
     const CmdResult r = run_tova(base + spec);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out, plain.out) << spec;
@@ -64,8 +65,10 @@ TEST(Cli, RunSpeculatesWithTheSameText) {
                         "--spec-draft-n-max 0");
   EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type ngram-simple --spec-draft-n-max 5000"),
                         "--spec-draft-n-max 5000");
+  EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type draft-eagle3"),
+                        "--spec-type draft-eagle3: not implemented");
   EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type draft-mtp"),
-                        "--spec-type draft-mtp: not implemented");
+                        "has no multi-token prediction block");
   EXPECT_ONE_LINE_ERROR(run_tova(base + " --spec-type draft-simple"), "needs a draft model");
   // A draft model of another vocabulary (llama's 32000 tokens against stories260K's 512).
   const std::string dir = make_temp_dir();

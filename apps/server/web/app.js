@@ -218,9 +218,11 @@ async function send(ev) {
     poll = setInterval(() => refreshState(id), 400);
     let usage = null;
     let kv = null;
+    let timings = null;
     for await (const chunk of events(r)) {
       if (chunk.error) throw new Error(chunk.error.message);
       if (chunk.usage) usage = chunk.usage;
+      if (chunk.timings) timings = chunk.timings;
       if (chunk.tova) kv = chunk.tova;
       for (const c of chunk.choices) {
         if (c.delta && c.delta.reasoning_content) {
@@ -244,6 +246,10 @@ async function send(ev) {
       meta = `${usage.completion_tokens} tokens, prompt ${usage.prompt_tokens} ` +
         `(${usage.prompt_tokens_details.cached_tokens} continued from the held state), ` +
         `${kv.states_held} states held per layer, ${formatBytes(kv.kv_bytes)} of K/V`;
+      if (timings && timings.draft_n) {
+        meta += `, ${timings.draft_n_accepted} of ${timings.draft_n} drafted tokens accepted ` +
+          `(${Math.round(100 * timings.draft_n_accepted / timings.draft_n)} %)`;
+      }
     }
     setStatus('');
   } catch (e) {
