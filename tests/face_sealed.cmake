@@ -12,10 +12,12 @@ endif()
 # (the weights' shapes give its FLOPs and bytes) beside the machine's read bandwidth on the
 # thread pool, numbers the public face does not and should not expose; bench_moe_ffn times one
 # mixture-of-experts block (layer_ffn_moe.cpp) at the real shapes on raw buffers;
-# bench_deltanet one Gated DeltaNet layer (layer_deltanet.cpp) and the delta rule alone.
+# bench_deltanet one Gated DeltaNet layer (layer_deltanet.cpp) and the delta rule alone;
+# bench_mamba2 one Mamba2 layer (layer_mamba2.cpp) and the selective scan alone.
 set(kernel_benches bench/bench_attention.cpp bench/bench_matmul.cpp bench/bench_fma_peak.cpp
                    bench/bench_weight_stream.cpp bench/bench_batched_decode.cpp
-                   bench/bench_moe_ffn.cpp bench/bench_deltanet.cpp bench/simd_env.h)
+                   bench/bench_moe_ffn.cpp bench/bench_deltanet.cpp bench/bench_mamba2.cpp
+                   bench/simd_env.h)
 
 file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/apps/*.h ${ROOT}/apps/*.cpp ${ROOT}/python/*.h
      ${ROOT}/python/*.cpp ${ROOT}/bench/*.h ${ROOT}/bench/*.cpp)
