@@ -130,62 +130,60 @@ const PolicyInfo* policy_of(std::string_view text) {
   return find_policy(text.substr(0, text.find(':')));
 }
 
-Result<PolicySpec> parse_policy(std::string_view text, int budget) {
-  if (const PolicyInfo* sfx = suffix_of(text)) {
-    const std::string_view b = text.substr(0, text.size() - sfx->name.size() - 1);
-    // A base that is itself suffixed or shares a budget is refused before it is parsed.
-    const PolicyInfo* base_info = find_policy(b.substr(0, b.find(':')));
-    if (suffix_of(b) != nullptr || (base_info != nullptr && base_info->arg_is_policy)) {
-      return make_error("KV policy '{}': '+{}' takes a policy that evicts by itself, not '{}'",
-                        text, sfx->name, b);
-    }
-    auto base = parse_policy(b, budget);
-    if (!base.ok()) return make_error("KV policy '{}': {}", text, base.message());
-    if (!base->bounded()) {
-      return make_error("KV policy '{}': '{}' never evicts: nothing to {}", text, b, sfx->name);
-    }
-    PolicySpec spec;
-    spec.name = sfx->name;
-    spec.info = sfx;
-    spec.base = std::string(b);
-    spec.budget = base->budget;
-    if (sfx->validate) TOVA_RETURN_IF_ERROR(sfx->validate(spec.budget, spec.arg));
-    return spec;
+namespace {
+
+// BASE+SUFFIX (tova+merge): the suffix over a base that evicts by itself.
+Result<PolicySpec> parse_suffixed(std::string_view text, const PolicyInfo* sfx, int budget) {
+  const std::string_view b = text.substr(0, text.size() - sfx->name.size() - 1);
+  // A base that is itself suffixed or shares a budget is refused before it is parsed.
+  const PolicyInfo* base_info = find_policy(b.substr(0, b.find(':')));
+  if (suffix_of(b) != nullptr || (base_info != nullptr && base_info->arg_is_policy)) {
+    return make_error("KV policy '{}': '+{}' takes a policy that evicts by itself, not '{}'",
+                      text, sfx->name, b);
+  }
+  auto base = parse_policy(b, budget);
+  if (!base.ok()) return make_error("KV policy '{}': {}", text, base.message());
+  if (!base->bounded()) {
+    return make_error("KV policy '{}': '{}' never evicts: nothing to {}", text, b, sfx->name);
   }
   PolicySpec spec;
-  const size_t colon = text.find(':');
-  spec.name = std::string(text.substr(0, colon));
-  spec.info = find_policy(spec.name);
-  if (spec.info == nullptr) {
-    return make_error("unknown KV policy '{}' (valid: {})", text, policy_choices());
+  spec.name = sfx->name;
+  spec.info = sfx;
+  spec.base = std::string(b);
+  spec.budget = base->budget;
+  if (sfx->validate) TOVA_RETURN_IF_ERROR(sfx->validate(spec.budget, spec.arg));
+  return spec;
+}
+
+// NAME:BASE for a policy whose argument is a policy (adakv:tova): a base with head-wise scores.
+Status parse_base_arg(std::string_view text, size_t colon, int budget, PolicySpec& spec) {
+  const std::string_view b =
+      colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
+  if (b.empty()) {
+    return make_error("KV policy '{}' needs a base policy: {}:{} (valid bases: {})", spec.name,
+                      spec.name, spec.info->arg_name, base_choices());
   }
-  if (spec.info->suffix) {
-    return make_error("KV policy '{}' is a suffix: BASE+{} (e.g. tova+{})", text, spec.name,
-                      spec.name);
+  // A base that takes a policy itself is refused before it is parsed: no recursion.
+  const PolicyInfo* base_info = find_policy(b.substr(0, b.find(':')));
+  if (base_info != nullptr && base_info->arg_is_policy) {
+    return make_error("KV policy '{}': '{}' has no head-wise scores to share a budget by "
+                      "(valid bases: {})",
+                      text, b.substr(0, b.find(':')), base_choices());
   }
-  if (spec.info->arg_is_policy) {
-    const std::string_view b =
-        colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
-    if (b.empty()) {
-      return make_error("KV policy '{}' needs a base policy: {}:{} (valid bases: {})", spec.name,
-                        spec.name, spec.info->arg_name, base_choices());
-    }
-    // A base that takes a policy itself is refused before it is parsed: no recursion.
-    const PolicyInfo* base_info = find_policy(b.substr(0, b.find(':')));
-    if (base_info != nullptr && base_info->arg_is_policy) {
-      return make_error("KV policy '{}': '{}' has no head-wise scores to share a budget by "
-                        "(valid bases: {})",
-                        text, b.substr(0, b.find(':')), base_choices());
-    }
-    auto base = parse_policy(b, budget < 1 ? 1 : budget);
-    if (!base.ok()) return make_error("KV policy '{}': {}", text, base.message());
-    if (!base->bounded() || !base->info->head_scores || base->info->arg_is_policy) {
-      return make_error("KV policy '{}': '{}' has no head-wise scores to share a budget by "
-                        "(valid bases: {})",
-                        text, b, base_choices());
-    }
-    spec.base = std::string(b);
-  } else if (colon != std::string_view::npos) {
+  auto base = parse_policy(b, budget < 1 ? 1 : budget);
+  if (!base.ok()) return make_error("KV policy '{}': {}", text, base.message());
+  if (!base->bounded() || !base->info->head_scores || base->info->arg_is_policy) {
+    return make_error("KV policy '{}': '{}' has no head-wise scores to share a budget by "
+                      "(valid bases: {})",
+                      text, b, base_choices());
+  }
+  spec.base = std::string(b);
+  return ok_status();
+}
+
+// NAME:N, NAME or NAME:OPTIONAL: the integer argument the policy takes, if any.
+Status parse_int_arg(std::string_view text, size_t colon, PolicySpec& spec) {
+  if (colon != std::string_view::npos) {
     if (spec.info->arg_name.empty()) {
       return make_error("KV policy '{}' takes no argument (valid: {})", spec.name,
                         policy_choices());
@@ -201,6 +199,29 @@ Result<PolicySpec> parse_policy(std::string_view text, int budget) {
   } else if (!spec.info->arg_name.empty() && !spec.info->arg_optional) {
     return make_error("KV policy '{}' needs an argument: {}:{} (valid: {})", spec.name,
                       spec.name, spec.info->arg_name, policy_choices());
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<PolicySpec> parse_policy(std::string_view text, int budget) {
+  if (const PolicyInfo* sfx = suffix_of(text)) return parse_suffixed(text, sfx, budget);
+  PolicySpec spec;
+  const size_t colon = text.find(':');
+  spec.name = std::string(text.substr(0, colon));
+  spec.info = find_policy(spec.name);
+  if (spec.info == nullptr) {
+    return make_error("unknown KV policy '{}' (valid: {})", text, policy_choices());
+  }
+  if (spec.info->suffix) {
+    return make_error("KV policy '{}' is a suffix: BASE+{} (e.g. tova+{})", text, spec.name,
+                      spec.name);
+  }
+  if (spec.info->arg_is_policy) {
+    TOVA_RETURN_IF_ERROR(parse_base_arg(text, colon, budget, spec));
+  } else {
+    TOVA_RETURN_IF_ERROR(parse_int_arg(text, colon, spec));
   }
   if (spec.info->bounded) {
     if (budget < 1) {
