@@ -96,107 +96,115 @@ Status run_gnuplot(const std::string& dir, const std::string& script) {
   return ok_status();
 }
 
-std::string sweep_plot_script(const SweepResult& r, const std::string& title) {
-  // Series per bounded policy, in first-seen order.
+namespace {
+
+// The bounded configurations of a sweep as one series per policy (and K/V type), in first-seen
+// order, with full's perplexity, the budgets and the perplexity range.
+struct SweepSeries {
   std::vector<std::string> names;
-  std::map<std::string, std::vector<const ConfigResult*>> series;
+  std::map<std::string, std::vector<const ConfigResult*>> points;  // by budget
   std::optional<double> full;
   std::vector<int> budgets;
   double lo = INFINITY, hi = 0;
+};
+
+SweepSeries sweep_series(const SweepResult& r) {
+  SweepSeries ss;
   for (const ConfigResult& c : r.configs) {
-    lo = std::min(lo, c.ppl);
-    hi = std::max(hi, c.ppl);
+    ss.lo = std::min(ss.lo, c.ppl);
+    ss.hi = std::max(ss.hi, c.ppl);
     if (!c.policy.bounded()) {
-      if (!full) full = c.ppl;  // the first format's
+      if (!ss.full) ss.full = c.ppl;  // the first format's
       continue;
     }
     const std::string name =
         r.several_kv_types ? c.policy.label() + " " + c.kv_type.label() : c.policy.label();
-    if (!series.count(name)) names.push_back(name);
-    series[name].push_back(&c);
-    if (std::find(budgets.begin(), budgets.end(), c.policy.budget) == budgets.end()) {
-      budgets.push_back(c.policy.budget);
+    if (!ss.points.count(name)) ss.names.push_back(name);
+    ss.points[name].push_back(&c);
+    if (std::find(ss.budgets.begin(), ss.budgets.end(), c.policy.budget) == ss.budgets.end()) {
+      ss.budgets.push_back(c.policy.budget);
     }
   }
-  std::sort(budgets.begin(), budgets.end());
-  // The paired panel needs full and more than one chunk (a standard error).
-  const bool paired = full.has_value() && r.n_chunks > 1;
-
-  std::string s;
-  s += "# tova ppl: perplexity vs budget (left, unpaired standard errors) and the paired\n"
-       "# difference in mean NLL against full per chunk (right). Re-draw with: gnuplot ppl.gp\n";
-  for (size_t i = 0; i < names.size(); ++i) {
-    s += fmt::format("$d{} << EOD\n# budget ppl ppl_stderr dnll_vs_full dnll_stderr\n", i);
-    std::vector<const ConfigResult*> pts = series[names[i]];
+  std::sort(ss.budgets.begin(), ss.budgets.end());
+  for (auto& [name, pts] : ss.points) {
     std::sort(pts.begin(), pts.end(),
               [](auto* a, auto* b) { return a->policy.budget < b->policy.budget; });
-    for (const ConfigResult* c : pts) {
-      auto finite = [](const std::optional<double>& v) {
-        return v && std::isfinite(*v) ? *v : 0.0;
-      };
+  }
+  return ss;
+}
+
+// One data block $d<i> per series: budget, ppl, its standard error, Δ NLL vs full, its error.
+std::string sweep_data_blocks(const SweepSeries& ss) {
+  std::string s;
+  auto finite = [](const std::optional<double>& v) { return v && std::isfinite(*v) ? *v : 0.0; };
+  for (size_t i = 0; i < ss.names.size(); ++i) {
+    s += fmt::format("$d{} << EOD\n# budget ppl ppl_stderr dnll_vs_full dnll_stderr\n", i);
+    for (const ConfigResult* c : ss.points.at(ss.names[i])) {
       s += fmt::format("{} {:.6f} {:.6f} {:.6f} {:.6f}\n", c->policy.budget, c->ppl,
                        std::isnan(c->ppl_se) ? 0.0 : c->ppl_se, finite(c->dnll_mean),
                        finite(c->dnll_se));
     }
     s += "EOD\n";
   }
+  return s;
+}
+
+// A panel's plot command: every series' columns x:y:err, nudged sideways (on the log axis) so
+// error bars of equal budgets stay apart, and a dashed black line at `ref` titled "full".
+std::string sweep_plot_line(const SweepSeries& ss, const char* columns,
+                            const std::optional<double>& ref) {
+  const size_t n = ss.names.size();
+  std::string plot = "plot ";
+  const char* sep = "";
+  for (size_t i = 0; i < n; ++i) {
+    const double nudge = std::exp2(0.025 * (static_cast<double>(i) - (n - 1) / 2.0));
+    plot += fmt::format("{}$d{} using ($1*{:.4f}):{} with yerrorlines lw 2 pt 7 ps 0.8{} title {}",
+                        sep, i, nudge, columns, series_style(i), gp_quote(ss.names[i]));
+    sep = ", \\\n     ";
+  }
+  if (ref) plot += fmt::format("{}{:.6f} with lines dt 2 lw 2 lc rgb \"black\" title \"full\"", sep, *ref);
+  if (n == 0 && !ref) plot += "NaN notitle";
+  return plot + "\n";
+}
+
+}  // namespace
+
+std::string sweep_plot_script(const SweepResult& r, const std::string& title) {
+  const SweepSeries ss = sweep_series(r);
+  // The paired panel needs full and more than one chunk (a standard error).
+  const bool paired = ss.full.has_value() && r.n_chunks > 1;
+  std::string s;
+  s += "# tova ppl: perplexity vs budget (left, unpaired standard errors) and the paired\n"
+       "# difference in mean NLL against full per chunk (right). Re-draw with: gnuplot ppl.gp\n";
+  s += sweep_data_blocks(ss);
   s += "set encoding utf8\n";
   s += "set key outside right top noenhanced\n";
   s += "set grid\n";
-  if (!budgets.empty()) {
-    s += log_budget_axis(budgets);
-  } else {
-    s += fmt::format("set xrange [1:{}]\n", r.ctx);
-  }
+  s += ss.budgets.empty() ? fmt::format("set xrange [1:{}]\n", r.ctx) : log_budget_axis(ss.budgets);
   s += "set xlabel \"budget k (states kept per layer)\"\n";
-  // Nudge each series sideways (on the log axis) so error bars of equal budgets stay apart.
-  auto nudge = [&](size_t i) {
-    return std::exp2(0.025 * (static_cast<double>(i) - (names.size() - 1) / 2.0));
-  };
   std::string left = "set ylabel \"perplexity (± standard error over chunks)\"\n";
   // A policy that collapses (window beyond the trained context) would flatten the others.
-  if (hi > 0 && lo > 0 && hi / lo > 20) left += "set logscale y\n";
+  if (ss.hi > 0 && ss.lo > 0 && ss.hi / ss.lo > 20) left += "set logscale y\n";
   left += paired ? "set title \"perplexity\"\n" : fmt::format("set title {} noenhanced\n", gp_quote(title));
-  std::string plot = "plot ";
-  const char* sep = "";
-  for (size_t i = 0; i < names.size(); ++i) {
-    plot += fmt::format("{}$d{} using ($1*{:.4f}):2:3 with yerrorlines lw 2 pt 7 ps 0.8{} title {}",
-                        sep, i, nudge(i), series_style(i), gp_quote(names[i]));
-    sep = ", \\\n     ";
-  }
-  if (full) {
-    plot +=
-        fmt::format("{}{:.6f} with lines dt 2 lw 2 lc rgb \"black\" title \"full\"", sep, *full);
-  }
-  if (names.empty() && !full) plot += "NaN notitle";
-  left += plot + "\n";
+  left += sweep_plot_line(ss, "2:3", ss.full);
   std::string right;
   if (paired) {
     right += "unset logscale y\n";
     right += "set title \"paired against full: mean over chunks of its NLL minus full's\"\n";
     right += "set ylabel \"Δ mean NLL vs full (nats, ± paired standard error)\"\n";
-    std::string p2 = "plot ";
-    const char* sep2 = "";
-    for (size_t i = 0; i < names.size(); ++i) {
-      p2 += fmt::format("{}$d{} using ($1*{:.4f}):4:5 with yerrorlines lw 2 pt 7 ps 0.8{} title {}",
-                        sep2, i, nudge(i), series_style(i), gp_quote(names[i]));
-      sep2 = ", \\\n     ";
-    }
-    p2 += fmt::format("{}0 with lines dt 2 lw 2 lc rgb \"black\" title \"full\"", sep2);
-    right += p2 + "\n";
+    right += sweep_plot_line(ss, "4:5", 0.0);
   }
   const int width = paired ? 1700 : 1000;
-  auto page = [&] {
-    if (!paired) return left;
-    return fmt::format("set multiplot layout 1,2 title {} noenhanced\n{}{}unset multiplot\n",
-                       gp_quote(title), left, right);
-  };
+  const std::string page =
+      paired ? fmt::format("set multiplot layout 1,2 title {} noenhanced\n{}{}unset multiplot\n",
+                           gp_quote(title), left, right)
+             : left;
   s += fmt::format("set terminal pngcairo size {},640 font \",11\"\n", width);
   s += "set output \"ppl.png\"\n";
-  s += page();
+  s += page;
   s += fmt::format("set terminal svg size {},640 dynamic font \",11\"\n", width);
   s += "set output \"ppl.svg\"\n";
-  s += paired ? page() : "replot\n";
+  s += paired ? page : "replot\n";
   s += "unset output\n";
   return s;
 }
