@@ -21,89 +21,180 @@ void print_piece(std::string_view text) {
   std::fflush(stdout);
 }
 
-}  // namespace
+// run's flags, as given.
+struct RunFlags {
+  ModelFlags model;
+  CacheFlags cache;
+  SamplingFlags sampling;
+  SpecFlags spec;
+  std::string prompt = "Once upon a time";
+  std::string prompt_file;
+  int n_predict = 256;
+  int n_batch = 512;
+  int64_t ctx = 0;
+  bool ignore_eos = false;
+  bool no_display_prompt = false;
+  bool chat_prompt = false;
+  std::vector<std::string> stop;
+  std::string session;
+  std::string grammar_file;
+  std::string json_schema_file;
+};
 
-void add_run_command(CLI::App& app) {
-  struct Flags {
-    ModelFlags model;
-    CacheFlags cache;
-    SamplingFlags sampling;
-    SpecFlags spec;
-    std::string prompt = "Once upon a time";
-    std::string prompt_file;
-    int n_predict = 256;
-    int n_batch = 512;
-    int64_t ctx = 0;
-    bool ignore_eos = false;
-    bool no_display_prompt = false;
-    bool chat_prompt = false;
-    std::vector<std::string> stop;
-    std::string session;
-    std::string grammar_file;
-    std::string json_schema_file;
-  };
-  auto flags = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("run", "generate text from a prompt, streaming it");
-  flags->model.add(*cmd);
-  CLI::Option* prompt_opt =
-      cmd->add_option("-p,--prompt", flags->prompt, "prompt text")->capture_default_str();
-  cmd->add_option("-f,--file", flags->prompt_file, "read the prompt from a file (-: stdin)")
-      ->excludes(prompt_opt);
-  cmd->add_option("-n,--n-predict,--predict", flags->n_predict,
+// The options whose presence matters, not only their values.
+struct RunOptions {
+  CLI::Option* prompt = nullptr;
+  CLI::Option* ctx = nullptr;
+};
+
+RunOptions declare_run_flags(CLI::App* cmd, RunFlags& f) {
+  RunOptions opts;
+  f.model.add(*cmd);
+  opts.prompt =
+      cmd->add_option("-p,--prompt", f.prompt, "prompt text")->capture_default_str();
+  cmd->add_option("-f,--file", f.prompt_file, "read the prompt from a file (-: stdin)")
+      ->excludes(opts.prompt);
+  cmd->add_option("-n,--n-predict,--predict", f.n_predict,
                   "tokens to generate (-1: until the end of generation or -c)")
       ->capture_default_str()
       ->check(CLI::Range(-1, 1 << 30));
-  CLI::Option* ctx_opt = cmd->add_option(
-      "-c,--ctx-size", flags->ctx,
+  opts.ctx = cmd->add_option(
+      "-c,--ctx-size", f.ctx,
       "most tokens the sequence may hold under `full`, prompt included, allocated up front as "
       "llama.cpp does (default: the prompt + -n, or 4096 with -n -1); a bounded policy holds k "
       "states whatever the length");
-  ctx_opt->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-  cmd->add_option("-b,--batch-size", flags->n_batch, "prompt tokens per forward pass")
+  opts.ctx->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("-b,--batch-size", f.n_batch, "prompt tokens per forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--session", flags->session,
+  cmd->add_option("--session", f.session,
                   "session file: resume from it if it exists (the prompt continues it), save "
                   "the sequence into it at the end");
-  cmd->add_flag("--ignore-eos", flags->ignore_eos, "keep generating after end of sequence");
-  cmd->add_flag("--chat-prompt", flags->chat_prompt,
+  cmd->add_flag("--ignore-eos", f.ignore_eos, "keep generating after end of sequence");
+  cmd->add_flag("--chat-prompt", f.chat_prompt,
                 "the prompt is a rendered conversation (`tova template`'s output): its control "
                 "tokens are read as such and BOS is added unless the template wrote it, as a "
                 "chat turn of `tova serve` reads it");
-  cmd->add_flag("--no-display-prompt", flags->no_display_prompt,
+  cmd->add_flag("--no-display-prompt", f.no_display_prompt,
                 "print only the generated text, not the prompt before it");
-  cmd->add_option("--stop", flags->stop,
+  cmd->add_option("--stop", f.stop,
                   "end the text where this string begins (not printed); may be repeated");
   CLI::Option* grammar_opt = cmd->add_option(
-      "--grammar", flags->grammar_file,
+      "--grammar", f.grammar_file,
       "constrain the text to a GBNF grammar (llama.cpp's notation) read from this file");
-  cmd->add_option("--json-schema", flags->json_schema_file,
+  cmd->add_option("--json-schema", f.json_schema_file,
                   "constrain the text to JSON that validates against the JSON Schema in this "
                   "file (docs/GRAMMAR.md lists the keywords supported)")
       ->excludes(grammar_opt);
-  flags->sampling.add(*cmd);
-  flags->cache.add(*cmd);
-  flags->spec.add(*cmd);
-  cmd->callback([flags, prompt_opt, ctx_opt] {
-    const Flags& f = *flags;
-    CacheOptions cache = or_fail(f.cache.options());
-    SamplerParams sampling = f.sampling.params();
-    if (!f.grammar_file.empty()) {
-      sampling.grammar = or_fail(read_text_file(f.grammar_file));
-      if (auto st = check_grammar(sampling.grammar); !st.ok()) {
-        throw CLI::RuntimeError(fail(fmt::format("--grammar {}: {}", f.grammar_file, st.message())));
-      }
-    } else if (!f.json_schema_file.empty()) {
-      const std::string schema = or_fail(read_text_file(f.json_schema_file));
-      auto g = json_schema_grammar(schema);
-      if (!g.ok()) {
-        throw CLI::RuntimeError(fail(fmt::format("--json-schema {}: {}", f.json_schema_file, g.message())));
-      }
-      sampling.grammar = std::move(*g);
+  f.sampling.add(*cmd);
+  f.cache.add(*cmd);
+  f.spec.add(*cmd);
+  return opts;
+}
+
+// The sampler's parameters, with the grammar of --grammar or --json-schema.
+SamplerParams run_sampling(const RunFlags& f) {
+  SamplerParams sampling = f.sampling.params();
+  if (!f.grammar_file.empty()) {
+    sampling.grammar = or_fail(read_text_file(f.grammar_file));
+    if (auto st = check_grammar(sampling.grammar); !st.ok()) {
+      throw CLI::RuntimeError(fail(fmt::format("--grammar {}: {}", f.grammar_file, st.message())));
     }
+  } else if (!f.json_schema_file.empty()) {
+    const std::string schema = or_fail(read_text_file(f.json_schema_file));
+    auto g = json_schema_grammar(schema);
+    if (!g.ok()) {
+      throw CLI::RuntimeError(fail(fmt::format("--json-schema {}: {}", f.json_schema_file, g.message())));
+    }
+    sampling.grammar = std::move(*g);
+  }
+  return sampling;
+}
+
+// A session read back from --session: its file's bytes and the seconds it took.
+struct Resumed {
+  std::unique_ptr<Session> session;
+  double load_seconds = 0;
+  uint64_t loaded_bytes = 0;
+};
+
+Resumed resume_session(const Engine& e, const RunFlags& f, const SessionOptions& so,
+                       bool have_prompt) {
+  if (const std::string given = f.cache.given(); !given.empty()) {
+    warn(fmt::format("{} {} no effect: '{}' holds a session, whose own cache options are used",
+                     given, given.find(',') == std::string::npos ? "has" : "have", f.session));
+  }
+  Timer t;
+  LoadedSession loaded = or_fail(e.load_session(f.session, so));
+  Resumed r{.session = std::move(loaded.session),
+            .load_seconds = t.seconds(),
+            .loaded_bytes = loaded.file_bytes};
+  if (!have_prompt && !r.session->has_logits() && r.session->n_pending() == 0) {
+    throw CLI::RuntimeError(fail(
+        fmt::format("session '{}' has no logits to continue from; give a prompt", f.session)));
+  }
+  return r;
+}
+
+// The state's limit: under `full`, -c (or llama.cpp's default context, 4096, when -n -1 asks
+// for everything); a bounded multi-state never fills (0).
+int64_t run_max_context(const RunFlags& f, const CacheOptions& cache, bool ctx_given) {
+  const bool bounded = cache.policy.bounded();
+  if (bounded && ctx_given) {
+    warn(
+        fmt::format("-c {} has no effect under --kv-policy {} (it holds {} states whatever "
+                    "the length); -n limits the text",
+                    f.ctx, cache.policy.label(), cache.policy.budget));
+  }
+  if (bounded) return 0;
+  return f.ctx > 0 ? f.ctx : (f.n_predict < 0 ? kDefaultCtx : 0);
+}
+
+// Echoes the prompt, then streams the continuation; the stream's statistics and what it
+// left unfed.
+TextStream stream_run(Session& session, const Engine& e, const std::vector<int32_t>& ids,
+                      const RunFlags& f, int64_t max_context) {
+  if (!f.no_display_prompt) {
+    int32_t prev = session.history().empty() ? -1 : session.history().back();
+    std::string echo;
+    for (int32_t id : ids) {
+      echo += e.token_piece(id, prev);
+      prev = id;
+    }
+    print_piece(echo);
+  }
+  session.queue(ids);
+  TextStream stream(session, {.max_tokens = f.n_predict,
+                              .stop = f.stop,
+                              .ignore_eos = f.ignore_eos,
+                              .max_context = max_context});
+  Status failed = ok_status();
+  while (!stream.done()) {
+    auto piece = stream.next();
+    if (!piece.ok()) {
+      failed = make_error("{}", piece.message());
+      break;
+    }
+    print_piece(piece->text);
+  }
+  print_piece("\n");
+  or_fail(failed);
+  return stream;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand("run", "generate text from a prompt, streaming it");
+  const RunOptions opts = declare_run_flags(cmd, *flags);
+  cmd->callback([flags, opts] {
+    const RunFlags& f = *flags;
+    CacheOptions cache = or_fail(f.cache.options());
+    const SamplerParams sampling = run_sampling(f);
     // A resumed session continues its text: no default prompt, and no BOS.
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
-    std::string prompt = resume && prompt_opt->count() == 0 ? std::string() : f.prompt;
+    std::string prompt = resume && opts.prompt->count() == 0 ? std::string() : f.prompt;
     if (!f.prompt_file.empty()) prompt = or_fail(read_text_file(f.prompt_file));
     const SpeculativeOptions spec = or_fail(f.spec.options());
     EngineOptions eo = f.model.engine_options();
@@ -115,7 +206,6 @@ void add_run_command(CLI::App& app) {
         f.chat_prompt && !resume ? e.chat_tokens(prompt) : e.tokenize(prompt, !resume);
     if (ids.empty() && !resume) throw CLI::RuntimeError(fail("the prompt gives no tokens"));
     const int64_t n_prompt = static_cast<int64_t>(ids.size());
-
     const SessionOptions so{.cache = cache,
                             .sampling = sampling,
                             .n_prompt_hint = n_prompt,
@@ -123,37 +213,13 @@ void add_run_command(CLI::App& app) {
                             // A resumed state is converted to the K/V types given.
                             .kv_override = f.cache.kv_type.override_of_saved(),
                             .speculative = spec};
-    std::unique_ptr<Session> session;
-    double load_seconds = 0;
-    uint64_t loaded_bytes = 0;
+    Resumed resumed;
     if (resume) {
-      if (const std::string given = f.cache.given(); !given.empty()) {
-        warn(fmt::format("{} {} no effect: '{}' holds a session, whose own cache options are used",
-                         given, given.find(',') == std::string::npos ? "has" : "have", f.session));
-      }
-      Timer t;
-      LoadedSession loaded = or_fail(e.load_session(f.session, so));
-      load_seconds = t.seconds();
-      loaded_bytes = loaded.file_bytes;
-      session = std::move(loaded.session);
-      cache = session->cache();
-      if (ids.empty() && !session->has_logits() && session->n_pending() == 0) {
-        throw CLI::RuntimeError(fail(
-            fmt::format("session '{}' has no logits to continue from; give a prompt", f.session)));
-      }
+      resumed = resume_session(e, f, so, !ids.empty());
+      cache = resumed.session->cache();
     }
-    // The state's limit: under `full`, -c (or llama.cpp's default context, 4096, when -n -1 asks
-    // for everything); a bounded multi-state never fills.
-    const bool bounded = cache.policy.bounded();
-    int64_t max_context = 0;
-    if (bounded && ctx_opt->count() > 0) {
-      warn(
-          fmt::format("-c {} has no effect under --kv-policy {} (it holds {} states whatever "
-                      "the length); -n limits the text",
-                      f.ctx, cache.policy.label(), cache.policy.budget));
-    } else if (!bounded) {
-      max_context = f.ctx > 0 ? f.ctx : (f.n_predict < 0 ? kDefaultCtx : 0);
-    }
+    std::unique_ptr<Session>& session = resumed.session;
+    const int64_t max_context = run_max_context(f, cache, opts.ctx->count() > 0);
     const int64_t n_history = session ? static_cast<int64_t>(session->history().size()) : 0;
     if (max_context > 0 && n_history + n_prompt >= max_context) {
       throw CLI::RuntimeError(fail(fmt::format(
@@ -170,41 +236,15 @@ void add_run_command(CLI::App& app) {
       fresh.cache.reserve = std::max(fresh.cache.reserve, n_hold);
       session = or_fail(e.new_session(fresh));
     }
-
-    // Echo the prompt, then stream the continuation.
-    if (!f.no_display_prompt) {
-      int32_t prev = session->history().empty() ? -1 : session->history().back();
-      std::string echo;
-      for (int32_t id : ids) {
-        echo += e.token_piece(id, prev);
-        prev = id;
-      }
-      print_piece(echo);
-    }
-    session->queue(ids);
-    TextStream stream(*session, {.max_tokens = f.n_predict,
-                                 .stop = f.stop,
-                                 .ignore_eos = f.ignore_eos,
-                                 .max_context = max_context});
-    Status failed = ok_status();
-    while (!stream.done()) {
-      auto piece = stream.next();
-      if (!piece.ok()) {
-        failed = make_error("{}", piece.message());
-        break;
-      }
-      print_piece(piece->text);
-    }
-    print_piece("\n");
-    or_fail(failed);
+    TextStream stream = stream_run(*session, e, ids, f, max_context);
     RunReport report{.load_seconds = e.load_seconds(),
                      .weight_bytes = e.weight_bytes(),
                      .mtp_bytes = e.mtp_bytes(),
                      .n_mtp_blocks = e.n_mtp_blocks(),
                      .stream = stream.stats(),
                      .finish = std::string(finish_name(stream.finish())),
-                     .session_load_seconds = load_seconds,
-                     .session_loaded_bytes = loaded_bytes};
+                     .session_load_seconds = resumed.load_seconds,
+                     .session_loaded_bytes = resumed.loaded_bytes};
     if (!f.session.empty()) {
       Timer t;
       report.session_saved_bytes = or_fail(session->save(f.session, {.unfed = stream.unfed()}));
