@@ -15,26 +15,28 @@
 
 namespace tova::cli {
 
-void add_serve_command(CLI::App& app) {
-  struct Flags {
-    ModelFlags model;
-    CacheFlags cache;
-    SpecFlags spec;
-    server::ServerOptions server;
-    std::string kv_memory = "1G";
-    int64_t max_body = 1 << 20;
-    bool no_prefix_reuse = false;
-    std::string session_dir;
-    std::string session_dir_max = "4G";
-    std::string log_format = "text";
-  };
-  auto flags = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand(
-      "serve", "OpenAI-compatible HTTP server: continuous batching of bounded multi-states");
-  flags->model.add(*cmd);
-  flags->cache.add(*cmd);
-  flags->spec.add(*cmd);
-  server::ServerOptions& so = flags->server;
+namespace {
+
+// serve's flags, as given.
+struct ServeFlags {
+  ModelFlags model;
+  CacheFlags cache;
+  SpecFlags spec;
+  server::ServerOptions server;
+  std::string kv_memory = "1G";
+  int64_t max_body = 1 << 20;
+  bool no_prefix_reuse = false;
+  std::string session_dir;
+  std::string session_dir_max = "4G";
+  std::string log_format = "text";
+};
+
+// Where it listens, how much it admits, the chat and the engine's settings.
+void declare_serve_flags(CLI::App* cmd, ServeFlags& f) {
+  f.model.add(*cmd);
+  f.cache.add(*cmd);
+  f.spec.add(*cmd);
+  server::ServerOptions& so = f.server;
   cmd->add_option("--host", so.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", so.port, "port to listen on (0: any free port, printed)")
       ->capture_default_str()
@@ -45,7 +47,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--queue", so.loop.queue, "most requests waiting; beyond that: 503")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--kv-memory", flags->kv_memory,
+  cmd->add_option("--kv-memory", f.kv_memory,
                   "total K/V memory for admission (bytes, or 768M, 1.5G, ...)")
       ->capture_default_str();
   cmd->add_option("-c,--ctx-size", so.loop.ctx,
@@ -58,6 +60,11 @@ void add_serve_command(CLI::App& app) {
                   "llama-server)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
+}
+
+// What a request may ask, the access log, the held states and the tests-only switch.
+void declare_serve_limits(CLI::App* cmd, ServeFlags& f) {
+  server::ServerOptions& so = f.server;
   cmd->add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' (not /health)");
   cmd->add_option("--chat-template", so.chat_template,
                   "chat template: a name (chatml, llama3, ...) or a .jinja file; default: the "
@@ -73,7 +80,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--cors", so.cors_origins,
                   "let browser pages from ORIGIN call the API (repeatable; '*': any origin)")
       ->delimiter(',');
-  cmd->add_option("--log-format", flags->log_format,
+  cmd->add_option("--log-format", f.log_format,
                   "access log on stderr, one line per request: text, json or none")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json", "none"}));
@@ -83,124 +90,145 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-prompt-tokens", so.api.max_prompt_tokens, "cap on a prompt's tokens")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--max-body", flags->max_body, "largest request body in bytes (else 413)")
+  cmd->add_option("--max-body", f.max_body, "largest request body in bytes (else 413)")
       ->capture_default_str()
       ->check(CLI::Range(64, 1 << 30));
   cmd->add_option("--cache-states", so.loop.max_cached_states,
                   "conversation states held for prefix reuse (LRU, inside --kv-memory)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 16));
-  cmd->add_flag("--no-prefix-reuse", flags->no_prefix_reuse,
+  cmd->add_flag("--no-prefix-reuse", f.no_prefix_reuse,
                 "never continue a held state (always process the whole prompt)");
-  cmd->add_option("--session-dir", flags->session_dir,
+  cmd->add_option("--session-dir", f.session_dir,
                   "keep conversation states that leave memory (and all at shutdown) as session "
                   "files here, continue them from there, across restarts");
-  cmd->add_option("--session-dir-max", flags->session_dir_max,
+  cmd->add_option("--session-dir-max", f.session_dir_max,
                   "most bytes of files in --session-dir (least recently used go first)")
       ->capture_default_str();
   cmd->add_option("--debug-hostile-output", so.loop.hostile_output_seed,
                   "tests only: replace every piece of generated text by hostile bytes (broken "
                   "UTF-8, half markers, huge arguments) drawn from this seed; 0: off")
       ->capture_default_str();
+}
+
+// The server's options from the flags; `dir_max` gets --session-dir-max in bytes.
+server::ServerOptions serve_options(const ServeFlags& f, uint64_t& dir_max) {
+  server::ServerOptions o = f.server;
+  o.api.cache = or_fail(f.cache.options());
+  o.loop.kv_memory = or_fail(parse_bytes("--kv-memory", f.kv_memory));
+  o.loop.prefix_reuse = !f.no_prefix_reuse;
+  o.max_body_bytes = static_cast<size_t>(f.max_body);
+  o.api.speculative = or_fail(f.spec.options());
+  o.log_format = f.log_format == "json"   ? server::LogFormat::kJson
+                 : f.log_format == "none" ? server::LogFormat::kNone
+                                          : server::LogFormat::kText;
+  dir_max = or_fail(parse_bytes("--session-dir-max", f.session_dir_max));
+  return o;
+}
+
+// Memory returned to the system as conversations end, and SIGINT/SIGTERM blocked in every
+// thread (the waiter takes them): the signals it waits for.
+sigset_t prepare_process() {
+  // Buffers from 128 KiB up (multi-state pools, per-request scratch) are mapped and unmapped
+  // whole, so memory goes back to the system when conversations end: glibc's adaptive
+  // threshold would raise itself past freed pools and keep them in the heap, and a long-running
+  // server's RSS would follow its largest moment rather than what it holds.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  // Signals go to one thread that waits for them; every other thread (created below) inherits
+  // the blocked mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return sigs;
+}
+
+// The conversation states --session-dir holds from earlier runs, opened into o.loop.states.
+void open_session_dir(const Engine& engine, const ServeFlags& f, uint64_t dir_max,
+                      server::ServerOptions& o) {
+  auto states = or_fail(StateCache::open(engine, {.max_bytes = o.loop.kv_memory,
+                                                  .max_states = o.loop.max_cached_states,
+                                                  .spill_dir = f.session_dir,
+                                                  .spill_max_bytes = dir_max}));
+  const StateCacheStats st = states->stats();
+  fmt::print(stderr, "tova serve: --session-dir {}: {} conversation states ({}) from earlier runs\n",
+             f.session_dir, st.n_stored, format_bytes(st.stored_bytes));
+  if (st.n_skipped > 0) {
+    fmt::print(stderr, "tova serve: --session-dir {}: {} files not used, first: {}\n",
+               f.session_dir, st.n_skipped, st.first_skip_reason);
+  }
+  o.loop.states = std::move(states);
+}
+
+// Serves until a signal: the first drains (new requests 503, /health "draining", in-flight ones
+// finish), a second stops at once (then the command fails).
+void serve_until_signals(server::HttpServer& srv, const sigset_t& sigs) {
+  std::atomic<bool> served{false};
+  int forced = 0;
+  std::thread drainer;
+  std::thread waiter([&] {
+    const timespec tick{.tv_sec = 0, .tv_nsec = 100'000'000};
+    int n_signals = 0;
+    while (!served) {
+      const int sig = sigtimedwait(&sigs, nullptr, &tick);
+      if (sig < 0) continue;
+      if (++n_signals == 1) {
+        fmt::print(stderr,
+                   "tova serve: signal {}: finishing in-flight requests (again to stop now)\n",
+                   sig);
+        drainer = std::thread([&] { srv.shutdown(); });
+      } else {
+        forced = sig;
+        const int cut = srv.stop_now();
+        fmt::print(stderr, "tova serve: signal {} again: stopping now ({} requests cut)\n", sig,
+                   cut);
+      }
+    }
+  });
+  srv.serve();
+  served = true;
+  waiter.join();
+  if (drainer.joinable()) drainer.join();
+  fmt::print(stderr, "tova serve: stopped\n");
+  if (forced != 0) throw CLI::RuntimeError(1);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "OpenAI-compatible HTTP server: continuous batching of bounded multi-states");
+  declare_serve_flags(cmd, *flags);
+  declare_serve_limits(cmd, *flags);
   cmd->callback([flags] {
-    Flags& f = *flags;
-    server::ServerOptions o = f.server;
-    auto cache = f.cache.options();
-    if (!cache.ok()) throw CLI::RuntimeError(fail(cache.message()));
-    auto mem = parse_bytes("--kv-memory", f.kv_memory);
-    if (!mem.ok()) throw CLI::RuntimeError(fail(mem.message()));
-    o.loop.kv_memory = *mem;
-    o.loop.prefix_reuse = !f.no_prefix_reuse;
-    o.max_body_bytes = static_cast<size_t>(f.max_body);
-    o.api.cache = *cache;
-    auto spec = f.spec.options();
-    if (!spec.ok()) throw CLI::RuntimeError(fail(spec.message()));
-    o.api.speculative = *spec;
-    o.log_format = f.log_format == "json"   ? server::LogFormat::kJson
-                   : f.log_format == "none" ? server::LogFormat::kNone
-                                            : server::LogFormat::kText;
-    auto dir_max = parse_bytes("--session-dir-max", f.session_dir_max);
-    if (!dir_max.ok()) throw CLI::RuntimeError(fail(dir_max.message()));
-
-    // Buffers from 128 KiB up (multi-state pools, per-request scratch) are mapped and unmapped
-    // whole, so memory goes back to the system when conversations end: glibc's adaptive
-    // threshold would raise itself past freed pools and keep them in the heap, and a long-running
-    // server's RSS would follow its largest moment rather than what it holds.
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-    // Signals go to one thread that waits for them; every other thread (created below) inherits
-    // the blocked mask.
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-
+    const ServeFlags& f = *flags;
+    uint64_t dir_max = 0;
+    server::ServerOptions o = serve_options(f, dir_max);
+    const sigset_t sigs = prepare_process();
     EngineOptions eo = f.model.engine_options();
     f.spec.apply(eo);
     f.model.gpu.note();
-    auto engine = Engine::load(eo);
-    if (!engine.ok()) throw CLI::RuntimeError(fail(engine.message()));
+    const auto engine = or_fail(Engine::load(eo));
     if (o.api.speculative.on()) {  // --spec-* that no request could use: refused at start
-      auto probe = (*engine)->new_session({.cache = o.api.cache, .speculative = o.api.speculative});
-      if (!probe.ok()) throw CLI::RuntimeError(fail(probe.message()));
+      SessionOptions probe;
+      probe.cache = o.api.cache;
+      probe.speculative = o.api.speculative;
+      or_fail(engine->new_session(probe));
     }
-    if (!f.session_dir.empty()) {
-      auto states = StateCache::open(**engine, {.max_bytes = o.loop.kv_memory,
-                                                .max_states = o.loop.max_cached_states,
-                                                .spill_dir = f.session_dir,
-                                                .spill_max_bytes = *dir_max});
-      if (!states.ok()) throw CLI::RuntimeError(fail(states.message()));
-      const StateCacheStats st = (*states)->stats();
-      fmt::print(stderr, "tova serve: --session-dir {}: {} conversation states ({}) from earlier runs\n",
-                 f.session_dir, st.n_stored, format_bytes(st.stored_bytes));
-      if (st.n_skipped > 0) {
-        fmt::print(stderr, "tova serve: --session-dir {}: {} files not used, first: {}\n",
-                   f.session_dir, st.n_skipped, st.first_skip_reason);
-      }
-      o.loop.states = std::move(*states);
-    }
-    auto created = server::HttpServer::create(**engine, o);
-    if (!created.ok()) throw CLI::RuntimeError(fail(created.message()));
-    server::HttpServer& srv = **created;
-    auto port = srv.bind();
-    if (!port.ok()) throw CLI::RuntimeError(fail(port.message()));
+    if (!f.session_dir.empty()) open_session_dir(*engine, f, dir_max, o);
+    const auto created = or_fail(server::HttpServer::create(*engine, o));
+    server::HttpServer& srv = *created;
+    const int port = or_fail(srv.bind());
     fmt::print(stderr, "tova serve: {} on http://{}:{} (policy {}, --kv-memory {})\n",
-               (*engine)->path(), o.host, *port, cache->label(), format_bytes(o.loop.kv_memory));
+               engine->path(), o.host, port, o.api.cache.label(), format_bytes(o.loop.kv_memory));
     for (const std::string& note : srv.notes()) fmt::print(stderr, "tova serve: {}\n", note);
     // The listening line for scripts and tests, on stdout.
-    fmt::print("listening on http://{}:{}\n", o.host, *port);
+    fmt::print("listening on http://{}:{}\n", o.host, port);
     std::fflush(stdout);
-    // The first SIGINT/SIGTERM drains (new requests 503, /health "draining", in-flight ones
-    // finish); a second one stops at once.
-    std::atomic<bool> served{false};
-    int forced = 0;
-    std::thread drainer;
-    std::thread waiter([&] {
-      const timespec tick{.tv_sec = 0, .tv_nsec = 100'000'000};
-      int n_signals = 0;
-      while (!served) {
-        const int sig = sigtimedwait(&sigs, nullptr, &tick);
-        if (sig < 0) continue;
-        if (++n_signals == 1) {
-          fmt::print(stderr,
-                     "tova serve: signal {}: finishing in-flight requests (again to stop now)\n",
-                     sig);
-          drainer = std::thread([&] { srv.shutdown(); });
-        } else {
-          forced = sig;
-          const int cut = srv.stop_now();
-          fmt::print(stderr, "tova serve: signal {} again: stopping now ({} requests cut)\n", sig,
-                     cut);
-        }
-      }
-    });
-    srv.serve();
-    served = true;
-    waiter.join();
-    if (drainer.joinable()) drainer.join();
-    fmt::print(stderr, "tova serve: stopped\n");
-    if (forced != 0) throw CLI::RuntimeError(1);
+    serve_until_signals(srv, sigs);
   });
 }
 
