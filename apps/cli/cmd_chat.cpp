@@ -103,45 +103,189 @@ constexpr const char* kHelp =
     "Ctrl-C during an answer stops it. A message that starts with / is a command; start it "
     "with // to send a /.\n";
 
-}  // namespace
+// chat's flags, as given.
+struct ChatFlags {
+  ModelFlags model;
+  CacheFlags cache;
+  SamplingFlags sampling;
+  SpecFlags spec;
+  std::string chat_template;
+  std::string system;
+  std::string session;
+  int n_predict = 256;
+  bool ignore_eos = false;
+  bool hide_reasoning = false;
+};
 
-void add_chat_command(CLI::App& app) {
-  struct Flags {
-    ModelFlags model;
-    CacheFlags cache;
-    SamplingFlags sampling;
-    SpecFlags spec;
-    std::string chat_template;
-    std::string system;
-    std::string session;
-    int n_predict = 256;
-    bool ignore_eos = false;
-    bool hide_reasoning = false;
-  };
-  auto flags = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand(
-      "chat", "chat in the terminal on one bounded session (/help lists the commands)");
-  flags->model.add(*cmd);
-  cmd->add_option("--chat-template", flags->chat_template,
+void declare_chat_flags(CLI::App* cmd, ChatFlags& f) {
+  f.model.add(*cmd);
+  cmd->add_option("--chat-template", f.chat_template,
                   "chat template: a name (chatml, llama3, ...) or a .jinja file; default: the "
                   "model's own");
-  cmd->add_option("--system", flags->system, "a system message to start with");
-  cmd->add_option("--session", flags->session,
+  cmd->add_option("--system", f.system, "a system message to start with");
+  cmd->add_option("--session", f.session,
                   "conversation file: resume it if it exists, save it after every answer");
-  cmd->add_option("-n,--n-predict", flags->n_predict, "most tokens per answer")
+  cmd->add_option("-n,--n-predict", f.n_predict, "most tokens per answer")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
-  cmd->add_flag("--hide-reasoning", flags->hide_reasoning,
+  cmd->add_flag("--hide-reasoning", f.hide_reasoning,
                 "do not show a thinking model's reasoning (<think> blocks, gpt-oss's analysis, "
                 "Gemma 4's thought channel), "
                 "only its answer; shown dimmed otherwise");
-  cmd->add_flag("--ignore-eos", flags->ignore_eos,
+  cmd->add_flag("--ignore-eos", f.ignore_eos,
                 "keep answering past end-of-generation tokens (up to -n)");
-  flags->sampling.add(*cmd);
-  flags->cache.add(*cmd);
-  flags->spec.add(*cmd);
+  f.sampling.add(*cmd);
+  f.cache.add(*cmd);
+  f.spec.add(*cmd);
+}
+
+// The conversation: resumed from --session (its template, messages and state from the file) or
+// new (with --system's message).
+std::unique_ptr<Session> open_conversation(const Engine& e, const ChatFlags& f,
+                                           const SessionOptions& so, bool resume, ChatNote& chat) {
+  if (!resume) {
+    if (!f.system.empty()) chat.messages.push_back({"system", f.system});
+    return or_fail(e.new_session(so));
+  }
+  if (!f.system.empty()) {
+    throw CLI::RuntimeError(
+        fail(fmt::format("--system starts a conversation; '{}' already holds one", f.session)));
+  }
+  LoadedSession loaded = or_fail(e.load_session(f.session, so));
+  chat = or_fail(decode_note(f.session, loaded.note));
+  if (!f.chat_template.empty() && f.chat_template != chat.chat_template) {
+    throw CLI::RuntimeError(fail(fmt::format("'{}' was saved with chat template {}, not {}",
+                                             f.session, chat.chat_template, f.chat_template)));
+  }
+  if (const std::string given = f.cache.given(); !given.empty()) {
+    warn(fmt::format("{} {} no effect: '{}' holds a conversation, whose own cache options are used",
+                     given, given.find(',') == std::string::npos ? "has" : "have", f.session));
+  }
+  return std::move(loaded.session);
+}
+
+// One terminal conversation: commands, turns, and the file saved after each.
+class ChatLoop {
+ public:
+  ChatLoop(const Engine& e, Session& s, ChatNote& chat, const ChatFlags& f,
+           ReasoningFormat reasoning)
+      : e_(e), s_(s), chat_(chat), f_(f), options_{.chat_template = chat.chat_template},
+        reasoning_(reasoning), tty_(::isatty(STDOUT_FILENO) != 0),
+        n_system_(!chat.messages.empty() && chat.messages[0].role == "system" ? 1 : 0) {}
+
+  // After every answer (and reset): a kill loses at most the turn in progress.
+  void save() {
+    if (f_.session.empty()) return;
+    or_fail(s_.save(f_.session, {.note = encode_note(chat_)}));
+  }
+
+  // A line starting with / (not //): false when it asks to leave.
+  bool command(const std::string& line) {
+    const std::string word = line.substr(0, line.find(' '));
+    if (word == "/quit" || word == "/exit") return false;
+    if (word == "/help") {
+      fmt::print("{}", kHelp);
+    } else if (word == "/reset") {
+      or_fail(s_.reset());
+      chat_.messages.resize(n_system_);
+      chat_.consumed.clear();
+      save();
+      fmt::print("(conversation reset)\n");
+    } else if (word == "/stats") {
+      print_kv_stats(s_.stats());
+    } else {
+      fmt::print(
+          "unknown command {} (not sent to the model; /help lists the commands, "
+          "// sends a message that starts with /)\n",
+          word);
+    }
+    std::fflush(stdout);
+    return true;
+  }
+
+  // The user's message, fed as what the conversation added since the last turn; then the
+  // answer streamed (reasoning dimmed on a terminal, between markers elsewhere).
+  void turn(const std::string& message) {
+    std::vector<ChatMessage>& messages = chat_.messages;
+    std::string& consumed = chat_.consumed;  // the conversation text the session has been given
+    messages.push_back({"user", message});
+    const std::string text = or_fail(e_.chat_text(messages, options_));
+    if (consumed.empty() || text.compare(0, consumed.size(), consumed) != 0) {
+      if (!consumed.empty()) or_fail(s_.reset());
+      s_.queue(e_.chat_tokens(text));
+    } else {
+      s_.queue(e_.tokenize(std::string_view(text).substr(consumed.size()), false, true));
+    }
+    consumed = text;
+    // A `full` cache allocates this turn's tokens before it starts: the copy of a growing
+    // cache happens here, not in the middle of the answer (bounded caches: no-op).
+    or_fail(s_.reserve(static_cast<int64_t>(s_.history().size()) + f_.n_predict));
+    // The answer's last token joins the conversation when it hit the length limit (an
+    // end-of-generation token does not: the template closes the turn its own way).
+    TextStream stream(s_, {.max_tokens = f_.n_predict,
+                           .ignore_eos = f_.ignore_eos,
+                           .keep_length_token = true,
+                           .render_special = reasoning_special_texts(reasoning_)});
+    ReasoningParser parser(reasoning_, text);
+    std::string answer;  // as the model wrote it: what the session was fed
+    TurnText turn;       // split into reasoning and content
+    dim_ = false;
+    g_answering = true;
+    while (!stream.done()) {
+      const Piece p = g_interrupts > 0 ? stream.cancel() : or_fail(stream.next());
+      answer += p.text;
+      show(parser.push(p.text), turn);
+      if (stream.done()) show(parser.finish(), turn);
+    }
+    g_answering = false;
+    if (dim_) fmt::print("{}", tty_ ? "\x1b[0m" : "\n[/reasoning]");  // (reasoning only)
+    fmt::print("{}\n", stream.finish() == Finish::kCancelled ? " [stopped]" : "");
+    or_fail(s_.feed({}));
+    consumed += answer;
+    // The turn as the template expects it back: most drop the reasoning from the history
+    // (the next turn then feeds the conversation afresh, as the template renders it).
+    messages.push_back({"assistant", turn.content});
+    messages.back().reasoning_content = turn.reasoning;
+    save();
+  }
+
+ private:
+  void show(const TurnText& t, TurnText& turn) {
+    turn.reasoning += t.reasoning;
+    turn.content += t.content;
+    if (!t.reasoning.empty() && !f_.hide_reasoning) {
+      if (!dim_) fmt::print("{}", tty_ ? "\x1b[2m" : "[reasoning]\n");
+      dim_ = true;
+      fmt::print("{}", t.reasoning);
+    }
+    if (!t.content.empty()) {
+      if (dim_) fmt::print("{}", tty_ ? "\x1b[0m\n" : "\n[/reasoning]\n");
+      dim_ = false;
+      fmt::print("{}", t.content);
+    }
+    std::fflush(stdout);
+  }
+
+  const Engine& e_;
+  Session& s_;
+  ChatNote& chat_;
+  const ChatFlags& f_;
+  const ChatOptions options_;
+  const ReasoningFormat reasoning_;
+  const bool tty_;
+  const size_t n_system_;
+  bool dim_ = false;
+};
+
+}  // namespace
+
+void add_chat_command(CLI::App& app) {
+  auto flags = std::make_shared<ChatFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "chat", "chat in the terminal on one bounded session (/help lists the commands)");
+  declare_chat_flags(cmd, *flags);
   cmd->callback([flags] {
-    const Flags& f = *flags;
+    const ChatFlags& f = *flags;
     const CacheOptions cache = or_fail(f.cache.options());
     const SpeculativeOptions spec = or_fail(f.spec.options());
     EngineOptions eo = f.model.engine_options();
@@ -155,59 +299,24 @@ void add_chat_command(CLI::App& app) {
                             .sampling = f.sampling.params(),
                             .kv_override = f.cache.kv_type.override_of_saved(),
                             .speculative = spec};
-    // A conversation to resume: its template, messages and state come from the file.
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
     ChatNote chat{.chat_template = f.chat_template};
-    std::unique_ptr<Session> session;
-    if (resume) {
-      if (!f.system.empty()) {
-        throw CLI::RuntimeError(
-            fail(fmt::format("--system starts a conversation; '{}' already holds one", f.session)));
-      }
-      LoadedSession loaded = or_fail(e.load_session(f.session, so));
-      chat = or_fail(decode_note(f.session, loaded.note));
-      if (!f.chat_template.empty() && f.chat_template != chat.chat_template) {
-        throw CLI::RuntimeError(fail(fmt::format("'{}' was saved with chat template {}, not {}",
-                                                 f.session, chat.chat_template, f.chat_template)));
-      }
-      if (const std::string given = f.cache.given(); !given.empty()) {
-        warn(
-            fmt::format("{} {} no effect: '{}' holds a conversation, whose own cache options "
-                        "are used",
-                        given, given.find(',') == std::string::npos ? "has" : "have", f.session));
-      }
-      session = std::move(loaded.session);
-    } else {
-      session = or_fail(e.new_session(so));
-      if (!f.system.empty()) chat.messages.push_back({"system", f.system});
-    }
+    const std::unique_ptr<Session> session = open_conversation(e, f, so, resume, chat);
     if (chat.chat_template.empty() && e.chat_template_text().empty()) {
       // As llama.cpp (and tova serve) do: a model without a template chats in ChatML.
       chat.chat_template = "chatml";
       note("the model has no chat template: using chatml (--chat-template NAME to choose another)");
     }
-    const ChatOptions chat_options{.chat_template = chat.chat_template};
-    const ReasoningFormat reasoning = or_fail(e.chat_reasoning(chat_options));
-    // Reasoning is shown dimmed on a terminal, between markers elsewhere.
-    const bool tty = ::isatty(STDOUT_FILENO) != 0;
-    const char* reasoning_on = tty ? "\x1b[2m" : "[reasoning]\n";
-    const char* reasoning_off = tty ? "\x1b[0m\n" : "\n[/reasoning]\n";
-    Session& s = *session;
-    std::vector<ChatMessage>& messages = chat.messages;
-    std::string& consumed = chat.consumed;  // the conversation text the session has been given
-    const size_t n_system = !messages.empty() && messages[0].role == "system" ? 1 : 0;
-    // After every answer (and reset): a kill loses at most the turn in progress.
-    auto save = [&] {
-      if (f.session.empty()) return;
-      or_fail(s.save(f.session, {.note = encode_note(chat)}));
-    };
+    const ReasoningFormat reasoning =
+        or_fail(e.chat_reasoning({.chat_template = chat.chat_template}));
+    ChatLoop loop(e, *session, chat, f, reasoning);
     LineEditor editor;
     install_sigint();
-    fmt::print(stderr, "tova chat ({}): /help lists the commands{}\n", s.cache().label(),
+    fmt::print(stderr, "tova chat ({}): /help lists the commands{}\n", session->cache().label(),
                editor.interactive() ? "; Ctrl-C stops an answer, Ctrl-C at the prompt quits" : "");
     if (resume) {
-      fmt::print(stderr, "resumed {}: {} messages, {} tokens seen\n", f.session, messages.size(),
-                 s.n_seen());
+      fmt::print(stderr, "resumed {}: {} messages, {} tokens seen\n", f.session,
+                 chat.messages.size(), session->n_seen());
     }
     std::string line;
     for (;;) {
@@ -216,82 +325,10 @@ void add_chat_command(CLI::App& app) {
       if (line.empty()) continue;
       editor.add_history(line);
       if (line[0] == '/' && line.rfind("//", 0) != 0) {
-        const std::string word = line.substr(0, line.find(' '));
-        if (word == "/quit" || word == "/exit") break;
-        if (word == "/help") {
-          fmt::print("{}", kHelp);
-        } else if (word == "/reset") {
-          or_fail(s.reset());
-          messages.resize(n_system);
-          consumed.clear();
-          save();
-          fmt::print("(conversation reset)\n");
-        } else if (word == "/stats") {
-          print_kv_stats(s.stats());
-        } else {
-          fmt::print(
-              "unknown command {} (not sent to the model; /help lists the commands, "
-              "// sends a message that starts with /)\n",
-              word);
-        }
-        std::fflush(stdout);
+        if (!loop.command(line)) break;
         continue;
       }
-      messages.push_back({"user", line[0] == '/' ? line.substr(1) : line});
-      const std::string text = or_fail(e.chat_text(messages, chat_options));
-      // Feed only what the conversation added since the last turn.
-      if (consumed.empty() || text.compare(0, consumed.size(), consumed) != 0) {
-        if (!consumed.empty()) or_fail(s.reset());
-        s.queue(e.chat_tokens(text));
-      } else {
-        s.queue(e.tokenize(std::string_view(text).substr(consumed.size()), false, true));
-      }
-      consumed = text;
-      // A `full` cache allocates this turn's tokens before it starts: the copy of a growing
-      // cache happens here, not in the middle of the answer (bounded caches: no-op).
-      or_fail(s.reserve(static_cast<int64_t>(s.history().size()) + f.n_predict));
-      // The answer's last token joins the conversation when it hit the length limit (an
-      // end-of-generation token does not: the template closes the turn its own way).
-      TextStream stream(s, {.max_tokens = f.n_predict,
-                            .ignore_eos = f.ignore_eos,
-                            .keep_length_token = true,
-                            .render_special = reasoning_special_texts(reasoning)});
-      ReasoningParser parser(reasoning, text);
-      std::string answer;  // as the model wrote it: what the session was fed
-      TurnText turn;       // split into reasoning and content
-      bool dim = false;
-      auto show = [&](const TurnText& t) {
-        turn.reasoning += t.reasoning;
-        turn.content += t.content;
-        if (!t.reasoning.empty() && !f.hide_reasoning) {
-          if (!dim) fmt::print("{}", reasoning_on);
-          dim = true;
-          fmt::print("{}", t.reasoning);
-        }
-        if (!t.content.empty()) {
-          if (dim) fmt::print("{}", reasoning_off);
-          dim = false;
-          fmt::print("{}", t.content);
-        }
-        std::fflush(stdout);
-      };
-      g_answering = true;
-      while (!stream.done()) {
-        const Piece p = g_interrupts > 0 ? stream.cancel() : or_fail(stream.next());
-        answer += p.text;
-        show(parser.push(p.text));
-        if (stream.done()) show(parser.finish());
-      }
-      g_answering = false;
-      if (dim) fmt::print("{}", tty ? "\x1b[0m" : "\n[/reasoning]");  // (an answer of reasoning only)
-      fmt::print("{}\n", stream.finish() == Finish::kCancelled ? " [stopped]" : "");
-      or_fail(s.feed({}));
-      consumed += answer;
-      // The turn as the template expects it back: most drop the reasoning from the history
-      // (the next turn then feeds the conversation afresh, as the template renders it).
-      messages.push_back({"assistant", turn.content});
-      messages.back().reasoning_content = turn.reasoning;
-      save();
+      loop.turn(line[0] == '/' ? line.substr(1) : line);
     }
     fmt::print("\n");
   });
