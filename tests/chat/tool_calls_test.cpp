@@ -67,6 +67,7 @@ const Family kFamilies[] = {
     {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolCallFormat::kMistral, true, "</s>"},
     {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolCallFormat::kMistralArgs, true, "</s>"},
     {"openai-gpt-oss-120b.jinja", ToolCallFormat::kHarmony, false, ""},
+    {"ibm-granite-granite-4.0.jinja", ToolCallFormat::kHermes, true, "<|end_of_text|>\n"},
 };
 
 // The assistant turn of calls as the template renders it: the conversation with the turn, less
