@@ -116,17 +116,7 @@ Result<KvFormat> read_kv_format(Reader& r, uint32_t version, int head_dim) {
 
 }  // namespace
 
-uint64_t model_fingerprint(const model::Model& m) {
-  const model::ModelConfig& c = m.config();
-  const int64_t shape[] = {c.n_layer,   c.n_embd,     c.n_head,
-                           c.n_head_kv, c.head_dim,   c.n_ff,
-                           c.n_vocab,   c.rope.n_rot, static_cast<int64_t>(m.weights().n_bytes)};
-  uint64_t h = fnv1a(shape, sizeof(shape));
-  const kernels::WeightMatrix& e = m.weights().token_embd;
-  // The embedding's first rows tell apart models of the same shape (e.g. retrained ones).
-  const size_t n = std::min<size_t>(static_cast<size_t>(e.row_bytes) * c.n_vocab, 1 << 16);
-  return fnv1a(e.data, n, h);
-}
+uint64_t model_fingerprint(const model::Model& m) { return m.fingerprint(); }
 
 std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d) {
   const kv::MultiState& s = *d.state;
