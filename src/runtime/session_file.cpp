@@ -65,10 +65,18 @@ class Reader {
     at_ += n;
     return s;
   }
+  // A name (the architecture, the policy): printable ASCII only, so that an error quoting it
+  // stays one line of text whatever the file holds.
   Result<std::string> str(size_t max, const char* what) {
     TOVA_ASSIGN_OR_RETURN(uint32_t n, get<uint32_t>(what));
     if (n > max) return make_error("session file has an invalid {} length {}", what, n);
     TOVA_ASSIGN_OR_RETURN(auto b, bytes(n, what));
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (b[i] < 0x20 || b[i] > 0x7E) {
+        return make_error("session file's {} is not a name (byte 0x{:02X} at {} of it)", what,
+                          b[i], i);
+      }
+    }
     return std::string(b.begin(), b.end());
   }
   size_t left() const { return in_.size() - at_; }
