@@ -142,6 +142,10 @@ class Session {
   // Samples the next token from the logits with this session's sampler (the repetition
   // penalty sees the history). Does not queue it.
   int32_t sample();
+  // Empty, or why the last sample() ended the text although the grammar did not: no token was
+  // allowed because the grammar became too ambiguous to follow (more readings of the text at
+  // once than the matcher keeps). TextStream::next() returns it as its error.
+  const std::string& grammar_error() const;
 
   // An unbounded (`full`) cache allocates room for n_tokens now, so that no step of the turn
   // ahead pays for copying a growing cache (bounded caches: no-op). At most at_most tokens.

@@ -58,6 +58,7 @@ int Constraint::mask(bool at_start, std::vector<char>& allowed) {
   const auto& nodes = vocab_->nodes();
   const bool strip = at_start && vocab_->vocab().strip_space_at_start;
   for (uint32_t i = 0; i < nodes.size(); i = nodes[i].end) {
+    m_.rollback(mark);  // the last subtree's nodes: the arena stays as small as one path
     if (strip && nodes[i].byte == ' ') {
       // " x" reads as "x" here; " " alone is no text.
       walk(i + 1, nodes[i].end, m_.state(), 1, allowed, n);
@@ -81,8 +82,12 @@ void Constraint::walk(uint32_t begin, uint32_t end, const Matcher::State& s, int
                       std::vector<char>& allowed, int& n) {
   const auto& nodes = vocab_->nodes();
   Matcher::State& t = buf_[depth];
+  const size_t mark = m_.mark();
   for (uint32_t i = begin; i < end; i = nodes[i].end) {
     const TokenTrie::Node& node = nodes[i];
+    // The previous sibling's nodes (no state kept refers to them): the arena, and the index
+    // each node is hashed into, stay as small as one path of the trie.
+    m_.rollback(mark);
     if (!m_.advance_byte(s, node.byte, t)) continue;
     const int32_t* ids = vocab_->ids(node);
     for (uint32_t k = 0; k < node.tok_end - node.tok_begin; ++k) {

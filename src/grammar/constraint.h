@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +28,8 @@ class Constraint {
   // Moves past token `id`; false (nothing changed) if it is not allowed.
   bool accept(int32_t id, bool at_start);
   bool can_end() const { return m_.can_end(); }
+  // Empty, or why the matcher refused a step the grammar may allow (Matcher::error()).
+  const std::string& error() const { return m_.error(); }
   int32_t bos() const { return vocab_->vocab().bos; }
   int32_t first_eog() const;  // -1: the vocabulary has none
 

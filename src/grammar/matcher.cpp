@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace tova::grammar {
 
 namespace {
@@ -9,6 +11,9 @@ namespace {
 constexpr uint32_t kPop = UINT32_MAX;  // step(): the stack continues at its parent
 // Past this many arena nodes an accepted step rewrites the arena to the live stacks.
 constexpr size_t kCompactAt = size_t{1} << 20;
+// expand(): the stacks one step may expand (each once), a bound on a step's work whatever
+// the grammar.
+constexpr size_t kMaxVisits = 16 * Matcher::kMaxStacks;
 
 void sort_unique(std::vector<uint32_t>& v) {
   std::sort(v.begin(), v.end());
@@ -18,25 +23,95 @@ void sort_unique(std::vector<uint32_t>& v) {
 }  // namespace
 
 Matcher::Matcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
+  ++epoch_;
+  visits_ = 0;
   for (uint32_t a : g_->alts[g_->root]) {
-    expand(g_->elems[a].kind == ElemKind::kEnd ? kNil : push(a, kNil), cur_.stacks);
+    if (!expand(g_->elems[a].kind == ElemKind::kEnd ? kNil : push(a, kNil), cur_.stacks)) {
+      refuse(kNil, cur_.stacks);  // nothing is accepted then; error() says why
+      return;
+    }
   }
   sort_unique(cur_.stacks);
+  if (cur_.stacks.size() > kMaxStacks) refuse(kNil, cur_.stacks);
 }
 
-void Matcher::expand(uint32_t st, std::vector<uint32_t>& out) {
+size_t Matcher::slot_of(uint32_t elem, uint32_t parent) const {
+  uint64_t k = (uint64_t{elem} << 32) | parent;
+  k ^= k >> 31;
+  k *= 0x9E3779B97F4A7C15ull;
+  k ^= k >> 29;
+  const size_t mask = index_.size() - 1;
+  for (size_t i = k & mask;; i = (i + 1) & mask) {
+    const Slot& s = index_[i];
+    if (s.id == kNil || (s.elem == elem && s.parent == parent)) return i;
+  }
+}
+
+void Matcher::reindex() {
+  std::fill(index_.begin(), index_.end(), Slot{0, 0, kNil});
+  for (uint32_t id = 0; id < arena_.size(); ++id) {
+    index_[slot_of(arena_[id].elem, arena_[id].parent)] = {arena_[id].elem, arena_[id].parent, id};
+  }
+}
+
+uint32_t Matcher::push(uint32_t elem, uint32_t parent) {
+  if (2 * (arena_.size() + 1) > index_.size()) {
+    index_.resize(std::max<size_t>(1024, 2 * index_.size()));
+    reindex();
+  }
+  Slot& s = index_[slot_of(elem, parent)];
+  if (s.id == kNil) {
+    arena_.push_back({elem, parent});
+    s = {elem, parent, static_cast<uint32_t>(arena_.size() - 1)};
+  }
+  return s.id;
+}
+
+void Matcher::rollback(size_t mark) {
+  // Newest first: each removal undoes that node's insertion into the index exactly.
+  for (size_t id = arena_.size(); id-- > mark;) {
+    index_[slot_of(arena_[id].elem, arena_[id].parent)].id = kNil;
+  }
+  arena_.resize(mark);
+}
+
+bool Matcher::seen(uint32_t st) {
+  if (st >= seen_.size()) seen_.resize(arena_.size(), 0);
+  if (seen_[st] == epoch_) return true;
+  seen_[st] = epoch_;
+  return false;
+}
+
+bool Matcher::add(uint32_t st, std::vector<uint32_t>& out) {
+  out.push_back(st);
+  if (out.size() <= 2 * kMaxStacks) return true;
+  sort_unique(out);
+  return out.size() <= kMaxStacks;
+}
+
+bool Matcher::refuse(uint32_t c, std::vector<uint32_t>& out) {
+  if (error_.empty()) {
+    const std::string at = c == kNil ? "the start" : fmt::format("reading U+{:04X}", c);
+    error_ = fmt::format(
+        "grammar too ambiguous: {} would take more than {} readings of the text at once (or {} "
+        "expansions); the text is refused there",
+        at, kMaxStacks, kMaxVisits);
+  }
+  out.clear();
+  return false;
+}
+
+bool Matcher::expand(uint32_t st, std::vector<uint32_t>& out) {
   const std::vector<Elem>& elems = g_->elems;
   for (;;) {
-    if (st == kNil) {
-      out.push_back(kNil);
-      return;
-    }
+    if (st == kNil) return add(kNil, out);
     const Node n = arena_[st];
     const Elem e = elems[n.elem];
-    if (e.kind == ElemKind::kChars) {
-      out.push_back(st);
-      return;
-    }
+    if (e.kind == ElemKind::kChars) return add(st, out);  // duplicates go at the sort
+    // Stacks are hash-consed: one expanded earlier in this step put its stacks in `out` already
+    // (no rule reaches itself without reading: left recursion is refused by the parser).
+    if (seen(st)) return true;
+    if (++visits_ > kMaxVisits) return false;
     if (e.kind == ElemKind::kEnd) {
       st = n.parent;
       continue;
@@ -47,13 +122,15 @@ void Matcher::expand(uint32_t st, std::vector<uint32_t>& out) {
     const uint32_t cont = elems[next].kind == ElemKind::kEnd ? n.parent : push(next, n.parent);
     const std::vector<uint32_t>& alts = g_->alts[e.value];
     for (size_t i = 0; i + 1 < alts.size(); ++i) {
-      expand(elems[alts[i]].kind == ElemKind::kEnd ? cont : push(alts[i], cont), out);
+      if (!expand(elems[alts[i]].kind == ElemKind::kEnd ? cont : push(alts[i], cont), out)) {
+        return false;
+      }
     }
     st = elems[alts.back()].kind == ElemKind::kEnd ? cont : push(alts.back(), cont);
   }
 }
 
-void Matcher::step(const std::vector<uint32_t>& in, uint32_t c, std::vector<uint32_t>& out) {
+bool Matcher::step(const std::vector<uint32_t>& in, uint32_t c, std::vector<uint32_t>& out) {
   const std::vector<Elem>& elems = g_->elems;
   pend_.clear();
   for (uint32_t st : in) {
@@ -68,12 +145,19 @@ void Matcher::step(const std::vector<uint32_t>& in, uint32_t c, std::vector<uint
   std::sort(pend_.begin(), pend_.end());
   pend_.erase(std::unique(pend_.begin(), pend_.end()), pend_.end());
   out.clear();
+  if (++epoch_ == 0) {  // wrapped: no stamp may look current
+    std::fill(seen_.begin(), seen_.end(), 0);
+    epoch_ = 1;
+  }
+  visits_ = 0;
   for (uint64_t p : pend_) {
     const auto at = static_cast<uint32_t>(p >> 32);
     const auto parent = static_cast<uint32_t>(p);
-    expand(at == kPop ? parent : push(at, parent), out);
+    if (!expand(at == kPop ? parent : push(at, parent), out)) return refuse(c, out);
   }
   sort_unique(out);
+  if (out.size() > kMaxStacks) return refuse(c, out);
+  return true;
 }
 
 bool Matcher::viable(const std::vector<uint32_t>& stacks, uint32_t lo, uint32_t hi) const {
@@ -106,8 +190,7 @@ bool Matcher::advance_byte(const State& from, uint8_t b, State& to) {
       to.need = 0;
       to.partial = 0;
       to.len = 0;
-      step(from.stacks, b, to.stacks);
-      return !to.stacks.empty();
+      return step(from.stacks, b, to.stacks) && !to.stacks.empty();
     }
     if ((b >> 5) == 6) {
       v = b & 0x1F;
@@ -133,8 +216,7 @@ bool Matcher::advance_byte(const State& from, uint8_t b, State& to) {
     to.need = 0;
     to.partial = 0;
     to.len = 0;
-    step(from.stacks, v, to.stacks);
-    return !to.stacks.empty();
+    return step(from.stacks, v, to.stacks) && !to.stacks.empty();
   }
   // Still incomplete: some code point the sequence can still become must be valid for its
   // length and taken by some reading.
@@ -206,6 +288,8 @@ void Matcher::compact() {
   }
   sort_unique(cur_.stacks);
   arena_ = std::move(fresh);
+  reindex();  // the copied nodes are distinct still (distinct stacks, distinct ids)
+  std::fill(seen_.begin(), seen_.end(), 0);
 }
 
 }  // namespace tova::grammar

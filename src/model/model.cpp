@@ -5,6 +5,7 @@
 #include <system_error>
 #include <utility>
 
+#include "core/hash.h"
 #include "core/memory.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
@@ -14,6 +15,21 @@
 #include "kv/layer_step.h"
 
 namespace tova::model {
+
+namespace {
+
+uint64_t fingerprint_of(const ModelConfig& c, const ModelWeights& w) {
+  const int64_t shape[] = {c.n_layer,   c.n_embd,     c.n_head,
+                           c.n_head_kv, c.head_dim,   c.n_ff,
+                           c.n_vocab,   c.rope.n_rot, static_cast<int64_t>(w.n_bytes)};
+  uint64_t h = fnv1a(shape, sizeof(shape));
+  const kernels::WeightMatrix& e = w.token_embd;
+  // The embedding's first rows tell apart models of the same shape (e.g. retrained ones).
+  const size_t n = std::min<size_t>(static_cast<size_t>(e.row_bytes) * c.n_vocab, 1 << 16);
+  return fnv1a(e.data, n, h);
+}
+
+}  // namespace
 
 WeightHolding choose_weight_holding(uint64_t file_bytes, uint64_t available_bytes) {
   if (available_bytes == 0) return WeightHolding::kRead;  // unknown: own memory as before
@@ -56,6 +72,7 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<io::GgufFile> fi
     if (!nc.ok()) return make_error("{}: {}", m->file_->path(), nc.message());
     m->nextn_config_ = std::move(*nc);
   }
+  m->fingerprint_ = fingerprint_of(m->config_, m->weights_);
   return m;
 }
 

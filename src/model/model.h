@@ -60,6 +60,9 @@ class Model {
   bool mapped() const { return mapped_; }
   // Per layer its mixer kind, its state in the multi-state and its K/V owner (layer_plan.h).
   std::span<const LayerPlan> plan() const { return plan_; }
+  // A hash of the shape, the weights' size and the embedding's first 64 KiB, computed once at
+  // load: a session file or a stored state loads only into the model that wrote it.
+  uint64_t fingerprint() const { return fingerprint_; }
 
   // Runs the batch through every layer. For each sequence, its tokens join each layer's
   // multi-state and the policy evicts exactly as if they were fed one by one (see
@@ -112,6 +115,7 @@ class Model {
   ModelConfig nextn_config_;
   ModelOptions options_;
   bool mapped_ = false;
+  uint64_t fingerprint_ = 0;
 };
 
 }  // namespace tova::model

@@ -82,6 +82,7 @@ int32_t Sampler::sample(const float* logits, int n_vocab, std::span<const int32_
   const int n_allowed = grammar_->mask(at_start, allowed_);
   allowed_.resize(n_vocab, 0);  // logits past the tokenizer's vocabulary have no text
   if (n_allowed == 0) {
+    grammar_error_ = grammar_->error();
     const int32_t eog = grammar_->first_eog();
     return eog >= 0 ? eog : id;
   }

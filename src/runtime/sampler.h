@@ -23,8 +23,8 @@ namespace tova::runtime {
 // allowed tokens (rejection sampling conditions exactly); greedy takes the allowed argmax. With
 // top-k/top-p/min-p on, the unconstrained draws see the chain's truncated set of all tokens
 // (as llama.cpp's sampler does), the masked one the truncation of the allowed tokens. When
-// nothing is allowed (the vocabulary cannot write what the grammar needs) an end-of-generation
-// token is returned.
+// nothing is allowed (the vocabulary cannot write what the grammar needs, or the grammar is too
+// ambiguous to go on: grammar_error()) an end-of-generation token is returned.
 class Sampler {
  public:
   explicit Sampler(const SamplerParams& p, std::optional<grammar::Constraint> grammar = {});
@@ -33,6 +33,9 @@ class Sampler {
   bool constrained() const { return grammar_.has_value(); }
   // With a grammar: how many draws needed the full mask (stats for benchmarks).
   int64_t n_masked() const { return n_masked_; }
+  // Empty, or why the last draw found no token allowed although the grammar might allow one:
+  // the matcher refused the step as too ambiguous (grammar::Matcher::kMaxStacks).
+  const std::string& grammar_error() const { return grammar_error_; }
   // The random generator's state as text (session files), and its restoration; an error
   // (nothing changed) if the text is not such a state.
   std::string rng_state() const;
@@ -59,6 +62,7 @@ class Sampler {
   std::optional<grammar::Constraint> grammar_;
   std::vector<char> allowed_;  // [n_vocab] the grammar's mask when it was built
   int64_t n_masked_ = 0;
+  std::string grammar_error_;
 };
 
 // argmax with ties to the smallest id.

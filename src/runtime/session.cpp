@@ -127,6 +127,8 @@ int32_t Session::sample() {
                            std::span<const int32_t>(s.history).first(s.n_fed));
 }
 
+const std::string& Session::grammar_error() const { return impl_->sampler->grammar_error(); }
+
 Status Session::reserve(int64_t n_tokens, int64_t at_most) {
   return impl_->state->reserve(n_tokens, at_most);
 }

@@ -65,10 +65,18 @@ class Reader {
     at_ += n;
     return s;
   }
+  // A name (the architecture, the policy): printable ASCII only, so that an error quoting it
+  // stays one line of text whatever the file holds.
   Result<std::string> str(size_t max, const char* what) {
     TOVA_ASSIGN_OR_RETURN(uint32_t n, get<uint32_t>(what));
     if (n > max) return make_error("session file has an invalid {} length {}", what, n);
     TOVA_ASSIGN_OR_RETURN(auto b, bytes(n, what));
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (b[i] < 0x20 || b[i] > 0x7E) {
+        return make_error("session file's {} is not a name (byte 0x{:02X} at {} of it)", what,
+                          b[i], i);
+      }
+    }
     return std::string(b.begin(), b.end());
   }
   size_t left() const { return in_.size() - at_; }
@@ -116,17 +124,7 @@ Result<KvFormat> read_kv_format(Reader& r, uint32_t version, int head_dim) {
 
 }  // namespace
 
-uint64_t model_fingerprint(const model::Model& m) {
-  const model::ModelConfig& c = m.config();
-  const int64_t shape[] = {c.n_layer,   c.n_embd,     c.n_head,
-                           c.n_head_kv, c.head_dim,   c.n_ff,
-                           c.n_vocab,   c.rope.n_rot, static_cast<int64_t>(m.weights().n_bytes)};
-  uint64_t h = fnv1a(shape, sizeof(shape));
-  const kernels::WeightMatrix& e = m.weights().token_embd;
-  // The embedding's first rows tell apart models of the same shape (e.g. retrained ones).
-  const size_t n = std::min<size_t>(static_cast<size_t>(e.row_bytes) * c.n_vocab, 1 << 16);
-  return fnv1a(e.data, n, h);
-}
+uint64_t model_fingerprint(const model::Model& m) { return m.fingerprint(); }
 
 std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d) {
   const kv::MultiState& s = *d.state;

@@ -48,7 +48,8 @@ struct SessionData {
   std::string note;
 };
 
-// A hash of the model's shape and weights' first bytes: a session only loads into its model.
+// A hash of the model's shape and weights' first bytes: a session only loads into its model
+// (model::Model::fingerprint(), computed once at load).
 uint64_t model_fingerprint(const model::Model& m);
 
 std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d);

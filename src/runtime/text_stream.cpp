@@ -115,6 +115,9 @@ Result<Piece> TextStream::next() {
   }
   Piece p = advance();
   s.st.decode_seconds += t.seconds();
+  if (p.finish == Finish::kStop && !session.grammar_error().empty()) {
+    return make_error("{}", session.grammar_error());
+  }
   return p;
 }
 

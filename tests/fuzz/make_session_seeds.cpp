@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
         const std::string path =
             out + "/" + models[i].name + "-" + run.policy + (fix ? "-fixheader" : "") + ".sess";
         std::ofstream f(path, std::ios::binary);
-        const char lead = static_cast<char>(i | (fix ? fuzz::kFixHeader : 0));
+        const char lead = static_cast<char>(fuzz::lead_byte(i, fix));
         f.write(&lead, 1);
         f.write(reinterpret_cast<const char*>(bytes.data()),
                 static_cast<std::streamsize>(bytes.size()));

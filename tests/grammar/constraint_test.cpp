@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include <set>
 #include <string>
 
@@ -125,6 +129,72 @@ TEST(Matcher, AmbiguousReadingsStaySmall) {
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(m.accept("a"));
   EXPECT_LE(m.state().stacks.size(), 4u);
   EXPECT_TRUE(m.can_end());
+}
+
+// Finding 15 (docs/RELIABILITY.md): the fuzzer's grammars cut a run of letters into factors in
+// 2^n ways. Readings that reach the same stack by different cuts are one arena node now, so the
+// stacks stay as few as the distinct continuations (before: one per cut, and 0.3-6 s per input).
+TEST(Matcher, EveryCutOfARunIsOneReading) {
+  Matcher m(grammar_of("root ::= term\n"
+                       "term ::= factor ( [*/]? factor )*\n"
+                       "factor ::= [a-z]+ | \"(\" term \")\"\n"));
+  size_t most = 0;
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(m.accept(i % 7 == 3 ? "/" : "q")) << "byte " << i;
+    most = std::max(most, m.state().stacks.size());
+    ASSERT_LE(m.state().stacks.size(), 8u) << "byte " << i;  // stops an exponential set early
+  }
+  EXPECT_TRUE(m.can_end());
+  EXPECT_TRUE(m.error().empty());
+  // Nested: each open parenthesis adds one continuation, not one per cut before it.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(m.accept("(ab"));
+  EXPECT_LE(m.state().stacks.size(), 8u);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(m.accept(")"));
+  EXPECT_TRUE(m.can_end());
+}
+
+// A grammar whose distinct continuations really double with every byte: after n a's, each
+// sequence of n closing letters (b or c) is a stack of its own. The matcher keeps at most
+// kMaxStacks, refuses the step past them with an error, and is still usable (the text so far
+// can be closed). Bounded by construction: the loop ends at the cap, near 12 bytes.
+TEST(Matcher, ContinuationsThatMultiplyAreCappedWithAnError) {
+  Matcher m(grammar_of("root ::= s\ns ::= \"a\" s \"b\" | \"a\" s \"c\" | \"\""));
+  int n = 0;
+  while (n < 64 && m.accept("a")) {
+    ++n;
+    ASSERT_LE(m.state().stacks.size(), Matcher::kMaxStacks);
+    ASSERT_TRUE(m.error().empty()) << "after " << n << " bytes";
+  }
+  EXPECT_GE(n, 8);   // 2^8 continuations are kept
+  EXPECT_LE(n, 12);  // 3 * 2^n stacks pass 4096 at n = 11
+  EXPECT_NE(m.error().find("too ambiguous"), std::string::npos) << m.error();
+  const size_t kept = m.state().stacks.size();
+  EXPECT_FALSE(m.accepts("a"));
+  EXPECT_EQ(m.state().stacks.size(), kept);  // a refused step changes nothing
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(m.accept(i % 2 ? "b" : "c")) << i;
+  EXPECT_TRUE(m.can_end());
+}
+
+// A stack reached many times while expanding one step is expanded once: 2^40 left-corner paths
+// lead to the same single stack here.
+TEST(Matcher, ManyPathsToOneStackAreExpandedOnce) {
+  std::string g = "root ::= r0\n";
+  for (int i = 0; i < 40; ++i) g += fmt::format("r{} ::= r{} | r{}\n", i, i + 1, i + 1);
+  g += "r40 ::= [a-z] root?\n";
+  Matcher m(grammar_of(g));
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(m.accept("x"));
+  EXPECT_LE(m.state().stacks.size(), 2u);
+  EXPECT_TRUE(m.error().empty()) << m.error();
+}
+
+TEST(Constraint, TooAmbiguousRefusesTheTokenAndSaysWhy) {
+  Constraint c(grammar_of("root ::= s\ns ::= \"a\" s \"1\" | \"a\" s \"}\" | \"\""),
+               toy_vocab());
+  int n = 0;
+  while (n < 64 && c.accept(3, false)) ++n;  // "a"
+  EXPECT_LE(n, 12);
+  EXPECT_FALSE(c.error().empty());
+  EXPECT_EQ(allowed_set(c), (std::set<int>{9, 10}));  // closing is still allowed
 }
 
 }  // namespace

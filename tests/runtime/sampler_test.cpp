@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "grammar/gbnf.h"
 #include "runtime/sampler.h"
 
 namespace tova::runtime {
@@ -56,6 +57,32 @@ TEST(Sampler, InvalidParametersAreErrors) {
   EXPECT_FALSE(validate({.min_p = 2.f}).ok());
   EXPECT_FALSE(validate({.repeat_penalty = 0.f}).ok());
   EXPECT_TRUE(validate({}).ok());
+}
+
+// A grammar whose readings multiply past grammar::Matcher::kMaxStacks (after n a's: every
+// sequence of closers, and the closers only after 30 a's of the base case): the matcher refuses
+// the next "a", no token is allowed, and the draw is the end of generation with the reason in
+// grammar_error() (TextStream::next() returns it as an error). Bounded: near 12 draws.
+TEST(Sampler, AGrammarTooAmbiguousEndsTheTextWithItsReason) {
+  grammar::VocabText v;
+  v.text = {"", "a", "1", "}"};
+  v.eog = {1, 0, 0, 0};
+  auto g = grammar::parse_gbnf("root ::= s\ns ::= \"a\" s \"1\" | \"a\" s \"}\" | \"a\"{30}");
+  ASSERT_TRUE(g.ok()) << g.message();
+  Sampler s({.temp = 0.f},
+            grammar::Constraint(std::make_shared<const grammar::Grammar>(std::move(*g)),
+                                std::make_shared<const grammar::TokenTrie>(std::move(v))));
+  const float l[4] = {0.f, 5.f, 1.f, 1.f};  // "a" first
+  int n = 0;
+  int32_t id = 1;
+  while (n < 64 && (id = s.sample(l, 4, {})) == 1) {
+    ++n;
+    ASSERT_TRUE(s.grammar_error().empty());
+  }
+  EXPECT_EQ(id, 0);  // the end of generation
+  EXPECT_GE(n, 8);
+  EXPECT_LE(n, 12);
+  EXPECT_NE(s.grammar_error().find("too ambiguous"), std::string::npos) << s.grammar_error();
 }
 
 }  // namespace

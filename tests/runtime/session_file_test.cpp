@@ -157,6 +157,36 @@ std::vector<uint8_t> as_version_2(const std::vector<uint8_t>& v3, const std::str
   return resealed(v2);
 }
 
+// Found by the session_file harness (issue 49's campaign): a file whose architecture held a
+// newline made the error quote it on two lines. A name read from a file is printable ASCII, or
+// a one-line error naming the field; the same for the policy name.
+TEST(SessionFile, ANameThatIsNotPrintableIsAOneLineError) {
+  TOVA_REQUIRE_SHARED();
+  auto m = model::Model::load(shared_path("models/stories260K.gguf"));
+  ASSERT_TRUE(m.ok());
+  auto st = runtime::make_state(**m, options("tova", 8, kv::PositionMode::kGap), 0);
+  ASSERT_TRUE(st.ok());
+  SessionData d{.state = std::move(st).value()};
+  const std::vector<uint8_t> good = runtime::encode_session(**m, d);
+  ASSERT_TRUE(runtime::decode_session_bytes(**m, good).ok());
+  // The architecture ("llama" after the fingerprint and its length) and the policy name ("tova"
+  // after the recurrent state count), each with its second byte made a newline, then 0xFF.
+  const size_t arch_at = 32 + 8 + 4, name_at = arch_at + 5 + 4 + 4;
+  ASSERT_EQ(std::string(good.begin() + arch_at, good.begin() + arch_at + 5), "llama");
+  ASSERT_EQ(std::string(good.begin() + name_at, good.begin() + name_at + 4), "tova");
+  for (const auto& [at, what] : {std::pair{arch_at, "architecture"}, {name_at, "policy name"}}) {
+    for (const uint8_t byte : {uint8_t{'\n'}, uint8_t{0xFF}}) {
+      std::vector<uint8_t> b = good;
+      b[at + 1] = byte;
+      auto r = runtime::decode_session_bytes(**m, resealed(b));
+      ASSERT_FALSE(r.ok()) << what;
+      EXPECT_EQ(r.message().find('\n'), std::string::npos) << r.message();
+      EXPECT_NE(r.message().find(what), std::string::npos) << r.message();
+      EXPECT_NE(r.message().find("is not a name"), std::string::npos) << r.message();
+    }
+  }
+}
+
 // Every storage format travels with the state: 300 tokens, save, load (the same format, the same
 // bytes when saved again), 100 more == 400 in one go, bit for bit. Hostile type tags, rotation
 // flags and block counts are one clear error; a version 1 file (one type tag) still loads; a
