@@ -80,8 +80,7 @@ class Runner {
   Status generate(kv::MultiState& state, int n, ThreadPool& pool) {
     const std::vector<int32_t> t = tokens_.draw(n, state.n_seen() == 0);
     for (int i = 0; i < n; ++i) {
-      const model::BatchToken bt{.token = t[i], .state = &state, .logits = true};
-      TOVA_RETURN_IF_ERROR(m_.forward({&bt, 1}, pool, scratch_, logits_.data()));
+      TOVA_RETURN_IF_ERROR(runtime::feed(m_, pool, scratch_, state, {&t[i], 1}, 1, logits_.data()));
     }
     return ok_status();
   }

@@ -18,28 +18,28 @@ Result<InvariantForward> InvariantForward::create(const model::Model& m) {
   return InvariantForward(m, std::move(empty));
 }
 
-Result<int> InvariantForward::forward(std::span<const model::BatchToken> batch, ThreadPool& pool,
-                                      model::ForwardScratch& scratch, std::vector<float>& logits,
-                                      std::span<const model::Follower> followers) {
+Result<int> InvariantForward::run(runtime::ForwardBatch& batch, ThreadPool& pool,
+                                  model::ForwardScratch& scratch, std::vector<float>& logits) {
   const size_t n_vocab = static_cast<size_t>(m_->config().n_vocab);
-  int n_logits = 0;
-  for (const model::BatchToken& t : batch) n_logits += t.logits;
-  const int n = static_cast<int>(batch.size());
+  const int n_logits = batch.n_rows();
+  const int n = static_cast<int>(batch.n_tokens());
   // Rows that ask for logits count twice (layers and output projection): padding them lifts
   // both sizes at once.
   const int pad = n_logits > 0 ? std::max(0, kRows - n_logits) : std::max(0, kRows - n);
   logits.resize((static_cast<size_t>(n_logits) + (n_logits > 0 ? pad : 0)) * n_vocab);
   if (pad == 0) {
-    TOVA_RETURN_IF_ERROR(m_->forward(batch, pool, scratch, logits.data(), followers));
+    TOVA_RETURN_IF_ERROR(batch.run(*m_, pool, scratch, logits.data()));
     return 0;
   }
   // A fresh copy each call: the padding's rows see only each other, at positions 0 .. pad-1.
   const std::unique_ptr<kv::MultiState> scratch_seq = empty_->clone();
-  padded_.assign(batch.begin(), batch.end());
-  for (int i = 0; i < pad; ++i) {
-    padded_.push_back({.token = 0, .state = scratch_seq.get(), .logits = n_logits > 0});
-  }
-  TOVA_RETURN_IF_ERROR(m_->forward(padded_, pool, scratch, logits.data(), followers));
+  padded_ = batch;
+  const std::vector<int32_t> zeros(static_cast<size_t>(pad), 0);
+  padded_.add(*scratch_seq, zeros,
+              n_logits > 0 ? runtime::LogitsAt::kEach : runtime::LogitsAt::kNone);
+  const Status fwd = padded_.run(*m_, pool, scratch, logits.data());
+  padded_.clear();  // it points at scratch_seq
+  TOVA_RETURN_IF_ERROR(fwd);
   return pad;
 }
 

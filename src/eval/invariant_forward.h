@@ -19,6 +19,7 @@
 #include "core/thread_pool.h"
 #include "kv/multi_state.h"
 #include "model/model.h"
+#include "runtime/forward_batch.h"
 
 namespace tova::eval {
 
@@ -26,18 +27,17 @@ class InvariantForward {
  public:
   static Result<InvariantForward> create(const model::Model& m);
 
-  // m.forward(batch, ...) padded at its end: logits is resized to hold the batch's logits rows
-  // (in batch order, first) and the padding's after them. Returns the padding rows added.
-  Result<int> forward(std::span<const model::BatchToken> batch, ThreadPool& pool,
-                      model::ForwardScratch& scratch, std::vector<float>& logits,
-                      std::span<const model::Follower> followers = {});
+  // batch.run(...) padded at its end: logits is resized to hold the batch's logits rows (in
+  // the order added, first) and the padding's after them. Returns the padding rows added.
+  Result<int> run(runtime::ForwardBatch& batch, ThreadPool& pool,
+                  model::ForwardScratch& scratch, std::vector<float>& logits);
 
  private:
   explicit InvariantForward(const model::Model& m, std::unique_ptr<kv::MultiState> empty)
       : m_(&m), empty_(std::move(empty)) {}
   const model::Model* m_;
   std::unique_ptr<kv::MultiState> empty_;  // the scratch sequence, cloned fresh for each call
-  std::vector<model::BatchToken> padded_;
+  runtime::ForwardBatch padded_;
 };
 
 }  // namespace tova::eval

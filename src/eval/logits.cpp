@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/forward_batch.h"
 #include "runtime/sequence.h"
 
 namespace tova::eval {
@@ -14,16 +15,12 @@ Result<std::vector<float>> all_logits(const model::Model& m, ThreadPool& pool,
                         runtime::make_state(m, cache, static_cast<int64_t>(ids.size())));
   model::ForwardScratch scratch;
   std::vector<float> logits(ids.size() * static_cast<size_t>(n_vocab));
-  // Chunked sequences take chunks of their size, exact ones micro-batches.
-  const size_t step = state->max_new() > 1 ? state->max_new() : std::max(1, n_batch);
-  std::vector<model::BatchToken> batch;
+  const size_t step = static_cast<size_t>(runtime::prompt_step(*state, n_batch));
+  runtime::ForwardBatch batch;
   for (size_t i0 = 0; i0 < ids.size(); i0 += step) {
-    const size_t i1 = std::min(ids.size(), i0 + step);
     batch.clear();
-    for (size_t i = i0; i < i1; ++i) {
-      batch.push_back({.token = ids[i], .state = state.get(), .logits = true});
-    }
-    TOVA_RETURN_IF_ERROR(m.forward(batch, pool, scratch, &logits[i0 * n_vocab]));
+    batch.add(*state, ids.subspan(i0, std::min(step, ids.size() - i0)), runtime::LogitsAt::kEach);
+    TOVA_RETURN_IF_ERROR(batch.run(m, pool, scratch, &logits[i0 * n_vocab]));
   }
   return logits;
 }

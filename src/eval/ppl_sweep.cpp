@@ -11,6 +11,7 @@
 #include "core/timer.h"
 #include "eval/nll.h"
 #include "kernels/matmul.h"
+#include "runtime/forward_batch.h"
 #include "runtime/sequence.h"
 #include "model/token_ids.h"
 
@@ -311,8 +312,7 @@ class Sweep {
       }
     }
 
-    std::vector<model::BatchToken> batch;
-    std::vector<model::Follower> followers;
+    runtime::ForwardBatch batch;
     std::vector<int> row_seq(n_seq);  // the sequence whose logits rows s uses in this call
     std::vector<int> active_index(n_seq);
     std::vector<ScoreItem> items;
@@ -320,25 +320,24 @@ class Sweep {
       const int p1 = std::min(ctx_, p0 + step);
       const int n_rows = std::max(0, std::min(p1, ctx_ - 1) - p0);  // rows with logits per seq
       batch.clear();
-      followers.clear();
       int n_active = 0;
       for (int s = 0; s < n_seq; ++s) {
         Seq& sq = seqs[s];
         if (leader_of[s] >= 0 && p0 < follow_until[s]) {
-          followers.push_back({.leader = seqs[leader_of[s]].state.get(), .state = sq.state.get()});
+          batch.follow(*seqs[leader_of[s]].state, *sq.state);
           row_seq[s] = leader_of[s];
           n_shared_ += p1 - p0;
           continue;
         }
         row_seq[s] = s;
         active_index[s] = n_active++;
-        const std::vector<int32_t>& ch = chunks_[sq.chunk];
-        for (int p = p0; p < p1; ++p) {
-          batch.push_back({.token = ch[p], .state = sq.state.get(), .logits = p < ctx_ - 1});
-        }
+        // Every position but the chunk's last predicts the next token.
+        const std::span<const int32_t> part = std::span(chunks_[sq.chunk]).subspan(p0, p1 - p0);
+        batch.add(*sq.state, part.first(n_rows), runtime::LogitsAt::kEach);
+        batch.add(*sq.state, part.subspan(n_rows), runtime::LogitsAt::kNone);
       }
       logits_.resize(static_cast<size_t>(n_active) * n_rows * n_vocab_);
-      TOVA_RETURN_IF_ERROR(m_.forward(batch, pool_, scratch_, logits_.data(), followers));
+      TOVA_RETURN_IF_ERROR(batch.run(m_, pool_, scratch_, logits_.data()));
       ++n_forward_;
       auto row = [&](int s, int p) {
         const int a = active_index[row_seq[s]];

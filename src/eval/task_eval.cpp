@@ -9,6 +9,7 @@
 #include "eval/nll.h"
 #include "eval/tasks.h"
 #include "runtime/continuation.h"
+#include "runtime/forward_batch.h"
 #include "runtime/kvzip_pass.h"
 #include "runtime/sequence.h"
 #include "runtime/session_impl.h"
@@ -311,7 +312,7 @@ class Runner {
       q.nll_tokens = 1;
       if (ids.size() > 1) copies.push_back({&q, state(q).clone(), ids, 0});
     }
-    std::vector<model::BatchToken> batch;
+    runtime::ForwardBatch batch;
     std::vector<std::pair<Copy*, size_t>> rows;  // the copy and the answer token predicted
     for (;;) {
       batch.clear();
@@ -319,16 +320,15 @@ class Runner {
       for (Copy& c : copies) {
         const size_t last = c.ids.size() - 1;  // tokens to feed: ids[0 .. last)
         if (c.fed >= last) continue;
+        // Answer tokens are decoding steps: a chunked sequence takes them one by one.
         const size_t end = c.state->max_new() > 1 ? c.fed + 1 : last;
-        for (size_t j = c.fed; j < end; ++j) {
-          batch.push_back({.token = c.ids[j], .state = c.state.get(), .logits = true});
-          rows.push_back({&c, j + 1});
-        }
+        batch.add(*c.state, std::span(c.ids).subspan(c.fed, end - c.fed), runtime::LogitsAt::kEach);
+        for (size_t j = c.fed; j < end; ++j) rows.push_back({&c, j + 1});
         nll_steps += static_cast<int64_t>(end - c.fed);
         c.fed = end;
       }
       if (batch.empty()) break;
-      TOVA_RETURN_IF_ERROR(fwd_.forward(batch, pool_, scratch_, logits_));
+      TOVA_RETURN_IF_ERROR(fwd_.run(batch, pool_, scratch_, logits_));
       ++n_forward;
       for (size_t r = 0; r < rows.size(); ++r) {
         log_softmax(std::span<const float>(&logits_[r * n_vocab_], n_vocab_), logp);
@@ -344,8 +344,7 @@ class Runner {
   // prompt in steps of n_batch, or of C under chunk:C; one generated token), followers riding
   // along with their leader; then the sequences that received logits take their next token.
   Status run() {
-    std::vector<model::BatchToken> batch;
-    std::vector<model::Follower> followers;
+    runtime::ForwardBatch batch;
     struct Take {
       int seq;
       int64_t n;
@@ -356,35 +355,30 @@ class Runner {
     std::vector<int> to_score;
     for (;;) {
       batch.clear();
-      followers.clear();
       takes.clear();
-      int n_rows = 0;
       for (int s = 0; s < static_cast<int>(seqs_.size()); ++s) {
         Seq& q = seqs_[s];
         if (q.done) continue;
         const int64_t n = q.session->n_pending();
         if (n == 0) continue;
         kv::MultiState& st = state(q);
-        const int step = st.max_new() > 1 ? st.max_new() : std::max(1, o_.n_batch);
-        const int64_t take = std::min<int64_t>(n, step);
+        const int64_t take = std::min<int64_t>(n, runtime::prompt_step(st, o_.n_batch));
         const bool last = take == n;
         if (can_follow(q, st.n_seen() + take)) {
-          followers.push_back({.leader = &state(seqs_[q.leader]), .state = &st});
+          batch.follow(state(seqs_[q.leader]), st);
           shared_steps += take;
           takes.push_back({s, take, last, -1});
         } else {
           q.leader = -1;  // on its own from here
-          const std::span<const int32_t> toks = q.session->pending().first(take);
-          for (int64_t i = 0; i < take; ++i) {
-            batch.push_back({.token = toks[i], .state = &st, .logits = last && i + 1 == take});
-          }
+          const int row = batch.add(st, q.session->pending().first(take),
+                                    last ? runtime::LogitsAt::kLast : runtime::LogitsAt::kNone);
           token_steps += take;
-          takes.push_back({s, take, last, last ? n_rows++ : -1});
+          takes.push_back({s, take, last, row});
         }
         progress.steps_done += take;
       }
       if (batch.empty()) break;
-      TOVA_RETURN_IF_ERROR(fwd_.forward(batch, pool_, scratch_, logits_, followers));
+      TOVA_RETURN_IF_ERROR(fwd_.run(batch, pool_, scratch_, logits_));
       ++n_forward;
       // Leaders first: a follower's logits are its leader's.
       for (const Take& t : takes) {

@@ -12,6 +12,7 @@
 #include "core/timer.h"
 #include "eval/bench.h"
 #include "eval/token_source.h"
+#include "runtime/forward_batch.h"
 
 namespace tova::eval {
 namespace {
@@ -145,14 +146,15 @@ Status time_decode(const model::Model& m, ThreadPool& pool, model::ForwardScratc
                    const std::function<void(const char*)>& progress, uint64_t weight_bytes,
                    ThroughputResult& r) {
   const int n_vocab = m.config().n_vocab;
-  std::vector<model::BatchToken> batch(r.batch);
+  runtime::ForwardBatch batch;
   std::vector<float> logits(static_cast<size_t>(r.batch) * n_vocab);
   auto step = [&]() -> Status {
     const std::vector<int32_t> ids = tokens.draw(r.batch, false);
+    batch.clear();
     for (int b = 0; b < r.batch; ++b) {
-      batch[b] = {.token = ids[b], .state = states[b].get(), .logits = true};
+      batch.add(*states[b], {&ids[b], 1}, runtime::LogitsAt::kLast);
     }
-    return m.forward(batch, pool, scratch, logits.data());
+    return batch.run(m, pool, scratch, logits.data());
   };
   progress("warmup");
   for (int i = 0; i < o.warmup_steps; ++i) TOVA_RETURN_IF_ERROR(step());

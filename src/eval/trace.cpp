@@ -144,11 +144,9 @@ Result<TraceResult> run_trace(const model::Model& m, ThreadPool& pool,
 
   Timer timer;
   model::ForwardScratch scratch;
-  std::vector<float> logits(m.config().n_vocab);
   for (int64_t t = 0; t < T; ++t) {
     // One token per call: the states are inspected after every step.
-    const model::BatchToken bt{.token = tokens[t], .state = &ms, .logits = false};
-    TOVA_RETURN_IF_ERROR(m.forward({&bt, 1}, pool, scratch, logits.data()));
+    TOVA_RETURN_IF_ERROR(runtime::feed(m, pool, scratch, ms, {&tokens[t], 1}, 1, nullptr));
     tally_step(ms, r, o, t, y);
     if (o.on_progress) o.on_progress(t + 1, T);
   }

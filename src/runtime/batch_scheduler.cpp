@@ -26,8 +26,7 @@ bool drafts_now(Session& s, bool speculate) {
 
 }  // namespace
 
-Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions, bool speculate) {
-  StepStats st;
+Status BatchScheduler::choose_takes(std::span<Session* const> sessions, bool speculate) {
   takes_.clear();
   int budget = o_.step_tokens;
   // Decoding sessions first: one token each keeps every stream moving; a speculating session
@@ -47,61 +46,73 @@ Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions, bool 
       --budget;
     }
   }
-  // Then prompts, in the order given (a server lists the oldest request first).
+  // Then prompts, in the order given (a server lists the oldest request first), each at most
+  // prompt_step of the budget left: a chunked session whole chunks (one that does not fit
+  // waits, unless the step is empty).
   for (Session* s : sessions) {
     const int64_t n = s->n_pending();
-    if (n <= 1 || drafts_now(*s, speculate)) continue;
-    const int chunk = state_of(*s).max_new();
-    if (chunk > 1) {
-      // A chunked session takes whole chunks (chunk boundaries decide its evictions); one that
-      // does not fit waits, unless the step is empty.
-      const int want = static_cast<int>(std::min<int64_t>(n, chunk));
-      if (want <= budget || takes_.empty()) {
-        takes_.push_back({s, want, {}});
-        budget -= want;
-      }
-    } else if (budget > 0) {
-      const int want = static_cast<int>(std::min<int64_t>(n, budget));
+    if (n <= 1 || drafts_now(*s, speculate) || budget <= 0) continue;
+    const int want =
+        static_cast<int>(std::min<int64_t>(n, prompt_step(state_of(*s), budget)));
+    if (want <= budget || takes_.empty()) {
       takes_.push_back({s, want, {}});
       budget -= want;
     }
   }
-  if (takes_.empty()) return st;
+  return ok_status();
+}
 
+bool BatchScheduler::build_batch() {
   batch_.clear();
-  int n_logits = 0;
-  for (const Take& t : takes_) {
-    const std::span<const int32_t> toks = t.session->pending().first(t.n);
+  bool hidden = false;
+  for (Take& t : takes_) {
+    Session::Impl& s = SessionAccess::impl(*t.session);
     const bool last = t.n == t.session->n_pending();
-    for (int i = 0; i < t.n; ++i) {
-      const bool want_logits = last && i + 1 == t.n;
-      batch_.push_back({.token = toks[i], .state = &state_of(*t.session), .logits = want_logits});
-      n_logits += want_logits;
-    }
+    t.row = batch_.add(*s.state, t.session->pending().first(t.n),
+                       last ? LogitsAt::kLast : LogitsAt::kNone);
     if (!t.drafts.empty()) {
       // The verify step: what undoes it is kept before the pass changes the multi-state.
-      Session::Impl& s = SessionAccess::impl(*t.session);
       s.spec->begin_verify(*s.state, s.n_fed, t.drafts);
-      for (int32_t d : t.drafts) {
-        batch_.push_back({.token = d, .state = s.state.get(), .logits = true});
-      }
-      n_logits += static_cast<int>(t.drafts.size());
+      t.draft_row = batch_.add(*s.state, t.drafts, LogitsAt::kEach);
     }
+    // A drafter that reads the target's hidden states (draft-mtp) gets every fed token's row.
+    hidden = hidden || (s.spec != nullptr && s.spec->wants_hidden());
   }
-  const int n_vocab = engine_.n_vocab();
-  logits_.resize(static_cast<size_t>(n_logits) * n_vocab);
-  // A drafter that reads the target's hidden states (draft-mtp) gets every fed token's row.
-  const bool hidden = std::any_of(takes_.begin(), takes_.end(), [](const Take& t) {
-    const Session::Impl& s = SessionAccess::impl(*t.session);
-    return s.spec != nullptr && s.spec->wants_hidden();
-  });
+  return hidden;
+}
+
+void BatchScheduler::deliver(bool hidden) {
+  const size_t n_vocab = static_cast<size_t>(engine_.n_vocab());
   const size_t n_embd = static_cast<size_t>(engine_.model().config().n_embd);
-  if (hidden) hidden_.resize(batch_.size() * n_embd);
+  size_t ib = 0;  // the take's first token in the batch
+  for (const Take& t : takes_) {
+    Session::Impl& s = SessionAccess::impl(*t.session);
+    if (hidden && s.spec != nullptr && s.spec->wants_hidden()) {
+      std::vector<int32_t> toks(t.session->pending().begin(), t.session->pending().begin() + t.n);
+      toks.insert(toks.end(), t.drafts.begin(), t.drafts.end());
+      s.spec->observe(s.n_fed, toks, hidden_.data() + ib * n_embd);
+    }
+    ib += static_cast<size_t>(t.n) + t.drafts.size();
+    s.n_fed += t.n;
+    s.has_logits = t.row >= 0;
+    if (t.row >= 0) std::memcpy(s.logits.data(), batch_.row(t.row), sizeof(float) * n_vocab);
+    if (!t.drafts.empty()) s.spec->end_verify(batch_.row(t.draft_row), engine_.n_vocab());
+  }
+}
+
+Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions, bool speculate) {
+  StepStats st;
+  TOVA_RETURN_IF_ERROR(choose_takes(sessions, speculate));
+  if (takes_.empty()) return st;
+  const bool hidden = build_batch();
+  if (hidden) {
+    hidden_.resize(batch_.n_tokens() * static_cast<size_t>(engine_.model().config().n_embd));
+  }
   {
     const auto lock = engine_.exclusive();
     Timer timer;
-    const Status fwd = engine_.model().forward(batch_, engine_.pool(), scratch_, logits_.data(), {},
-                                               hidden ? hidden_.data() : nullptr);
+    const Status fwd = batch_.run(engine_.model(), engine_.pool(), scratch_, nullptr,
+                                  hidden ? hidden_.data() : nullptr);
     if (!fwd.ok()) {
       // Nothing was fed: the verify steps' sessions go back to their checkpoints.
       for (const Take& t : takes_) {
@@ -113,33 +124,10 @@ Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions, bool 
     }
     st.seconds = timer.seconds();
   }
-  int il = 0;
-  size_t ib = 0;  // the take's first token in batch_
-  for (const Take& t : takes_) {
-    Session::Impl& s = SessionAccess::impl(*t.session);
-    const bool last = t.n == t.session->n_pending();
-    const size_t n_in = static_cast<size_t>(t.n) + t.drafts.size();
-    if (hidden && s.spec != nullptr && s.spec->wants_hidden()) {
-      std::vector<int32_t> toks(t.session->pending().begin(), t.session->pending().begin() + t.n);
-      toks.insert(toks.end(), t.drafts.begin(), t.drafts.end());
-      s.spec->observe(s.n_fed, toks, hidden_.data() + ib * n_embd);
-    }
-    ib += n_in;
-    s.n_fed += t.n;
-    s.has_logits = last;
-    if (last) {
-      std::memcpy(s.logits.data(), logits_.data() + static_cast<size_t>(il) * n_vocab,
-                  sizeof(float) * n_vocab);
-      ++il;
-    }
-    if (!t.drafts.empty()) {
-      s.spec->end_verify(logits_.data() + static_cast<size_t>(il) * n_vocab, n_vocab);
-      il += static_cast<int>(t.drafts.size());
-    }
-  }
-  st.n_tokens = static_cast<int>(batch_.size());
+  deliver(hidden);
+  st.n_tokens = static_cast<int>(batch_.n_tokens());
   st.n_sessions = static_cast<int>(takes_.size());
-  st.n_logits = n_logits;
+  st.n_logits = batch_.n_rows();
   return st;
 }
 

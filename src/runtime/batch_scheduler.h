@@ -15,6 +15,7 @@
 
 #include "core/result.h"
 #include "model/model.h"
+#include "runtime/forward_batch.h"
 #include "tova/batch.h"
 #include "tova/engine.h"
 #include "tova/session.h"
@@ -43,17 +44,26 @@ class BatchScheduler {
   const SchedulerOptions& options() const { return o_; }
 
  private:
-  const Engine& engine_;
-  SchedulerOptions o_;
-  model::ForwardScratch scratch_;
-  std::vector<model::BatchToken> batch_;
-  std::vector<float> logits_;  // [n_logits][n_vocab]
-  std::vector<float> hidden_;  // [batch][n_embd] final-normed rows, when a drafter reads them
   struct Take {
     Session* session;
     int n;                        // pending tokens fed
     std::vector<int32_t> drafts;  // fed after them (a verify step), with logits each
+    int row = -1;                 // the logits row of its last pending token (-1: none)
+    int draft_row = -1;           // the first of its drafts' rows
   };
+  // Which sessions take how many tokens this step (decoding sessions first, then prompts).
+  Status choose_takes(std::span<Session* const> sessions, bool speculate);
+  // takes_ into batch_ (a verify step's checkpoint taken first); whether a drafter reads the
+  // hidden rows.
+  bool build_batch();
+  // After the pass: each session's fed count, logits, drafter observations and verify results.
+  void deliver(bool hidden);
+
+  const Engine& engine_;
+  SchedulerOptions o_;
+  model::ForwardScratch scratch_;
+  ForwardBatch batch_;
+  std::vector<float> hidden_;  // [batch][n_embd] final-normed rows, when a drafter reads them
   std::vector<Take> takes_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "kv/policies/kvzip.h"
 #include "runtime/continuation.h"
+#include "runtime/sequence.h"
 
 namespace tova::runtime {
 namespace {
@@ -37,15 +38,7 @@ Result<int64_t> kvzip_cut(const model::Model& m, ThreadPool& pool, model::Forwar
   for (int il = 0; il < copy->n_layer(); ++il) {
     kv::kvzip_scorer(copy->layer(il).policy())->begin_pass(recon_start);
   }
-  std::vector<model::BatchToken> batch;
-  // Under chunk:C a bounded sequence takes at most C tokens per call (the copy is one).
-  const size_t step = copy->max_new() > 1 ? std::min<size_t>(kPassBatch, copy->max_new()) : kPassBatch;
-  for (size_t i = 0; i < reconstruction.size(); i += step) {
-    const size_t end = std::min(reconstruction.size(), i + step);
-    batch.clear();
-    for (size_t j = i; j < end; ++j) batch.push_back({.token = reconstruction[j], .state = copy.get()});
-    TOVA_RETURN_IF_ERROR(m.forward(batch, pool, scratch, nullptr));
-  }
+  TOVA_RETURN_IF_ERROR(feed(m, pool, scratch, *copy, reconstruction, kPassBatch, nullptr));
   const int budget = state.policy().budget;
   for (int il = 0; il < state.n_layer(); ++il) {
     kv::LayerState& layer = state.layer(il);

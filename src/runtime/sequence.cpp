@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 
+#include "runtime/forward_batch.h"
+
 namespace tova::runtime {
 
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
@@ -38,18 +40,14 @@ Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const 
 Status feed(const model::Model& m, ThreadPool& pool, model::ForwardScratch& scratch,
             kv::MultiState& state, std::span<const int32_t> tokens, int n_batch,
             float* last_logits) {
-  // A chunked sequence takes its chunks whole; exact sequences take any micro-batch size.
-  const int step = state.max_new() > 1 ? state.max_new() : std::max(1, n_batch);
-  std::vector<model::BatchToken> batch;
+  const size_t step = static_cast<size_t>(prompt_step(state, n_batch));
+  const LogitsAt last = last_logits != nullptr ? LogitsAt::kLast : LogitsAt::kNone;
+  ForwardBatch batch;
   for (size_t i0 = 0; i0 < tokens.size(); i0 += step) {
-    const size_t i1 = std::min(tokens.size(), i0 + step);
+    const std::span<const int32_t> part = tokens.subspan(i0, std::min(step, tokens.size() - i0));
     batch.clear();
-    for (size_t i = i0; i < i1; ++i) {
-      batch.push_back({.token = tokens[i],
-                       .state = &state,
-                       .logits = last_logits != nullptr && i + 1 == tokens.size()});
-    }
-    TOVA_RETURN_IF_ERROR(m.forward(batch, pool, scratch, last_logits));
+    batch.add(state, part, i0 + part.size() == tokens.size() ? last : LogitsAt::kNone);
+    TOVA_RETURN_IF_ERROR(batch.run(m, pool, scratch, last_logits));
   }
   return ok_status();
 }

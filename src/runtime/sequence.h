@@ -24,8 +24,8 @@ namespace tova::runtime {
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
                                                    int64_t n_prompt, bool runs_cuts = false);
 
-// Feeds tokens to one sequence, in micro-batches of at most n_batch tokens (exact), or in
-// chunks of C (chunk:C). If last_logits is given, it receives the last token's logits.
+// Feeds tokens to one sequence in forward calls of prompt_step(state, n_batch) tokens
+// (runtime/forward_batch.h). If last_logits is given, it receives the last token's logits.
 Status feed(const model::Model& m, ThreadPool& pool, model::ForwardScratch& scratch,
             kv::MultiState& state, std::span<const int32_t> tokens, int n_batch,
             float* last_logits);
