@@ -1,7 +1,7 @@
 // The Engine: a loaded model, its tokenizer and the thread pool that runs it. Immutable after
 // load and shared by every session (const); sessions keep a pointer to it, so it outlives them.
-// The pool takes one caller at a time: whoever runs forward passes on it holds exclusive()
-// (a session feeding on its own, the batch scheduler, an evaluation), so sessions of one
+// The pool takes one caller at a time: whoever runs forward passes on it holds the engine's
+// run lock (a session feeding on its own, the batch scheduler, an evaluation), so sessions of one
 // engine may be driven from several threads (Python's, with the GIL released) one pass at a
 // time. A server drives them all from one scheduler thread, batched into shared passes.
 #pragma once
@@ -125,25 +125,17 @@ class Engine {
   // the reserve is used, and the K/V format as o.kv_override changes it. Errors name the file (truncated, corrupted, another model's, ...).
   Result<LoadedSession> load_session(const std::string& path, const SessionOptions& o) const;
 
-  // The parts, for the library's own layers (the batch scheduler, evaluations, the server).
-  const model::Model& model() const { return *model_; }
-  // The draft model (EngineOptions::draft_model_path), or null.
-  const model::Model* draft_model() const { return draft_.get(); }
-  const std::string& draft_path() const { return draft_path_; }
-  const tok::Tokenizer& tokenizer() const;  // requires has_tokenizer()
-  ThreadPool& pool() const { return *pool_; }
-  // The vocabulary as grammars see it (token texts and their trie), made on first use and
-  // shared by every session; null without a tokenizer.
-  std::shared_ptr<const grammar::TokenTrie> grammar_vocab() const;
-  // Held by whoever runs forward passes on pool() (see above).
-  std::unique_lock<std::mutex> exclusive() const { return std::unique_lock<std::mutex>(run_mu_); }
-
  private:
+  // The parts, for the library's own layers (the batch scheduler, evaluations, drafters):
+  // reached through runtime/engine_access.h, not part of this face.
+  friend class EngineAccess;
+  const tok::Tokenizer& tokenizer() const;  // requires has_tokenizer()
+  std::shared_ptr<const grammar::TokenTrie> grammar_vocab() const;
+
   Engine();
   std::string path_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<model::Model> draft_;
-  std::string draft_path_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
   mutable std::mutex run_mu_;

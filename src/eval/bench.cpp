@@ -12,6 +12,7 @@
 #include "core/timer.h"
 #include "eval/token_source.h"
 #include "kv/policy_registry.h"
+#include "runtime/engine_access.h"
 
 namespace tova::eval {
 namespace {
@@ -252,14 +253,14 @@ uint64_t kv_read_bytes(const kv::MultiState& s) {
 }
 
 BenchModelInfo describe_model(const Engine& engine, const std::string& filename) {
-  return describe_model(engine.model(), filename);
+  return describe_model(EngineAccess::model(engine), filename);
 }
 
 Result<std::vector<BenchResult>> run_bench(const Engine& engine, const std::string& filename,
                                            const BenchOptions& o) {
   // Each case runs on a pool of its own thread count; the engine's stays idle meanwhile.
-  const auto lock = engine.exclusive();
-  return run_bench(engine.model(), filename, o);
+  const auto lock = EngineAccess::exclusive(engine);
+  return run_bench(EngineAccess::model(engine), filename, o);
 }
 
 }  // namespace tova::eval

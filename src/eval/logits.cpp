@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/engine_access.h"
 #include "runtime/forward_batch.h"
 #include "runtime/sequence.h"
 
@@ -29,8 +30,8 @@ Result<std::vector<float>> all_logits(const Engine& engine, std::span<const int3
                                       const CacheOptions& cache, int n_batch) {
   if (ids.empty()) return make_error("the token list is empty");
   TOVA_RETURN_IF_ERROR(engine.check_token_ids(ids));
-  const auto lock = engine.exclusive();
-  return all_logits(engine.model(), engine.pool(), ids, cache, n_batch);
+  const auto lock = EngineAccess::exclusive(engine);
+  return all_logits(EngineAccess::model(engine), EngineAccess::pool(engine), ids, cache, n_batch);
 }
 
 }  // namespace tova::eval

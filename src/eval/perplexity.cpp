@@ -8,6 +8,7 @@
 #include "core/timer.h"
 #include "eval/report.h"
 #include "model/model.h"
+#include "runtime/engine_access.h"
 #include "tokenizer/tokenizer.h"
 #include "model/token_ids.h"
 
@@ -67,12 +68,12 @@ Result<Input> input_of(const Engine& e, const PplOptions& o) {
 
 Result<PplReport> run_chunks(const Engine& e, const PplOptions& o, const Input& in,
                              const Timer& wall) {
-  const model::Model& m = e.model();
+  const model::Model& m = EngineAccess::model(e);
   const int ctx = o.ctx > 0 ? o.ctx : (m.config().n_ctx_train > 1 ? m.config().n_ctx_train : 512);
   TOVA_ASSIGN_OR_RETURN(const std::vector<kv::PolicySpec> configs,
                         sweep_configs(o.policies, o.budgets, ctx));
   if (in.ids.empty()) return make_error("'{}' gives no tokens", in.label);
-  const int32_t bos = in.from_text ? e.tokenizer().bos() : -1;
+  const int32_t bos = in.from_text ? EngineAccess::tokenizer(e).bos() : -1;
   auto chunks = make_chunks(in.ids, {.ctx = ctx, .bos = bos, .max_chunks = o.chunks});
   if (!chunks.ok()) return make_error("{}: {}", in.label, chunks.message());
   SweepOptions so{.configs = configs,
@@ -85,8 +86,8 @@ Result<PplReport> run_chunks(const Engine& e, const PplOptions& o, const Input& 
                   .on_progress = o.on_progress};
   PplReport rep;
   {
-    const auto lock = e.exclusive();
-    TOVA_ASSIGN_OR_RETURN(rep.sweep, run_sweep(m, e.pool(), *chunks, so));
+    const auto lock = EngineAccess::exclusive(e);
+    TOVA_ASSIGN_OR_RETURN(rep.sweep, run_sweep(m, EngineAccess::pool(e), *chunks, so));
   }
   const SweepResult& r = rep.sweep;
   const std::string model = o.model_label.empty() ? e.path() : o.model_label;
@@ -125,8 +126,8 @@ Result<PplReport> run_chunks(const Engine& e, const PplOptions& o, const Input& 
 // nothing) over the first max_full_ctx tokens.
 Result<PplReport> run_stream(const Engine& e, const PplOptions& o, const Input& in,
                              const Timer& wall) {
-  const model::Model& m = e.model();
-  const int32_t bos = in.from_text ? e.tokenizer().bos() : -1;
+  const model::Model& m = EngineAccess::model(e);
+  const int32_t bos = in.from_text ? EngineAccess::tokenizer(e).bos() : -1;
   std::vector<int32_t> seq;
   if (bos >= 0) seq.push_back(bos);
   seq.insert(seq.end(), in.ids.begin(), in.ids.end());
@@ -155,8 +156,8 @@ Result<PplReport> run_stream(const Engine& e, const PplOptions& o, const Input& 
                     .share_prefix = o.share_prefix,
                     .on_progress = o.on_progress};
     const std::vector<std::vector<int32_t>> chunks = {chunk};
-    const auto lock = e.exclusive();
-    TOVA_ASSIGN_OR_RETURN(const SweepResult res, run_sweep(m, e.pool(), chunks, so));
+    const auto lock = EngineAccess::exclusive(e);
+    TOVA_ASSIGN_OR_RETURN(const SweepResult res, run_sweep(m, EngineAccess::pool(e), chunks, so));
     rep.n_forward_calls += res.n_forward_calls;
     rep.sweep_seconds += res.seconds;
     for (const ConfigResult& c : res.configs) rep.curves.push_back(stream_curve(c, mode, o.window));

@@ -13,6 +13,7 @@
 #include "eval/ppl_sweep.h"
 #include "eval/task_report.h"
 #include "eval/task_samples.h"
+#include "runtime/engine_access.h"
 #include "tova/options.h"
 
 namespace tova::eval {
@@ -34,7 +35,7 @@ Result<SampleOptions> sample_options(const Engine& engine, const TaskRunOptions&
   if (!o.haystack_text.empty()) {
     TOVA_ASSIGN_OR_RETURN(so.haystack, file_haystack(o.haystack_text, o.haystack_label));
   }
-  const int64_t trained = engine.model().config().n_ctx_train;
+  const int64_t trained = EngineAccess::model(engine).config().n_ctx_train;
   so.lengths = o.lengths;
   if (so.lengths.empty()) {
     so.lengths = {trained > 16 ? static_cast<int>(std::min<int64_t>(trained, 1 << 24)) : 4096};
@@ -126,8 +127,8 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
   TOVA_ASSIGN_OR_RETURN(const std::vector<kv::PolicySpec> configs,
                         sweep_configs(o.policies, o.budgets, 1 << 30));
   TOVA_ASSIGN_OR_RETURN(const SampleOptions so, sample_options(engine, o));
-  const model::Model& m = engine.model();
-  const tok::Tokenizer& tk = engine.tokenizer();
+  const model::Model& m = EngineAccess::model(engine);
+  const tok::Tokenizer& tk = EngineAccess::tokenizer(engine);
 
   TaskReport rep;
   const std::function<void(std::string)> warn = [&](std::string w) {
@@ -148,8 +149,8 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
                        .on_progress = o.on_progress,
                        .chat = so.chat};
   {
-    const auto running = engine.exclusive();
-    TOVA_ASSIGN_OR_RETURN(rep.result, run_eval(m, tk, engine.pool(), samples.samples, eo));
+    const auto running = EngineAccess::exclusive(engine);
+    TOVA_ASSIGN_OR_RETURN(rep.result, run_eval(m, tk, EngineAccess::pool(engine), samples.samples, eo));
   }
   const std::string model = o.model_label.empty() ? engine.path() : o.model_label;
   rep.title = fmt::format("{}: {} samples per cell, seed {}",

@@ -12,6 +12,7 @@
 #include "core/timer.h"
 #include "eval/bench.h"
 #include "eval/token_source.h"
+#include "runtime/engine_access.h"
 #include "runtime/forward_batch.h"
 
 namespace tova::eval {
@@ -230,8 +231,8 @@ Result<ThroughputReport> run_throughput(const model::Model& m, ThreadPool& pool,
 namespace tova::eval {
 
 Result<ThroughputReport> run_throughput(const Engine& engine, const ThroughputOptions& o) {
-  const auto lock = engine.exclusive();
-  return run_throughput(engine.model(), engine.pool(), o);
+  const auto lock = EngineAccess::exclusive(engine);
+  return run_throughput(EngineAccess::model(engine), EngineAccess::pool(engine), o);
 }
 
 }  // namespace tova::eval

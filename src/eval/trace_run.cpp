@@ -9,6 +9,7 @@
 #include "eval/trace.h"
 #include "eval/trace_compare.h"
 #include "model/model.h"
+#include "runtime/engine_access.h"
 #include "tokenizer/tokenizer.h"
 #include "tova/eval.h"
 #include "tova/timer.h"
@@ -25,7 +26,7 @@ Result<std::vector<int32_t>> trace_ids(const Engine& engine, const TraceRunOptio
   } else {
     if (!engine.has_tokenizer()) return make_error("no tokenizer to read the text with");
     if (o.text.empty()) return make_error("'{}' is empty", o.text_label);
-    if (engine.tokenizer().bos() >= 0) ids.push_back(engine.tokenizer().bos());
+    if (EngineAccess::tokenizer(engine).bos() >= 0) ids.push_back(EngineAccess::tokenizer(engine).bos());
     const std::vector<int32_t> text = engine.tokenize(o.text, false);
     ids.insert(ids.end(), text.begin(), text.end());
   }
@@ -60,7 +61,7 @@ Result<TraceReport> run_trace(const Engine& engine, const TraceRunOptions& o) {
   if (!o.cache.prefill.exact()) {
     return make_error("a trace feeds one token per step: the prefill must be exact");
   }
-  const model::Model& m = engine.model();
+  const model::Model& m = EngineAccess::model(engine);
   TraceReport rep;
   rep.ctx = o.ctx > 0 ? o.ctx : (m.config().n_ctx_train > 0 ? m.config().n_ctx_train : 512);
   if (o.cache.policy.bounded() && o.cache.policy.budget > rep.ctx) {
@@ -75,8 +76,8 @@ Result<TraceReport> run_trace(const Engine& engine, const TraceRunOptions& o) {
                         .far_age = rep.far_age,
                         .on_progress = o.on_progress};
   {
-    const auto lock = engine.exclusive();
-    TOVA_ASSIGN_OR_RETURN(rep.run, run_trace_compared(m, engine.pool(), ids, to, o.compare));
+    const auto lock = EngineAccess::exclusive(engine);
+    TOVA_ASSIGN_OR_RETURN(rep.run, run_trace_compared(m, EngineAccess::pool(engine), ids, to, o.compare));
   }
   const TraceResult& r = rep.run.trace;
   const std::string model = o.model_label.empty() ? engine.path() : o.model_label;
@@ -86,7 +87,7 @@ Result<TraceReport> run_trace(const Engine& engine, const TraceRunOptions& o) {
                           std::filesystem::path(input).filename().string(), r.policy,
                           r.budget >= 0 ? std::to_string(r.budget) : "unbounded", r.n_tokens);
   auto text_of = [&engine](int32_t id) {
-    return engine.has_tokenizer() ? engine.tokenizer().token_text(id) : std::to_string(id);
+    return engine.has_tokenizer() ? EngineAccess::tokenizer(engine).token_text(id) : std::to_string(id);
   };
   rep.longest = longest_kept(r, text_of, o.top);
   rep.json = trace_json(r, trace_header(engine, o, rep, wall.seconds()), text_of, o.top);

@@ -5,6 +5,7 @@
 
 #include "core/thread_pool.h"
 #include "core/timer.h"
+#include "runtime/engine_access.h"
 #include "runtime/session_impl.h"
 
 namespace tova::runtime {
@@ -83,7 +84,7 @@ bool BatchScheduler::build_batch() {
 
 void BatchScheduler::deliver(bool hidden) {
   const size_t n_vocab = static_cast<size_t>(engine_.n_vocab());
-  const size_t n_embd = static_cast<size_t>(engine_.model().config().n_embd);
+  const size_t n_embd = static_cast<size_t>(EngineAccess::model(engine_).config().n_embd);
   size_t ib = 0;  // the take's first token in the batch
   for (const Take& t : takes_) {
     Session::Impl& s = SessionAccess::impl(*t.session);
@@ -106,12 +107,12 @@ Result<StepStats> BatchScheduler::step(std::span<Session* const> sessions, bool 
   if (takes_.empty()) return st;
   const bool hidden = build_batch();
   if (hidden) {
-    hidden_.resize(batch_.n_tokens() * static_cast<size_t>(engine_.model().config().n_embd));
+    hidden_.resize(batch_.n_tokens() * static_cast<size_t>(EngineAccess::model(engine_).config().n_embd));
   }
   {
-    const auto lock = engine_.exclusive();
+    const auto lock = EngineAccess::exclusive(engine_);
     Timer timer;
-    const Status fwd = batch_.run(engine_.model(), engine_.pool(), scratch_, nullptr,
+    const Status fwd = batch_.run(EngineAccess::model(engine_), EngineAccess::pool(engine_), scratch_, nullptr,
                                   hidden ? hidden_.data() : nullptr);
     if (!fwd.ok()) {
       // Nothing was fed: the verify steps' sessions go back to their checkpoints.

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "jinja/json.h"
+#include "runtime/engine_access.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tova::runtime {
@@ -11,7 +12,7 @@ Result<tok::ChatTemplate> chat_template_of(const Engine& engine, std::string_vie
   std::string bos;
   std::string eos;
   if (engine.has_tokenizer()) {
-    const tok::Tokenizer& tk = engine.tokenizer();
+    const tok::Tokenizer& tk = EngineAccess::tokenizer(engine);
     if (tk.bos() >= 0) bos = tk.token_text(tk.bos());
     if (tk.eos() >= 0) eos = tk.token_text(tk.eos());
   }

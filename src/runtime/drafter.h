@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "runtime/engine_access.h"
 #include "tova/options.h"
 
 namespace tova {
@@ -58,7 +59,7 @@ DraftChoice draft_choice(const float* logits, int n_vocab);
 std::unique_ptr<Drafter> make_ngram_simple(const SpeculativeOptions& o);
 // llama.cpp's ngram-mod, a hashed n-gram table per session (drafter_ngram_mod.cpp).
 std::unique_ptr<Drafter> make_ngram_mod(const SpeculativeOptions& o);
-// A greedy draft model (drafter_model.cpp): e.draft_model() with its own multi-state under
+// A greedy draft model (drafter_model.cpp): EngineAccess::draft_model(e) with its own multi-state under
 // `cache` (its own policy and budget).
 Result<std::unique_ptr<Drafter>> make_model_drafter(const Engine& e, const SpeculativeOptions& o,
                                                     const CacheOptions& cache);

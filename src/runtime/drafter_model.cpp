@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "runtime/drafter.h"
+#include "runtime/engine_access.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
 #include "tova/engine.h"
@@ -35,7 +36,7 @@ class ModelDrafter : public Drafter {
   Result<std::vector<int32_t>> draft(std::span<const int32_t> history, int n_max) override {
     std::vector<int32_t> out;
     if (history.empty() || n_max <= 0) return out;
-    const auto lock = e_->exclusive();
+    const auto lock = EngineAccess::exclusive(*e_);
     size_t common = 0;
     while (common < fed_.size() && common < history.size() && fed_[common] == history[common]) {
       ++common;
@@ -47,7 +48,7 @@ class ModelDrafter : public Drafter {
     }
     if (common < history.size()) {
       TOVA_RETURN_IF_ERROR(
-          feed(*m_, e_->pool(), scratch_, *state_, history.subspan(common), 512, logits_.data()));
+          feed(*m_, EngineAccess::pool(*e_), scratch_, *state_, history.subspan(common), 512, logits_.data()));
       fed_.assign(history.begin(), history.end());
     }
     std::unique_ptr<kv::MultiState> checkpoint = state_->clone();
@@ -59,7 +60,7 @@ class ModelDrafter : public Drafter {
       const int32_t tok = c.token;
       out.push_back(tok);
       if (i + 1 == n_max) break;
-      TOVA_RETURN_IF_ERROR(feed(*m_, e_->pool(), scratch_, *state_,
+      TOVA_RETURN_IF_ERROR(feed(*m_, EngineAccess::pool(*e_), scratch_, *state_,
                                 std::span<const int32_t>(&tok, 1), 1, cur.data()));
     }
     state_ = std::move(checkpoint);
@@ -83,13 +84,13 @@ class ModelDrafter : public Drafter {
 
 Result<std::unique_ptr<Drafter>> make_model_drafter(const Engine& e, const SpeculativeOptions& o,
                                                     const CacheOptions& cache) {
-  if (e.draft_model() == nullptr) {
+  if (EngineAccess::draft_model(e) == nullptr) {
     return make_error("--spec-type {} needs a draft model (-md / --spec-draft-model FILE)", o.type);
   }
   CacheOptions c = cache;
   c.prefill = PrefillMode{};  // the draft's steps are exact (one token at a time after the sync)
   c.reserve = 0;
-  return std::unique_ptr<Drafter>(std::make_unique<ModelDrafter>(e, *e.draft_model(), c, o.p_min));
+  return std::unique_ptr<Drafter>(std::make_unique<ModelDrafter>(e, *EngineAccess::draft_model(e), c, o.p_min));
 }
 
 }  // namespace tova::runtime

@@ -25,6 +25,7 @@
 #include "kv/multi_state.h"
 #include "model/model.h"
 #include "runtime/drafter.h"
+#include "runtime/engine_access.h"
 #include "tova/engine.h"
 
 namespace tova::runtime {
@@ -80,7 +81,7 @@ class MtpDrafter : public Drafter {
     // Drafting after x_{L-1} needs h_{L-2} (none before position 0).
     if (len >= 2 && !(rec_pos_ <= len - 2 && len - 2 < valid_end)) return out;
 
-    const auto lock = e_->exclusive();
+    const auto lock = EngineAccess::exclusive(*e_);
     size_t common = 0;
     while (common < fed_.size() && common < history.size() && fed_[common] == history[common]) {
       ++common;
@@ -107,7 +108,7 @@ class MtpDrafter : public Drafter {
         if (p > 0) std::memcpy(&h_[(p - a) * d_], row(p - 1), sizeof(float) * d_);
       }
       TOVA_RETURN_IF_ERROR(
-          m_->forward_nextn(0, batch_, h_.data(), e_->pool(), scratch_, nullptr, nullptr));
+          m_->forward_nextn(0, batch_, h_.data(), EngineAccess::pool(*e_), scratch_, nullptr, nullptr));
       fed_.assign(history.begin(), history.begin() + b);
     }
     // Rows before h_{L-2} are no longer needed (the block holds their pairs).
@@ -122,7 +123,7 @@ class MtpDrafter : public Drafter {
     int32_t tok = history[len - 1];
     for (int i = 0; i < n_max; ++i) {
       const model::BatchToken bt{.token = tok, .state = state_.get(), .logits = true};
-      const Status st = m_->forward_nextn(0, std::span(&bt, 1), h.data(), e_->pool(), scratch_,
+      const Status st = m_->forward_nextn(0, std::span(&bt, 1), h.data(), EngineAccess::pool(*e_), scratch_,
                                           cur.data(), h_next.data());
       if (!st.ok()) {
         state_ = std::move(checkpoint);
@@ -181,7 +182,7 @@ class MtpDrafter : public Drafter {
 
 Result<std::unique_ptr<Drafter>> make_mtp_drafter(const Engine& e, const SpeculativeOptions& o,
                                                   const CacheOptions& cache) {
-  const model::Model& m = e.model();
+  const model::Model& m = EngineAccess::model(e);
   if (m.config().n_nextn == 0) {
     return make_error(
         "--spec-type draft-mtp: model '{}' has no multi-token prediction block "

@@ -10,6 +10,7 @@
 #include "core/timer.h"
 #include "grammar/gbnf.h"
 #include "grammar/token_trie.h"
+#include "runtime/engine_access.h"
 #include "runtime/grammar_vocab.h"
 #include "model/model.h"
 #include "runtime/batch_scheduler.h"
@@ -35,7 +36,6 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& o) {
     TOVA_ASSIGN_OR_RETURN(e->tokenizer_, tok::Tokenizer::from_gguf(e->model_->file()));
   }
   if (!o.draft_model_path.empty()) {
-    e->draft_path_ = o.draft_model_path;
     TOVA_ASSIGN_OR_RETURN(e->draft_, model::Model::load(o.draft_model_path,
                                                         {.f32_activations = o.f32_activations,
                                                          .mmap = o.mmap}));
@@ -94,7 +94,7 @@ namespace runtime {
 Result<std::unique_ptr<Sampler>> make_sampler(const Engine& e, const SamplerParams& p) {
   if (p.grammar.empty()) return std::make_unique<Sampler>(p);
   TOVA_ASSIGN_OR_RETURN(grammar::Grammar g, grammar::parse_gbnf(p.grammar));
-  auto vocab = e.grammar_vocab();
+  auto vocab = EngineAccess::grammar_vocab(e);
   if (!vocab) return make_error("a grammar needs the model's tokenizer, which was not loaded");
   return std::make_unique<Sampler>(
       p, grammar::Constraint(std::make_shared<const grammar::Grammar>(std::move(g)), vocab));

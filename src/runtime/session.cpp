@@ -5,6 +5,7 @@
 #include "core/timer.h"
 #include "model/model.h"
 #include "runtime/batch_scheduler.h"
+#include "runtime/engine_access.h"
 #include "runtime/sequence.h"
 #include "runtime/session_impl.h"
 
@@ -174,7 +175,7 @@ SessionStats Session::stats() const {
   // E2B/E4B's last layers, which read an earlier layer's K/V and hold nothing; what they read
   // is bounded by the owner's policy alone). A driven session (no engine) knows no order: its
   // recurrent layers follow.
-  const model::ModelConfig* c = impl_->engine ? &impl_->engine->model().config() : nullptr;
+  const model::ModelConfig* c = impl_->engine ? &EngineAccess::model(*impl_->engine).config() : nullptr;
   const int n_shared = c != nullptr ? c->n_shared_kv_layers() : 0;
   if (st.n_recurrent() > 0 || n_shared > 0) {
     std::vector<LayerStats> attention = std::move(k.layers);
@@ -230,7 +231,7 @@ std::unique_ptr<Session> Session::clone() const {
 
 Status Session::reset() {
   Impl& s = *impl_;
-  TOVA_ASSIGN_OR_RETURN(s.state, runtime::make_state(s.engine->model(), s.cache, 0));
+  TOVA_ASSIGN_OR_RETURN(s.state, runtime::make_state(EngineAccess::model(*s.engine), s.cache, 0));
   if (s.spec) s.spec->clear();
   s.history.clear();
   s.n_fed = 0;
@@ -247,7 +248,7 @@ Result<uint64_t> Session::save(const std::string& path, const SaveOptions& o) co
   }
   runtime::SessionData d = runtime::session_data(*this, o.unfed);
   d.note = o.note;
-  return runtime::save_session(path, impl_->engine->model(), d, o.sync);
+  return runtime::save_session(path, EngineAccess::model(*impl_->engine), d, o.sync);
 }
 
 namespace runtime {
@@ -263,7 +264,7 @@ Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOp
   }
   auto s = std::make_unique<Session::Impl>();
   s->engine = &e;
-  s->tokenizer = e.has_tokenizer() ? &e.tokenizer() : nullptr;
+  s->tokenizer = e.has_tokenizer() ? &EngineAccess::tokenizer(e) : nullptr;
   // The cache options are the restored state's (a reset starts the same kind of cache again);
   // only the reserve comes from the caller.
   s->cache = o.cache;

@@ -42,6 +42,7 @@
 #include "kv/multi_state.h"
 #include "model/model.h"
 #include "runtime/drafter.h"
+#include "runtime/engine_access.h"
 #include "tova/options.h"
 #include "tova/session.h"
 
@@ -108,7 +109,7 @@ class Speculation {
 };
 
 // A session's speculation for `o` (null when o is off), its drafter made for engine `e` (a
-// draft model needs e.draft_model()); an error names the option or file at fault.
+// draft model needs EngineAccess::draft_model(e)); an error names the option or file at fault.
 // A draft model's multi-state follows the session's cache options (policy, budget, K/V type).
 Result<std::unique_ptr<Speculation>> make_speculation(const Engine& e, const SpeculativeOptions& o,
                                                       const CacheOptions& cache);

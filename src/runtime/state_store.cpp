@@ -17,6 +17,7 @@
 #include "core/field_names.h"
 #include "core/hash.h"
 #include "core/json_text.h"
+#include "runtime/engine_access.h"
 #include "runtime/session_file.h"
 #include "runtime/session_impl.h"
 
@@ -108,7 +109,7 @@ bool remove_if_unchanged(const std::string& path, const FileId& seen, const std:
 }
 
 StateStore::StateStore(const Engine& engine) : engine_(engine) {
-  fingerprint_ = model_fingerprint(engine.model());
+  fingerprint_ = model_fingerprint(EngineAccess::model(engine));
   prefix_ = fmt::format("{:016x}-", fingerprint_);
 }
 
@@ -137,7 +138,7 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const Engine& engine, const
     if (it->path().extension() != ".sess" || is_state_name(name, s->prefix_)) continue;
     // Not named as this model's state: say why it is not used (another model's file, not a
     // session file, ...), and leave it.
-    auto d = load_session(it->path().string(), engine.model());
+    auto d = load_session(it->path().string(), EngineAccess::model(engine));
     std::string why;
     if (!d.ok()) {
       why = d.message();
@@ -240,7 +241,7 @@ Status StateStore::put(const std::vector<int32_t>& tokens, const Session& s, boo
   // Written under a name of this process, then renamed over the final name: another replica
   // writing the same conversation, or reading it, never sees a mix of two files.
   const std::string temp = claim_name("put");
-  auto bytes = save_session(temp, engine_.model(), d, sync);
+  auto bytes = save_session(temp, EngineAccess::model(engine_), d, sync);
   if (!bytes.ok()) {
     std::remove(temp.c_str());
     return make_error("{}", bytes.message());
@@ -280,7 +281,7 @@ Result<std::unique_ptr<Session>> StateStore::take(std::span<const int32_t> promp
   if (std::rename(path.c_str(), claimed.c_str()) != 0) {
     return make_error("{}: taken by another server", path);
   }
-  auto d = load_session(claimed, engine_.model());
+  auto d = load_session(claimed, EngineAccess::model(engine_));
   if (!d.ok()) {
     // Unreadable (it was renamed into place whole, so it was damaged on disk): it goes.
     std::remove(claimed.c_str());

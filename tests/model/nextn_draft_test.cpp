@@ -13,6 +13,7 @@
 
 #include "model/model_test_util.h"
 #include "runtime/drafter.h"
+#include "runtime/engine_access.h"
 #include "tova/engine.h"
 
 namespace tova {
@@ -25,7 +26,7 @@ TEST_P(NextnDraft, DraftLogitsMatchLlamaCpp) {
   const std::string base = std::string(TOVA_TEST_DATA_DIR) + "/arch/" + GetParam() + "-mtp-f32";
   auto e = Engine::load({.model_path = base + ".gguf", .n_threads = 2});
   ASSERT_TRUE(e.ok()) << e.message();
-  const model::Model& m = (*e)->model();
+  const model::Model& m = EngineAccess::model(**e);
   const int n_vocab = m.config().n_vocab, n_embd = m.config().n_embd;
   const std::vector<int32_t> ids =
       testing::read_ids(testing::shared_path("golden/tokens-128.json"));
@@ -49,7 +50,7 @@ TEST_P(NextnDraft, DraftLogitsMatchLlamaCpp) {
       batch.push_back({.token = ids[p], .state = state->get(), .logits = p + 1 == b});
     }
     hidden.resize(static_cast<size_t>(b - a) * n_embd);
-    ASSERT_TRUE(m.forward(batch, (*e)->pool(), scratch, logits.data(), {}, hidden.data()).ok());
+    ASSERT_TRUE(m.forward(batch, EngineAccess::pool(**e), scratch, logits.data(), {}, hidden.data()).ok());
     (*d)->observe(a, std::span(ids).subspan(a, b - a), hidden.data());
   };
   feed(0, kPrompt - 1);
@@ -84,7 +85,7 @@ TEST_P(NextnDraft, LongSyncInPassesEqualsStepwiseSync) {
   const std::string base = std::string(TOVA_TEST_DATA_DIR) + "/arch/" + GetParam() + "-mtp-f32";
   auto e = Engine::load({.model_path = base + ".gguf", .n_threads = 2});
   ASSERT_TRUE(e.ok()) << e.message();
-  const model::Model& m = (*e)->model();
+  const model::Model& m = EngineAccess::model(**e);
   const int n_vocab = m.config().n_vocab, n_embd = m.config().n_embd;
   const std::vector<int32_t> t128 =
       testing::read_ids(testing::shared_path("golden/tokens-128.json"));
@@ -105,7 +106,7 @@ TEST_P(NextnDraft, LongSyncInPassesEqualsStepwiseSync) {
     std::vector<model::BatchToken> batch;
     for (int p = a; p < b; ++p) batch.push_back({.token = ids[p], .state = state->get()});
     hidden.resize(static_cast<size_t>(b - a) * n_embd);
-    ASSERT_TRUE(m.forward(batch, (*e)->pool(), scratch, logits.data(), {}, hidden.data()).ok());
+    ASSERT_TRUE(m.forward(batch, EngineAccess::pool(**e), scratch, logits.data(), {}, hidden.data()).ok());
     const auto toks = std::span(ids).subspan(a, b - a);
     (*once)->observe(a, toks, hidden.data());
     (*often)->observe(a, toks, hidden.data());

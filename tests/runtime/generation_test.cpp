@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "model/model_test_util.h"
+#include "runtime/engine_access.h"
 #include "tokenizer/tokenizer.h"
 #include "tova/engine.h"
 #include "tova/text_stream.h"
@@ -19,7 +20,7 @@ TEST(Generation, GreedyStories260KMatchesGolden) {
   TOVA_REQUIRE_SHARED();
   auto e = Engine::load({.model_path = shared_path("models/stories260K.gguf"), .n_threads = 2});
   ASSERT_TRUE(e.ok()) << e.message();
-  const tok::Tokenizer& tk = (*e)->tokenizer();
+  const tok::Tokenizer& tk = EngineAccess::tokenizer(**e);
   std::ifstream in(shared_path("golden/greedy-stories260K-200.txt"));
   std::stringstream ss;
   ss << in.rdbuf();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kv/policy_registry.h"
+#include "runtime/engine_access.h"
 #include "runtime/session_impl.h"
 #include "runtime/speculation.h"
 #include "test_data.h"
@@ -326,14 +327,14 @@ TEST(Speculation, DraftMtpDraftsDependOnTheHistoryAlone) {
     SCOPED_TRACE(history.size());
     auto fresh = runtime::make_mtp_drafter(e, so, c);
     ASSERT_TRUE(fresh.ok());
-    auto state = runtime::make_state(e.model(), c, 0);
+    auto state = runtime::make_state(EngineAccess::model(e), c, 0);
     ASSERT_TRUE(state.ok());
     model::ForwardScratch scratch;
-    std::vector<float> logits(e.n_vocab()), hidden(e.model().config().n_embd);
+    std::vector<float> logits(e.n_vocab()), hidden(EngineAccess::model(e).config().n_embd);
     for (size_t p = 0; p + 1 < history.size(); ++p) {
       const model::BatchToken t{.token = history[p], .state = state->get(), .logits = true};
       ASSERT_TRUE(
-          e.model().forward(std::span(&t, 1), e.pool(), scratch, logits.data(), {}, hidden.data())
+          EngineAccess::model(e).forward(std::span(&t, 1), EngineAccess::pool(e), scratch, logits.data(), {}, hidden.data())
               .ok());
       (*fresh)->observe(static_cast<int64_t>(p), std::span(&history[p], 1), hidden.data());
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/batch_scheduler.h"
+#include "runtime/engine_access.h"
 #include "runtime/session_impl.h"
 #include "tokenizer/tokenizer.h"
 #include "runtime/stories_engine.h"
@@ -38,7 +39,7 @@ int32_t word(const std::string& text) {
 }
 
 int32_t token_of(const std::string& text) {
-  const tok::Tokenizer& tk = stories().tokenizer();
+  const tok::Tokenizer& tk = EngineAccess::tokenizer(stories());
   for (int32_t id = 0; id < tk.n_vocab(); ++id) {
     if (tk.token_text(id) == text) return id;
   }
@@ -109,7 +110,7 @@ TEST(TextStream, HeldBackTextThatIsNoStopStringIsHandedOutLater) {
 }
 
 TEST(TextStream, EndOfGenerationStopsUnlessIgnored) {
-  const int32_t eos = stories().tokenizer().eos();
+  const int32_t eos = EngineAccess::tokenizer(stories()).eos();
   ASSERT_GE(eos, 0);
   auto s = session();
   s->queue(stories().tokenize("Hi"));
@@ -131,7 +132,7 @@ TEST(TextStream, EndOfGenerationStopsUnlessIgnored) {
 // A control token renders nothing, unless render_special names it (a reasoning parser reads
 // harmony's headers so); a text that is no token of the vocabulary renders nothing either.
 TEST(TextStream, ControlTokensRenderOnlyWhenAsked) {
-  const int32_t bos = stories().tokenizer().bos();
+  const int32_t bos = EngineAccess::tokenizer(stories()).bos();
   ASSERT_GE(bos, 0);
   auto s = session();
   s->queue(stories().tokenize("Hi"));
