@@ -108,10 +108,9 @@ py::dict stats_dict(const SessionStats& s) {
                   "speculation"_a = speculation);
 }
 
-// Records as the JSON files hold them: the library's JSON, read by Python's json module.
-py::object json_to_python(const nlohmann::ordered_json& j) {
-  return py::module_::import("json").attr("loads")(
-      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+// Records as the JSON files hold them: the library's JSON text, read by Python's json module.
+py::object json_to_python(const std::string& text) {
+  return py::module_::import("json").attr("loads")(text);
 }
 
 // A model's text as a Python str: bytes that are not UTF-8 (half a character from a byte token,

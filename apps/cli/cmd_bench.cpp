@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "tova/eval.h"
+#include "tova/eval/bench.h"
 #include "tova/policy_spec.h"
 #include "tova/simd_target.h"
 

@@ -12,7 +12,7 @@
 #include "plots.h"
 #include "progress.h"
 #include "tova/chat.h"
-#include "tova/eval.h"
+#include "tova/eval/tasks.h"
 
 namespace tova::cli {
 namespace {
@@ -83,7 +83,7 @@ void run(const Flags& f) {
   if (!out) return;
   // An answer may hold bytes that are not UTF-8 (the model writes byte tokens; niah_multikey on
   // niah-13m did): they become U+FFFD in the JSON instead of an exception after the whole grid.
-  const std::string json = rep.json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string& json = rep.json;
   check(plot::write_file(out->file("results.json"), json + "\n"));
   check(plot::write_file(out->file("results.csv"), rep.csv));
   std::string plots;

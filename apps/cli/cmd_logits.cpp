@@ -6,7 +6,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "tova/eval.h"
+#include "tova/eval/logits.h"
 
 namespace tova::cli {
 

@@ -15,7 +15,7 @@
 #include "output_dir.h"
 #include "plots.h"
 #include "progress.h"
-#include "tova/eval.h"
+#include "tova/eval/ppl.h"
 
 namespace tova::cli {
 
@@ -244,7 +244,7 @@ eval::PplOptions ppl_options(const Flags& f) {
 void write_ppl_out(plot::OutputDir& out, const eval::PplReport& r, const Flags& f) {
   Status st = plot::write_file(
       out.file("results.json"),
-      r.json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      r.json + "\n");
   if (st.ok()) st = plot::write_file(out.file("results.csv"), r.csv);
   if (st.ok() && !f.no_plot) {
     st = r.stream ? plot::plot_stream(r.curves, r.title, r.trained_ctx, out.tmp_path())

@@ -3,13 +3,12 @@
 // buys (see eval/throughput.h for the protocol).
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "common.h"
 #include "output_dir.h"
 #include "plots.h"
-#include "tova/eval.h"
+#include "tova/eval/throughput.h"
 #include "tova/simd_target.h"
 
 namespace tova::cli {
@@ -145,23 +144,15 @@ void add_throughput_command(CLI::App& app) {
     const eval::ThroughputReport rep =
         or_fail(eval::run_throughput(*engine, o));
     const eval::BenchModelInfo info = eval::describe_model(*engine, path);
-    nlohmann::ordered_json header;
-    header["model_filename"] = path;
-    header["model_type"] = info.model_type;
-    header["n_threads"] = engine->n_threads();
-    header["kv_types"] = f.kv_type.texts();
-    header["simd_target"] = kernels::simd_target_name();
-    const nlohmann::ordered_json json = eval::throughput_json(rep, header);
-
     if (f.output == "json") {
-      fmt::print("{}\n", json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+      fmt::print("{}\n", rep.json);
     } else {
       print_throughput_table(info, engine->n_threads(), rep);
     }
     if (dir) {
       or_fail(plot::write_file(
           dir->file("results.json"),
-          json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+          rep.json + "\n"));
       const std::string title = fmt::format("{}: decode throughput at {} of K/V, ctx {}",
                                             info.model_type, format_bytes(rep.kv_memory), rep.ctx);
       or_fail(plot::plot_throughput(rep, title, dir->tmp_path()));

@@ -13,7 +13,7 @@
 #include "output_dir.h"
 #include "plots.h"
 #include "progress.h"
-#include "tova/eval.h"
+#include "tova/eval/trace.h"
 #include "tova/timer.h"
 
 namespace tova::cli {
@@ -135,7 +135,7 @@ void write_outputs(const TraceFlags& f, const eval::TraceReport& rep, plot::Outp
   const eval::TraceResult& r = rep.run.trace;
   auto st = plot::write_file(
       od.file("trace.json"),
-      rep.json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      rep.json + "\n");
   if (st.ok() && !f.no_plot) {
     st = plot::plot_trace(r, rep.title, od.tmp_path());
     if (!st.ok()) st = make_error("{} (--no-plot skips the plot)", st.message());

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tova/eval.h"
+#include "tova/eval/token_list.h"
 #include "tova/engine.h"
 #include "tova/field_names.h"
 #include "tova/policy_spec.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/bench.h"
 #include "model/model.h"
 #include "runtime/sequence.h"
 

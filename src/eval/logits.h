@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/logits.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
 #include "tova/options.h"

@@ -116,7 +116,7 @@ Result<PplReport> run_chunks(const Engine& e, const PplOptions& o, const Input& 
       {"sweep_seconds", r.seconds},
       {"wall_seconds", wall.seconds()},
   };
-  rep.json = sweep_json(r, header);
+  rep.json = sweep_json(r, header).dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
   rep.csv = sweep_csv(r);
   return rep;
 }
@@ -196,7 +196,7 @@ Result<PplReport> run_stream(const Engine& e, const PplOptions& o, const Input& 
       {"sweep_seconds", rep.sweep_seconds},
       {"wall_seconds", wall.seconds()},
   };
-  rep.json = stream_json(rep.curves, header);
+  rep.json = stream_json(rep.curves, header).dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
   rep.csv = stream_csv(rep.curves);
   return rep;
 }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/ppl.h"
 #include "eval/ppl_sweep.h"
 #include "eval/stream_report.h"
 #include "tova/engine.h"

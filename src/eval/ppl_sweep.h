@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/ppl.h"
 #include "core/thread_pool.h"
 #include "kv/multi_state.h"
 #include "kv/policy_registry.h"

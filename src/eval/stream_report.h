@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/ppl.h"
 #include "eval/ppl_sweep.h"
 #include "kv/positions.h"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/tasks.h"
 #include "core/thread_pool.h"
 #include "eval/task_samples.h"
 #include "kv/multi_state.h"

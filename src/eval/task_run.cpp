@@ -158,7 +158,8 @@ Result<TaskReport> run_tasks(const Engine& engine, const TaskRunOptions& o) {
   rep.n_samples = samples.samples.size();
   rep.n_configs = configs.size();
   rep.json = eval_json(rep.result,
-                       run_header(engine, o, so, prefill, kv_type, model, rep, wall.seconds()));
+                       run_header(engine, o, so, prefill, kv_type, model, rep, wall.seconds()))
+                 .dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
   rep.csv = eval_csv(rep.result);
   return rep;
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/tasks.h"
 #include "eval/task_eval.h"
 #include "tova/engine.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "eval/task_text.h"
-#include "tova/eval.h"
+#include "tova/eval/tasks.h"
 
 namespace tova::eval {
 

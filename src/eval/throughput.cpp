@@ -13,6 +13,7 @@
 #include "eval/bench.h"
 #include "eval/token_source.h"
 #include "runtime/engine_access.h"
+#include "tova/simd_target.h"
 #include "runtime/forward_batch.h"
 
 namespace tova::eval {
@@ -232,7 +233,19 @@ namespace tova::eval {
 
 Result<ThroughputReport> run_throughput(const Engine& engine, const ThroughputOptions& o) {
   const auto lock = EngineAccess::exclusive(engine);
-  return run_throughput(EngineAccess::model(engine), EngineAccess::pool(engine), o);
+  TOVA_ASSIGN_OR_RETURN(ThroughputReport rep,
+                        run_throughput(EngineAccess::model(engine), EngineAccess::pool(engine), o));
+  nlohmann::ordered_json header;
+  header["model_filename"] = engine.path();
+  header["model_type"] = describe_model(engine, engine.path()).model_type;
+  header["n_threads"] = engine.n_threads();
+  std::vector<std::string> kv_types;
+  for (const KvFormat& f : o.kv_types) kv_types.push_back(f.label());
+  header["kv_types"] = kv_types;
+  header["simd_target"] = kernels::simd_target_name();
+  rep.json = throughput_json(rep, header).dump(2, ' ', false,
+                                               nlohmann::json::error_handler_t::replace);
+  return rep;
 }
 
 }  // namespace tova::eval

@@ -19,13 +19,20 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/throughput.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
 #include "runtime/sequence.h"
 
 namespace tova::eval {
+
+// ThroughputReport::json as a document: one object per configuration, `header`'s fields (the
+// model, threads, ...) in every object.
+nlohmann::ordered_json throughput_json(const ThroughputReport& r,
+                                       const nlohmann::ordered_json& header);
 
 // Bytes of K/V one sequence of this model allocates under `policy` after seeing ctx tokens
 // with `extra_steps` more reserved (unbounded only), by building the state and asking it.

@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "tova/eval.h"
+#include "tova/eval/throughput.h"
 
 namespace tova::eval {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/token_list.h"
 
 namespace tova::eval {
 

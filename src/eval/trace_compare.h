@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "tova/eval.h"
+#include "tova/eval/trace.h"
 #include "eval/trace.h"
 
 namespace tova::eval {

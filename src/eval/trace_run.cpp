@@ -11,7 +11,7 @@
 #include "model/model.h"
 #include "runtime/engine_access.h"
 #include "tokenizer/tokenizer.h"
-#include "tova/eval.h"
+#include "tova/eval/trace.h"
 #include "tova/timer.h"
 
 namespace tova::eval {
@@ -90,8 +90,10 @@ Result<TraceReport> run_trace(const Engine& engine, const TraceRunOptions& o) {
     return engine.has_tokenizer() ? EngineAccess::tokenizer(engine).token_text(id) : std::to_string(id);
   };
   rep.longest = longest_kept(r, text_of, o.top);
-  rep.json = trace_json(r, trace_header(engine, o, rep, wall.seconds()), text_of, o.top);
-  if (!rep.run.comparisons.empty()) rep.json["kv_type_comparison"] = comparison_json(rep.run);
+  nlohmann::ordered_json json =
+      trace_json(r, trace_header(engine, o, rep, wall.seconds()), text_of, o.top);
+  if (!rep.run.comparisons.empty()) json["kv_type_comparison"] = comparison_json(rep.run);
+  rep.json = json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return rep;
 }
 
