@@ -1,7 +1,8 @@
-// Replays inputs through a fuzz harness without libFuzzer: `fuzz_replay_NAME PATH...` runs
-// LLVMFuzzerTestOneInput over every file (directories: every file in them, sorted). Built with
-// any compiler in every configuration, so the regression inputs of tests/fuzz/regressions/ and
-// the seed corpus run under plain ctest; a crash or failed check aborts with a non-zero status.
+// Replays inputs through a fuzz harness without libFuzzer: `fuzz_replay NAME PATH...` runs the
+// harness NAME's LLVMFuzzerTestOneInput over every file (directories: every file in them,
+// sorted). One binary holds every harness (replay_table.h); built with any compiler in every
+// configuration, so the regression inputs of tests/fuzz/regressions/ and the seed corpus run
+// under plain ctest; a crash or failed check aborts with a non-zero status.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -9,14 +10,38 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
-extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int* argc, char*** argv);
+#include "replay_table.h"
+
+namespace {
+
+const tova::fuzz::Harness* find_harness(std::string_view name) {
+  for (size_t i = 0; i < tova::fuzz::kNumHarnesses; ++i) {
+    if (name == tova::fuzz::kHarnesses[i].name) return &tova::fuzz::kHarnesses[i];
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
-  if (LLVMFuzzerInitialize != nullptr) LLVMFuzzerInitialize(&argc, &argv);
+  const tova::fuzz::Harness* h = argc > 1 ? find_harness(argv[1]) : nullptr;
+  if (h == nullptr) {
+    std::fprintf(stderr, "usage: %s HARNESS PATH...; harnesses:", argv[0]);
+    for (size_t i = 0; i < tova::fuzz::kNumHarnesses; ++i) {
+      std::fprintf(stderr, " %s", tova::fuzz::kHarnesses[i].name);
+    }
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
+  // The harness sees its own arguments as libFuzzer's would pass them: the program, then paths.
+  argv[1] = argv[0];
+  ++argv;
+  --argc;
+  if (h->initialize != nullptr) h->initialize(&argc, &argv);
   std::vector<fs::path> files;
   for (int i = 1; i < argc; ++i) {
     std::error_code ec;
@@ -41,8 +66,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::fprintf(stderr, "replay %s (%zu bytes)\n", p.c_str(), bytes.size());
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    h->test_one_input(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   }
-  std::fprintf(stderr, "%s: %zu inputs replayed\n", argv[0], files.size());
+  std::fprintf(stderr, "%s %s: %zu inputs replayed\n", argv[0], h->name, files.size());
   return 0;
 }
