@@ -150,99 +150,89 @@ Status read_expert_keys(KeyReader& keys, ModelConfig& c, const ExpertKeys& k) {
   return ok_status();
 }
 
-Result<ModelConfig> load_config(const io::GgufFile& f) {
-  ModelConfig c;
-  TOVA_ASSIGN_OR_RETURN(c.arch_name, f.get_string("general.architecture"));
-  const ArchSpec* spec = find_arch(c.arch_name);
-  if (spec == nullptr) {
-    return make_error("{}: unsupported architecture '{}' (supported: {})", f.path(), c.arch_name,
-                      supported_architectures());
-  }
-  if (f.find("general.name") != nullptr) {
-    auto n = f.get_string("general.name");
-    if (n.ok()) c.name = *n;
-  }
-  KeyReader k(f, c.arch_name);
-  const std::string a = c.arch_name + ".";
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_embd, k.u32("embedding_length"));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, k.u32("block_count"));
+namespace {
+
+// Sane maxima, far above real models, for the shape a hostile file claims.
+constexpr uint32_t kMaxShapeDim = 1u << 20;
+
+// The feed-forward width: the key's one value, or the widest of one per layer (llama.cpp reads
+// a scalar or an array of n_layer), the others kept in layer_n_ff where they differ.
+Result<uint32_t> read_ff_width(KeyReader& k, uint32_t n_layer, ModelConfig& c) {
+  const io::GgufFile& f = k.file();
   uint32_t n_ff = 0;
   if (k.is_array("feed_forward_length") && n_layer > 0 && n_layer <= 4096) {
-    // One width per layer (llama.cpp reads the key as a scalar or an array of n_layer).
     TOVA_ASSIGN_OR_RETURN(std::vector<uint32_t> ff, k.u32_array("feed_forward_length", n_layer));
     for (uint32_t w : ff) {
       if (w == 0 || w > (1u << 20)) {
-        return make_error("{}: {}feed_forward_length holds {}, out of range", f.path(), a, w);
+        return make_error("{}: {} holds {}, out of range", f.path(),
+                          k.key("feed_forward_length"), w);
       }
       n_ff = std::max(n_ff, w);
     }
     if (std::any_of(ff.begin(), ff.end(), [&](uint32_t w) { return w != n_ff; })) {
       c.layer_n_ff.assign(ff.begin(), ff.end());
     }
-  } else {
-    // Optional, as llama.cpp reads it: a model whose every feed-forward is a mixture of experts
-    // (qwen35moe, qwen3moe, ...) need not carry it. 0 here; a layer that has a dense
-    // feed-forward refuses a width of 0 by the key's name (load_dense_ffn), and the expert
-    // widths that default to it refuse theirs (read_expert_keys).
-    TOVA_ASSIGN_OR_RETURN(n_ff, k.u32_or("feed_forward_length", 0));
+    return n_ff;
   }
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_head, k.u32("attention.head_count"));
-  uint32_t n_head_kv = n_head;
-  std::vector<uint32_t> kv_heads;  // per layer, where the family and the file have them
-  if (spec->layer_kv_heads && k.is_array("attention.head_count_kv") && n_layer <= 4096) {
-    TOVA_ASSIGN_OR_RETURN(kv_heads, k.u32_array("attention.head_count_kv", n_layer));
-    n_head_kv = 0;
+  // Optional, as llama.cpp reads it: a model whose every feed-forward is a mixture of experts
+  // (qwen35moe, qwen3moe, ...) need not carry it. 0 here; a layer that has a dense
+  // feed-forward refuses a width of 0 by the key's name (load_dense_ffn), and the expert
+  // widths that default to it refuse theirs (read_expert_keys).
+  return k.u32_or("feed_forward_length", 0);
+}
+
+// LFM2: a layer with 0 KV heads has no attention (the family's recurrent kind); the attention
+// layers share one count.
+Result<uint32_t> read_kv_heads_marking_recurrent(KeyReader& k, uint32_t n_layer,
+                                                 ModelConfig& c) {
+  const io::GgufFile& f = k.file();
+  const std::string key = k.key("attention.head_count_kv");
+  TOVA_ASSIGN_OR_RETURN(std::vector<uint32_t> kv_heads,
+                        k.u32_array("attention.head_count_kv", n_layer));
+  uint32_t n_head_kv = 0;
+  c.layer_recurrent.assign(n_layer, false);
+  for (uint32_t il = 0; il < n_layer; ++il) {
+    const uint32_t h = kv_heads[il];
+    c.layer_recurrent[il] = h == 0;
+    if (h != 0 && n_head_kv != 0 && h != n_head_kv) {
+      return make_error("{}: {} holds {} and {}: attention layers of different KV head counts "
+                        "are not implemented",
+                        f.path(), key, n_head_kv, h);
+    }
+    if (h != 0) n_head_kv = h;
+  }
+  if (n_head_kv == 0) return make_error("{}: {} leaves no attention layer", f.path(), key);
+  return n_head_kv;
+}
+
+// The KV head count: one for every layer, the most of one per layer (families with
+// ArchSpec::layer_kv_heads, kept in layer_n_head_kv), or LFM2's marking of recurrent layers.
+Result<uint32_t> read_kv_heads(KeyReader& k, const ArchSpec& spec, uint32_t n_head,
+                               uint32_t n_layer, ModelConfig& c) {
+  const bool per_layer = k.is_array("attention.head_count_kv") && n_layer <= 4096;
+  if (spec.layer_kv_heads && per_layer) {
+    TOVA_ASSIGN_OR_RETURN(std::vector<uint32_t> kv_heads,
+                          k.u32_array("attention.head_count_kv", n_layer));
+    uint32_t n_head_kv = 0;
     for (uint32_t h : kv_heads) {
       if (h == 0 || n_head % h != 0) {
-        return make_error("{}: {}attention.head_count_kv holds {}, not a divisor of head_count {}",
-                          f.path(), a, h, n_head);
+        return make_error("{}: {} holds {}, not a divisor of head_count {}", k.file().path(),
+                          k.key("attention.head_count_kv"), h, n_head);
       }
       n_head_kv = std::max(n_head_kv, h);
     }
     c.layer_n_head_kv.assign(kv_heads.begin(), kv_heads.end());
-  } else if (spec->kv_heads_mark_recurrent && k.is_array("attention.head_count_kv") &&
-             n_layer <= 4096) {
-    // LFM2: a layer with 0 KV heads has no attention (the family's recurrent kind); the
-    // attention layers share one count.
-    TOVA_ASSIGN_OR_RETURN(kv_heads, k.u32_array("attention.head_count_kv", n_layer));
-    n_head_kv = 0;
-    c.layer_recurrent.assign(n_layer, false);
-    for (uint32_t il = 0; il < n_layer; ++il) {
-      const uint32_t h = kv_heads[il];
-      c.layer_recurrent[il] = h == 0;
-      if (h != 0 && n_head_kv != 0 && h != n_head_kv) {
-        return make_error("{}: {}attention.head_count_kv holds {} and {}: attention layers of "
-                          "different KV head counts are not implemented",
-                          f.path(), a, n_head_kv, h);
-      }
-      if (h != 0) n_head_kv = h;
-    }
-    if (n_head_kv == 0) {
-      return make_error("{}: {}attention.head_count_kv leaves no attention layer", f.path(), a);
-    }
-  } else {
-    TOVA_ASSIGN_OR_RETURN(n_head_kv, k.u32_or("attention.head_count_kv", n_head));
+    return n_head_kv;
   }
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_ctx, k.u32_or("context_length", 2048));
-  TOVA_ASSIGN_OR_RETURN(c.rms_eps, k.f32_or("attention.layer_norm_rms_epsilon", 1e-5f));
-  TOVA_ASSIGN_OR_RETURN(c.rope.freq_base, k.f32_or("rope.freq_base", 10000.f));
+  if (spec.kv_heads_mark_recurrent && per_layer) {
+    return read_kv_heads_marking_recurrent(k, n_layer, c);
+  }
+  return k.u32_or("attention.head_count_kv", n_head);
+}
 
-  // Sane maxima, far above real models, for the shape a hostile file claims.
-  constexpr uint32_t kMaxDim = 1u << 20;
-  if (n_embd == 0 || n_embd > kMaxDim || n_layer == 0 || n_layer > 4096 ||
-      n_ff > kMaxDim || n_head == 0 || n_head > 4096 || n_head_kv == 0) {
-    return make_error(
-        "{}: implausible model shape (embedding_length {}, block_count {}, "
-        "feed_forward_length {}, head_count {}, head_count_kv {})",
-        f.path(), n_embd, n_layer, n_ff, n_head, n_head_kv);
-  }
-  if (n_ctx > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
-    return make_error("{}: {}context_length {} is out of range", f.path(), a, n_ctx);
-  }
-  if (n_head % n_head_kv != 0) {
-    return make_error("{}: {}attention.head_count {} is not a multiple of head_count_kv {}",
-                      f.path(), a, n_head, n_head_kv);
-  }
+// Head size (key and value length) and the rotated dimensions.
+Status read_head_dims(KeyReader& k, uint32_t n_embd, uint32_t n_head, ModelConfig& c) {
+  const io::GgufFile& f = k.file();
   const uint32_t def_hd = n_embd % n_head == 0 ? n_embd / n_head : 0;
   TOVA_ASSIGN_OR_RETURN(uint32_t head_dim, k.u32_or("attention.key_length", def_hd));
   TOVA_ASSIGN_OR_RETURN(uint32_t v_dim, k.u32_or("attention.value_length", head_dim));
@@ -252,23 +242,17 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
   }
   TOVA_ASSIGN_OR_RETURN(uint32_t n_rot, k.u32_or("rope.dimension_count", head_dim));
   if (n_rot == 0 || n_rot > head_dim || n_rot % 2 != 0) {
-    return make_error("{}: {}rope.dimension_count {} does not fit head size {}", f.path(), a, n_rot,
-                      head_dim);
+    return make_error("{}: {} {} does not fit head size {}", f.path(),
+                      k.key("rope.dimension_count"), n_rot, head_dim);
   }
   c.rope.n_rot = static_cast<int>(n_rot);
-  c.n_ctx_train = static_cast<int>(n_ctx);
-  TOVA_RETURN_IF_ERROR(read_rope_scaling(k, c, spec->yarn));
-  if (!(c.rope.freq_base > 0.f) || !(c.rms_eps > 0.f)) {
-    return make_error("{}: invalid rope.freq_base {} or rms epsilon {}", f.path(), c.rope.freq_base,
-                      c.rms_eps);
-  }
-  c.n_embd = static_cast<int>(n_embd);
-  c.n_layer = static_cast<int>(n_layer);
-  c.n_ff = static_cast<int>(n_ff);
-  c.n_head = static_cast<int>(n_head);
-  c.n_head_kv = static_cast<int>(n_head_kv);
   c.head_dim = static_cast<int>(head_dim);
-  c.n_ctx_train = static_cast<int>(n_ctx);
+  return ok_status();
+}
+
+// The vocabulary's size: token_embd.weight's rows, which vocab_size (if present) must match.
+Status read_vocab_size(KeyReader& k, ModelConfig& c) {
+  const io::GgufFile& f = k.file();
   const io::GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
   if (emb == nullptr) return make_error("{}: missing tensor 'token_embd.weight'", f.path());
   if (emb->dims.size() != 2) {
@@ -286,35 +270,99 @@ Result<ModelConfig> load_config(const io::GgufFile& f) {
   if (k.has("vocab_size")) {
     TOVA_ASSIGN_OR_RETURN(uint32_t n_vocab, k.u32("vocab_size"));
     if (static_cast<int64_t>(n_vocab) != c.n_vocab) {
-      return make_error("{}: {}vocab_size {} does not match token_embd.weight's {} rows", f.path(),
-                        a, n_vocab, c.n_vocab);
+      return make_error("{}: {} {} does not match token_embd.weight's {} rows", f.path(),
+                        k.key("vocab_size"), n_vocab, c.n_vocab);
     }
   }
-  c.tied_output = f.find_tensor("output.weight") == nullptr;
-  // A mixture of experts (families with ArchSpec::experts); 0 experts, as some converters
-  // write for dense models, changes nothing.
+  return ok_status();
+}
+
+// A mixture of experts (families with ArchSpec::experts); 0 experts, as some converters write
+// for dense models, changes nothing.
+Status read_expert_counts(KeyReader& k, const ArchSpec& spec, ModelConfig& c) {
+  const io::GgufFile& f = k.file();
   TOVA_ASSIGN_OR_RETURN(uint32_t n_expert, k.u32_or("expert_count", 0));
   TOVA_ASSIGN_OR_RETURN(uint32_t n_expert_used, k.u32_or("expert_used_count", 0));
-  if (n_expert > 0 || n_expert_used > 0) {
-    if (!spec->experts) {
-      return make_error("{}: {} {}: mixture-of-experts models of architecture '{}' are not "
-                        "implemented",
-                        f.path(), k.key("expert_count"), n_expert, c.arch_name);
-    }
-    constexpr uint32_t kMaxExperts = 4096;
-    if (n_expert == 0 || n_expert > kMaxExperts) {
-      return make_error("{}: {} {} is out of range (1..{}) with {} {}", f.path(),
-                        k.key("expert_count"), n_expert, kMaxExperts, k.key("expert_used_count"),
-                        n_expert_used);
-    }
-    if (n_expert_used == 0 || n_expert_used > n_expert) {
-      return make_error("{}: {} {} must be between 1 and {} {}", f.path(),
-                        k.key("expert_used_count"), n_expert_used, k.key("expert_count"),
-                        n_expert);
-    }
-    c.n_expert = static_cast<int>(n_expert);
-    c.n_expert_used = static_cast<int>(n_expert_used);
+  if (n_expert == 0 && n_expert_used == 0) return ok_status();
+  if (!spec.experts) {
+    return make_error("{}: {} {}: mixture-of-experts models of architecture '{}' are not "
+                      "implemented",
+                      f.path(), k.key("expert_count"), n_expert, c.arch_name);
   }
+  constexpr uint32_t kMaxExperts = 4096;
+  if (n_expert == 0 || n_expert > kMaxExperts) {
+    return make_error("{}: {} {} is out of range (1..{}) with {} {}", f.path(),
+                      k.key("expert_count"), n_expert, kMaxExperts, k.key("expert_used_count"),
+                      n_expert_used);
+  }
+  if (n_expert_used == 0 || n_expert_used > n_expert) {
+    return make_error("{}: {} {} must be between 1 and {} {}", f.path(),
+                      k.key("expert_used_count"), n_expert_used, k.key("expert_count"), n_expert);
+  }
+  c.n_expert = static_cast<int>(n_expert);
+  c.n_expert_used = static_cast<int>(n_expert_used);
+  return ok_status();
+}
+
+// The shape every family shares: widths, head counts, context, rope and norm constants.
+Status read_shape(KeyReader& k, const ArchSpec& spec, ModelConfig& c) {
+  const io::GgufFile& f = k.file();
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_embd, k.u32("embedding_length"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, k.u32("block_count"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_ff, read_ff_width(k, n_layer, c));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_head, k.u32("attention.head_count"));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_head_kv, read_kv_heads(k, spec, n_head, n_layer, c));
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_ctx, k.u32_or("context_length", 2048));
+  TOVA_ASSIGN_OR_RETURN(c.rms_eps, k.f32_or("attention.layer_norm_rms_epsilon", 1e-5f));
+  TOVA_ASSIGN_OR_RETURN(c.rope.freq_base, k.f32_or("rope.freq_base", 10000.f));
+  if (n_embd == 0 || n_embd > kMaxShapeDim || n_layer == 0 || n_layer > 4096 ||
+      n_ff > kMaxShapeDim || n_head == 0 || n_head > 4096 || n_head_kv == 0) {
+    return make_error(
+        "{}: implausible model shape (embedding_length {}, block_count {}, "
+        "feed_forward_length {}, head_count {}, head_count_kv {})",
+        f.path(), n_embd, n_layer, n_ff, n_head, n_head_kv);
+  }
+  if (n_ctx > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
+    return make_error("{}: {} {} is out of range", f.path(), k.key("context_length"), n_ctx);
+  }
+  if (n_head % n_head_kv != 0) {
+    return make_error("{}: {} {} is not a multiple of head_count_kv {}", f.path(),
+                      k.key("attention.head_count"), n_head, n_head_kv);
+  }
+  TOVA_RETURN_IF_ERROR(read_head_dims(k, n_embd, n_head, c));
+  c.n_ctx_train = static_cast<int>(n_ctx);
+  TOVA_RETURN_IF_ERROR(read_rope_scaling(k, c, spec.yarn));
+  if (!(c.rope.freq_base > 0.f) || !(c.rms_eps > 0.f)) {
+    return make_error("{}: invalid rope.freq_base {} or rms epsilon {}", f.path(), c.rope.freq_base,
+                      c.rms_eps);
+  }
+  c.n_embd = static_cast<int>(n_embd);
+  c.n_layer = static_cast<int>(n_layer);
+  c.n_ff = static_cast<int>(n_ff);
+  c.n_head = static_cast<int>(n_head);
+  c.n_head_kv = static_cast<int>(n_head_kv);
+  return ok_status();
+}
+
+}  // namespace
+
+Result<ModelConfig> load_config(const io::GgufFile& f) {
+  ModelConfig c;
+  TOVA_ASSIGN_OR_RETURN(c.arch_name, f.get_string("general.architecture"));
+  const ArchSpec* spec = find_arch(c.arch_name);
+  if (spec == nullptr) {
+    return make_error("{}: unsupported architecture '{}' (supported: {})", f.path(), c.arch_name,
+                      supported_architectures());
+  }
+  if (f.find("general.name") != nullptr) {
+    auto n = f.get_string("general.name");
+    if (n.ok()) c.name = *n;
+  }
+  KeyReader k(f, c.arch_name);
+  TOVA_RETURN_IF_ERROR(read_shape(k, *spec, c));
+  TOVA_RETURN_IF_ERROR(read_vocab_size(k, c));
+  c.tied_output = f.find_tensor("output.weight") == nullptr;
+  TOVA_RETURN_IF_ERROR(read_expert_counts(k, *spec, c));
   // The provenance of the (already permuted) tensors of older llama files.
   if (k.has("tensor_data_layout")) k.accept("tensor_data_layout");
   TOVA_RETURN_IF_ERROR(spec->configure(k, c));
