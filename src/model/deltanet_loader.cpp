@@ -7,9 +7,11 @@
 
 namespace tova::model {
 
-Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
+namespace {
+
+// The Gated DeltaNet layers' shape (llama.cpp's ssm.* keys).
+Status read_deltanet_shape(KeyReader& keys, DeltaNetConfig& d) {
   const std::string& path = keys.file().path();
-  DeltaNetConfig& d = c.deltanet;
   TOVA_ASSIGN_OR_RETURN(uint32_t conv, keys.u32("ssm.conv_kernel"));
   TOVA_ASSIGN_OR_RETURN(uint32_t inner, keys.u32("ssm.inner_size"));
   TOVA_ASSIGN_OR_RETURN(uint32_t state, keys.u32("ssm.state_size"));
@@ -31,10 +33,14 @@ Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
        .n_k_head = static_cast<int>(groups),
        .n_v_head = static_cast<int>(rank),
        .head_dim = static_cast<int>(state)};
+  return ok_status();
+}
 
-  // Multi-token prediction blocks: block_count counts them, past the main stack (llama.cpp's
-  // n_layer() = block_count - nextn_predict_layers). Loaded beside the main layers
-  // (load_weights: ModelWeights::nextn), never run by the main pass.
+// Multi-token prediction blocks: block_count counts them, past the main stack (llama.cpp's
+// n_layer() = block_count - nextn_predict_layers). Loaded beside the main layers (load_weights:
+// ModelWeights::nextn), never run by the main pass. Returns block_count (every block).
+Result<int> read_nextn_blocks(KeyReader& keys, ModelConfig& c) {
+  const std::string& path = keys.file().path();
   TOVA_ASSIGN_OR_RETURN(uint32_t nextn, keys.u32_or("nextn_predict_layers", 0));
   if (nextn >= static_cast<uint32_t>(c.n_layer)) {
     return make_error("{}: {} {} leaves no main layer of {} {}", path,
@@ -44,7 +50,12 @@ Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
   const int n_all = c.n_layer;
   c.n_nextn = static_cast<int>(nextn);
   c.n_layer = n_all - c.n_nextn;
+  return n_all;
+}
 
+// Which main layers are recurrent (the rest attend); n_all: block_count.
+Status read_recurrent_pattern(KeyReader& keys, int n_all, ModelConfig& c) {
+  const std::string& path = keys.file().path();
   // Which layers are recurrent: attention.recurrent_layers if given, else every layer but each
   // full_attention_interval-th (default 4).
   c.layer_recurrent.assign(c.n_layer, false);
@@ -76,7 +87,11 @@ Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
                           ? keys.key("attention.recurrent_layers")
                           : keys.key("full_attention_interval"));
   }
+  return ok_status();
+}
 
+Status read_imrope_sections(KeyReader& keys, ModelConfig& c) {
+  const std::string& path = keys.file().path();
   // Interleaved M-RoPE (llama.cpp's IMROPE) on text: every pair whose section is t, h or w
   // turns by the token's position (all three are it), a pair of the fourth section by position
   // 0 (not at all). Implemented: sections that give every rotated pair one of the first three,
@@ -99,6 +114,15 @@ Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
     }
   }
   return ok_status();
+}
+
+}  // namespace
+
+Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
+  TOVA_RETURN_IF_ERROR(read_deltanet_shape(keys, c.deltanet));
+  TOVA_ASSIGN_OR_RETURN(const int n_all, read_nextn_blocks(keys, c));
+  TOVA_RETURN_IF_ERROR(read_recurrent_pattern(keys, n_all, c));
+  return read_imrope_sections(keys, c);
 }
 
 Status load_deltanet(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
