@@ -614,7 +614,10 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   return z;
 }
 
-Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& o) {
+namespace {
+
+// The shape a multi-state is asked for, before anything is allocated.
+Status check_options(const MultiStateOptions& o) {
   if (o.policy.info == nullptr) return make_error("no KV policy given");
   if (o.n_layer < 1 || o.n_head_kv < 1 || o.head_dim < 1 || o.n_head % o.n_head_kv != 0) {
     return make_error("invalid cache shape: {} layers, {} heads, {} KV heads, head_dim {}",
@@ -635,47 +638,53 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
     }
     TOVA_RETURN_IF_ERROR(check_kv_format(o.kv_type, hd));
   }
-  auto ms = std::unique_ptr<MultiState>(new MultiState());
-  ms->spec_ = o.policy;
-  ms->kv_type_ = o.kv_type;
-  ms->max_new_ = o.max_new;
-  ms->positions_ = o.positions;
   if (!o.windows.empty() && static_cast<int>(o.windows.size()) != o.n_layer) {
     return make_error("{} sliding windows given for {} layers", o.windows.size(), o.n_layer);
   }
-  ms->holds_all_until_ = INT_MAX;
-  ms->window_drops_at_step_end_ = o.window_drops_at_step_end && !o.policy.bounded();
-  // What a layer of n slots allocates: per KV head a key pool (whole tiles of 16 slots when
-  // quantized), the value rows and one position per slot.
-  auto layer_bytes = [&](int il, int64_t n) {
-    const int hd = layer_head_dim(o, il);
-    return uint64_t(layer_n_head_kv(o, il)) *
-           (key_pool_bytes(o.kv_type.k, hd, n) +
-            static_cast<uint64_t>(n) * (kv_row_bytes(o.kv_type.v, hd) + sizeof(int64_t)));
-  };
+  return ok_status();
+}
+
+// What layer il of n slots allocates: per KV head a key pool (whole tiles of 16 slots when
+// quantized), the value rows and one position per slot.
+uint64_t layer_bytes(const MultiStateOptions& o, int il, int64_t n) {
+  const int hd = layer_head_dim(o, il);
+  return uint64_t(layer_n_head_kv(o, il)) *
+         (key_pool_bytes(o.kv_type.k, hd, n) +
+          static_cast<uint64_t>(n) * (kv_row_bytes(o.kv_type.v, hd) + sizeof(int64_t)));
+}
+
+}  // namespace
+
+Result<std::vector<LayerSizing>> MultiState::size_layers(const MultiStateOptions& o) {
   std::vector<LayerSizing> sizing;
   for (int il = 0; il < o.n_layer; ++il) {
     TOVA_ASSIGN_OR_RETURN(LayerSizing z, size_layer(o, il));
-    if (o.policy.bounded() && z.limits.budget >= 0) ms->max_bytes_ += layer_bytes(il, z.limits.max_slots);
-    ms->holds_all_until_ = std::min(ms->holds_all_until_, z.holds_all_until);
+    if (o.policy.bounded() && z.limits.budget >= 0) {
+      max_bytes_ += layer_bytes(o, il, z.limits.max_slots);
+    }
+    holds_all_until_ = std::min(holds_all_until_, z.holds_all_until);
     sizing.push_back(z);
   }
-  if (ms->max_bytes_ > 0) {
+  if (max_bytes_ > 0) {
     for (const RecurrentShape& r : o.recurrent) {
-      ms->max_bytes_ += static_cast<uint64_t>(r.conv_floats() + r.delta_floats()) * sizeof(float);
+      max_bytes_ += static_cast<uint64_t>(r.conv_floats() + r.delta_floats()) * sizeof(float);
     }
   }
   // A budget is refused when the bytes it allows do not fit, however few it would hold at
   // first: the pool grows to k + extra as the sequence goes on.
   const uint64_t limit = o.memory_limit > 0 ? o.memory_limit : physical_memory_bytes();
-  if (o.policy.bounded() && limit > 0 && ms->max_bytes_ > limit) {
+  if (o.policy.bounded() && limit > 0 && max_bytes_ > limit) {
     return make_error(
         "K/V budget {} needs {} per sequence ({} layers x {} KV heads x {} slots, {}), more than "
         "{} ({})",
-        o.policy.budget, human_bytes(ms->max_bytes_), o.n_layer, o.n_head_kv,
+        o.policy.budget, human_bytes(max_bytes_), o.n_layer, o.n_head_kv,
         sizing.front().limits.max_slots, o.kv_type.label(),
         o.memory_limit > 0 ? "the K/V memory limit" : "this machine's memory", human_bytes(limit));
   }
+  return sizing;
+}
+
+Status MultiState::make_layers(const MultiStateOptions& o, const std::vector<LayerSizing>& sizing) {
   try {
     for (int il = 0; il < o.n_layer; ++il) {
       const LayerSizing& z = sizing[il];
@@ -683,10 +692,10 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
       if (z.limits.budget >= 0) args.budget = z.limits.budget;
       args.n_slot = z.n_slot;
       auto policy = o.policy.info->make(args);
-      ms->score_need_ = policy->score_need();
-      ms->needs_queries_ = policy->needs_queries();
+      score_need_ = policy->score_need();
+      needs_queries_ = policy->needs_queries();
       // Queries before RoPE are scored against keys stored after it at their true positions.
-      if (ms->needs_queries_ && o.positions != PositionMode::kAbsolute) {
+      if (needs_queries_ && o.positions != PositionMode::kAbsolute) {
         return make_error("KV policy '{}' scores keys stored after RoPE at their positions: it "
                           "needs the absolute position mode, not '{}'",
                           o.policy.label(), position_mode_name(o.positions));
@@ -696,16 +705,29 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
       lo.n_head_kv = layer_n_head_kv(o, il);
       lo.head_dim = layer_head_dim(o, il);
       lo.kv_type = o.kv_type;
-      ms->layers_.push_back(
-          std::make_unique<LayerState>(lo, z.n_slot, std::move(policy), z.limits));
+      layers_.push_back(std::make_unique<LayerState>(lo, z.n_slot, std::move(policy), z.limits));
     }
     for (const RecurrentShape& r : o.recurrent) {
-      ms->recurrent_.push_back(std::make_unique<RecurrentState>(r));
+      recurrent_.push_back(std::make_unique<RecurrentState>(r));
     }
   } catch (const std::bad_alloc&) {
     return make_error("out of memory allocating a K/V cache of {} slots per layer",
                       std::max(1, o.initial_slots));
   }
+  return ok_status();
+}
+
+Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& o) {
+  TOVA_RETURN_IF_ERROR(check_options(o));
+  auto ms = std::unique_ptr<MultiState>(new MultiState());
+  ms->spec_ = o.policy;
+  ms->kv_type_ = o.kv_type;
+  ms->max_new_ = o.max_new;
+  ms->positions_ = o.positions;
+  ms->holds_all_until_ = INT_MAX;
+  ms->window_drops_at_step_end_ = o.window_drops_at_step_end && !o.policy.bounded();
+  TOVA_ASSIGN_OR_RETURN(const std::vector<LayerSizing> sizing, ms->size_layers(o));
+  TOVA_RETURN_IF_ERROR(ms->make_layers(o, sizing));
   return ms;
 }
 

@@ -332,6 +332,10 @@ class MultiState {
 
  private:
   MultiState() = default;
+  // create()'s steps: every layer's slots and limits (and the bytes a bounded state reaches,
+  // checked against the memory limit), then the layers and recurrent states themselves.
+  Result<std::vector<LayerSizing>> size_layers(const MultiStateOptions& o);
+  Status make_layers(const MultiStateOptions& o, const std::vector<LayerSizing>& sizing);
   PolicySpec spec_;
   KvFormat kv_type_;
   ScoreNeed score_need_ = ScoreNeed::kNone;
