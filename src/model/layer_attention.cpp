@@ -400,6 +400,50 @@ void attend_over_owner(const LayerPass& p, int ia, int n_head_kv, int head_dim,
   });
 }
 
+namespace {
+
+// The projections' biases, then the per-head norms of queries and keys (qwen3) and values
+// (Gemma 4), in place in s.attn.q, k and v.
+void norm_heads(const LayerPass& p, const LayerWeights& L, const AttnDims& d) {
+  const ModelConfig& c = p.c;
+  ForwardScratch& s = p.s;
+  ThreadPool& pool = p.pool;
+  const int64_t n = p.n;
+  const int64_t q_dim = static_cast<int64_t>(d.n_head) * d.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(d.n_head_kv) * d.head_dim;
+  if (!L.bq.empty()) {
+    for_tokens(pool, n, q_dim + 2 * kv_dim, [&](int64_t i) {
+      kernels::add(&s.attn.q[i * q_dim], L.bq.data(), q_dim);
+      kernels::add(&s.attn.k[i * kv_dim], L.bk.data(), kv_dim);
+      kernels::add(&s.attn.v[i * kv_dim], L.bv.data(), kv_dim);
+    });
+  }
+  if (!L.q_norm.empty()) {
+    // qwen3: every query and key head is RMS-normalised on its own before RoPE.
+    for_tokens(pool, n, q_dim + kv_dim, [&](int64_t i) {
+      for (int64_t h = i * d.n_head; h < (i + 1) * d.n_head; ++h) {
+        float* q = &s.attn.q[h * d.head_dim];
+        kernels::rms_norm(q, L.q_norm.data(), q, d.head_dim, c.rms_eps);
+      }
+      for (int64_t h = i * d.n_head_kv; h < (i + 1) * d.n_head_kv; ++h) {
+        float* k = &s.attn.k[h * d.head_dim];
+        kernels::rms_norm(k, L.k_norm.data(), k, d.head_dim, c.rms_eps);
+      }
+    });
+  }
+  if (!L.v_norm.empty()) {
+    // Gemma 4: every value head RMS-normalised, unweighted (v_norm holds ones).
+    for_tokens(pool, n, kv_dim, [&](int64_t i) {
+      for (int64_t h = i * d.n_head_kv; h < (i + 1) * d.n_head_kv; ++h) {
+        float* v = &s.attn.v[h * d.head_dim];
+        kernels::rms_norm(v, L.v_norm.data(), v, d.head_dim, c.rms_eps);
+      }
+    });
+  }
+}
+
+}  // namespace
+
 void attention_block(const LayerPass& p, int il, const LayerPlan& lp, const LayerWeights& L) {
   const ModelConfig& c = p.c;
   const kernels::RopeParams rope = p.rope_of(il);
@@ -442,35 +486,7 @@ void attention_block(const LayerPass& p, int il, const LayerPlan& lp, const Laye
       }
     });
   }
-  if (!L.bq.empty()) {
-    for_tokens(pool, n, q_dim + 2 * kv_dim, [&](int64_t i) {
-      kernels::add(&s.attn.q[i * q_dim], L.bq.data(), q_dim);
-      kernels::add(&s.attn.k[i * kv_dim], L.bk.data(), kv_dim);
-      kernels::add(&s.attn.v[i * kv_dim], L.bv.data(), kv_dim);
-    });
-  }
-  if (!L.q_norm.empty()) {
-    // qwen3: every query and key head is RMS-normalised on its own before RoPE.
-    for_tokens(pool, n, q_dim + kv_dim, [&](int64_t i) {
-      for (int64_t h = i * d.n_head; h < (i + 1) * d.n_head; ++h) {
-        float* q = &s.attn.q[h * d.head_dim];
-        kernels::rms_norm(q, L.q_norm.data(), q, d.head_dim, c.rms_eps);
-      }
-      for (int64_t h = i * d.n_head_kv; h < (i + 1) * d.n_head_kv; ++h) {
-        float* k = &s.attn.k[h * d.head_dim];
-        kernels::rms_norm(k, L.k_norm.data(), k, d.head_dim, c.rms_eps);
-      }
-    });
-  }
-  if (!L.v_norm.empty()) {
-    // Gemma 4: every value head RMS-normalised, unweighted (v_norm holds ones).
-    for_tokens(pool, n, kv_dim, [&](int64_t i) {
-      for (int64_t h = i * d.n_head_kv; h < (i + 1) * d.n_head_kv; ++h) {
-        float* v = &s.attn.v[h * d.head_dim];
-        kernels::rms_norm(v, L.v_norm.data(), v, d.head_dim, c.rms_eps);
-      }
-    });
-  }
+  norm_heads(p, L, d);
   attend_layer(c, d, ia, L, rope, s, pool, !c.kv_shared_later(il));
   if (L.q_gate) {
     for_tokens(pool, n, q_dim, [&](int64_t i) {

@@ -54,6 +54,54 @@ kv::RecurrentShape state_shape(const ModelConfig& c) {
           .head_dim = d.head_dim};
 }
 
+// The delta rule: (sequence, value head) pairs in parallel, each through its tokens in order:
+// the chunked form from kChunkedFrom tokens (below it, copying the state in and out of the
+// chunk's workspace costs about what the blocking saves), else token by token. Reads b.qkv (the
+// normed q, k and v), b.g and b.beta; writes b.o.
+void delta_rule_runs(const LayerPass& p, int ir, const DeltaNetConfig& d, DeltaNetScratch& b) {
+  ForwardScratch& s = p.s;
+  ThreadPool& pool = p.pool;
+  const int64_t S = d.head_dim, H = d.n_v_head;
+  const int64_t K = d.key_dim(), V = d.value_dim(), C = d.conv_dim();
+  constexpr int64_t kChunkedFrom = 4;
+  const int64_t n_runs = static_cast<int64_t>(s.runs.size());
+  const float scale = 1.f / std::sqrt(static_cast<float>(S));
+  const int64_t work_floats = kernels::delta_chunk_workspace_floats(S);
+  bool any_chunked = false;
+  for (const SequenceRun& run : s.runs) {
+    any_chunked |= static_cast<int64_t>(run.idx.size()) >= kChunkedFrom;
+  }
+  if (any_chunked) resize(b.scratch, pool.size() * work_floats);
+  pool.for_each_dynamic(n_runs * H, [&](int64_t job, int thread) {
+    const SequenceRun& run = s.runs[job / H];
+    const int64_t h = job % H, kh = h % d.n_k_head;
+    float* m = run.state->recurrent(ir).delta() + h * S * S;
+    const int64_t n_tok = static_cast<int64_t>(run.idx.size());
+    if (n_tok >= kChunkedFrom) {
+      const kernels::DeltaRuleRun r{.rows = run.idx.data(),
+                                    .n_tok = n_tok,
+                                    .q = b.qkv.data() + kh * S,
+                                    .k = b.qkv.data() + K + kh * S,
+                                    .v = b.qkv.data() + 2 * K + h * S,
+                                    .qkv_stride = C,
+                                    .g = b.g.data() + h,
+                                    .beta = b.beta.data() + h,
+                                    .gate_stride = H,
+                                    .out = b.o.data() + h * S,
+                                    .out_stride = V};
+      kernels::gated_delta_rule_chunked(m, r, scale, S, &b.scratch[thread * work_floats]);
+      return;
+    }
+    for (const int i : run.idx) {
+      const float* row = &b.qkv[i * C];
+      kernels::gated_delta_rule(m, row + kh * S, row + K + kh * S, row + 2 * K + h * S,
+                                std::exp(b.g[i * H + h]), b.beta[i * H + h], scale, S,
+                                &b.o[i * V + h * S]);
+    }
+  });
+
+}
+
 }  // namespace
 
 void deltanet_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const LayerWeights& L) {
@@ -97,45 +145,7 @@ void deltanet_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const L
     }
   });
 
-  // The delta rule: (sequence, value head) pairs in parallel, each through its tokens in order:
-  // the chunked form from kChunkedFrom tokens (below it, copying the state in and out of the
-  // chunk's workspace costs about what the blocking saves), else token by token.
-  constexpr int64_t kChunkedFrom = 4;
-  const int64_t n_runs = static_cast<int64_t>(s.runs.size());
-  const float scale = 1.f / std::sqrt(static_cast<float>(S));
-  const int64_t work_floats = kernels::delta_chunk_workspace_floats(S);
-  bool any_chunked = false;
-  for (const SequenceRun& run : s.runs) {
-    any_chunked |= static_cast<int64_t>(run.idx.size()) >= kChunkedFrom;
-  }
-  if (any_chunked) resize(b.scratch, pool.size() * work_floats);
-  pool.for_each_dynamic(n_runs * H, [&](int64_t job, int thread) {
-    const SequenceRun& run = s.runs[job / H];
-    const int64_t h = job % H, kh = h % d.n_k_head;
-    float* m = run.state->recurrent(ir).delta() + h * S * S;
-    const int64_t n_tok = static_cast<int64_t>(run.idx.size());
-    if (n_tok >= kChunkedFrom) {
-      const kernels::DeltaRuleRun r{.rows = run.idx.data(),
-                                    .n_tok = n_tok,
-                                    .q = b.qkv.data() + kh * S,
-                                    .k = b.qkv.data() + K + kh * S,
-                                    .v = b.qkv.data() + 2 * K + h * S,
-                                    .qkv_stride = C,
-                                    .g = b.g.data() + h,
-                                    .beta = b.beta.data() + h,
-                                    .gate_stride = H,
-                                    .out = b.o.data() + h * S,
-                                    .out_stride = V};
-      kernels::gated_delta_rule_chunked(m, r, scale, S, &b.scratch[thread * work_floats]);
-      return;
-    }
-    for (const int i : run.idx) {
-      const float* row = &b.qkv[i * C];
-      kernels::gated_delta_rule(m, row + kh * S, row + K + kh * S, row + 2 * K + h * S,
-                                std::exp(b.g[i * H + h]), b.beta[i * H + h], scale, S,
-                                &b.o[i * V + h * S]);
-    }
-  });
+  delta_rule_runs(p, ir, d, b);
 
   // Gated RMSNorm per value head into z (silu(z) · norm(o)), then the output projection.
   for_tokens(pool, n, 4 * V, [&](int64_t i) {
