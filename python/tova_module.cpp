@@ -240,15 +240,18 @@ std::vector<int32_t> prompt_tokens(const Session& s, const py::object& prompt) {
 }
 
 // tova.Engine: loading, text, new and saved sessions.
+void bind_engine_text(py::class_<Engine, std::shared_ptr<Engine>>& cls);
+void bind_engine_sessions(py::class_<Engine, std::shared_ptr<Engine>>& cls);
+
 void bind_engine(py::module_& m) {
-  py::class_<Engine, std::shared_ptr<Engine>>(m, "Engine", R"(A loaded GGUF model, its tokenizer and the
+  py::class_<Engine, std::shared_ptr<Engine>> cls(m, "Engine", R"(A loaded GGUF model, its tokenizer and the
 thread pool that runs it. Immutable and shared by its sessions.
 
 Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None)
   path: a GGUF file (None: the bundled stories260K); threads: 0 = every core;
   draft_model: a GGUF with the same vocabulary, for speculative decoding (spec_type
-  "draft-simple" in Engine.session).)")
-      .def(py::init([](std::optional<std::string> path, int threads, bool f32_activations,
+  "draft-simple" in Engine.session).)");
+  cls.def(py::init([](std::optional<std::string> path, int threads, bool f32_activations,
                        bool mmap, std::optional<std::string> draft_model) {
              EngineOptions o{.model_path = path ? *path : default_model(),
                              .n_threads = threads,
@@ -274,8 +277,14 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None
       .def_property_readonly("mtp_bytes", &Engine::mtp_bytes,
                              "bytes of the file's multi-token prediction blocks (0: none)")
       .def_property_readonly("n_mtp_blocks", &Engine::n_mtp_blocks)
-      .def_property_readonly("load_seconds", &Engine::load_seconds)
-      .def(
+      .def_property_readonly("load_seconds", &Engine::load_seconds);
+  bind_engine_text(cls);
+  bind_engine_sessions(cls);
+}
+
+// Engine: tokens, text and chat prompts.
+void bind_engine_text(py::class_<Engine, std::shared_ptr<Engine>>& cls) {
+  cls.def(
           "tokenize",
           [](const Engine& e, const std::string& text, bool add_bos, bool parse_special) {
             return e.tokenize(text, add_bos, parse_special);
@@ -303,8 +312,12 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None
           "messages"_a, "chat_template"_a = "", "tools"_a = py::none(),
           "add_generation_prompt"_a = true,
           "The token ids of a conversation rendered with the chat template (as Session.chat "
-          "feeds it): special tokens parsed, BOS added unless the template wrote it.")
-      .def(
+          "feeds it): special tokens parsed, BOS added unless the template wrote it.");
+}
+
+// Engine: new sessions and sessions saved to files.
+void bind_engine_sessions(py::class_<Engine, std::shared_ptr<Engine>>& cls) {
+  cls.def(
           "session",
           [](const std::shared_ptr<Engine>& e, const std::string& policy, int budget,
              const std::string& prefill, const std::string& positions, const std::string& kv_type,
@@ -401,8 +414,12 @@ void bind_session_generation(py::class_<Session, std::shared_ptr<Session>>& cls)
             py::gil_scoped_release release;
             return unwrap(s.decode());
           },
-          "One decoding step: samples the next token, feeds it, returns it.")
-      .def(
+          "One decoding step: samples the next token, feeds it, returns it.");
+}
+
+// tova.Session: text generation, plain and as a chat.
+void bind_session_text(py::class_<Session, std::shared_ptr<Session>>& cls) {
+  cls.def(
           "generate",
           [](const std::shared_ptr<Session>& s, const py::object& prompt, int max_tokens,
              std::vector<std::string> stop, bool ignore_eos, int64_t max_context,
@@ -502,6 +519,7 @@ void bind_session(py::module_& m) {
   py::class_<Session, std::shared_ptr<Session>> cls(m, "Session", R"(One conversation's state: a multi-state
 bounded by its policy, its sampler, the tokens it has seen. Made by Engine.session().)");
   bind_session_generation(cls);
+  bind_session_text(cls);
   bind_session_state(cls);
 
   py::class_<Generator>(m, "Generator", "The text pieces of Session.generate().")
