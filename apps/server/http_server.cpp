@@ -611,6 +611,63 @@ void HttpServer::generate(bool chat, const Request& req, Response& res) {
       });
 }
 
+namespace {
+
+// Every answer: CORS headers for an allowed origin.
+void add_cors_headers(const std::vector<std::string>& origins, const Request& req, Response& res) {
+  if (origins.empty()) return;
+  const std::string origin = req.get_header_value("Origin");
+  const bool any = std::find(origins.begin(), origins.end(), "*") != origins.end();
+  const bool listed =
+      !origin.empty() && std::find(origins.begin(), origins.end(), origin) != origins.end();
+  if (!any && !listed) return;
+  static const std::string kAny = "*";
+  const std::string& allow = any ? kAny : origin;
+  res.set_header("Access-Control-Allow-Origin", allow);
+  if (allow != "*") res.set_header("Vary", "Origin");
+  res.set_header("Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
+  if (req.method == "OPTIONS") {
+    const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+    res.set_header("Access-Control-Allow-Methods", res.get_header_value("Allow"));
+    res.set_header("Access-Control-Allow-Headers",
+                   asked.empty() ? std::string("Authorization, Content-Type") : asked);
+    res.set_header("Access-Control-Max-Age", "600");
+  }
+}
+
+// Errors as error objects, whoever makes them.
+void install_error_answers(Listener& s) {
+  // Every error httplib produces itself (400 parse, 413 body, ...) gets an error object. A 413
+  // (a chunked body over --max-body) leaves the rest of the body unread. (A request line or
+  // header httplib cannot parse gets its 400 before the connection's address is known: httplib
+  // then reads on, taking what follows as the next request, so the client is not cut off.)
+  s.set_error_handler(httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
+    if (res.body.empty()) {
+      if (res.status == 413 && req.remote_port > 0) answer_early(res);
+      ApiError e{.status = res.status, .message = default_message(res.status)};
+      if (res.status == 404) e.code = "not_found";
+      if (res.status >= 500) e.type = "server_error";
+      send_error(res, e);
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  // Never an uncaught exception: a request that throws gets a 500 error object.
+  s.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, {.status = 500,
+                     .message = fmt::format("internal error: {}", what),
+                     .type = "server_error"});
+  });
+}
+
+}  // namespace
+
 void HttpServer::install_hooks() {
   Listener& s = *http_;
   const int n_http = o_.http_threads > 0 ? o_.http_threads : o_.loop.parallel + o_.loop.queue + 8;
@@ -618,6 +675,16 @@ void HttpServer::install_hooks() {
   s.set_payload_max_length(o_.max_body_bytes);
   s.set_keep_alive_max_count(1000);
 
+  install_pre_routing();
+  s.set_post_routing_handler(
+      [this](const Request& req, Response& res) { add_cors_headers(o_.cors_origins, req, res); });
+  install_error_answers(s);
+  install_access_log();
+  routes();
+}
+
+void HttpServer::install_pre_routing() {
+  Listener& s = *http_;
   // Before the body is read: the request's record, a Content-Length that cannot be served, the
   // API key.
   s.set_pre_routing_handler([this](const Request& req, Response& res) {
@@ -649,57 +716,10 @@ void HttpServer::install_hooks() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  // Every answer: CORS headers for an allowed origin.
-  s.set_post_routing_handler([this](const Request& req, Response& res) {
-    if (o_.cors_origins.empty()) return;
-    const std::string origin = req.get_header_value("Origin");
-    const bool any = std::find(o_.cors_origins.begin(), o_.cors_origins.end(), "*") !=
-                     o_.cors_origins.end();
-    const bool listed = !origin.empty() && std::find(o_.cors_origins.begin(),
-                                                     o_.cors_origins.end(),
-                                                     origin) != o_.cors_origins.end();
-    if (!any && !listed) return;
-    static const std::string kAny = "*";
-    const std::string& allow = any ? kAny : origin;
-    res.set_header("Access-Control-Allow-Origin", allow);
-    if (allow != "*") res.set_header("Vary", "Origin");
-    res.set_header("Access-Control-Expose-Headers", "X-Request-Id, Retry-After");
-    if (req.method == "OPTIONS") {
-      const std::string asked = req.get_header_value("Access-Control-Request-Headers");
-      res.set_header("Access-Control-Allow-Methods", res.get_header_value("Allow"));
-      res.set_header("Access-Control-Allow-Headers",
-                     asked.empty() ? std::string("Authorization, Content-Type") : asked);
-      res.set_header("Access-Control-Max-Age", "600");
-    }
-  });
-  // Every error httplib produces itself (400 parse, 413 body, ...) gets an error object. A 413
-  // (a chunked body over --max-body) leaves the rest of the body unread. (A request line or
-  // header httplib cannot parse gets its 400 before the connection's address is known: httplib
-  // then reads on, taking what follows as the next request, so the client is not cut off.)
-  s.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
-        if (res.body.empty()) {
-          if (res.status == 413 && req.remote_port > 0) answer_early(res);
-          ApiError e{.status = res.status, .message = default_message(res.status)};
-          if (res.status == 404) e.code = "not_found";
-          if (res.status >= 500) e.type = "server_error";
-          send_error(res, e);
-        }
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  // Never an uncaught exception: a request that throws gets a 500 error object.
-  s.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    send_error(res, {.status = 500,
-                     .message = fmt::format("internal error: {}", what),
-                     .type = "server_error"});
-  });
+}
+
+void HttpServer::install_access_log() {
+  Listener& s = *http_;
   // After the last byte (a stream's too): the access-log line, the status counted.
   s.set_logger([this](const Request& req, const Response& res) {
     if (!t_ex.open) {
@@ -712,7 +732,8 @@ void HttpServer::install_hooks() {
     }
     AccessRecord& r = t_ex.rec;
     r.status = t_ex.client_left ? 499 : res.status;
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_ex.start).count();
+    r.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_ex.start).count();
     metrics_.request_done(r.status);
     if (o_.log_format != LogFormat::kNone) {
       const std::string line = format_access(r, o_.log_format) + "\n";
@@ -724,8 +745,6 @@ void HttpServer::install_hooks() {
     t_ex = Exchange{};
     if (linger) linger_close(connection_socket(req));
   });
-
-  routes();
 }
 
 json HttpServer::model_json() const {

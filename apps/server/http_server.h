@@ -68,6 +68,8 @@ class HttpServer {
  private:
   HttpServer(const Engine& engine, const ServerOptions& o);
   void install_hooks();  // every request: its record, limits, auth, CORS, errors, its log line
+  void install_pre_routing();  // before the body: the record, Content-Length, the API key
+  void install_access_log();   // after the last byte: the log line, the status counted
   void routes();
   void stop_http();
   nlohmann::json model_json() const;  // GET /v1/models: the model and what requests may choose
