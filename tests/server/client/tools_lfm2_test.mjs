@@ -5,51 +5,22 @@
 // python3-jsonschema validates against the tool's schema, the same calls streamed as deltas,
 // parallel calls in one block taken apart, and a tool result sent back.
 // Usage: node tools_lfm2_test.mjs BUILD_DIR MODEL.gguf SCHEMA.json TEMPLATE.jinja  (exit 0: passed)
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { check, finish, startServer, stopServer, requireModule, sanitized, cannotRun } from './lib.mjs';
+import { testTools, validateCalls } from './tool_schemas.mjs';
 
 const { default: OpenAI } = await requireModule('openai');
 const [schemaPath, templatePath] = process.argv.slice(4);
 if (!existsSync(templatePath)) {
   cannotRun(`${templatePath} not found (set TOVA_SHARED_DIR): skipped`);
 }
-const schema = JSON.parse(readFileSync(schemaPath, 'utf8'));
-for (const p of ['score', 'pair', 'extra']) delete schema.properties[p];
-const tools = [
-  { type: 'function', function: { name: 'save_person', description: 'Save a person',
-    parameters: schema } },
-  { type: 'function', function: { name: 'add', description: 'Add two numbers', parameters: {
-    type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } },
-    required: ['a', 'b'], additionalProperties: false } } },
-];
+const tools = testTools(schemaPath);
 
 const s = await startServer(['--parallel', '8', '--kv-memory', '128M'],
   { chatTemplate: templatePath });
 const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
 const messages = [{ role: 'user', content: 'Save a person, please.' }];
-
-function validate(calls) {
-  const script = `
-import json, sys, jsonschema
-schemas = json.load(open(sys.argv[1]))
-for i, (name, args) in enumerate(json.load(sys.stdin)):
-    s = schemas[name]
-    cls = jsonschema.validators.validator_for(s, default=jsonschema.Draft202012Validator)
-    try:
-        errs = [e.message for e in cls(s, format_checker=jsonschema.FormatChecker()).iter_errors(json.loads(args))]
-    except ValueError as e:
-        errs = ["not JSON: %s" % e]
-    if errs:
-        print(i, name, repr(args), errs)
-`;
-  const schemas = Object.fromEntries(tools.map((t) => [t.function.name, t.function.parameters]));
-  const file = `${process.env.TMPDIR ?? '/tmp'}/tova-tools-lfm2-${process.pid}.json`;
-  execFileSync('/bin/sh', ['-c', `cat > ${file}`], { input: JSON.stringify(schemas) });
-  return execFileSync('/usr/bin/python3', ['-c', script, file],
-    { input: JSON.stringify(calls), encoding: 'utf8' }).trim();
-}
 
 const nForced = sanitized ? 4 : 24;
 await check(`tool_choice required: ${nForced} of ${nForced} forced LFM2 calls are valid for their tool`,
@@ -68,7 +39,7 @@ await check(`tool_choice required: ${nForced} of ${nForced} forced LFM2 calls ar
       assert.match(c.message.tool_calls[0].id, /^call_[A-Za-z0-9]{24}$/);
       calls.push([c.message.tool_calls[0].function.name, c.message.tool_calls[0].function.arguments]);
     }
-    assert.equal(validate(calls), '', 'jsonschema found invalid arguments');
+    assert.equal(validateCalls(tools, calls), '', 'jsonschema found invalid arguments');
     assert.ok(calls.some((c) => c[0] === 'save_person') && calls.some((c) => c[0] === 'add'));
   });
 

@@ -6,56 +6,22 @@
 // index), a named tool, "none", assistant tool_calls and tool results sent back, and a
 // malformed tool, schema or choice is a 400 naming it.
 // Usage: node tools_test.mjs BUILD_DIR MODEL.gguf SCHEMA.json TEMPLATE.jinja   (exit 0: passed)
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { check, finish, startServer, stopServer, requireModule, sanitized, cannotRun } from './lib.mjs';
+import { testTools, validateCalls } from './tool_schemas.mjs';
 
 const { default: OpenAI } = await requireModule('openai');
 const [schemaPath, templatePath] = process.argv.slice(4);
 if (!existsSync(templatePath)) {
   cannotRun(`${templatePath} not found (set TOVA_SHARED_DIR): skipped`);
 }
-// The person schema less the properties that only lengthen prompts and answers (every kind of
-// keyword stays: lengths, bounds, enum arrays, oneOf/anyOf, a date format, a $ref pattern).
-const schema = JSON.parse(readFileSync(schemaPath, 'utf8'));
-for (const p of ['score', 'pair', 'extra']) delete schema.properties[p];
-const tools = [
-  { type: 'function', function: { name: 'save_person', description: 'Save a person',
-    parameters: schema } },
-  { type: 'function', function: { name: 'add', description: 'Add two numbers', parameters: {
-    type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } },
-    required: ['a', 'b'], additionalProperties: false } } },
-];
+const tools = testTools(schemaPath);
 
 const s = await startServer(['--parallel', '16', '--kv-memory', '256M'],
   { chatTemplate: templatePath });
 const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
 const messages = [{ role: 'user', content: 'Save a person, please.' }];
-
-// Arguments validated by jsonschema (draft 2020-12, formats checked) against each call's
-// tool's schema: the lines it prints name the invalid ones (none when all are valid).
-function validate(calls) {
-  const script = `
-import json, sys, jsonschema
-schemas = json.load(open(sys.argv[1]))
-bad = 0
-for i, (name, args) in enumerate(json.load(sys.stdin)):
-    s = schemas[name]
-    cls = jsonschema.validators.validator_for(s, default=jsonschema.Draft202012Validator)
-    try:
-        errs = [e.message for e in cls(s, format_checker=jsonschema.FormatChecker()).iter_errors(json.loads(args))]
-    except ValueError as e:
-        errs = ["not JSON: %s" % e]
-    if errs:
-        print(i, name, repr(args), errs)
-`;
-  const schemas = Object.fromEntries(tools.map((t) => [t.function.name, t.function.parameters]));
-  const file = `${process.env.TMPDIR ?? '/tmp'}/tova-tools-${process.pid}.json`;
-  execFileSync('/bin/sh', ['-c', `cat > ${file}`], { input: JSON.stringify(schemas) });
-  return execFileSync('/usr/bin/python3', ['-c', script, file],
-    { input: JSON.stringify(calls), encoding: 'utf8' }).trim();
-}
 
 async function forced(seed, stream) {
   // One call an answer (parallel calls: the next checks), so max_tokens bounds it whole.
@@ -94,7 +60,7 @@ await check(`tool_choice required: ${nForced} of ${nForced} forced calls are val
       }
     }
     assert.equal(calls.length, nForced);
-    assert.equal(validate(calls), '', 'jsonschema found invalid arguments');
+    assert.equal(validateCalls(tools, calls), '', 'jsonschema found invalid arguments');
     assert.ok(calls.some((c) => c[0] === 'save_person') && calls.some((c) => c[0] === 'add'));
     assert.ok(new Set(calls.map((c) => c[1])).size > nForced * 0.75, 'the arguments are sampled');
   });
