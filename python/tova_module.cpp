@@ -101,7 +101,8 @@ py::dict stats_dict(const SessionStats& s) {
   const SpeculationStats& sp = s.speculation;
   const py::dict speculation("type"_a = sp.type, "n_steps"_a = sp.n_steps,
                              "n_drafted"_a = sp.n_drafted, "n_accepted"_a = sp.n_accepted,
-                             "acceptance"_a = sp.acceptance());
+                             "acceptance"_a = sp.acceptance(),
+                             "draft_kv_bytes"_a = sp.draft_kv_bytes);
   return py::dict("policy"_a = s.policy, "budget"_a = budget,
                   "cache"_a = s.cache, "kv_capacity"_a = s.kv_capacity, "kv_held"_a = s.kv_held,
                   "n_seen"_a = s.n_seen, "layers"_a = layers, "kinds"_a = kinds,

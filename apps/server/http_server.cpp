@@ -183,7 +183,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Engine& engine,
                       o.reasoning_format);
   }
   // The smallest request: one prompt token under the default multi-state.
-  const uint64_t need = engine.reserve_bytes(o.api.cache, 1, o.loop.ctx);
+  const uint64_t need = engine.reserve_bytes(o.api.cache, 1, o.loop.ctx, o.api.speculative);
   if (need > o.loop.kv_memory) {
     return make_error(
         "--kv-memory {} bytes cannot hold one sequence of the default multi-state ({}{}, "

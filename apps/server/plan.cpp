@@ -100,7 +100,8 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
   // fit in --kv-memory is refused (the library refuses it too: memory_limit); each choice
   // reserves only the slots it can reach (prompt + max_tokens), which its pool allocates at
   // admission. A `full` state reserves -c tokens' worth.
-  const uint64_t most = engine.reserve_bytes(g.cache, n_prompt, d.ctx);
+  // With speculative decoding, the drafter's own K/V (draft-mtp's block, a draft model's) too.
+  const uint64_t most = engine.reserve_bytes(g.cache, n_prompt, d.ctx, g.speculative);
   if (most > d.kv_memory) {
     return ApiError{
         .status = 400,

@@ -115,7 +115,10 @@ class Engine {
   Status check_kv_format(const KvFormat& f) const;
   // K/V bytes a session under `o` allocates for a prompt of n_prompt tokens: its fixed size
   // when bounded, n_ctx tokens' worth when unbounded (what a server reserves for it).
-  uint64_t reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx) const;
+  // With speculative decoding `spec`, the drafter's own K/V too (draft-mtp's block,
+  // draft-simple's model), under the same options.
+  uint64_t reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx,
+                         const SpeculativeOptions& spec = {}) const;
 
   // A fresh session of this model.
   Result<std::unique_ptr<Session>> new_session(const SessionOptions& o) const;

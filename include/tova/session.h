@@ -41,6 +41,9 @@ struct SpeculationStats {
   int64_t n_steps = 0;    // verify steps: forward passes that fed drafts
   int64_t n_drafted = 0;  // drafted tokens fed
   int64_t n_accepted = 0;  // of those, the sampler's own next token
+  // K/V bytes the drafter's own states allocate (draft-mtp's block, draft-simple's model),
+  // counted in SessionStats::kv_capacity too.
+  uint64_t draft_kv_bytes = 0;
   double acceptance() const {
     return n_drafted > 0 ? static_cast<double>(n_accepted) / static_cast<double>(n_drafted) : 0;
   }
@@ -83,7 +86,9 @@ struct SessionStats {
   int budget = -1;           // -1: unbounded
   std::string cache;         // CacheOptions::label()
   std::string kv_type;       // the K/V storage format: "f32", "q8_0", "k=q8_0,v=f16"
-  uint64_t kv_capacity = 0;  // bytes of K/V (and positions) allocated
+  // Bytes of K/V (and positions) allocated: the kinds' bytes, plus the drafter's own
+  // (speculation.draft_kv_bytes) when speculative decoding holds a state.
+  uint64_t kv_capacity = 0;
   uint64_t kv_held = 0;      // of those, the bytes of the states held
   int64_t n_seen = 0;        // tokens fed
   std::vector<LayerStats> layers;

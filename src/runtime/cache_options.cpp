@@ -99,7 +99,12 @@ namespace tova::runtime {
 
 uint64_t reserve_bytes(const model::Model& m, const CacheOptions& o, int64_t n_prompt,
                        int64_t n_ctx) {
-  auto so = m.state_options(o.policy, o.kv_type, o.prefill.max_new(n_prompt));
+  return reserve_bytes(m.state_options(o.policy, o.kv_type, o.prefill.max_new(n_prompt)), o,
+                       n_prompt, n_ctx);
+}
+
+uint64_t reserve_bytes(kv::MultiStateOptions so, const CacheOptions& o, int64_t n_prompt,
+                       int64_t n_ctx) {
   so.prompt_end = std::max<int64_t>(0, n_prompt);
   if (!check_kv_format(o.kv_type, so.head_dim).ok()) return 0;  // refused when the state is made
   // Per layer and KV head: the key pool (whole tiles of 16 slots when quantized), the value

@@ -13,6 +13,10 @@ namespace tova::runtime {
 // worth when unbounded (what a server reserves for it).
 uint64_t reserve_bytes(const model::Model& m, const CacheOptions& o, int64_t n_prompt,
                        int64_t n_ctx);
+// The same for a multi-state of the shape `so` (a prediction block's: Model::
+// nextn_state_options) under o.
+uint64_t reserve_bytes(kv::MultiStateOptions so, const CacheOptions& o, int64_t n_prompt,
+                       int64_t n_ctx);
 
 // Feeding more tokens to a state made with o gives what feeding them all from the start as one
 // prompt gives (prefix reuse relies on it): exact prefill, and a policy that does not choose at

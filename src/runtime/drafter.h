@@ -43,6 +43,9 @@ class Drafter {
   // The logits behind the last draft call's tokens ([drafted][n_vocab], row i the one draft i
   // was chosen from), for drafters that run a model; empty otherwise.
   virtual std::span<const float> last_logits() const { return {}; }
+  // Bytes of K/V (and positions) the drafter's own states allocate now (draft-mtp's block,
+  // a draft model's multi-state); 0 for drafters that hold none.
+  virtual uint64_t state_bytes() const { return 0; }
 };
 
 // A drafting model's choice at one step, as llama.cpp's drafters make it (a top-10 sampler
@@ -68,5 +71,11 @@ Result<std::unique_ptr<Drafter>> make_model_drafter(const Engine& e, const Specu
 // block.
 Result<std::unique_ptr<Drafter>> make_mtp_drafter(const Engine& e, const SpeculativeOptions& o,
                                                   const CacheOptions& cache);
+// What each model drafter's own K/V reserves beside a session of n_prompt tokens under
+// `cache` (runtime::reserve_bytes; 0 when the engine has no draft model or block).
+uint64_t model_drafter_reserve_bytes(const Engine& e, const CacheOptions& cache,
+                                     int64_t n_prompt, int64_t n_ctx);
+uint64_t mtp_drafter_reserve_bytes(const Engine& e, const CacheOptions& cache, int64_t n_prompt,
+                                   int64_t n_ctx);
 
 }  // namespace tova::runtime

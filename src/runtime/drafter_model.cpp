@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/cache_options.h"
 #include "runtime/drafter.h"
 #include "runtime/engine_access.h"
 #include "runtime/sampler.h"
@@ -68,6 +69,7 @@ class ModelDrafter : public Drafter {
   }
 
   std::unique_ptr<Drafter> clone() const override { return std::make_unique<ModelDrafter>(*this); }
+  uint64_t state_bytes() const override { return state_ ? state_->bytes() : 0; }
 
  private:
   const Engine* e_;
@@ -91,6 +93,15 @@ Result<std::unique_ptr<Drafter>> make_model_drafter(const Engine& e, const Specu
   c.prefill = PrefillMode{};  // the draft's steps are exact (one token at a time after the sync)
   c.reserve = 0;
   return std::unique_ptr<Drafter>(std::make_unique<ModelDrafter>(e, *EngineAccess::draft_model(e), c, o.p_min));
+}
+
+uint64_t model_drafter_reserve_bytes(const Engine& e, const CacheOptions& cache,
+                                     int64_t n_prompt, int64_t n_ctx) {
+  const model::Model* draft = EngineAccess::draft_model(e);
+  if (draft == nullptr) return 0;
+  CacheOptions c = cache;
+  c.prefill = PrefillMode{};  // as make_model_drafter makes it
+  return reserve_bytes(*draft, c, n_prompt, n_ctx);
 }
 
 }  // namespace tova::runtime

@@ -24,6 +24,7 @@
 
 #include "kv/multi_state.h"
 #include "model/model.h"
+#include "runtime/cache_options.h"
 #include "runtime/drafter.h"
 #include "runtime/engine_access.h"
 #include "tova/engine.h"
@@ -155,6 +156,8 @@ class MtpDrafter : public Drafter {
     rec_pos_ = p;
   }
 
+  uint64_t state_bytes() const override { return state_ ? state_->bytes() : 0; }
+
   Result<std::unique_ptr<kv::MultiState>> make_block_state() const {
     kv::MultiStateOptions so = m_->nextn_state_options(cache_.policy, cache_.kv_type);
     so.positions = cache_.positions;
@@ -190,6 +193,14 @@ Result<std::unique_ptr<Drafter>> make_mtp_drafter(const Engine& e, const Specula
         m.file().path(), m.config().arch_name);
   }
   return std::unique_ptr<Drafter>(std::make_unique<MtpDrafter>(e, m, cache, o.p_min));
+}
+
+uint64_t mtp_drafter_reserve_bytes(const Engine& e, const CacheOptions& cache, int64_t n_prompt,
+                                   int64_t n_ctx) {
+  const model::Model& m = EngineAccess::model(e);
+  if (m.config().n_nextn == 0) return 0;
+  return reserve_bytes(m.nextn_state_options(cache.policy, cache.kv_type), cache, n_prompt,
+                       n_ctx);
 }
 
 }  // namespace tova::runtime

@@ -8,6 +8,7 @@
 #include "core/kv_type.h"
 #include "model/model.h"
 #include "runtime/cache_options.h"
+#include "runtime/speculation.h"
 #include "runtime/chat_templates.h"
 #include "tokenizer/chat_messages.h"
 #include "tokenizer/chat_template.h"
@@ -121,8 +122,10 @@ Result<std::vector<int32_t>> Engine::chat_prompt(const std::vector<ChatMessage>&
   return chat_tokens(text);
 }
 
-uint64_t Engine::reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx) const {
-  return runtime::reserve_bytes(*model_, o, n_prompt, n_ctx);
+uint64_t Engine::reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx,
+                               const SpeculativeOptions& spec) const {
+  return runtime::reserve_bytes(*model_, o, n_prompt, n_ctx) +
+         runtime::draft_reserve_bytes(*this, spec, o, n_prompt, n_ctx);
 }
 
 }  // namespace tova

@@ -147,7 +147,8 @@ SessionStats Session::stats() const {
   k.budget = st.budget();
   k.cache = impl_->cache.label();
   k.kv_type = st.kv_type().label();
-  k.kv_capacity = st.bytes();
+  // The drafter's own K/V (SpeculationStats::draft_kv_bytes) is memory this session holds.
+  k.kv_capacity = st.bytes() + k.speculation.draft_kv_bytes;
   k.n_seen = st.n_seen();
   for (int il = 0; il < st.n_layer(); ++il) {
     const kv::LayerState& l = st.layer(il);

@@ -15,6 +15,9 @@ struct DrafterEntry {
   const char* name;
   Result<std::unique_ptr<Drafter>> (*make)(const Engine& e, const SpeculativeOptions& o,
                                            const CacheOptions& cache);
+  // K/V bytes its own states reserve beside a session's (null: it holds none).
+  uint64_t (*reserve)(const Engine& e, const CacheOptions& cache, int64_t n_prompt,
+                      int64_t n_ctx) = nullptr;
 };
 constexpr DrafterEntry kDrafters[] = {
     {"ngram-simple",
@@ -23,8 +26,8 @@ constexpr DrafterEntry kDrafters[] = {
     {"ngram-mod",
      [](const Engine&, const SpeculativeOptions& o,
         const CacheOptions&) -> Result<std::unique_ptr<Drafter>> { return make_ngram_mod(o); }},
-    {"draft-simple", make_model_drafter},
-    {"draft-mtp", make_mtp_drafter},
+    {"draft-simple", make_model_drafter, model_drafter_reserve_bytes},
+    {"draft-mtp", make_mtp_drafter, mtp_drafter_reserve_bytes},
 };
 
 const DrafterEntry* find_drafter(const std::string& type) {
@@ -35,6 +38,13 @@ const DrafterEntry* find_drafter(const std::string& type) {
 }
 
 }  // namespace
+
+uint64_t draft_reserve_bytes(const Engine& e, const SpeculativeOptions& o,
+                             const CacheOptions& cache, int64_t n_prompt, int64_t n_ctx) {
+  const DrafterEntry* d = o.on() ? find_drafter(o.type) : nullptr;
+  return d != nullptr && d->reserve != nullptr ? d->reserve(e, cache, n_prompt, n_ctx) : 0;
+}
+
 }  // namespace tova::runtime
 
 namespace tova {
@@ -184,7 +194,11 @@ void Speculation::adapt(int n_drafted, int n_accepted) {
   n_cur_ = std::max(1, std::min(n_cur_, n_accepted + 1));
 }
 
-SpeculationStats Speculation::stats() const { return stats_; }
+SpeculationStats Speculation::stats() const {
+  SpeculationStats s = stats_;
+  s.draft_kv_bytes = drafter_->state_bytes();
+  return s;
+}
 
 bool Speculation::wants_hidden() const { return drafter_->wants_hidden(); }
 

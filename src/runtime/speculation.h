@@ -113,6 +113,10 @@ class Speculation {
 // A draft model's multi-state follows the session's cache options (policy, budget, K/V type).
 Result<std::unique_ptr<Speculation>> make_speculation(const Engine& e, const SpeculativeOptions& o,
                                                       const CacheOptions& cache);
+// K/V bytes the drafter of `o` reserves beside a session of n_prompt tokens under `cache`, as
+// Engine::reserve_bytes counts them (0 for drafters that hold no state).
+uint64_t draft_reserve_bytes(const Engine& e, const SpeculativeOptions& o,
+                             const CacheOptions& cache, int64_t n_prompt, int64_t n_ctx);
 
 // A draft model can draft for `target`: the same vocabulary (size and every token's text),
 // else an error naming both files and the first token that differs.

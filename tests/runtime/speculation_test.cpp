@@ -71,6 +71,7 @@ class OracleDrafter : public runtime::Drafter {
 struct GenRun {
   std::vector<int32_t> tokens;
   SpeculationStats spec;
+  uint64_t kv_capacity = 0;  // SessionStats::kv_capacity at the end
 };
 
 GenRun generate(const Engine& e, const CacheOptions& cache, const SamplerParams& sampling,
@@ -96,6 +97,7 @@ GenRun generate(const Engine& e, const CacheOptions& cache, const SamplerParams&
   r.tokens.assign(h.begin() + static_cast<long>(prompt.size()), h.end());
   if (ts.unfed() >= 0) r.tokens.push_back(ts.unfed());
   r.spec = (*s)->stats().speculation;
+  r.kv_capacity = (*s)->stats().kv_capacity;
   EXPECT_EQ((*s)->n_seen(), static_cast<int64_t>(h.size()));
   return r;
 }
@@ -342,6 +344,34 @@ TEST(Speculation, DraftMtpDraftsDependOnTheHistoryAlone) {
     ASSERT_TRUE(want.ok());
     EXPECT_EQ(drafted, *want);
     EXPECT_FALSE(drafted.empty());
+  }
+}
+
+// The prediction block's own K/V is memory the session holds: counted in kv_capacity (as
+// draft_kv_bytes) and reserved beside the session's by Engine::reserve_bytes (what a server's
+// admission and --kv-memory check read); bounded by the same budget as the session's layers.
+TEST(Speculation, DraftMtpKvIsCountedAndReserved) {
+  TOVA_REQUIRE_SHARED();
+  const Engine& e = engine("qwen35-mtp");
+  const std::vector<int32_t> prompt = prompt_of(e);
+  const SamplerParams greedy{.temp = 0};
+  const SpeculativeOptions so{.type = "draft-mtp", .n_max = 3, .p_min = 0.f};
+  for (const auto& [policy, k] : {std::pair<std::string, int>{"full", 0}, {"tova", 12}}) {
+    SCOPED_TRACE(policy);
+    const CacheOptions c = cache_of(policy, k);
+    const GenRun plain = generate(e, c, greedy, prompt, 24);
+    const GenRun spec = generate(e, c, greedy, prompt, 24, so);
+    ASSERT_EQ(spec.tokens, plain.tokens);
+    EXPECT_GT(spec.spec.draft_kv_bytes, 0u);
+    EXPECT_EQ(plain.spec.draft_kv_bytes, 0u);
+    const int64_t n = 512;  // a server's -c: what a `full` state may reach
+    const uint64_t alone = e.reserve_bytes(c, static_cast<int64_t>(prompt.size()), n);
+    const uint64_t with = e.reserve_bytes(c, static_cast<int64_t>(prompt.size()), n, so);
+    EXPECT_GT(with, alone);
+    EXPECT_LE(spec.spec.draft_kv_bytes, with - alone);
+    // The main state's bytes are the plain run's (a pool's size depends on what it holds).
+    EXPECT_EQ(spec.kv_capacity - spec.spec.draft_kv_bytes, plain.kv_capacity);
+    EXPECT_EQ(e.reserve_bytes(c, 4, n, {.type = "ngram-simple"}), e.reserve_bytes(c, 4, n));
   }
 }
 
