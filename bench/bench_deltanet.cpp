@@ -22,6 +22,7 @@
 #include "kernels/quant.h"
 #include "kv/multi_state.h"
 #include "model/layer_kinds.h"
+#include "layer_bench.h"
 #include "simd_env.h"
 #include "tova/policy_spec.h"
 #include "tova/simd_target.h"
@@ -34,21 +35,8 @@ constexpr int kEmbd = 2560, kKeyHeads = 16, kValueHeads = 32, kHeadDim = 128, kC
 struct Layer {
   ModelConfig c;
   LayerWeights L;
-  std::vector<std::vector<uint8_t>> store;
+  bench::WeightStore store{5};
 };
-
-std::vector<uint8_t> q8_matrix(int64_t n_out, int64_t n_in, std::mt19937& g, uint64_t* rb) {
-  const GgmlType t = GgmlType::kQ8_0;
-  *rb = bytes_per_row(t, n_in).value();
-  std::normal_distribution<float> d(0.f, 0.02f);
-  std::vector<float> x(n_in);
-  std::vector<uint8_t> m(*rb * n_out);
-  for (int64_t o = 0; o < n_out; ++o) {
-    for (float& v : x) v = d(g);
-    kernels::quantize_row_ref(t, x.data(), m.data() + o * *rb, n_in);
-  }
-  return m;
-}
 
 const Layer& layer() {
   static const std::unique_ptr<Layer> l = [] {
@@ -65,12 +53,8 @@ const Layer& layer() {
     L.attn_norm.assign(kEmbd, 1.f);
     DeltaNetWeights& W = L.deltanet;
     auto matrix = [&](kernels::WeightMatrix& m, int64_t n_out, int64_t n_in) {
-      uint64_t rb = 0;
-      l->store.push_back(q8_matrix(n_out, n_in, g, &rb));
-      m = {.type = GgmlType::kQ8_0, .data = l->store.back().data(), .n_in = n_in,
-           .n_out = n_out, .row_bytes = rb};
+      m = l->store.add(GgmlType::kQ8_0, n_out, n_in, g);
     };
-    l->store.reserve(5);
     matrix(W.qkv, d.conv_dim(), kEmbd);
     matrix(W.z, d.value_dim(), kEmbd);
     matrix(W.beta, kValueHeads, kEmbd);
@@ -168,25 +152,12 @@ void register_all() {
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("rule_head128/chunked/ntok:512", bm_rule, true)
       ->Unit(benchmark::kMillisecond);
-  for (int64_t n_tok : {1, 512}) {
-    for (int threads : {1, 2}) {
-      const std::string name =
-          "qwen35_4b/ntok:" + std::to_string(n_tok) + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), bm_deltanet, n_tok, threads)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
-    }
-  }
+  bench::register_ntok_threads("qwen35_4b", bm_deltanet);
 }
 
 }  // namespace
 }  // namespace tova::model
 
 int main(int argc, char** argv) {
-  tova::model::register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return tova::bench::run_benchmarks(argc, argv, tova::model::register_all);
 }

@@ -25,6 +25,7 @@
 #include "core/thread_pool.h"
 #include "kernels/quant.h"
 #include "model/layer_kinds.h"
+#include "layer_bench.h"
 #include "simd_env.h"
 #include "tova/simd_target.h"
 
@@ -40,30 +41,11 @@ struct Shape {
 constexpr Shape kShapes[] = {{"gpt_oss", 2880, 32, 4, 2880, GgmlType::kMXFP4, true},
                              {"qwen3moe", 2048, 128, 8, 768, GgmlType::kQ3_K, false}};
 
-// n_out rows of n_in as `type`, from a few random rows quantized by the reference.
-std::vector<uint8_t> random_matrix(GgmlType type, int64_t n_out, int64_t n_in, std::mt19937& g,
-                                   uint64_t* row_bytes) {
-  *row_bytes = bytes_per_row(type, n_in).value();
-  constexpr int kDistinct = 16;
-  std::normal_distribution<float> d(0.f, 0.02f);
-  std::vector<uint8_t> rows(*row_bytes * kDistinct);
-  std::vector<float> x(n_in);
-  for (int r = 0; r < kDistinct; ++r) {
-    for (float& v : x) v = d(g);
-    kernels::quantize_row_ref(type, x.data(), rows.data() + r * *row_bytes, n_in);
-  }
-  std::vector<uint8_t> m(*row_bytes * n_out);
-  for (int64_t o = 0; o < n_out; ++o) {
-    std::memcpy(m.data() + o * *row_bytes, rows.data() + (o % kDistinct) * *row_bytes, *row_bytes);
-  }
-  return m;
-}
-
 struct Layer {
   ModelConfig c;
   LayerWeights L;
   std::vector<float> router;
-  std::vector<std::vector<uint8_t>> store;  // the experts' bytes
+  bench::WeightStore store;  // the experts' bytes
 };
 
 // The layer of the running benchmark, rebuilt when the shape changes (one alive at a time).
@@ -103,11 +85,9 @@ const Layer& get_layer(const Shape& sh) {
     L.moe.up_b.assign(static_cast<size_t>(sh.n_expert) * sh.n_ff_exp, 0.01f);
     L.moe.down_b.assign(static_cast<size_t>(sh.n_expert) * sh.n_embd, 0.01f);
   }
+  // Each expert from 16 random rows (quantizing thousands of rows per expert is slow).
   auto add = [&](std::vector<kernels::WeightMatrix>& to, int64_t n_out, int64_t n_in) {
-    uint64_t rb = 0;
-    l->store.push_back(random_matrix(sh.type, n_out, n_in, g, &rb));
-    to.push_back({.type = sh.type, .data = l->store.back().data(), .n_in = n_in, .n_out = n_out,
-                  .row_bytes = rb});
+    to.push_back(l->store.add(sh.type, n_out, n_in, g, 16));
   };
   l->store.reserve(3 * sh.n_expert);
   for (int e = 0; e < sh.n_expert; ++e) {
@@ -151,27 +131,12 @@ void bm_moe(benchmark::State& state, const Shape* sh, int64_t n_tok, int n_threa
 }
 
 void register_all() {
-  for (const Shape& sh : kShapes) {
-    for (int64_t n_tok : {1, 512}) {
-      for (int threads : {1, 2}) {
-        const std::string name = std::string(sh.name) + "/ntok:" + std::to_string(n_tok) +
-                                 "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), bm_moe, &sh, n_tok, threads)
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
-      }
-    }
-  }
+  for (const Shape& sh : kShapes) bench::register_ntok_threads(sh.name, bm_moe, &sh);
 }
 
 }  // namespace
 }  // namespace tova::model
 
 int main(int argc, char** argv) {
-  tova::model::register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return tova::bench::run_benchmarks(argc, argv, tova::model::register_all);
 }

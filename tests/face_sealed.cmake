@@ -13,11 +13,12 @@ endif()
 # thread pool, numbers the public face does not and should not expose; bench_moe_ffn times one
 # mixture-of-experts block (layer_ffn_moe.cpp) at the real shapes on raw buffers;
 # bench_deltanet one Gated DeltaNet layer (layer_deltanet.cpp) and the delta rule alone;
-# bench_mamba2 one Mamba2 layer (layer_mamba2.cpp) and the selective scan alone.
+# bench_mamba2 one Mamba2 layer (layer_mamba2.cpp) and the selective scan alone; layer_bench.h
+# is what those three layer benches share (random weight matrices, their grid, main).
 set(kernel_benches bench/bench_attention.cpp bench/bench_matmul.cpp bench/bench_fma_peak.cpp
                    bench/bench_weight_stream.cpp bench/bench_batched_decode.cpp
                    bench/bench_moe_ffn.cpp bench/bench_deltanet.cpp bench/bench_mamba2.cpp
-                   bench/simd_env.h)
+                   bench/simd_env.h bench/layer_bench.h)
 
 file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/apps/*.h ${ROOT}/apps/*.cpp ${ROOT}/python/*.h
      ${ROOT}/python/*.cpp ${ROOT}/bench/*.h ${ROOT}/bench/*.cpp)
