@@ -71,41 +71,9 @@ const Layer& layer() {
   return *l;
 }
 
-ThreadPool& pool(int n_threads) {
-  static ThreadPool pool1(1), pool2(2);
-  return n_threads == 1 ? pool1 : pool2;
-}
-
 void bm_deltanet(benchmark::State& state, int64_t n_tok, int n_threads) {
   const Layer& l = layer();
-  const DeltaNetConfig& d = l.c.deltanet;
-  kv::MultiStateOptions o{.n_layer = 1, .n_head = 1, .n_head_kv = 1, .head_dim = 16,
-                          .policy = kv::parse_policy("full", 0).value(),
-                          .max_new = static_cast<int>(n_tok)};
-  o.recurrent.push_back({.conv_channels = d.conv_dim(), .conv_taps = d.conv_kernel - 1,
-                         .n_head = d.n_v_head, .head_dim = d.head_dim});
-  std::unique_ptr<kv::MultiState> ms = kv::MultiState::create(o).value();
-  std::mt19937 g(7);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> x0(n_tok * kEmbd);
-  for (float& v : x0) v = nd(g);
-  ForwardScratch s;
-  s.runs.push_back({.state = ms.get()});
-  s.runs[0].idx.resize(n_tok);
-  std::iota(s.runs[0].idx.begin(), s.runs[0].idx.end(), 0);
-  ThreadPool& p = pool(n_threads);
-  for (auto _ : state) {
-    state.PauseTiming();
-    s.x = x0;
-    state.ResumeTiming();
-    deltanet_block({.c = l.c, .s = s, .pool = p, .n = n_tok}, 0,
-                   {.mixer = MixerKind::kDeltaNet, .holds = MixerState::kRecurrent, .state = 0},
-                   l.L);
-    benchmark::DoNotOptimize(s.x.data());
-  }
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok) * state.iterations(),
-                                               benchmark::Counter::kIsRate);
-  state.SetLabel(kernels::simd_target_name());
+  bench::time_recurrent_mixer(state, l.c, l.L, MixerKind::kDeltaNet, n_tok, n_threads);
 }
 
 // The delta rule alone, one value head of 128 through 512 tokens, one thread: the recurrent
@@ -142,9 +110,7 @@ void bm_rule(benchmark::State& state, bool chunked) {
     }
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok) * state.iterations(),
-                                               benchmark::Counter::kIsRate);
-  state.SetLabel(kernels::simd_target_name());
+  bench::count_tokens(state, n_tok);
 }
 
 void register_all() {

@@ -100,11 +100,6 @@ const Layer& get_layer(const Shape& sh) {
   return *layer;
 }
 
-ThreadPool& pool(int n_threads) {
-  static ThreadPool pool1(1), pool2(2);
-  return n_threads == 1 ? pool1 : pool2;
-}
-
 void bm_moe(benchmark::State& state, const Shape* sh, int64_t n_tok, int n_threads) {
   const Layer& l = get_layer(*sh);
   constexpr int kRing = 16;
@@ -115,7 +110,7 @@ void bm_moe(benchmark::State& state, const Shape* sh, int64_t n_tok, int n_threa
     for (float& v : x) v = d(g);
   }
   ForwardScratch s;
-  ThreadPool& p = pool(n_threads);
+  ThreadPool& p = bench::bench_pool(n_threads);
   int i = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -125,9 +120,7 @@ void bm_moe(benchmark::State& state, const Shape* sh, int64_t n_tok, int n_threa
     moe_ffn_block({.c = l.c, .s = s, .pool = p, .n = n_tok}, l.L);
     benchmark::DoNotOptimize(s.x.data());
   }
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok) * state.iterations(),
-                                               benchmark::Counter::kIsRate);
-  state.SetLabel(kernels::simd_target_name());
+  bench::count_tokens(state, n_tok);
 }
 
 void register_all() {

@@ -8,14 +8,20 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
+#include "kv/multi_state.h"
+#include "model/layer_kinds.h"
+#include "tova/policy_spec.h"
+#include "tova/simd_target.h"
 
 namespace tova::bench {
 
@@ -64,6 +70,51 @@ void register_ntok_threads(const std::string& name, Fn fn, Args... args) {
           ->Unit(benchmark::kMillisecond);
     }
   }
+}
+
+// Pools of 1 and 2 threads, made once.
+inline ThreadPool& bench_pool(int n_threads) {
+  static ThreadPool pool1(1), pool2(2);
+  return n_threads == 1 ? pool1 : pool2;
+}
+
+// The tok/s counter (n_tok tokens an iteration) and the SIMD target as the label.
+inline void count_tokens(benchmark::State& state, int64_t n_tok) {
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok) * state.iterations(),
+                                               benchmark::Counter::kIsRate);
+  state.SetLabel(kernels::simd_target_name());
+}
+
+// One recurrent mixer layer (its kind's block, layer_kinds.h) over n_tok tokens of one
+// sequence, its state carried from iteration to iteration; the input rows restored (untimed)
+// before each.
+inline void time_recurrent_mixer(benchmark::State& state, const model::ModelConfig& c,
+                                 const model::LayerWeights& L, model::MixerKind kind,
+                                 int64_t n_tok, int n_threads) {
+  const model::MixerSpec& spec = model::mixer_spec(kind);
+  kv::MultiStateOptions o{.n_layer = 1, .n_head = 1, .n_head_kv = 1, .head_dim = 16,
+                          .policy = kv::parse_policy("full", 0).value(),
+                          .max_new = static_cast<int>(n_tok)};
+  o.recurrent.push_back(spec.recurrent_shape(c));
+  std::unique_ptr<kv::MultiState> ms = kv::MultiState::create(o).value();
+  std::mt19937 g(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x0(n_tok * c.n_embd);
+  for (float& v : x0) v = nd(g);
+  model::ForwardScratch s;
+  s.runs.push_back({.state = ms.get()});
+  s.runs[0].idx.resize(n_tok);
+  for (int64_t i = 0; i < n_tok; ++i) s.runs[0].idx[i] = static_cast<int>(i);
+  ThreadPool& p = bench_pool(n_threads);
+  for (auto _ : state) {
+    state.PauseTiming();
+    s.x = x0;
+    state.ResumeTiming();
+    spec.block({.c = c, .s = s, .pool = p, .n = n_tok}, 0,
+               {.mixer = kind, .holds = model::MixerState::kRecurrent, .state = 0}, L);
+    benchmark::DoNotOptimize(s.x.data());
+  }
+  count_tokens(state, n_tok);
 }
 
 inline int run_benchmarks(int argc, char** argv, void (*register_all)()) {
