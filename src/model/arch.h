@@ -1,8 +1,9 @@
 // What one architecture file (arch_<name>.cpp) provides: how to read the family's own metadata
-// keys and tensors, and the test fixtures of the family. The forward pass is shared and driven
-// by what was loaded (a layer with q/k norm weights applies them, a config with rope frequency
-// factors uses them), so adding a family means adding one file here and one line in
-// arch_registry.cpp, not threading a flag through the forward pass. Keys and tensors each
+// keys and tensors. The forward pass is shared and driven by what was loaded (a layer with q/k
+// norm weights applies them, a config with rope frequency factors uses them), so adding a family
+// means adding one file here and one line in arch_registry.cpp, not threading a flag through the
+// forward pass; its test fixtures are one file and one line beside (fixture/family_<name>.cpp,
+// fixture/fixture_registry.cpp), outside the inference path. Keys and tensors each
 // family reads: docs/ARCHITECTURES.md.
 #pragma once
 
@@ -14,7 +15,6 @@
 #include "core/result.h"
 #include "model/config.h"
 #include "model/key_reader.h"
-#include "model/random_model.h"
 #include "model/tensor_loader.h"
 #include "model/weights.h"
 
@@ -43,11 +43,9 @@ struct ArchSpec {
   // block_count, feed_forward_length, head counts, key/value length, context_length, rms
   // epsilon, rope base, dimension count and linear scaling) and sets the family's fields of c.
   Status (*configure)(KeyReader& keys, ModelConfig& c);
-  // Reads layer il's tensors (the names are "blk.{il}." + ...).
+  // Reads layer il's tensors (the names are "blk.{il}." + ...). Its inverse, the family's
+  // fixture writer, lives apart (fixture/family_<name>.cpp, fixture/write_*.cpp).
   Status (*load_layer)(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
-  // `tova make-random --arch NAME` fixtures (fixture_shape): every tensor and key a converted
-  // model of the family has, scaled down; tests/data/arch holds each one's llama.cpp goldens.
-  std::vector<RandomShape> (*fixtures)();
 };
 
 // The architectures (arch_registry.cpp: the one list), and one by name (nullptr if unknown).
@@ -97,16 +95,13 @@ Status load_deltanet(TensorLoader& ld, const ModelConfig& c, int il, LayerWeight
 // gates, attn_k/v/output, q/k norms); a layer whose tensors are of the other kind is refused
 // in one line naming the pattern key.
 Status load_qwen35_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
-// The fixture base of both qwen35 families (arch_qwen35.cpp).
-RandomShape qwen35_fixture(std::string family, std::string description, std::string arch);
 
 // LFM2 families (lfm2, lfm2moe; arch_lfm2.cpp): shortconv.l_cache (2..64), no sliding window,
 // NEOX RoPE; layer il's mixer as attention.head_count_kv's pattern says (a gated short
 // convolution or attention with q/k norms; a layer whose tensors are of the other kind is
-// refused in one line naming the key); the fixture base of both (6 layers, attention at 2, 5).
+// refused in one line naming the key).
 Status read_lfm2_keys(KeyReader& keys, ModelConfig& c);
 Status load_lfm2_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
-RandomShape lfm2_fixture(std::string family, std::string description, std::string arch);
 
 // The rope scaling keys: none or linear, and yarn where the family allows it (its factor,
 // original_context_length and attn_factor); another type is an error. c.n_ctx_train is set.

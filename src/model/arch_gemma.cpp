@@ -112,42 +112,13 @@ Status load_gemma3_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWe
   return load_qk_norm(ld, c, il, l);
 }
 
-std::vector<RandomShape> gemma2_fixtures() {
-  RandomShape g2 = fixture_shape("gemma2", "Gemma-2-2B (scaled down)", "gemma2");
-  g2.rms_eps = 1e-6f;
-  g2.tied_output = true;
-  g2.head_dim = 32;  // Gemma-2-2B: 8 x 256 != 2304
-  g2.post_norms = true;
-  g2.sliding_window = 16;  // layer 0 has the window, layer 1 is global (pattern 2)
-  g2.attn_softcap = 50.f;
-  g2.final_softcap = 30.f;
-  return {g2};
-}
-
-std::vector<RandomShape> gemma3_fixtures() {
-  RandomShape g3 = fixture_shape("gemma3", "Gemma-3-4B (scaled down)", "gemma3");
-  g3.n_layer = 6;  // layers 0-4 have the window, layer 5 is global (pattern 6)
-  g3.n_head_kv = 1;
-  g3.rope_base = 1000000.f;
-  g3.rms_eps = 1e-6f;
-  g3.tied_output = true;
-  g3.head_dim = 32;
-  g3.qk_norm = true;
-  g3.post_norms = true;
-  g3.sliding_window = 16;
-  g3.rope_linear = 8.f;  // the global layers' linear scaling (Gemma 3 4B and up)
-  return {g3};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchGemma2{.name = "gemma2",
                                   .configure = configure_gemma2,
-                                  .load_layer = load_gemma2_layer,
-                                  .fixtures = gemma2_fixtures};
+                                  .load_layer = load_gemma2_layer};
 extern const ArchSpec kArchGemma3{.name = "gemma3",
                                   .configure = configure_gemma3,
-                                  .load_layer = load_gemma3_layer,
-                                  .fixtures = gemma3_fixtures};
+                                  .load_layer = load_gemma3_layer};
 
 }  // namespace tova::model

@@ -261,48 +261,6 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   return ok_status();
 }
 
-std::vector<RandomShape> fixtures() {
-  // Gemma-4-31B's layout scaled down: five window layers (16 positions, 2 KV heads of 16) then
-  // one global layer (1 KV head of 32, K = V, a quarter of its pairs rotated), bases 10000 and
-  // 1e6, final soft-capping 30, layer output scales.
-  RandomShape g4 = fixture_shape("gemma4", "Gemma-4-31B (scaled down)", "gemma4");
-  g4.n_layer = 6;
-  g4.n_head_kv = 1;  // the global layers'
-  g4.head_dim = 32;  // the global layers'
-  g4.rope_base = 1000000.f;
-  g4.rms_eps = 1e-6f;
-  g4.tied_output = true;
-  g4.sliding_window = 16;
-  g4.final_softcap = 30.f;
-  g4.gemma4 = {.head_dim_swa = 16,
-               .n_head_kv_swa = 2,
-               .swa_pattern = 6,
-               .rope_base_swa = 10000.f,
-               .rope_partial = 0.25f};
-  // The E models' layout scaled down: nine layers, every third global, the last three reusing
-  // K/V (layers 6 and 7 the window layer 4's, layer 8 the global layer 5's, as llama.cpp's
-  // reuse rule and ours agree), per-layer inputs of 32 in every layer, and E2B's double-wide
-  // feed-forward in the shared layers (a per-layer feed_forward_length), global layers with V.
-  RandomShape e = g4;
-  e.name = "gemma4e";
-  e.description = "Gemma-4-E2B/E4B (scaled down)";
-  e.n_layer = 9;
-  e.gemma4.swa_pattern = 3;
-  e.gemma4.n_shared_kv = 3;
-  e.gemma4.n_embd_per_layer = 32;
-  e.gemma4.double_wide_mlp = true;
-  e.gemma4.k_eq_v = false;  // as E4B: the global layers have attn_v
-  // The MoE variant (26B-A4B) scaled down: the dense fixture's layers with four experts of 32
-  // (two chosen) beside each dense feed-forward, gate and up fused.
-  RandomShape moe = g4;
-  moe.name = "gemma4moe";
-  moe.description = "Gemma-4-26B-A4B (scaled down)";
-  moe.n_expert = 4;
-  moe.n_expert_used = 2;
-  moe.n_ff_exp = 32;
-  return {g4, e, moe};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchGemma4{.name = "gemma4",
@@ -310,7 +268,6 @@ extern const ArchSpec kArchGemma4{.name = "gemma4",
                                   .experts = true,
                                   .layer_kv_heads = true,
                                   .configure = configure,
-                                  .load_layer = load_layer,
-                                  .fixtures = fixtures};
+                                  .load_layer = load_layer};
 
 }  // namespace tova::model

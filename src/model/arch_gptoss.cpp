@@ -112,40 +112,12 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   return ok_status();
 }
 
-std::vector<RandomShape> fixtures() {
-  RandomShape g = fixture_shape("gpt-oss", "gpt-oss-20b (scaled down)", "gpt-oss");
-  g.n_layer = 4;  // layers 0 and 2 have the window, 1 and 3 are global
-  g.n_head = 8;   // gpt-oss-20b: 64 query heads over 8 KV heads of 64 (!= n_embd 2880)
-  g.n_head_kv = 2;
-  g.head_dim = 16;
-  g.n_ctx = 1024;
-  g.rope_base = 150000.f;
-  g.tied_output = false;
-  g.qkv_bias = true;
-  g.attn_out_bias = true;
-  g.attn_sinks = true;
-  g.ffn_norm_name = "post_attention_norm";
-  g.sliding_window = 16;
-  // YaRN as gpt-oss-20b ships it (factor 32 over 4096 positions): with base 150000 and 16-dim
-  // heads the correction dims are 2 and 5, so pairs 0-2 keep their angle, 3-4 blend and 5-7
-  // are interpolated; the attention temperature 1 + 0.1 ln 32 scales q and k.
-  g.rope_yarn = 32.f;
-  g.yarn_orig_ctx = 4096;
-  g.n_expert = 8;
-  g.n_expert_used = 2;
-  g.n_ff_exp = 64;
-  g.moe_biases = true;
-  g.expert_gate_up_bias_std = 5.f;
-  return {g};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchGptOss{.name = "gpt-oss",
                                   .experts = true,
                                   .yarn = true,
                                   .configure = configure,
-                                  .load_layer = load_layer,
-                                  .fixtures = fixtures};
+                                  .load_layer = load_layer};
 
 }  // namespace tova::model

@@ -161,50 +161,12 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   return ok_status();
 }
 
-// Granite 4.0-H scaled down: 6 layers of which 2 and 5 attend, Mamba2 of 4 heads of 32
-// (d_inner 128 = 2 n_embd, as llama.cpp requires) in 2 groups of state 16, a conv kernel of 4,
-// 4 query heads over 2 KV heads of 16, tied embeddings, no RoPE, and every Granite multiplier
-// away from 1 and from the default: embedding 2, residual 0.5, attention 0.125 (1/sqrt(16) is
-// 0.25), logits / 6. (Granite 4.0-H's own 12 and 0.22 drown this small random network in its
-// embeddings: llama.cpp's greedy continuation is one token repeated.)
-RandomShape granitehybrid_fixture(std::string family, std::string description) {
-  RandomShape f = fixture_shape(std::move(family), std::move(description), "granitehybrid");
-  f.n_layer = 6;
-  f.tied_output = true;
-  f.attention_layers = {2, 5};
-  f.mamba2_conv_kernel = 4;
-  f.mamba2_d_inner = 128;
-  f.mamba2_d_state = 16;
-  f.mamba2_heads = 4;
-  f.mamba2_groups = 2;
-  f.embedding_scale = 2.f;
-  f.residual_scale = 0.5f;
-  f.attention_scale = 0.125f;
-  f.logit_scale = 6.f;
-  f.rope_finetuned = false;
-  return f;
-}
-
-// Granite-4.0-H-Tiny scaled down: the dense fixture's layers with 8 experts of 64, 2 chosen, and
-// a shared expert of 96 in every feed-forward (the model: 64 experts of 512, 6 chosen, a shared
-// expert of 1024).
-std::vector<RandomShape> fixtures() {
-  RandomShape moe = granitehybrid_fixture("granitehybrid-moe", "Granite-4.0-H-Tiny (scaled down)");
-  moe.n_expert = 8;
-  moe.n_expert_used = 2;
-  moe.n_ff = 64;  // feed_forward_length: each expert's width
-  moe.n_ff_shexp = 96;
-  moe.shared_expert_ungated = true;
-  return {granitehybrid_fixture("granitehybrid", "Granite-4.0-H-Micro (scaled down)"), moe};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchGraniteHybrid{.name = "granitehybrid",
                                          .experts = true,
                                          .kv_heads_mark_recurrent = true,
                                          .configure = configure,
-                                         .load_layer = load_layer,
-                                         .fixtures = fixtures};
+                                         .load_layer = load_layer};
 
 }  // namespace tova::model

@@ -69,30 +69,11 @@ Status load_lfm2_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeig
   return ok_status();
 }
 
-// LFM2-1.2B scaled down: 6 layers of which 2 and 5 attend (as LFM2-1.2B's first two of
-// [2, 5, 8, 10, 12, 14]), 4 query heads over 2 KV heads of 16 (n_embd / n_head, no key_length
-// key, as LFM2 files), a conv kernel of 3, tied embeddings, rope base 1e6.
-RandomShape lfm2_fixture(std::string family, std::string description, std::string arch) {
-  RandomShape f = fixture_shape(std::move(family), std::move(description), std::move(arch));
-  f.n_layer = 6;
-  f.rope_base = 1000000.f;
-  f.tied_output = true;
-  f.qk_norm = true;
-  f.shortconv_l_cache = 3;
-  f.attention_layers = {2, 5};
-  f.output_norm_name = "token_embd_norm";
-  return f;
-}
-
 namespace {
 
 Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
   TOVA_RETURN_IF_ERROR(load_lfm2_mixer(ld, c, il, l));
   return load_dense_ffn(ld, c, il, l);
-}
-
-std::vector<RandomShape> fixtures() {
-  return {lfm2_fixture("lfm2", "LFM2-1.2B (scaled down)", "lfm2")};
 }
 
 }  // namespace
@@ -101,7 +82,6 @@ extern const ArchSpec kArchLfm2{.name = "lfm2",
                                 .kv_heads_mark_recurrent = true,
                                 .output_norm = "token_embd_norm.weight",
                                 .configure = read_lfm2_keys,
-                                .load_layer = load_layer,
-                                .fixtures = fixtures};
+                                .load_layer = load_layer};
 
 }  // namespace tova::model

@@ -44,18 +44,6 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   return ok_status();
 }
 
-// LFM2-8B-A1B scaled down: lfm2's fixture with the first two layers dense and 8 experts of 64,
-// 2 chosen, in the other four (the model: 24 layers, 2 dense, 32 experts of 1792, 4 chosen).
-std::vector<RandomShape> fixtures() {
-  RandomShape f = lfm2_fixture("lfm2moe", "LFM2-8B-A1B (scaled down)", "lfm2moe");
-  f.n_expert = 8;
-  f.n_expert_used = 2;
-  f.n_ff_exp = 64;
-  f.n_dense_lead = 2;
-  f.expert_gating = 2;
-  return {f};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchLfm2Moe{.name = "lfm2moe",
@@ -63,7 +51,6 @@ extern const ArchSpec kArchLfm2Moe{.name = "lfm2moe",
                                    .kv_heads_mark_recurrent = true,
                                    .output_norm = "token_embd_norm.weight",
                                    .configure = configure,
-                                   .load_layer = load_layer,
-                                   .fixtures = fixtures};
+                                   .load_layer = load_layer};
 
 }  // namespace tova::model

@@ -61,16 +61,9 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   return ok_status();
 }
 
-std::vector<RandomShape> fixtures() {
-  RandomShape p3 = fixture_shape("phi3", "Phi-4 (scaled down)", "phi3");
-  p3.rope_base = 250000.f;
-  p3.tied_output = false;
-  return {p3};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchPhi3{
-    .name = "phi3", .configure = configure, .load_layer = load_layer, .fixtures = fixtures};
+    .name = "phi3", .configure = configure, .load_layer = load_layer};
 
 }  // namespace tova::model

@@ -14,18 +14,9 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   return load_qkv_bias(ld, c, il, l);
 }
 
-std::vector<RandomShape> fixtures() {
-  RandomShape q2 = fixture_shape("qwen2", "Qwen2.5-0.5B (scaled down)", "qwen2");
-  q2.rope_base = 1000000.f;
-  q2.rms_eps = 1e-6f;
-  q2.tied_output = true;
-  q2.qkv_bias = true;
-  return {q2};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchQwen2{
-    .name = "qwen2", .configure = configure, .load_layer = load_layer, .fixtures = fixtures};
+    .name = "qwen2", .configure = configure, .load_layer = load_layer};
 
 }  // namespace tova::model

@@ -18,24 +18,11 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   return load_moe_ffn(ld, c, il, l, /*shared_expert=*/true);
 }
 
-std::vector<RandomShape> fixtures() {
-  RandomShape q = fixture_shape("qwen2moe", "Qwen1.5-MoE-A2.7B (scaled down)", "qwen2moe");
-  q.rope_base = 1000000.f;
-  q.rms_eps = 1e-6f;
-  q.qkv_bias = true;
-  q.n_expert = 8;
-  q.n_expert_used = 2;
-  q.n_ff_exp = 32;
-  q.n_ff_shexp = 96;
-  return {q};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchQwen2Moe{.name = "qwen2moe",
                                     .experts = true,
                                     .configure = configure,
-                                    .load_layer = load_layer,
-                                    .fixtures = fixtures};
+                                    .load_layer = load_layer};
 
 }  // namespace tova::model

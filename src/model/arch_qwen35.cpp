@@ -20,44 +20,11 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
 
 }  // namespace
 
-// The fixture shape of both qwen35 families: 8 layers (3 DeltaNet + 1 attention, twice), 2
-// key heads and 4 value heads of 16 in the DeltaNet layers (value heads shared by key heads,
-// as Qwen3.5-4B's 16 over 32), 4 query heads over 2 KV heads of 32 with a quarter rotated
-// (8 of 32 dims: 4 pairs, sections [2, 1, 1, 0]) in the attention layers.
-RandomShape qwen35_fixture(std::string family, std::string description, std::string arch) {
-  RandomShape q = fixture_shape(std::move(family), std::move(description), std::move(arch));
-  q.n_layer = 8;
-  q.head_dim = 32;
-  q.n_rot = 8;
-  q.rope_sections = {2, 1, 1, 0};
-  q.rope_base = 10000000.f;
-  q.rms_eps = 1e-6f;
-  q.tied_output = false;
-  q.qk_norm = true;
-  q.ffn_norm_name = "post_attention_norm";
-  q.ssm_conv_kernel = 4;
-  q.ssm_state = 16;
-  q.ssm_groups = 2;
-  q.ssm_v_heads = 4;
-  q.full_attention_interval = 4;
-  return q;
-}
-
 namespace {
-std::vector<RandomShape> fixtures() {
-  // As llama.cpp's converter writes Qwen3.5 files since May 2026: with the multi-token
-  // prediction block past the main stack (4 layers here, to keep the file small).
-  RandomShape mtp = qwen35_fixture("qwen35-mtp", "Qwen3.5-4B with its MTP block (scaled down)",
-                                   "qwen35");
-  mtp.n_layer = 4;
-  mtp.nextn_predict_layers = 1;
-  return {qwen35_fixture("qwen35", "Qwen3.5-4B (scaled down)", "qwen35"), mtp};
-}
 }  // namespace
 
 extern const ArchSpec kArchQwen35{.name = "qwen35",
                                   .configure = configure,
-                                  .load_layer = load_layer,
-                                  .fixtures = fixtures};
+                                  .load_layer = load_layer};
 
 }  // namespace tova::model

@@ -22,27 +22,11 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   return load_moe_ffn(ld, c, il, l, /*shared_expert=*/true, "post_attention_norm");
 }
 
-std::vector<RandomShape> fixtures() {
-  RandomShape q = qwen35_fixture("qwen35moe", "Qwen3.5-35B-A3B (scaled down)", "qwen35moe");
-  q.n_expert = 8;
-  q.n_expert_used = 2;
-  q.n_ff_exp = 32;
-  q.n_ff_shexp = 32;
-  // With the multi-token prediction block (an MoE block too), 4 main layers.
-  RandomShape mtp = q;
-  mtp.name = "qwen35moe-mtp";
-  mtp.description = "Qwen3.5-35B-A3B with its MTP block (scaled down)";
-  mtp.n_layer = 4;
-  mtp.nextn_predict_layers = 1;
-  return {q, mtp};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchQwen35Moe{.name = "qwen35moe",
                                      .experts = true,
                                      .configure = configure,
-                                     .load_layer = load_layer,
-                                     .fixtures = fixtures};
+                                     .load_layer = load_layer};
 
 }  // namespace tova::model

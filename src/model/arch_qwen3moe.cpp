@@ -18,25 +18,11 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
   return load_moe_ffn(ld, c, il, l, /*shared_expert=*/false);
 }
 
-std::vector<RandomShape> fixtures() {
-  RandomShape q = fixture_shape("qwen3moe", "Qwen3-30B-A3B (scaled down)", "qwen3moe");
-  q.rope_base = 1000000.f;
-  q.rms_eps = 1e-6f;
-  q.tied_output = false;
-  q.head_dim = 32;  // n_head * head_dim = 128 != n_embd, as Qwen3-30B-A3B's 32 x 128 != 2048
-  q.qk_norm = true;
-  q.n_expert = 8;
-  q.n_expert_used = 4;
-  q.n_ff_exp = 32;
-  return {q};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchQwen3Moe{.name = "qwen3moe",
                                     .experts = true,
                                     .configure = configure,
-                                    .load_layer = load_layer,
-                                    .fixtures = fixtures};
+                                    .load_layer = load_layer};
 
 }  // namespace tova::model

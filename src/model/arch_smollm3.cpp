@@ -29,19 +29,9 @@ Status configure(KeyReader& keys, ModelConfig& c) {
   return ok_status();
 }
 
-std::vector<RandomShape> fixtures() {
-  // Four layers, so that layer 3 is a NoPE layer; SmolLM3-3B's base 5e6 and tied output.
-  RandomShape s3 = fixture_shape("smollm3", "SmolLM3-3B (scaled down)", "smollm3");
-  s3.n_layer = 4;
-  s3.rope_base = 5000000.f;
-  s3.rms_eps = 1e-6f;
-  s3.tied_output = true;
-  return {s3};
-}
-
 }  // namespace
 
 extern const ArchSpec kArchSmolLM3{
-    .name = "smollm3", .configure = configure, .load_layer = load_llama_layer, .fixtures = fixtures};
+    .name = "smollm3", .configure = configure, .load_layer = load_llama_layer};
 
 }  // namespace tova::model

@@ -1,11 +1,11 @@
-// The public face of random-weight models (tova/random_model.h) over model/random_model.h.
+// The public face of random-weight models (tova/random_model.h) over model/fixture/fixture.h.
 #include "tova/random_model.h"
 
 #include <thread>
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
-#include "model/random_model.h"
+#include "model/fixture/fixture.h"
 
 namespace tova {
 
@@ -25,7 +25,7 @@ Result<RandomModelReport> make_random_model(const RandomModelOptions& o, const s
       o.n_threads > 0 ? o.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   ThreadPool pool(n_threads);
   TOVA_ASSIGN_OR_RETURN(const model::RandomModelStats st,
-                        model::write_random_model(
+                        model::write_fixture(
                             {.shape = shape,
                              .type = type,
                              .vocab_path = vocab,

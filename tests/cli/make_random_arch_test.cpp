@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "cli_util.h"
-#include "model/arch.h"
+#include "model/fixture/families.h"
 #include "test_data.h"
 
 namespace tova::testing {
@@ -14,7 +14,7 @@ namespace {
 TEST(MakeRandomArchCli, WritesTheCommittedFixturesByteForByte) {
   const std::string dir = make_temp_dir();
   int n = 0;
-  for (const model::ArchSpec* a : model::all_archs()) {
+  for (const model::FixtureFamily* a : model::all_fixture_families()) {
     for (const model::RandomShape& f : a->fixtures()) {
       const std::string& arch = f.name;
       ++n;

@@ -16,6 +16,7 @@
 #include <cstdio>
 
 #include "model/arch.h"
+#include "model/fixture/families.h"
 #include "model_test_util.h"
 
 namespace tova::testing {
@@ -256,7 +257,7 @@ TEST(ArchGoldenMxfp4, GptOssLogitsMatchLlamaCpp) {
 // Every fixture of every registered architecture (a family added without goldens fails here).
 std::vector<std::string> fixture_names() {
   std::vector<std::string> names;
-  for (const model::ArchSpec* a : model::all_archs()) {
+  for (const model::FixtureFamily* a : model::all_fixture_families()) {
     for (const model::RandomShape& f : a->fixtures()) names.push_back(f.name);
   }
   return names;

@@ -13,6 +13,7 @@
 
 #include "io/gguf.h"
 #include "model/arch.h"
+#include "model/fixture/families.h"
 #include "model_test_util.h"
 
 namespace tova::testing {
@@ -25,7 +26,7 @@ std::string arch_path(const std::string& file) {
 // The fixtures of every registered family with experts.
 std::vector<std::string> moe_fixtures() {
   std::vector<std::string> names;
-  for (const model::ArchSpec* a : model::all_archs()) {
+  for (const model::FixtureFamily* a : model::all_fixture_families()) {
     for (const model::RandomShape& f : a->fixtures()) {
       if (f.n_expert > 0) names.push_back(f.name);
     }

@@ -1,6 +1,6 @@
 // Random-weight models: the file our loader reads back has the shape's config, llama-quantize's
 // tensor types, the vocabulary copied verbatim, weights of the stated distribution, and runs.
-#include "model/random_model.h"
+#include "model/fixture/fixture.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -12,6 +12,8 @@
 
 #include "io/gguf.h"
 #include "kernels/quant.h"
+#include "model/arch.h"
+#include "model/fixture/families.h"
 #include "model/model.h"
 #include "runtime/sequence.h"
 #include "test_data.h"
@@ -41,7 +43,7 @@ class RandomModelTest : public ::testing::Test {
     ThreadPool pool(threads);
     const std::string path =
         fmt::format("{}/{}-{}-t{}-s{}.gguf", dir_, shape, type_name(type), threads, seed);
-    auto st = write_random_model(
+    auto st = write_fixture(
         {.shape = *s, .type = type, .vocab_path = shared_path("vocab/" + s->vocab_file),
          .seed = seed},
         path, pool);
@@ -84,6 +86,29 @@ TEST(RandomShapes, UnknownNamesListTheValidOnes) {
   EXPECT_NE(t.message().find("q4_0"), std::string::npos) << t.message();
   EXPECT_NE(t.message().find("bf16"), std::string::npos) << t.message();
   EXPECT_EQ(*parse_random_type("Q4_K"), GgmlType::kQ4_K);
+}
+
+// The fixture families and the architectures are two lists (fixture_registry.cpp,
+// arch_registry.cpp): every architecture has its fixtures, every family's shapes are files of a
+// registered architecture, and every fixture name is found by --arch.
+TEST(RandomShapes, EveryArchitectureHasItsFixtureFamily) {
+  for (const ArchSpec* a : all_archs()) {
+    const FixtureFamily* family = nullptr;
+    for (const FixtureFamily* f : all_fixture_families()) {
+      if (std::string_view(f->arch) == a->name) family = f;
+    }
+    ASSERT_NE(family, nullptr) << a->name << " has no FixtureFamily in fixture_registry.cpp";
+    EXPECT_FALSE(family->fixtures().empty()) << a->name;
+  }
+  for (const FixtureFamily* f : all_fixture_families()) {
+    EXPECT_NE(find_arch(f->arch), nullptr) << f->arch;
+    std::vector<RandomShape> shapes = f->fixtures();
+    if (f->shapes != nullptr) {
+      for (RandomShape& r : f->shapes()) shapes.push_back(std::move(r));
+    }
+    for (const RandomShape& r : shapes) EXPECT_EQ(r.arch, f->arch) << r.name;
+    for (const RandomShape& r : f->fixtures()) EXPECT_TRUE(find_random_arch(r.name).ok()) << r.name;
+  }
 }
 
 // `make-random --set`: other sizes of a fixture (held-back checks, scripts/check_heldback.sh).
@@ -377,7 +402,7 @@ TEST_F(RandomModelTest, ErrorsNameTheProblem) {
   RandomModelOptions o{.shape = *find_random_shape("tiny"),
                        .type = GgmlType::kQ8_0,
                        .vocab_path = shared_path("vocab/ggml-vocab-starcoder.gguf")};
-  auto st = write_random_model(o, dir_ + "/x.gguf", pool);
+  auto st = write_fixture(o, dir_ + "/x.gguf", pool);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("has 49152 tokens, but shape 'tiny' needs 32000"),
             std::string::npos)
@@ -385,12 +410,12 @@ TEST_F(RandomModelTest, ErrorsNameTheProblem) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/x.gguf"));
 
   o.vocab_path = shared_path("vocab/ggml-vocab-llama-spm.gguf");
-  st = write_random_model(o, dir_ + "/no/such/dir/x.gguf", pool);
+  st = write_fixture(o, dir_ + "/no/such/dir/x.gguf", pool);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("cannot create"), std::string::npos) << st.message();
 
   o.type = GgmlType::kIQ2_XXS;  // a ggml type tova does not compute with
-  st = write_random_model(o, dir_ + "/x.gguf", pool);
+  st = write_fixture(o, dir_ + "/x.gguf", pool);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("iq2_xxs"), std::string::npos) << st.message();
 
