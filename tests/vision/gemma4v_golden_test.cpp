@@ -1,0 +1,97 @@
+// The gemma4v encoder against llama.cpp's libmtmd (tests/data/vision, written by
+// scripts/make_vision_goldens.sh): image embeddings of the committed images through the
+// random-weight mmproj fixtures, on every SIMD target this CPU runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/simd_target.h"
+#include "test_data.h"
+#include "vision/image_decode.h"
+#include "vision/mmproj.h"
+
+namespace tova::vision {
+namespace {
+
+struct Golden {
+  std::string mmproj, image;
+  int n_tokens = 0, n_embd = 0;
+};
+
+std::string vision_dir() { return std::string(TOVA_TEST_DATA_DIR) + "/vision"; }
+
+std::vector<Golden> read_goldens() {
+  std::ifstream in(vision_dir() + "/goldens.txt");
+  std::vector<Golden> g;
+  Golden x;
+  while (in >> x.mmproj >> x.image >> x.n_tokens >> x.n_embd) g.push_back(x);
+  return g;
+}
+
+std::vector<float> read_f32(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string s = ss.str();
+  std::vector<float> v(s.size() / sizeof(float));
+  std::memcpy(v.data(), s.data(), v.size() * sizeof(float));
+  return v;
+}
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (double{a[i]} - ref[i]) * (double{a[i]} - ref[i]);
+    den += double{ref[i]} * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+// F32 weights: the rule of the issue (1e-3); Q8_0: 3e-2.
+double tolerance(const std::string& mmproj) {
+  return mmproj.find("q8_0") != std::string::npos ? 3e-2 : 1e-3;
+}
+
+class Gemma4vGolden : public ::testing::Test {
+ protected:
+  void TearDown() override { ASSERT_TRUE(kernels::set_simd_target("native").ok()); }
+};
+
+TEST_F(Gemma4vGolden, EmbeddingsMatchLlamaCppOnEveryTarget) {
+  const std::vector<Golden> goldens = read_goldens();
+  ASSERT_GE(goldens.size(), 8u) << "missing " << vision_dir() << "/goldens.txt";
+  ThreadPool pool(2);
+  for (const std::string& target : kernels::simd_targets_supported()) {
+    ASSERT_TRUE(kernels::set_simd_target(target).ok());
+    for (const Golden& g : goldens) {
+      SCOPED_TRACE(target + " " + g.mmproj + " " + g.image);
+      auto mm = Mmproj::open(vision_dir() + "/" + g.mmproj);
+      ASSERT_TRUE(mm.ok()) << mm.message();
+      auto img = read_image_file(vision_dir() + "/" + g.image);
+      ASSERT_TRUE(img.ok()) << img.message();
+      auto e = (*mm)->encode(*img, pool);
+      ASSERT_TRUE(e.ok()) << e.message();
+      ASSERT_EQ(e->n_tokens, g.n_tokens);
+      ASSERT_EQ(e->n_embd, g.n_embd);
+      const std::vector<float> ref =
+          read_f32(vision_dir() + "/" + g.mmproj.substr(0, g.mmproj.size() - 5) + "." + g.image +
+                   ".embd.f32");
+      ASSERT_EQ(ref.size(), e->data.size());
+      const double err = rel_l2(e->data, ref);
+      EXPECT_LT(err, tolerance(g.mmproj));
+      if (target == kernels::simd_targets_supported().front()) {
+        std::printf("[ figures ] %s %s %s: %d tokens, rel L2 %.3g\n", target.c_str(),
+                    g.mmproj.c_str(), g.image.c_str(), e->n_tokens, err);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tova::vision
