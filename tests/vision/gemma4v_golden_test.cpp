@@ -13,18 +13,20 @@
 #include "core/thread_pool.h"
 #include "kernels/simd_target.h"
 #include "test_data.h"
+#include "vision/vision_test_util.h"
 #include "vision/image_decode.h"
 #include "vision/mmproj.h"
 
 namespace tova::vision {
 namespace {
 
+using testing::read_f32;
+using testing::vision_dir;
+
 struct Golden {
   std::string mmproj, image;
   int n_tokens = 0, n_embd = 0;
 };
-
-std::string vision_dir() { return std::string(TOVA_TEST_DATA_DIR) + "/vision"; }
 
 std::vector<Golden> read_goldens() {
   std::ifstream in(vision_dir() + "/goldens.txt");
@@ -32,16 +34,6 @@ std::vector<Golden> read_goldens() {
   Golden x;
   while (in >> x.mmproj >> x.image >> x.n_tokens >> x.n_embd) g.push_back(x);
   return g;
-}
-
-std::vector<float> read_f32(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string s = ss.str();
-  std::vector<float> v(s.size() / sizeof(float));
-  std::memcpy(v.data(), s.data(), v.size() * sizeof(float));
-  return v;
 }
 
 double rel_l2(const std::vector<float>& a, const std::vector<float>& ref) {
