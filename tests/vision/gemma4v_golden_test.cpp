@@ -3,6 +3,7 @@
 // random-weight mmproj fixtures, on every SIMD target this CPU runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -59,9 +60,14 @@ TEST_F(Gemma4vGolden, EmbeddingsMatchLlamaCppOnEveryTarget) {
   const std::vector<Golden> goldens = read_goldens();
   ASSERT_GE(goldens.size(), 8u) << "missing " << vision_dir() << "/goldens.txt";
   ThreadPool pool(2);
+  double worst_f32 = 0, worst_q8 = 0;
   for (const std::string& target : kernels::simd_targets_supported()) {
     ASSERT_TRUE(kernels::set_simd_target(target).ok());
+    const bool native = target == kernels::simd_targets_supported().front();
     for (const Golden& g : goldens) {
+      // The large image (2340 patches, the scale-down branch) on the native target only: its
+      // attention costs 20x a small one's; the small ones cover every kernel on every target.
+      if (!native && g.n_tokens > 100) continue;
       SCOPED_TRACE(target + " " + g.mmproj + " " + g.image);
       auto mm = Mmproj::open(vision_dir() + "/" + g.mmproj);
       ASSERT_TRUE(mm.ok()) << mm.message();
@@ -77,12 +83,15 @@ TEST_F(Gemma4vGolden, EmbeddingsMatchLlamaCppOnEveryTarget) {
       ASSERT_EQ(ref.size(), e->data.size());
       const double err = rel_l2(e->data, ref);
       EXPECT_LT(err, tolerance(g.mmproj));
-      if (target == kernels::simd_targets_supported().front()) {
+      double& worst = tolerance(g.mmproj) > 1e-3 ? worst_q8 : worst_f32;
+      worst = std::max(worst, err);
+      if (native) {
         std::printf("[ figures ] %s %s %s: %d tokens, rel L2 %.3g\n", target.c_str(),
                     g.mmproj.c_str(), g.image.c_str(), e->n_tokens, err);
       }
     }
   }
+  std::printf("[ figures ] every target: worst rel L2 f32 %.3g, q8_0 %.3g\n", worst_f32, worst_q8);
 }
 
 }  // namespace
