@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/attention.h"
 #include "kernels/ops.h"
@@ -78,13 +79,37 @@ Result<Gemma4vWeights> load_gemma4v(const io::GgufFile& f, const MmprojConfig& c
     const io::GgufTensorInfo* t = f.find_tensor(name);
     if (t == nullptr) return make_error("{}: missing tensor '{}'", f.path(), name);
     TOVA_RETURN_IF_ERROR(ld.unused(name, {ps, ps, 3, d}));
-    if (!is_compute_supported(t->type)) {
-      return make_error("{}: tensor '{}' has weight type {}, which tova does not support",
-                        f.path(), name, type_name(t->type));
+    const int64_t n_in = 3 * ps * ps;
+    const int64_t n = n_in * d;
+    switch (t->type) {
+      case GgmlType::kF16:
+        w.patch_embd = WeightMatrix{.type = GgmlType::kF16, .data = t->data, .n_in = n_in,
+                                    .n_out = d, .row_bytes = static_cast<uint64_t>(n_in) * 2};
+        break;
+      case GgmlType::kF32: {
+        w.patch_embd_owned.resize(static_cast<size_t>(n) * 2);
+        std::vector<float> v(static_cast<size_t>(n));
+        std::memcpy(v.data(), t->data, v.size() * sizeof(float));
+        kernels::quantize_row_ref(GgmlType::kF16, v.data(), w.patch_embd_owned.data(), n);
+        w.patch_embd = WeightMatrix{.type = GgmlType::kF16, .data = w.patch_embd_owned.data(),
+                                    .n_in = n_in, .n_out = d,
+                                    .row_bytes = static_cast<uint64_t>(n_in) * 2};
+        break;
+      }
+      case GgmlType::kBF16: {
+        w.patch_embd_owned.resize(static_cast<size_t>(n) * 4);
+        kernels::dequantize_row_ref(GgmlType::kBF16, t->data,
+                                    reinterpret_cast<float*>(w.patch_embd_owned.data()), n);
+        w.patch_embd = WeightMatrix{.type = GgmlType::kF32, .data = w.patch_embd_owned.data(),
+                                    .n_in = n_in, .n_out = d,
+                                    .row_bytes = static_cast<uint64_t>(n_in) * 4};
+        break;
+      }
+      default:
+        return make_error("{}: tensor '{}' has type {}, expected f32, f16 or bf16 (llama.cpp's "
+                          "convolution takes no other)",
+                          f.path(), name, type_name(t->type));
     }
-    TOVA_ASSIGN_OR_RETURN(const uint64_t row, bytes_per_row(t->type, 3 * ps * ps));
-    w.patch_embd = WeightMatrix{
-        .type = t->type, .data = t->data, .n_in = 3 * ps * ps, .n_out = d, .row_bytes = row};
   }
   {  // Two lookup tables stacked: x positions, then y positions.
     const std::string name = "v.position_embd.weight";
