@@ -43,6 +43,13 @@ struct Gemma4vLayer {
 };
 
 struct Gemma4vWeights {
+  // Movable, not copyable: patch_embd may point into patch_embd_owned (a move keeps the buffer).
+  Gemma4vWeights() = default;
+  Gemma4vWeights(const Gemma4vWeights&) = delete;
+  Gemma4vWeights& operator=(const Gemma4vWeights&) = delete;
+  Gemma4vWeights(Gemma4vWeights&&) = default;
+  Gemma4vWeights& operator=(Gemma4vWeights&&) = default;
+
   // v.patch_embd.weight, ggml dims {patch, patch, 3, n_embd}: as a matrix of n_out = n_embd rows
   // of [3][patch][patch] (channel-major patches, the order im2col lays a patch out in). In F16:
   // ggml_conv_2d lays the patches out in F16 (im2col) and multiplies them with the kernel as an
