@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/half.h"
 #include "kernels/attention.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
@@ -234,6 +235,11 @@ Result<ImageEmbeddings> encode_gemma4v(const Gemma4vWeights& w, const MmprojConf
         }
       }
     }
+  }
+  if (w.patch_embd.type == GgmlType::kF16) {
+    // ggml_conv_2d's im2col holds the patches in F16 (see Gemma4vWeights::patch_embd); tova's
+    // F16 matmul reads activations in F32, so they are rounded here.
+    for (float& v : patches) v = fp16_to_fp32(fp32_to_fp16(v));
   }
   std::vector<float> x(static_cast<size_t>(n_pat * d));  // [n_pat][n_embd], the residual
   kernels::matmul(w.patch_embd, patches.data(), n_pat, x.data(), pool);

@@ -53,9 +53,9 @@ struct Gemma4vWeights {
   // v.patch_embd.weight, ggml dims {patch, patch, 3, n_embd}: as a matrix of n_out = n_embd rows
   // of [3][patch][patch] (channel-major patches, the order im2col lays a patch out in). In F16:
   // ggml_conv_2d lays the patches out in F16 (im2col) and multiplies them with the kernel as an
-  // F16 matrix, so an F32 kernel is rounded to F16 here (patch_embd_f16) and the patches are
-  // rounded by the F16 matmul, as there: 2e-4 of difference otherwise. A BF16 kernel is widened
-  // to F32 (ggml's im2col is F32 then).
+  // F16 matrix, so an F32 kernel is rounded to F16 here (into patch_embd_owned) and the
+  // encoder rounds the patches to F16 before the product, as there: 4e-4 of difference
+  // otherwise. A BF16 kernel is widened to F32 (ggml's im2col is F32 then).
   kernels::WeightMatrix patch_embd;
   std::vector<uint8_t> patch_embd_owned;  // the converted kernel, when it is not the file's
   int pos_size = 0;                  // rows of each position table
