@@ -8,6 +8,7 @@ t0=$SECONDS
 
 packages=(build-essential cmake ninja-build ccache pkg-config libhwy-dev nlohmann-json3-dev
           libcli11-dev libfmt-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+          libstb-dev  # stb_image: decoding PNG/JPEG for the vision encoders (src/vision)
           gnuplot-nox clang libclang-rt-14-dev  # clang: the sanitizer pass and libFuzzer (scripts/fuzz.sh)
           chromium nginx curl  # the server's web page in a browser, replicas behind nginx, README examples
           python3-dev pybind11-dev python3-pytest python3-numpy  # import tova (python/) and its tests

@@ -10,6 +10,7 @@
 #include "common.h"
 #include "tova/random_model.h"
 #include "tova/timer.h"
+#include "tova/vision.h"
 
 namespace tova::cli {
 
@@ -24,6 +25,7 @@ void add_make_random_command(CLI::App& app) {
     int threads = 0;
     std::vector<std::string> set;
     bool plan = false;
+    std::string projector;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -34,6 +36,12 @@ void add_make_random_command(CLI::App& app) {
                   "an architecture's test fixture: every tensor and key of a converted model of "
                   "the family, scaled down (" +
                       random_arch_choices() + "); same as --shape arch-NAME")
+      ->excludes(shape_opt);
+  cmd->add_option("--projector", flags->projector,
+                  "write a random-weight mmproj (vision encoder + projector) of this type (" +
+                      projector_type_choices() +
+                      ") instead of a model: --type f32, f16 or q8_0, its width the family's "
+                      "--arch fixture's")
       ->excludes(shape_opt);
   cmd->add_option("--type", flags->type, "weight type (" + random_type_choices() + ")")
       ->capture_default_str();
@@ -52,6 +60,17 @@ void add_make_random_command(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   cmd->callback([flags] {
     const Flags& f = *flags;
+    if (!f.projector.empty()) {
+      if (!f.arch.empty()) throw CLI::RuntimeError(fail("give --projector or --arch, not both"));
+      if (f.out.empty()) throw CLI::RuntimeError(fail("give -o FILE"));
+      Timer t;
+      const RandomMmprojReport r = or_fail(make_random_mmproj(
+          {.projector = f.projector, .type = f.type, .seed = f.seed}, f.out));
+      fmt::print(stderr, "wrote {}: {} mmproj, {} weights, width {}, {} tensors, {} in {:.1f} s\n",
+                 f.out, f.projector, f.type, r.projection_dim, r.n_tensors,
+                 format_bytes(r.n_bytes), t.seconds());
+      return;
+    }
     if (f.shape.empty() && f.arch.empty()) throw CLI::RuntimeError(fail("give --shape or --arch"));
     if (f.out.empty() && !f.plan) throw CLI::RuntimeError(fail("give -o FILE (or --plan)"));
     ModelFlags threads{.threads = f.threads};

@@ -18,6 +18,7 @@ void add_eval_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_make_random_command(CLI::App& app);
+void add_encode_image_command(CLI::App& app);
 void add_throughput_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_chat_command(CLI::App& app);

@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   tova::cli::add_trace_command(app);
   tova::cli::add_bench_command(app);
   tova::cli::add_make_random_command(app);
+  tova::cli::add_encode_image_command(app);
   tova::cli::add_throughput_command(app);
   tova::cli::add_serve_command(app);
   tova::cli::add_chat_command(app);

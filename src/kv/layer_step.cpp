@@ -141,6 +141,10 @@ bool evicts_between_tokens(const MultiState& ms, std::span<MultiState* const> fo
          ms.n_seen() + n_tok > static_cast<int64_t>(ms.holds_all_until());
 }
 
+bool joins_all_first(const MultiState& ms, std::span<MultiState* const> followers, int n_tok) {
+  return n_tok <= 1 || joins_first(ms, any_scores(ms, followers), n_tok);
+}
+
 void end_step(MultiState& ms, std::span<MultiState* const> followers, int il,
               std::span<const int> idx, const int64_t* pos) {
   LayerState& L = ms.layer(il);

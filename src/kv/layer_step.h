@@ -103,4 +103,9 @@ void end_step(MultiState& ms, std::span<MultiState* const> followers, int il,
 bool evicts_between_tokens(const MultiState& ms, std::span<MultiState* const> followers,
                            int n_tok);
 
+// Whether step_layer lets all n_tok tokens of the step join before any of them attends (a
+// chunk, or an exact step as described above): only then may a token see tokens after it in
+// the step (model::BatchToken::sees_ahead, an image attended without a causal mask).
+bool joins_all_first(const MultiState& ms, std::span<MultiState* const> followers, int n_tok);
+
 }  // namespace tova::kv

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "kv/layer_step.h"
+
 namespace tova::model {
 
 void group_by_sequence(std::span<const BatchToken> batch, std::vector<SequenceRun>& runs) {
@@ -71,7 +73,12 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
                      const ModelConfig& c, ForwardScratch& s) {
   const int64_t n = static_cast<int64_t>(batch.size());
   for (const BatchToken& t : batch) {
-    if (t.token < 0 || t.token >= c.n_vocab) {
+    if (t.embd != nullptr && c.n_embd_per_layer > 0) {
+      // llama.cpp gives embedding rows per-layer inputs of their own; not implemented here.
+      return make_error("embedding rows (images) are not supported for models with per-layer "
+                        "embeddings (Gemma 4 E2B/E4B)");
+    }
+    if (t.embd == nullptr && (t.token < 0 || t.token >= c.n_vocab)) {
       return make_error("token id {} is outside the vocabulary (0..{})", t.token, c.n_vocab - 1);
     }
     if (t.state == nullptr || t.state->n_layer() != c.n_attention_layers() ||
@@ -130,7 +137,30 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
       it = next.end() - 1;
     }
     s.pos[i] = it->second++;
+  }  // Causal limits: a token that sees ahead (an image without a causal mask) sees the next
+  // sees_ahead tokens of its sequence, which must be in this batch and join before it attends.
+  s.max_pos.resize(n);
+  for (int64_t i = 0; i < n; ++i) s.max_pos[i] = s.pos[i] + std::max(0, batch[i].sees_ahead);
+  for (const SequenceRun& run : s.runs) {
+    bool ahead = false;
+    for (size_t j = 0; j < run.idx.size(); ++j) {
+      const int32_t k = batch[run.idx[j]].sees_ahead;
+      if (k <= 0) continue;
+      ahead = true;
+      if (j + static_cast<size_t>(k) >= run.idx.size()) {
+        return make_error("a token sees {} tokens ahead, but only {} of its sequence follow it in "
+                          "the batch (an image must be fed in one batch)",
+                          k, run.idx.size() - j - 1);
+      }
+    }
+    if (ahead && !kv::joins_all_first(*run.state, run.followers, static_cast<int>(run.idx.size()))) {
+      return make_error("an image attended without a causal mask needs a step in which all its "
+                        "tokens join before any attends (policy '{}' evicts or scores within "
+                        "this step)",
+                        run.state->policy().label());
+    }
   }
+
   return ok_status();
 }
 

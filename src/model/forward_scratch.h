@@ -24,6 +24,13 @@ struct BatchToken {
   int32_t token = 0;
   kv::MultiState* state = nullptr;
   bool logits = false;  // write this token's logits
+  // An embedding row fed instead of the token's ([n_embd], taken as it is: no embedding scale),
+  // e.g. an image token from a vision projector; `token` is then not read.
+  const float* embd = nullptr;
+  // > 0: the token also sees the next sees_ahead tokens of its sequence, which must follow it
+  // in this batch (an image whose tokens attend to each other without a causal mask, as
+  // Gemma 4's do). The step must let every token join before any attends (an error otherwise).
+  int32_t sees_ahead = 0;
 };
 
 // A sequence that rides along with another while their multi-states are equal. Until a bounded
@@ -56,6 +63,7 @@ struct ForwardScratch {
   std::vector<float> hb, hb2;     // [n_tok][n_ff] gate and up projections (dense feed-forward)
   std::vector<float> logit_in;    // [n_out][n_embd] final-normed rows that want logits
   std::vector<int64_t> pos;       // [n_tok]
+  std::vector<int64_t> max_pos;   // [n_tok] the causal limit: pos + BatchToken::sees_ahead
   std::vector<int32_t> tokens;    // [n_tok] the batch's token ids
   std::vector<SequenceRun> runs;  // the batch's sequences
   AttentionScratch attn;          // the attention kinds (attention_scratch.h)

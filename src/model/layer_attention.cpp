@@ -120,7 +120,7 @@ class SequenceAttention final : public kv::StepAttention {
                                    .k_rotated = k_rotated,
                                    .v_rotated = L.v_rotated(),
                                    .pos = L.pos(),
-                                   .max_pos = s_.pos[i],
+                                   .max_pos = s_.max_pos[i],
                                    .min_pos = L.min_visible(s_.pos[i]),
                                    .scale = shape_.scale,
                                    .softcap = shape_.softcap,

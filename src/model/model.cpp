@@ -167,6 +167,10 @@ Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
   // Embeddings: s.x [n][n_embd].
   resize(s.x, n * c.n_embd);
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
+    if (batch[i].embd != nullptr) {  // a row given as it is (an image token)
+      std::copy_n(batch[i].embd, c.n_embd, &s.x[i * c.n_embd]);
+      return;
+    }
     kernels::dequantize_row(w.token_embd.type,
                             w.token_embd.data + w.token_embd.row_bytes * batch[i].token,
                             &s.x[i * c.n_embd], c.n_embd);

@@ -1,0 +1,60 @@
+// Images in: mmproj files (llama.cpp's vision encoder + projector GGUFs) and their random-weight
+// fixtures (`tova make-random --projector gemma4v`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tova/result.h"
+
+namespace tova {
+
+// The projector types tova computes ("gemma4v").
+std::string projector_type_choices();
+
+struct RandomMmprojOptions {
+  std::string projector = "gemma4v";
+  std::string type = "f32";  // the matrices' type: f32, f16 or q8_0
+  // The text model's embedding width the projector maps to; 0: the width of the projector's
+  // text-family fixture (`tova make-random --arch gemma4`: 64).
+  int projection_dim = 0;
+  uint64_t seed = 1;
+};
+
+struct RandomMmprojReport {
+  int n_tensors = 0;
+  uint64_t n_bytes = 0;
+  int projection_dim = 0;
+};
+
+// Writes a random-weight mmproj fixture at `path`; an error names the unknown projector or type.
+Result<RandomMmprojReport> make_random_mmproj(const RandomMmprojOptions& o, const std::string& path);
+
+struct ImageEncodeOptions {
+  std::string mmproj;
+  std::string image;       // PNG, JPEG (what stb_image reads)
+  std::string text_model;  // if given: the projector must map to its embedding width
+  int n_threads = 0;       // 0: every core
+  int repeat = 1;          // encode this many times (timing: the best is reported)
+};
+
+struct ImageEncoding {
+  std::string projector;  // "gemma4v"
+  int width = 0;          // the decoded image
+  int height = 0;
+  int n_tokens = 0;  // image tokens
+  int n_embd = 0;    // their width (the text model's)
+  int grid_x = 0;    // tokens per row and rows of them
+  int grid_y = 0;
+  double load_seconds = 0;    // opening the mmproj
+  double decode_seconds = 0;  // reading and decoding the image
+  double encode_seconds = 0;  // preprocessing and the encoder, best of `repeat`
+  std::vector<float> embeddings;  // [n_tokens][n_embd]
+};
+
+// Opens the mmproj (and checks it against text_model), decodes the image and encodes it; an
+// error names the file and the key, tensor or field at fault.
+Result<ImageEncoding> encode_image(const ImageEncodeOptions& o);
+
+}  // namespace tova
