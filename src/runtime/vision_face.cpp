@@ -5,7 +5,7 @@
 
 #include "core/thread_pool.h"
 #include "io/gguf.h"
-#include "model/random_model.h"
+#include "model/fixture/fixture.h"
 #include "tova/timer.h"
 #include "tova/vision.h"
 #include "vision/gemma4v_fixture.h"
