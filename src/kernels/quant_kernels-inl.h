@@ -480,55 +480,6 @@ inline void UnpackMXFP4(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, 
   }
 }
 
-// Unpacks n elements (a multiple of the block size) of a quantized row.
-inline void UnpackRow(GgmlType type, const uint8_t* row, int64_t n, uint8_t* u, float* mul,
-                      float* add) {
-  switch (type) {
-    case GgmlType::kQ4_0:
-      return UnpackQ4_0(row, n / 32, u, mul, add);
-    case GgmlType::kQ4_1:
-      return UnpackQ4_1(row, n / 32, u, mul, add);
-    case GgmlType::kQ5_0:
-      return UnpackQ5_0(row, n / 32, u, mul, add);
-    case GgmlType::kQ5_1:
-      return UnpackQ5_1(row, n / 32, u, mul, add);
-    case GgmlType::kQ8_0:
-      return UnpackQ8(row, n / 32, detail::Q8_0::kBytes, detail::Q8_0::kQs, u, mul, add);
-    case GgmlType::kQ8_1:
-      return UnpackQ8(row, n / 32, detail::Q8_1::kBytes, detail::Q8_1::kQs, u, mul, add);
-    case GgmlType::kQ8_K:
-      return UnpackQ8_K(row, n / 256, u, mul, add);
-    case GgmlType::kQ2_K:
-      return UnpackQ23_K<false>(row, n / 256, u, mul, add);
-    case GgmlType::kQ3_K:
-      return UnpackQ23_K<true>(row, n / 256, u, mul, add);
-    case GgmlType::kIQ4_NL:
-      return UnpackIQ4_NL(row, n / 32, u, mul, add);
-    case GgmlType::kIQ4_XS:
-      return UnpackIQ4_XS(row, n / 256, u, mul, add);
-    case GgmlType::kMXFP4:
-      return UnpackMXFP4(row, n / 32, u, mul, add);
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    case GgmlType::kQ4_K:
-      return UnpackQKAvx512(row, n / 256, detail::Q4_K::kBytes, detail::Q4_K::kQs, -1, u, mul, add);
-    case GgmlType::kQ5_K:
-      return UnpackQKAvx512(row, n / 256, detail::Q5_K::kBytes, detail::Q5_K::kQs,
-                            detail::Q5_K::kQh, u, mul, add);
-    case GgmlType::kQ6_K:
-      return UnpackQ6_KAvx512(row, n / 256, u, mul, add);
-#else
-    case GgmlType::kQ4_K:
-      return UnpackQK(row, n / 256, false, u, mul, add);
-    case GgmlType::kQ5_K:
-      return UnpackQK(row, n / 256, true, u, mul, add);
-    case GgmlType::kQ6_K:
-      return UnpackQ6_K(row, n / 256, u, mul, add);
-#endif
-    default:
-      return;
-  }
-}
-
 // ------------------------------------------------------------------------------------------
 // Activation quantization, rounding exactly as llama.cpp does on x86: its SIMD
 // quantize_row_q8_0/q8_1 (inverse scale 127/amax, round half to even; the golden logits were made
@@ -871,11 +822,11 @@ GemvInt8Fn PickGemvInt8(int r, int t) {
   return kTable[r - 1][t - 1];
 }
 
-// out[r * n_act + t] = dot(w[r], a[t]) for r < n_w <= 4, t < n_act <= 4.
-inline void GemvInt8Tile(int group, const WRow* w, int n_w, const ARow* a, int n_act, int offset,
-                         int64_t n, int64_t n_group_pad, float* out) {
-  const GemvInt8Fn fn = group == 16 ? PickGemvInt8<16>(n_w, n_act) : PickGemvInt8<32>(n_w, n_act);
-  fn(w, a, offset, n, n_group_pad, out);
+// out[r * n_act + t] = dot(w[r], a[t]) for r < n_w <= 4, t < n_act <= 4; groups of G.
+template <int G>
+void GemvInt8Tile(const WRow* w, int n_w, const ARow* a, int n_act, int offset, int64_t n,
+                  int64_t n_group_pad, float* out) {
+  PickGemvInt8<G>(n_w, n_act)(w, a, offset, n, n_group_pad, out);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -964,81 +915,23 @@ GemvFloatFn PickGemvFloatFor(int r, int t) {
 }
 
 // out[r * n_x + t] = dot(rows[r], x[t]) for r < n_rows <= 4, t < n_x <= 4.
-inline void GemvFloatTile(GgmlType type, const uint8_t* const* rows, int n_rows,
-                          const float* const* x, int n_x, int64_t n, float* out) {
-  GemvFloatFn fn;
-  switch (type) {
-    case GgmlType::kF16:
-      fn = PickGemvFloatFor<GgmlType::kF16>(n_rows, n_x);
-      break;
-    case GgmlType::kBF16:
-      fn = PickGemvFloatFor<GgmlType::kBF16>(n_rows, n_x);
-      break;
-    default:
-      fn = PickGemvFloatFor<GgmlType::kF32>(n_rows, n_x);
-      break;
-  }
-  fn(rows, x, n, out);
+template <GgmlType W>
+void GemvFloatTile(const uint8_t* const* rows, int n_rows, const float* const* x, int n_x,
+                   int64_t n, float* out) {
+  PickGemvFloatFor<W>(n_rows, n_x)(rows, x, n, out);
 }
 
 // Converts n elements of a float-type row to float32.
-inline void WeightsToFloat(GgmlType type, const uint8_t* row, int64_t n, float* out) {
-  const hn::ScalableTag<float> df;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  int64_t k = 0;
-  switch (type) {
-    case GgmlType::kF16:
-      for (; k + lanes <= n; k += lanes) {
-        hn::StoreU(LoadWeights<GgmlType::kF16>(df, row, k), df, out + k);
-      }
-      for (; k < n; ++k) out[k] = LoadWeight<GgmlType::kF16>(row, k);
-      return;
-    case GgmlType::kBF16:
-      for (; k + lanes <= n; k += lanes) {
-        hn::StoreU(LoadWeights<GgmlType::kBF16>(df, row, k), df, out + k);
-      }
-      for (; k < n; ++k) out[k] = LoadWeight<GgmlType::kBF16>(row, k);
-      return;
-    default:
-      std::memcpy(out, row, static_cast<size_t>(n) * sizeof(float));
-      return;
-  }
-}
-
-// ------------------------------------------------------------------------------------------
-// Dequantization: (u - offset) * mul (+ add), in the reference's order, so bit-exact.
-
-inline void DequantizeRow(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
-  if (type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16) {
-    WeightsToFloat(type, src, n, dst);
-    return;
-  }
-  const hn::ScalableTag<float> df;
-  const hn::RebindToSigned<decltype(df)> di;
-  const hn::Rebind<uint8_t, decltype(di)> d8;
-  const hn::RebindToUnsigned<decltype(di)> du;
-  const int lanes = static_cast<int>(hn::Lanes(df));
-  const detail::UnpackInfo info = detail::unpack_info(type);
-  const TypeTraits& traits = type_traits(type);
-  constexpr int64_t kChunk = 256;  // a multiple of every block size
-  alignas(64) uint8_t u[kChunk];
-  alignas(64) float mul[kChunk / 16];
-  alignas(64) float add[kChunk / 16];
-  const auto voff = hn::Set(di, info.offset);
-  for (int64_t k0 = 0; k0 < n; k0 += kChunk) {
-    const int64_t len = std::min(kChunk, n - k0);
-    UnpackRow(type, src + k0 / traits.block_size * traits.type_size, len, u, mul, add);
-    for (int64_t g = 0; g < len / info.group; ++g) {
-      const auto vm = hn::Set(df, mul[g]);
-      const auto va = hn::Set(df, add[g]);
-      for (int l = 0; l < info.group; l += lanes) {
-        const int64_t k = g * info.group + l;
-        const auto q = hn::Sub(hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(d8, u + k))), voff);
-        auto v = hn::Mul(hn::ConvertTo(df, q), vm);
-        if (info.has_add) v = hn::Add(v, va);
-        hn::StoreU(v, df, dst + k0 + k);
-      }
-    }
+template <GgmlType W>
+void WeightsToFloat(const uint8_t* row, int64_t n, float* out) {
+  if constexpr (W == GgmlType::kF32) {
+    std::memcpy(out, row, static_cast<size_t>(n) * sizeof(float));
+  } else {
+    const hn::ScalableTag<float> df;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+    int64_t k = 0;
+    for (; k + lanes <= n; k += lanes) hn::StoreU(LoadWeights<W>(df, row, k), df, out + k);
+    for (; k < n; ++k) out[k] = LoadWeight<W>(row, k);
   }
 }
 

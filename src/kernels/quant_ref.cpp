@@ -8,36 +8,14 @@
 #include "core/half.h"
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/types/ref_blocks.h"
+#include "kernels/types/weight_type.h"
 
 namespace tova::kernels {
 
 using namespace detail;  // NOLINT(google-build-using-namespace): block layouts of this layer
 
-GgmlType vec_dot_type(GgmlType weight_type) {
-  switch (weight_type) {
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ5_0:
-    case GgmlType::kQ8_0:
-      return GgmlType::kQ8_0;
-    case GgmlType::kQ4_1:
-    case GgmlType::kQ5_1:
-      return GgmlType::kQ8_1;
-    case GgmlType::kQ2_K:
-    case GgmlType::kQ3_K:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K:
-    case GgmlType::kIQ4_XS:
-      return GgmlType::kQ8_K;
-    case GgmlType::kIQ4_NL:
-    case GgmlType::kMXFP4:
-      return GgmlType::kQ8_0;
-    default:
-      return GgmlType::kF32;
-  }
-}
-
-namespace {
+namespace detail::ref {
 
 
 // Round half to even, as llama.cpp's nearest_int (Q8_K): the default FP rounding mode.
@@ -804,219 +782,32 @@ double dot_mxfp4(int64_t nb, const uint8_t* w, const uint8_t* a) {
   return sum;
 }
 
-template <typename Fn>
-void for_each_block(GgmlType type, int64_t n, Fn&& fn) {
-  const TypeTraits& t = type_traits(type);
-  TOVA_CHECK(n % t.block_size == 0);
-  for (int64_t i = 0; i < n / t.block_size; ++i) fn(i, i * t.block_size, i * t.type_size);
+}  // namespace detail::ref
+
+// The row-level references go through the table (each type's unit composes them from the
+// block functions above).
+
+GgmlType vec_dot_type(GgmlType weight_type) {
+  const WeightTypeKernels* k = find_weight_type(weight_type);
+  return k != nullptr ? k->vec_dot_type : GgmlType::kF32;
 }
 
-}  // namespace
-
 void dequantize_row_ref(GgmlType type, const void* src, float* dst, int64_t n) {
-  const auto* s = static_cast<const uint8_t*>(src);
-  switch (type) {
-    case GgmlType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
-    case GgmlType::kF16:
-      for (int64_t i = 0; i < n; ++i) dst[i] = load_f16(s + 2 * i);
-      return;
-    case GgmlType::kBF16:
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(load_u16(s + 2 * i));
-      return;
-    default:
-      break;
-  }
-  void (*fn)(const uint8_t*, float*) = nullptr;
-  switch (type) {
-    case GgmlType::kQ4_0:
-      fn = dequant_q4_0;
-      break;
-    case GgmlType::kQ4_1:
-      fn = dequant_q4_1;
-      break;
-    case GgmlType::kQ5_0:
-      fn = dequant_q5_0;
-      break;
-    case GgmlType::kQ5_1:
-      fn = dequant_q5_1;
-      break;
-    case GgmlType::kQ8_0:
-      fn = dequant_q8_0;
-      break;
-    case GgmlType::kQ8_1:
-      fn = dequant_q8_1;
-      break;
-    case GgmlType::kQ4_K:
-      fn = [](const uint8_t* b, float* y) { dequant_qk(b, b + Q4_K::kQs, nullptr, y); };
-      break;
-    case GgmlType::kQ5_K:
-      fn = [](const uint8_t* b, float* y) { dequant_qk(b, b + Q5_K::kQs, b + Q5_K::kQh, y); };
-      break;
-    case GgmlType::kQ6_K:
-      fn = dequant_q6_k;
-      break;
-    case GgmlType::kQ8_K:
-      fn = dequant_q8_k;
-      break;
-    case GgmlType::kQ2_K:
-      fn = dequant_q2_k;
-      break;
-    case GgmlType::kQ3_K:
-      fn = dequant_q3_k;
-      break;
-    case GgmlType::kIQ4_NL:
-      fn = dequant_iq4_nl;
-      break;
-    case GgmlType::kIQ4_XS:
-      fn = dequant_iq4_xs;
-      break;
-    case GgmlType::kMXFP4:
-      fn = dequant_mxfp4;
-      break;
-    default:
-      TOVA_CHECK(false && "dequantize_row_ref: unsupported type");
-  }
-  for_each_block(type, n, [&](int64_t, int64_t elem, int64_t byte) { fn(s + byte, dst + elem); });
+  TOVA_CHECK(n % type_traits(type).block_size == 0);
+  weight_type(type).dequantize_ref(static_cast<const uint8_t*>(src), dst, n);
 }
 
 void quantize_row_ref(GgmlType type, const float* src, void* dst, int64_t n) {
-  auto* d = static_cast<uint8_t*>(dst);
-  switch (type) {
-    case GgmlType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
-    case GgmlType::kF16:
-      fp32_to_fp16_row(src, d, n);
-      return;
-    case GgmlType::kBF16:
-      fp32_to_bf16_row(src, d, n);
-      return;
-    default:
-      break;
-  }
-  void (*fn)(const float*, uint8_t*) = nullptr;
-  switch (type) {
-    case GgmlType::kQ4_0:
-      fn = quant_q4_0;
-      break;
-    case GgmlType::kQ4_1:
-      fn = [](const float* x, uint8_t* b) {
-        quant_affine(x, 4, b, Q4_1::kD, Q4_1::kM, -1, Q4_1::kQs);
-      };
-      break;
-    case GgmlType::kQ5_0:
-      fn = quant_q5_0;
-      break;
-    case GgmlType::kQ5_1:
-      fn = [](const float* x, uint8_t* b) {
-        quant_affine(x, 5, b, Q5_1::kD, Q5_1::kM, Q5_1::kQh, Q5_1::kQs);
-      };
-      break;
-    case GgmlType::kQ8_0:
-      fn = quant_q8_0;
-      break;
-    case GgmlType::kQ8_1:
-      fn = quant_q8_1;
-      break;
-    case GgmlType::kQ4_K:
-      fn = [](const float* x, uint8_t* b) { quant_qk(x, 4, b, b + Q4_K::kQs, nullptr); };
-      break;
-    case GgmlType::kQ5_K:
-      fn = [](const float* x, uint8_t* b) { quant_qk(x, 5, b, b + Q5_K::kQs, b + Q5_K::kQh); };
-      break;
-    case GgmlType::kQ6_K:
-      fn = quant_q6_k;
-      break;
-    case GgmlType::kQ8_K:
-      fn = quant_q8_k;
-      break;
-    case GgmlType::kQ2_K:
-      fn = quant_q2_k;
-      break;
-    case GgmlType::kQ3_K:
-      fn = quant_q3_k;
-      break;
-    case GgmlType::kIQ4_NL:
-      fn = quant_iq4_nl;
-      break;
-    case GgmlType::kIQ4_XS:
-      fn = quant_iq4_xs;
-      break;
-    case GgmlType::kMXFP4:
-      fn = quant_mxfp4;
-      break;
-    default:
-      TOVA_CHECK(false && "quantize_row_ref: unsupported type");
-  }
-  for_each_block(type, n, [&](int64_t, int64_t elem, int64_t byte) { fn(src + elem, d + byte); });
+  TOVA_CHECK(n % type_traits(type).block_size == 0);
+  weight_type(type).quantize_ref(src, static_cast<uint8_t*>(dst), n);
 }
 
-float vec_dot_ref(GgmlType weight_type, int64_t n, const void* w_row, const void* act_row) {
-  const auto* w = static_cast<const uint8_t*>(w_row);
-  const auto* a = static_cast<const uint8_t*>(act_row);
-  const auto* x = static_cast<const float*>(act_row);
-  const int64_t nb = n / type_traits(weight_type).block_size;
-  TOVA_CHECK(n % type_traits(weight_type).block_size == 0);
-  double sum = 0.0;
-  switch (weight_type) {
-    case GgmlType::kF32: {
-      const auto* wf = static_cast<const float*>(w_row);
-      for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(wf[i]) * x[i];
-      break;
-    }
-    case GgmlType::kF16:
-      for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(load_f16(w + 2 * i)) * x[i];
-      break;
-    case GgmlType::kBF16:
-      for (int64_t i = 0; i < n; ++i) {
-        sum += static_cast<double>(bf16_to_fp32(load_u16(w + 2 * i))) * x[i];
-      }
-      break;
-    case GgmlType::kQ4_0:
-      sum = dot_q4_0(nb, w, a);
-      break;
-    case GgmlType::kQ4_1:
-      sum = dot_q4_1(nb, w, a);
-      break;
-    case GgmlType::kQ5_0:
-      sum = dot_q5_0(nb, w, a);
-      break;
-    case GgmlType::kQ5_1:
-      sum = dot_q5_1(nb, w, a);
-      break;
-    case GgmlType::kQ8_0:
-      sum = dot_q8_0(nb, w, a);
-      break;
-    case GgmlType::kQ4_K:
-      sum = dot_qk(nb, w, a, false);
-      break;
-    case GgmlType::kQ5_K:
-      sum = dot_qk(nb, w, a, true);
-      break;
-    case GgmlType::kQ6_K:
-      sum = dot_q6_k(nb, w, a);
-      break;
-    case GgmlType::kQ2_K:
-      sum = dot_q2_k(nb, w, a);
-      break;
-    case GgmlType::kQ3_K:
-      sum = dot_q3_k(nb, w, a);
-      break;
-    case GgmlType::kIQ4_NL:
-      sum = dot_iq4_nl(nb, w, a);
-      break;
-    case GgmlType::kIQ4_XS:
-      sum = dot_iq4_xs(nb, w, a);
-      break;
-    case GgmlType::kMXFP4:
-      sum = dot_mxfp4(nb, w, a);
-      break;
-    default:
-      TOVA_CHECK(false && "vec_dot_ref: unsupported weight type");
-  }
-  return static_cast<float>(sum);
+float vec_dot_ref(GgmlType weight_type_id, int64_t n, const void* w_row, const void* act_row) {
+  const WeightTypeKernels& k = weight_type(weight_type_id);
+  TOVA_CHECK(k.vec_dot_ref != nullptr && "vec_dot_ref: not a weight type");
+  TOVA_CHECK(n % type_traits(weight_type_id).block_size == 0);
+  return static_cast<float>(k.vec_dot_ref(n, static_cast<const uint8_t*>(w_row),
+                                          static_cast<const uint8_t*>(act_row)));
 }
 
 }  // namespace tova::kernels
