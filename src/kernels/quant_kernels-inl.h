@@ -109,64 +109,9 @@ HWY_INLINE void UnpackQ5(const uint8_t* blk, int off_qh, int off_qs, uint8_t* o)
 }
 #endif
 
-inline void UnpackQ4_0(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-#if HWY_TARGET == HWY_AVX3_DL
-  // Two blocks per step: [lo0 | hi0 | lo1 | hi1], 16 bytes each, is element order.
-  const __m512i pick = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
-  const __m256i nib = _mm256_set1_epi8(0x0F);
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const uint8_t* blk = row + b * detail::Q4_0::kBytes;
-    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 20));
-    const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
-    const __m256i lo = _mm256_and_si256(q, nib);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), nib);
-    const __m512i out =
-        _mm512_permutex2var_epi64(_mm512_castsi256_si512(lo), pick, _mm512_castsi256_si512(hi));
-    _mm512_storeu_si512(u + 32 * b, out);
-    mul[b] = LoadF16(blk);
-    mul[b + 1] = LoadF16(blk + 18);
-    add[b] = 0.0f;
-    add[b + 1] = 0.0f;
-  }
-#else
-  int64_t b = 0;
-#endif
-  for (; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q4_0::kBytes;
-    SplitNibbles(blk + detail::Q4_0::kQs, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::Q4_0::kD);
-    add[b] = 0.0f;
-  }
-}
 
-inline void UnpackQ4_1(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q4_1::kBytes;
-    SplitNibbles(blk + detail::Q4_1::kQs, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::Q4_1::kD);
-    add[b] = LoadF16(blk + detail::Q4_1::kM);
-  }
-}
 
-inline void UnpackQ5_0(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q5_0::kBytes;
-    UnpackQ5(blk, detail::Q5_0::kQh, detail::Q5_0::kQs, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::Q5_0::kD);
-    add[b] = 0.0f;
-  }
-}
 
-inline void UnpackQ5_1(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q5_1::kBytes;
-    UnpackQ5(blk, detail::Q5_1::kQh, detail::Q5_1::kQs, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::Q5_1::kD);
-    add[b] = LoadF16(blk + detail::Q5_1::kM);
-  }
-}
 
 // Q8_0 / Q8_1: the signed bytes with their sign bit flipped (q + 128).
 inline void UnpackQ8(const uint8_t* row, int64_t nb, int block_bytes, int off_qs, uint8_t* u,
@@ -181,19 +126,6 @@ inline void UnpackQ8(const uint8_t* row, int64_t nb, int block_bytes, int off_qs
   }
 }
 
-inline void UnpackQ8_K(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q8_K::kBytes;
-    const uint8_t* qs = blk + detail::Q8_K::kQs;
-    uint8_t* o = u + detail::kQK_K * b;
-    for (int j = 0; j < detail::kQK_K; ++j) o[j] = qs[j] ^ 0x80;
-    const float d = detail::load_f32(blk + detail::Q8_K::kD);
-    for (int g = 0; g < 8; ++g) {
-      mul[8 * b + g] = d;
-      add[8 * b + g] = 0.0f;
-    }
-  }
-}
 
 // The eight 6-bit scales and mins of a Q4_K / Q5_K super-block, four at a time from 32-bit
 // words of the 12 packed bytes (the layout scale_min_k4 reads one at a time).
@@ -247,33 +179,6 @@ inline void UnpackQKAvx512(const uint8_t* row, int64_t nb, int bytes, int qs_off
   }
 }
 
-inline void UnpackQ6_KAvx512(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  const __m512i nib = _mm512_set1_epi8(0x0F);
-  const __m512i b45 = _mm512_set1_epi8(0x30);
-  // Per 256-bit half: elements l (qh bits 0-1) and l+32 (bits 2-3) for the low nibbles,
-  // l+64 (bits 4-5) and l+96 (bits 6-7) for the high nibbles.
-  const __m512i shl_lo = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-  const __m512i shr_hi = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q6_K::kBytes;
-    const __m512 d = _mm512_set1_ps(LoadF16(blk + detail::Q6_K::kD));
-    const __m512i sc = _mm512_cvtepi8_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + detail::Q6_K::kScales)));
-    _mm512_storeu_ps(mul + 16 * b, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
-    _mm512_storeu_ps(add + 16 * b, _mm512_setzero_ps());
-    uint8_t* o = u + detail::kQK_K * b;
-    for (int half = 0; half < 2; ++half) {
-      const __m512i ql = _mm512_loadu_si512(blk + detail::Q6_K::kQl + 64 * half);
-      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(blk + detail::Q6_K::kQh + 32 * half)));
-      const __m512i h0 = _mm512_and_si512(_mm512_sllv_epi16(qh, shl_lo), b45);
-      const __m512i h1 = _mm512_and_si512(_mm512_srlv_epi16(qh, shr_hi), b45);
-      _mm512_storeu_si512(o + 128 * half, _mm512_or_si512(_mm512_and_si512(ql, nib), h0));
-      _mm512_storeu_si512(o + 128 * half + 64,
-                          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nib), h1));
-    }
-  }
-}
 #endif
 
 // Q4_K / Q5_K: add = -(dmin * m) so that u * mul + add is bit-identical to the reference's
@@ -329,44 +234,6 @@ inline void UnpackQK(const uint8_t* row, int64_t nb, bool five_bit, uint8_t* u, 
   }
 }
 
-inline void UnpackQ6_K(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q6_K::kBytes;
-    const float d = LoadF16(blk + detail::Q6_K::kD);
-    for (int j = 0; j < 16; ++j) {
-      mul[16 * b + j] = d * static_cast<float>(static_cast<int8_t>(blk[detail::Q6_K::kScales + j]));
-      add[16 * b + j] = 0.0f;
-    }
-    uint8_t* o = u + detail::kQK_K * b;
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = blk + detail::Q6_K::kQl + 64 * half;
-      const uint8_t* qh = blk + detail::Q6_K::kQh + 32 * half;
-      uint8_t* out = o + 128 * half;
-#if HWY_TARGET != HWY_SCALAR
-      const D8 d8;
-      const auto nib = hn::Set(d8, 0x0F), bits45 = hn::Set(d8, 0x30);
-      for (int l = 0; l < 32; l += 16) {
-        const auto l0 = hn::LoadU(d8, ql + l), l1 = hn::LoadU(d8, ql + 32 + l);
-        const auto h = hn::LoadU(d8, qh + l);
-        hn::StoreU(hn::Or(hn::And(l0, nib), hn::ShiftLeft<4>(hn::And(h, hn::Set(d8, 3)))), d8,
-                   out + l);
-        hn::StoreU(hn::Or(hn::And(l1, nib), hn::And(hn::ShiftLeft<2>(h), bits45)), d8,
-                   out + 32 + l);
-        hn::StoreU(hn::Or(hn::ShiftRight<4>(l0), hn::And(h, bits45)), d8, out + 64 + l);
-        hn::StoreU(hn::Or(hn::ShiftRight<4>(l1), hn::And(hn::ShiftRight<2>(h), bits45)), d8,
-                   out + 96 + l);
-      }
-#else
-      for (int l = 0; l < 32; ++l) {
-        out[l] = static_cast<uint8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
-        out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-        out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-        out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-      }
-#endif
-    }
-  }
-}
 
 // ---- Q2_K, Q3_K: sub-blocks of 16; IQ4_NL, IQ4_XS, MXFP4: 4-bit codes through a table ----
 
@@ -450,35 +317,8 @@ HWY_INLINE void UnpackCodes32(const uint8_t* qs, const CodeTable& table, uint8_t
 #endif
 }
 
-inline void UnpackIQ4_NL(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::IQ4_NL::kBytes;
-    UnpackCodes32(blk + detail::IQ4_NL::kQs, kIQ4Codes, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::IQ4_NL::kD);
-    add[b] = 0.0f;
-  }
-}
 
-inline void UnpackIQ4_XS(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::IQ4_XS::kBytes;
-    const float d = LoadF16(blk + detail::IQ4_XS::kD);
-    for (int j = 0; j < 8; ++j) {
-      UnpackCodes32(blk + detail::IQ4_XS::kQs + 16 * j, kIQ4Codes, u + 256 * b + 32 * j);
-      mul[8 * b + j] = d * static_cast<float>(detail::scale_iq4_xs(j, blk) - 32);
-      add[8 * b + j] = 0.0f;
-    }
-  }
-}
 
-inline void UnpackMXFP4(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::MXFP4::kBytes;
-    UnpackCodes32(blk + detail::MXFP4::kQs, kMXFP4Codes, u + 32 * b);
-    mul[b] = detail::e8m0_half(blk[detail::MXFP4::kE]);
-    add[b] = 0.0f;
-  }
-}
 
 // ------------------------------------------------------------------------------------------
 // Activation quantization, rounding exactly as llama.cpp does on x86: its SIMD

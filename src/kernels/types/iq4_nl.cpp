@@ -18,6 +18,15 @@
 #include "kernels/target_begin-inl.h"
 namespace tova::kernels::HWY_NAMESPACE {
 
+inline void UnpackIQ4_NL(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * detail::IQ4_NL::kBytes;
+    UnpackCodes32(blk + detail::IQ4_NL::kQs, kIQ4Codes, u + 32 * b);
+    mul[b] = LoadF16(blk + detail::IQ4_NL::kD);
+    add[b] = 0.0f;
+  }
+}
+
 struct IQ4_NLType : WeightTypeBase {
   static constexpr GgmlType kType = GgmlType::kIQ4_NL;
   static constexpr GgmlType kActType = GgmlType::kQ8_0;
@@ -39,7 +48,27 @@ using UnitType = IQ4_NLType;
 namespace tova::kernels {
 namespace {
 namespace ref {
+using namespace detail;  // NOLINT(google-build-using-namespace): block layouts
 using namespace detail::ref;  // NOLINT(google-build-using-namespace): the block references
+
+void dequant_iq4_nl(const uint8_t* b, float* y) {
+  dequant_table32(b + IQ4_NL::kQs, kIQ4NLValues, load_f16(b + IQ4_NL::kD), y);
+}
+
+// IQ4_NL: the element of largest magnitude maps to the level -127.
+void quant_iq4_nl(const float* x, uint8_t* b) {
+  store_u16(b + IQ4_NL::kD, fp32_to_fp16(signed_absmax(x, 32) / -127.0f));
+  quant_table32(x, kIQ4NLValues, load_f16(b + IQ4_NL::kD), b + IQ4_NL::kQs);
+}
+
+double dot_iq4_nl(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += IQ4_NL::kBytes, a += Q8_0::kBytes) {
+    const int isum = dot_table32(w + IQ4_NL::kQs, kIQ4NLValues, a + Q8_0::kQs);
+    sum += static_cast<double>(load_f16(w + IQ4_NL::kD)) * load_f16(a + Q8_0::kD) * isum;
+  }
+  return sum;
+}
 
 constexpr auto kDequantize = &dequantize_blocks<32, detail::IQ4_NL::kBytes, dequant_iq4_nl>;
 constexpr auto kQuantize = &quantize_blocks<32, detail::IQ4_NL::kBytes, quant_iq4_nl>;

@@ -18,6 +18,15 @@
 #include "kernels/target_begin-inl.h"
 namespace tova::kernels::HWY_NAMESPACE {
 
+inline void UnpackMXFP4(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * detail::MXFP4::kBytes;
+    UnpackCodes32(blk + detail::MXFP4::kQs, kMXFP4Codes, u + 32 * b);
+    mul[b] = detail::e8m0_half(blk[detail::MXFP4::kE]);
+    add[b] = 0.0f;
+  }
+}
+
 struct MXFP4Type : WeightTypeBase {
   static constexpr GgmlType kType = GgmlType::kMXFP4;
   static constexpr GgmlType kActType = GgmlType::kQ8_0;
@@ -53,7 +62,37 @@ using UnitType = MXFP4Type;
 namespace tova::kernels {
 namespace {
 namespace ref {
+using namespace detail;  // NOLINT(google-build-using-namespace): block layouts
 using namespace detail::ref;  // NOLINT(google-build-using-namespace): the block references
+
+void dequant_mxfp4(const uint8_t* b, float* y) {
+  dequant_table32(b + MXFP4::kQs, kMXFP4Values, e8m0_half(b[MXFP4::kE]), y);
+}
+
+// MXFP4: the smallest power-of-two scale that keeps the block's largest magnitude within the
+// largest FP4 value (6), then the nearest FP4 value of each element.
+void quant_mxfp4(const float* x, uint8_t* b) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  int e = 0;
+  if (amax > 0.0f) {
+    int exp = 0;
+    const float m = std::frexp(amax / 6.0f, &exp);  // amax / 6 = m * 2^exp, m in [0.5, 1)
+    const int k = m == 0.5f ? exp - 1 : exp;         // 2^k >= amax / 6
+    e = std::clamp(k + 127, 1, 254);
+  }
+  b[MXFP4::kE] = static_cast<uint8_t>(e);
+  quant_table32(x, kMXFP4Values, e8m0_half(static_cast<uint8_t>(e)), b + MXFP4::kQs);
+}
+
+double dot_mxfp4(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += MXFP4::kBytes, a += Q8_0::kBytes) {
+    const int isum = dot_table32(w + MXFP4::kQs, kMXFP4Values, a + Q8_0::kQs);
+    sum += static_cast<double>(e8m0_half(w[MXFP4::kE])) * load_f16(a + Q8_0::kD) * isum;
+  }
+  return sum;
+}
 
 constexpr auto kDequantize = &dequantize_blocks<32, detail::MXFP4::kBytes, dequant_mxfp4>;
 constexpr auto kQuantize = &quantize_blocks<32, detail::MXFP4::kBytes, quant_mxfp4>;

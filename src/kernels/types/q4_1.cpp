@@ -17,6 +17,15 @@
 #include "kernels/target_begin-inl.h"
 namespace tova::kernels::HWY_NAMESPACE {
 
+inline void UnpackQ4_1(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * detail::Q4_1::kBytes;
+    SplitNibbles(blk + detail::Q4_1::kQs, u + 32 * b);
+    mul[b] = LoadF16(blk + detail::Q4_1::kD);
+    add[b] = LoadF16(blk + detail::Q4_1::kM);
+  }
+}
+
 struct Q4_1Type : WeightTypeBase {
   static constexpr GgmlType kType = GgmlType::kQ4_1;
   static constexpr GgmlType kActType = GgmlType::kQ8_1;
@@ -38,7 +47,33 @@ using UnitType = Q4_1Type;
 namespace tova::kernels {
 namespace {
 namespace ref {
+using namespace detail;  // NOLINT(google-build-using-namespace): block layouts
 using namespace detail::ref;  // NOLINT(google-build-using-namespace): the block references
+
+void dequant_q4_1(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q4_1::kD);
+  const float m = load_f16(b + Q4_1::kM);
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t q = b[Q4_1::kQs + j];
+    y[j] = static_cast<float>(q & 0xF) * d + m;
+    y[j + 16] = static_cast<float>(q >> 4) * d + m;
+  }
+}
+
+double dot_q4_1(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += Q4_1::kBytes, a += Q8_1::kBytes) {
+    int isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t q = w[Q4_1::kQs + j];
+      isum += (q & 0xF) * act_q(a, Q8_1::kQs, j);
+      isum += (q >> 4) * act_q(a, Q8_1::kQs, j + 16);
+    }
+    sum += static_cast<double>(load_f16(w + Q4_1::kD)) * load_f16(a + Q8_1::kD) * isum +
+           static_cast<double>(load_f16(w + Q4_1::kM)) * load_f16(a + Q8_1::kS);
+  }
+  return sum;
+}
 
 // The affine quantizer with Q4_1's fields (no fifth bits).
 void quant_q4_1(const float* x, uint8_t* b) {

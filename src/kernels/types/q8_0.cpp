@@ -54,7 +54,34 @@ using UnitType = Q8_0Type;
 namespace tova::kernels {
 namespace {
 namespace ref {
+using namespace detail;  // NOLINT(google-build-using-namespace): block layouts
 using namespace detail::ref;  // NOLINT(google-build-using-namespace): the block references
+
+void dequant_q8_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q8_0::kD);
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<int8_t>(b[Q8_0::kQs + j])) * d;
+}
+
+void quant_q8_0(const float* x, uint8_t* b) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  // llama.cpp's x86 SIMD quantize_row_q8_0 (what its logits were made with): inverse scale
+  // 127/amax (not 1/d), round half to even.
+  const float d = amax / 127.0f;
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  store_u16(b + Q8_0::kD, fp32_to_fp16(d));
+  for (int j = 0; j < 32; ++j) b[Q8_0::kQs + j] = static_cast<uint8_t>(round_even(x[j] * id));
+}
+
+double dot_q8_0(int64_t nb, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < nb; ++i, w += Q8_0::kBytes, a += Q8_0::kBytes) {
+    int isum = 0;
+    for (int j = 0; j < 32; ++j) isum += act_q(w, Q8_0::kQs, j) * act_q(a, Q8_0::kQs, j);
+    sum += static_cast<double>(load_f16(w + Q8_0::kD)) * load_f16(a + Q8_0::kD) * isum;
+  }
+  return sum;
+}
 
 constexpr auto kDequantize = &dequantize_blocks<32, detail::Q8_0::kBytes, dequant_q8_0>;
 constexpr auto kQuantize = &quantize_blocks<32, detail::Q8_0::kBytes, quant_q8_0>;

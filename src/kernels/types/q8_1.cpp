@@ -35,7 +35,28 @@ using UnitType = Q8_1Type;
 namespace tova::kernels {
 namespace {
 namespace ref {
+using namespace detail;  // NOLINT(google-build-using-namespace): block layouts
 using namespace detail::ref;  // NOLINT(google-build-using-namespace): the block references
+
+void dequant_q8_1(const uint8_t* b, float* y) {
+  const float d = load_f16(b + Q8_1::kD);
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<int8_t>(b[Q8_1::kQs + j])) * d;
+}
+
+void quant_q8_1(const float* x, uint8_t* b) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;  // as Q8_0 above
+  int sum = 0;
+  for (int j = 0; j < 32; ++j) {
+    const int q = round_even(x[j] * id);
+    b[Q8_1::kQs + j] = static_cast<uint8_t>(q);
+    sum += q;
+  }
+  store_u16(b + Q8_1::kD, fp32_to_fp16(d));
+  store_u16(b + Q8_1::kS, fp32_to_fp16(static_cast<float>(sum) * d));
+}
 
 constexpr auto kDequantize = &dequantize_blocks<32, detail::Q8_1::kBytes, dequant_q8_1>;
 constexpr auto kQuantize = &quantize_blocks<32, detail::Q8_1::kBytes, quant_q8_1>;

@@ -9,58 +9,21 @@
 namespace tova::kernels::detail::ref {
 
 int round_even(float v);
-void dequant_q4_0(const uint8_t* b, float* y);
-void dequant_q4_1(const uint8_t* b, float* y);
 void unpack_q5(const uint8_t* qh_bytes, const uint8_t* qs, int* q);
-void dequant_q5_0(const uint8_t* b, float* y);
-void dequant_q5_1(const uint8_t* b, float* y);
-void dequant_q8_0(const uint8_t* b, float* y);
-void dequant_q8_1(const uint8_t* b, float* y);
 void unpack_qk(const uint8_t* qs, const uint8_t* qh, int* q);
 void dequant_qk(const uint8_t* b, const uint8_t* qs, const uint8_t* qh, float* y);
-void unpack_q6(const uint8_t* b, int* q);
-void dequant_q6_k(const uint8_t* b, float* y);
 int low2_k(const uint8_t* qs, int e);
-int q3_k(const uint8_t* b, int e);
-void dequant_q2_k(const uint8_t* b, float* y);
-void dequant_q3_k(const uint8_t* b, float* y);
 void dequant_table32(const uint8_t* qs, const int8_t* table, float dl, float* y);
-void dequant_iq4_nl(const uint8_t* b, float* y);
-void dequant_iq4_xs(const uint8_t* b, float* y);
-void dequant_mxfp4(const uint8_t* b, float* y);
-void dequant_q8_k(const uint8_t* b, float* y);
 float signed_absmax(const float* x, int n);
-void quant_q4_0(const float* x, uint8_t* b);
-void quant_q5_0(const float* x, uint8_t* b);
 void quant_affine(const float* x, int bits, uint8_t* b, int off_d, int off_m, int off_qh, int off_qs);
-void quant_q8_0(const float* x, uint8_t* b);
-void quant_q8_1(const float* x, uint8_t* b);
-void quant_q8_k(const float* x, uint8_t* b);
 void pack_scales_k4(const int* sc, const int* m, uint8_t* q);
 void quant_qk(const float* x, int bits, uint8_t* b, uint8_t* qs, uint8_t* qh);
-void quant_q6_k(const float* x, uint8_t* b);
-void quant_q2_k(const float* x, uint8_t* b);
-void quant_q3_k(const float* x, uint8_t* b);
 int nearest_level(const int8_t* table, float v);
 void quant_table32(const float* x, const int8_t* table, float dl, uint8_t* qs);
-void quant_iq4_nl(const float* x, uint8_t* b);
-void quant_iq4_xs(const float* x, uint8_t* b);
-void quant_mxfp4(const float* x, uint8_t* b);
 int8_t act_q(const uint8_t* act_block, int off, int j);
-double dot_q4_0(int64_t nb, const uint8_t* w, const uint8_t* a);
-double dot_q4_1(int64_t nb, const uint8_t* w, const uint8_t* a);
-double dot_q5_0(int64_t nb, const uint8_t* w, const uint8_t* a);
-double dot_q5_1(int64_t nb, const uint8_t* w, const uint8_t* a);
-double dot_q8_0(int64_t nb, const uint8_t* w, const uint8_t* a);
 double dot_qk(int64_t nb, const uint8_t* w, const uint8_t* a, bool five_bit);
-double dot_q6_k(int64_t nb, const uint8_t* w, const uint8_t* a);
 int16_t bsum_k(const uint8_t* a, int g);
-double dot_q2_k(int64_t nb, const uint8_t* w, const uint8_t* a);
-double dot_q3_k(int64_t nb, const uint8_t* w, const uint8_t* a);
 int dot_table32(const uint8_t* qs, const int8_t* table, const uint8_t* aq);
-double dot_iq4_nl(int64_t nb, const uint8_t* w, const uint8_t* a);
-double dot_iq4_xs(int64_t nb, const uint8_t* w, const uint8_t* a);
-double dot_mxfp4(int64_t nb, const uint8_t* w, const uint8_t* a);
 
 // Rows of n elements (n a multiple of kBlock), block by block.
 template <int kBlock, int kBytes, void (*kFn)(const uint8_t*, float*)>
