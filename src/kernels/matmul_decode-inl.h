@@ -15,7 +15,8 @@
 // 2 threads 20.1-25.2 -> 23.5-31.2; ntok:8 level; TinyLlama Q6_K decode at 1 thread had been
 // 0.87x llama.cpp natively against 1.25x with --simd avx2).
 //
-// Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
+// Highway "-inl.h" pattern: included by matmul_engine-inl.h, which each weight type's unit
+// (types/<type>.cpp) instantiates per target.
 
 #if defined(TOVA_KERNELS_MATMUL_DECODE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TOVA_KERNELS_MATMUL_DECODE_INL_H_

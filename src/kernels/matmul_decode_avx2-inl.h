@@ -20,7 +20,8 @@
 // q4_k 5632x2048 ntok:1, one thread, in cache: 45.9 GFLOP/s unpacking rows, 62.9 with this
 // kernel).
 //
-// Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
+// Highway "-inl.h" pattern: included by matmul_engine-inl.h, which each weight type's unit
+// (types/<type>.cpp) instantiates per target.
 
 #if defined(TOVA_KERNELS_MATMUL_DECODE_AVX2_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TOVA_KERNELS_MATMUL_DECODE_AVX2_INL_H_

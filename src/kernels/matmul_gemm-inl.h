@@ -17,10 +17,11 @@
 //   (|w| and w are made once per chunk of rows, so a step costs one sign op per vector).
 //   Acc stays in buf (a load and a store per group) so that the int16 and int32 sums fit the
 //   16 (AVX2) or 32 (AVX3) vector registers. AVX2 tiles are 4 x 2 (16 tokens), AVX3 4 x 3.
-// - Other targets have no token-lane layout (matmul_simd.cpp plans row tiles there): SSE4 and
+// - Other targets have no token-lane layout (matmul_engine-inl.h plans row tiles there): SSE4 and
 //   older machines are not a target this project tunes for, and their row tiles are generic.
 //
-// Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
+// Highway "-inl.h" pattern: included by matmul_engine-inl.h, which each weight type's unit
+// (types/<type>.cpp) instantiates per target.
 
 // Whether the target being compiled has the token-lane int8 layout (evaluated per target).
 #ifndef TOVA_INT8_LANES_TARGET

@@ -1,4 +1,4 @@
-// Per-target SIMD building blocks shared by quant_simd.cpp and matmul_simd.cpp (Highway's
+// Per-target SIMD building blocks shared by quant_simd.cpp and matmul_engine-inl.h (Highway's
 // "-inl.h" pattern: this file is compiled once per target into namespace HWY_NAMESPACE).
 //
 // Quantized weights go through one representation (see detail::UnpackInfo): each row is unpacked
@@ -109,10 +109,6 @@ HWY_INLINE void UnpackQ5(const uint8_t* blk, int off_qh, int off_qs, uint8_t* o)
 }
 #endif
 
-
-
-
-
 // Q8_0 / Q8_1: the signed bytes with their sign bit flipped (q + 128).
 inline void UnpackQ8(const uint8_t* row, int64_t nb, int block_bytes, int off_qs, uint8_t* u,
                      float* mul, float* add) {
@@ -125,7 +121,6 @@ inline void UnpackQ8(const uint8_t* row, int64_t nb, int block_bytes, int off_qs
     add[b] = 0.0f;
   }
 }
-
 
 // The eight 6-bit scales and mins of a Q4_K / Q5_K super-block, four at a time from 32-bit
 // words of the 12 packed bytes (the layout scale_min_k4 reads one at a time).
@@ -234,7 +229,6 @@ inline void UnpackQK(const uint8_t* row, int64_t nb, bool five_bit, uint8_t* u, 
   }
 }
 
-
 // ---- Q2_K, Q3_K: sub-blocks of 16; IQ4_NL, IQ4_XS, MXFP4: 4-bit codes through a table ----
 
 // Q2_K: u = the two-bit q, mul = d * sc, add = -(dmin * m) (as Q4_K, bit-exact with the
@@ -316,9 +310,6 @@ HWY_INLINE void UnpackCodes32(const uint8_t* qs, const CodeTable& table, uint8_t
   }
 #endif
 }
-
-
-
 
 // ------------------------------------------------------------------------------------------
 // Activation quantization, rounding exactly as llama.cpp does on x86: its SIMD

@@ -1,5 +1,7 @@
 // Scalar references: plain loops over ggml's block layouts. Every SIMD path is tested against
-// these, so they favour obviousness over speed.
+// these, so they favour obviousness over speed. Each type's own block functions live in its unit
+// (types/<type>.cpp); here are the ones several types share (types/ref_blocks.h) and the
+// row-level API of quant.h, which asks the weight-type table.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -17,13 +19,10 @@ using namespace detail;  // NOLINT(google-build-using-namespace): block layouts 
 
 namespace detail::ref {
 
-
 // Round half to even, as llama.cpp's nearest_int (Q8_K): the default FP rounding mode.
 int round_even(float v) { return static_cast<int>(std::nearbyintf(v)); }
 
 // ---- dequantization ----
-
-
 
 // The five-bit values of a Q5_0 / Q5_1 block (0..31), in element order.
 void unpack_q5(const uint8_t* qh_bytes, const uint8_t* qs, int* q) {
@@ -33,10 +32,6 @@ void unpack_q5(const uint8_t* qh_bytes, const uint8_t* qs, int* q) {
     q[j + 16] = (qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
   }
 }
-
-
-
-
 
 // The 4- or 5-bit values (0..15 / 0..31) of a Q4_K / Q5_K super-block, in element order.
 void unpack_qk(const uint8_t* qs, const uint8_t* qh, int* q) {
@@ -68,17 +63,12 @@ void dequant_qk(const uint8_t* b, const uint8_t* qs, const uint8_t* qh, float* y
   }
 }
 
-
-
 // The two low bits (0..3) of element e of a Q2_K / Q3_K super-block: bits 2j..2j+1 of
 // qs[32h + l] for e = 128h + 32j + l.
 int low2_k(const uint8_t* qs, int e) {
   const int h = e / 128, j = (e % 128) / 32, l = e % 32;
   return (qs[32 * h + l] >> (2 * j)) & 3;
 }
-
-
-
 
 // 32 elements of 4-bit codes in Q4_0's nibble order through a 16-entry table, times dl.
 void dequant_table32(const uint8_t* qs, const int8_t* table, float dl, float* y) {
@@ -87,10 +77,6 @@ void dequant_table32(const uint8_t* qs, const int8_t* table, float dl, float* y)
     y[j + 16] = dl * static_cast<float>(table[qs[j] >> 4]);
   }
 }
-
-
-
-
 
 // ---- weight quantizers (simple and valid; they write test and benchmark models) ----
 
@@ -106,8 +92,6 @@ float signed_absmax(const float* x, int n) {
   }
   return mx;
 }
-
-
 
 // Q4_1 / Q5_1: min/max affine quantization with 2^bits levels.
 void quant_affine(const float* x, int bits, uint8_t* b, int off_d, int off_m, int off_qh,
@@ -132,9 +116,6 @@ void quant_affine(const float* x, int bits, uint8_t* b, int off_d, int off_m, in
   }
   if (off_qh >= 0) std::memcpy(b + off_qh, &qh, 4);
 }
-
-
-
 
 // Packs eight six-bit scales and mins the way scale_min_k4 reads them.
 void pack_scales_k4(const int* sc, const int* m, uint8_t* q) {
@@ -197,9 +178,6 @@ void quant_qk(const float* x, int bits, uint8_t* b, uint8_t* qs, uint8_t* qh) {
   }
 }
 
-
-
-
 // The index of the table entry nearest v (the first of two equally near).
 int nearest_level(const int8_t* table, float v) {
   int best = 0;
@@ -224,19 +202,11 @@ void quant_table32(const float* x, const int8_t* table, float dl, uint8_t* qs) {
   }
 }
 
-
-
-
 // ---- dot products: exact integer sums per block, scaled and accumulated in double ----
 
 int8_t act_q(const uint8_t* act_block, int off, int j) {
   return static_cast<int8_t>(act_block[off + j]);
 }
-
-
-
-
-
 
 // Q4_K / Q5_K: d * sum_j sc_j * <q, a>_j - dmin * sum_j m_j * (sum of a over sub-block j).
 double dot_qk(int64_t nb, const uint8_t* w, const uint8_t* a, bool five_bit) {
@@ -268,14 +238,11 @@ double dot_qk(int64_t nb, const uint8_t* w, const uint8_t* a, bool five_bit) {
   return sum;
 }
 
-
 int16_t bsum_k(const uint8_t* a, int g) {
   int16_t v;
   std::memcpy(&v, a + Q8_K::kBsums + 2 * g, 2);
   return v;
 }
-
-
 
 // <table[q], a> over 32 elements in Q4_0's nibble order.
 int dot_table32(const uint8_t* qs, const int8_t* table, const uint8_t* aq) {
@@ -286,9 +253,6 @@ int dot_table32(const uint8_t* qs, const int8_t* table, const uint8_t* aq) {
   }
   return s;
 }
-
-
-
 
 }  // namespace detail::ref
 
