@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/quant.h"
+#include "kernels/types/weight_type.h"
 
 namespace tova::kernels {
 namespace {
@@ -30,6 +31,30 @@ constexpr int64_t kBatchRowGrain = 32;
 constexpr int64_t kDecodeRowGrain = 16;
 
 }  // namespace
+
+// The per-call entry points of matmul_internal.h: the weight type's unit, looked up once per
+// call (each then dispatches to this CPU's Highway target).
+namespace detail {
+
+void plan_acts(GgmlType weight_type_id, int64_t n_in, int64_t n_tok, const float* x,
+               ActBuffer* acts) {
+  weight_type(weight_type_id).plan_acts(n_in, n_tok, x, acts);
+}
+
+void prepare_acts(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* acts) {
+  weight_type(acts->weight_type).prepare_acts(x, t_begin, t_end, 0, acts->n_in, acts);
+}
+
+void prepare_act_columns(const float* x, int64_t k_begin, int64_t k_end, ActBuffer* acts) {
+  weight_type(acts->weight_type).prepare_acts(x, 0, acts->n_tok, k_begin, k_end, acts);
+}
+
+void matmul_rows(const WeightMatrix& w, const ActBuffer& acts, int64_t o_begin, int64_t o_end,
+                 float* y) {
+  weight_type(w.type).matmul_rows(w, acts, o_begin, o_end, y);
+}
+
+}  // namespace detail
 
 void matmul_multi(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tok,
                   std::span<float* const> ys, ThreadPool& pool) {

@@ -15,7 +15,8 @@
 // 2 threads 20.1-25.2 -> 23.5-31.2; ntok:8 level; TinyLlama Q6_K decode at 1 thread had been
 // 0.87x llama.cpp natively against 1.25x with --simd avx2).
 //
-// Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
+// Highway "-inl.h" pattern: included by matmul_engine-inl.h, which each weight type's unit
+// (types/<type>.cpp) instantiates per target.
 
 #if defined(TOVA_KERNELS_MATMUL_DECODE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TOVA_KERNELS_MATMUL_DECODE_INL_H_
@@ -358,39 +359,14 @@ using GemvDecodeFn = void (*)(const uint8_t* const*, const uint8_t* const*, int6
 
 constexpr int kDecodeMaxRowsVnni = 4;  // rows per tile with several tokens
 
-inline bool HasGemvDecodeVnni(GgmlType type) {
-  return type == GgmlType::kQ4_0 || type == GgmlType::kQ8_0 || type == GgmlType::kMXFP4;
-}
-
-// Bytes of one token's prepared activations for a row of n elements.
-inline int64_t DecodeActBytesVnni(GgmlType type, int64_t n) {
-  switch (type) {
-    case GgmlType::kQ4_0:
-    case GgmlType::kMXFP4:
-      return Q4_0ActBytes(n);
-    default:
-      return Q8_0ActBytes(n);
-  }
-}
-
-// R weight rows x T tokens, 1 <= R, T <= 4.
-inline GemvDecodeFn PickGemvDecodeVnni(GgmlType type, int r, int t) {
-#define TOVA_ROW(F, R) {&F<R, 1>, &F<R, 2>, &F<R, 3>, &F<R, 4>}
-#define TOVA_TABLE(F) {TOVA_ROW(F, 1), TOVA_ROW(F, 2), TOVA_ROW(F, 3), TOVA_ROW(F, 4)}
-  static constexpr GemvDecodeFn kQ4_0[4][4] = TOVA_TABLE(GemvQ4_0);
-  static constexpr GemvDecodeFn kQ8_0[4][4] = TOVA_TABLE(GemvQ8_0);
-  static constexpr GemvDecodeFn kMXFP4[4][4] = TOVA_TABLE(GemvMXFP4);
-#undef TOVA_TABLE
-#undef TOVA_ROW
-  switch (type) {
-    case GgmlType::kQ4_0:
-      return kQ4_0[r - 1][t - 1];
-    case GgmlType::kMXFP4:
-      return kMXFP4[r - 1][t - 1];
-    default:
-      return kQ8_0[r - 1][t - 1];
-  }
-}
+// A type's table of R weight rows x T tokens, 1 <= R, T <= 4, of a kernel template F<R, T>, for
+// its PickDecodeVnni (types/<type>.cpp).
+#ifndef TOVA_DECODE_VNNI_TABLE
+#define TOVA_DECODE_VNNI_ROW(F, R) {&F<R, 1>, &F<R, 2>, &F<R, 3>, &F<R, 4>}
+#define TOVA_DECODE_VNNI_TABLE(F) \
+  {TOVA_DECODE_VNNI_ROW(F, 1), TOVA_DECODE_VNNI_ROW(F, 2), TOVA_DECODE_VNNI_ROW(F, 3), \
+   TOVA_DECODE_VNNI_ROW(F, 4)}
+#endif
 
 #endif  // HWY_TARGET == HWY_AVX3_DL
 

@@ -20,7 +20,8 @@
 // q4_k 5632x2048 ntok:1, one thread, in cache: 45.9 GFLOP/s unpacking rows, 62.9 with this
 // kernel).
 //
-// Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
+// Highway "-inl.h" pattern: included by matmul_engine-inl.h, which each weight type's unit
+// (types/<type>.cpp) instantiates per target.
 
 #if defined(TOVA_KERNELS_MATMUL_DECODE_AVX2_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TOVA_KERNELS_MATMUL_DECODE_AVX2_INL_H_
@@ -1061,81 +1062,23 @@ using GemvDecodeFn = void (*)(const uint8_t* const*, const uint8_t* const*, int6
 
 constexpr int kDecodeMaxRowsAvx2 = 2;  // rows per tile with several tokens
 
-inline bool HasGemvDecodeAvx2(GgmlType type) {
-  switch (type) {
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ4_1:
-    case GgmlType::kQ5_0:
-    case GgmlType::kQ5_1:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K:
-    case GgmlType::kQ2_K:
-    case GgmlType::kQ3_K:
-    case GgmlType::kIQ4_NL:
-    case GgmlType::kIQ4_XS:
-    case GgmlType::kMXFP4:
-      return true;
-    default:
-      return false;
-  }
-}
-
-
-// R weight rows x T tokens, 1 <= R <= 2 (16 vector registers), 1 <= T <= 4.
-inline GemvDecodeFn PickGemvDecodeAvx2(GgmlType type, int r, int t) {
-#define TOVA_ROW(F, R) {&F<R, 1>, &F<R, 2>, &F<R, 3>, &F<R, 4>}
-#define TOVA_TABLE(F) {TOVA_ROW(F, 1), TOVA_ROW(F, 2)}
-#define TOVA_BLOCKS_ROW(K, R)                                               \
+// A type's table of R weight rows x T tokens, 1 <= R <= 2 (16 vector registers), 1 <= T <= 4,
+// for its PickDecodeAvx2 (types/<type>.cpp): of a kernel template F<R, T>, or of the blocks-of-32
+// kernel GemvBlocksAvx2<K, R, T>.
+#ifndef TOVA_DECODE_AVX2_TABLE
+#define TOVA_DECODE_AVX2_ROW(F, R) {&F<R, 1>, &F<R, 2>, &F<R, 3>, &F<R, 4>}
+#define TOVA_DECODE_AVX2_TABLE(F) {TOVA_DECODE_AVX2_ROW(F, 1), TOVA_DECODE_AVX2_ROW(F, 2)}
+#define TOVA_BLOCKS_AVX2_ROW(K, R)                                                  \
   {&GemvBlocksAvx2<K, R, 1>, &GemvBlocksAvx2<K, R, 2>, &GemvBlocksAvx2<K, R, 3>, \
    &GemvBlocksAvx2<K, R, 4>}
-#define TOVA_BLOCKS_TABLE(K) {TOVA_BLOCKS_ROW(K, 1), TOVA_BLOCKS_ROW(K, 2)}
-  static constexpr GemvDecodeFn kQ4_0[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ4_0);
-  static constexpr GemvDecodeFn kQ4_1[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ4_1);
-  static constexpr GemvDecodeFn kQ5_0[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ5_0);
-  static constexpr GemvDecodeFn kQ5_1[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ5_1);
-  static constexpr GemvDecodeFn kQ8_0[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kQ8_0);
-  static constexpr GemvDecodeFn kQ4_K[2][4] = TOVA_TABLE(GemvQ4_KAvx2);
-  static constexpr GemvDecodeFn kQ5_K[2][4] = TOVA_TABLE(GemvQ5_KAvx2);
-  static constexpr GemvDecodeFn kQ6_K[2][4] = TOVA_TABLE(GemvQ6_KAvx2);
-  static constexpr GemvDecodeFn kQ2_K[2][4] = TOVA_TABLE(GemvQ2_KAvx2);
-  static constexpr GemvDecodeFn kQ3_K[2][4] = TOVA_TABLE(GemvQ3_KAvx2);
-  static constexpr GemvDecodeFn kIQ4_XS[2][4] = TOVA_TABLE(GemvIQ4_XSAvx2);
-  static constexpr GemvDecodeFn kIQ4_NL[2][4] = TOVA_BLOCKS_TABLE(GgmlType::kIQ4_NL);
-  static constexpr GemvDecodeFn kMXFP4[2][4] = TOVA_TABLE(GemvMXFP4Avx2);
-#undef TOVA_BLOCKS_TABLE
-#undef TOVA_BLOCKS_ROW
-#undef TOVA_TABLE
-#undef TOVA_ROW
-  switch (type) {
-    case GgmlType::kQ4_0:
-      return kQ4_0[r - 1][t - 1];
-    case GgmlType::kQ4_1:
-      return kQ4_1[r - 1][t - 1];
-    case GgmlType::kQ5_0:
-      return kQ5_0[r - 1][t - 1];
-    case GgmlType::kQ5_1:
-      return kQ5_1[r - 1][t - 1];
-    case GgmlType::kQ8_0:
-      return kQ8_0[r - 1][t - 1];
-    case GgmlType::kQ4_K:
-      return kQ4_K[r - 1][t - 1];
-    case GgmlType::kQ5_K:
-      return kQ5_K[r - 1][t - 1];
-    case GgmlType::kQ2_K:
-      return kQ2_K[r - 1][t - 1];
-    case GgmlType::kQ3_K:
-      return kQ3_K[r - 1][t - 1];
-    case GgmlType::kIQ4_XS:
-      return kIQ4_XS[r - 1][t - 1];
-    case GgmlType::kIQ4_NL:
-      return kIQ4_NL[r - 1][t - 1];
-    case GgmlType::kMXFP4:
-      return kMXFP4[r - 1][t - 1];
-    default:
-      return kQ6_K[r - 1][t - 1];
-  }
+#define TOVA_BLOCKS_AVX2_TABLE(K) {TOVA_BLOCKS_AVX2_ROW(K, 1), TOVA_BLOCKS_AVX2_ROW(K, 2)}
+#endif
+
+// The blocks-of-32 kernel's table for type K (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL).
+template <GgmlType K>
+GemvDecodeFn PickBlocksAvx2(int r, int t) {
+  static constexpr GemvDecodeFn kTable[2][4] = TOVA_BLOCKS_AVX2_TABLE(K);
+  return kTable[r - 1][t - 1];
 }
 
 #endif  // HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL

@@ -17,10 +17,11 @@
 //   (|w| and w are made once per chunk of rows, so a step costs one sign op per vector).
 //   Acc stays in buf (a load and a store per group) so that the int16 and int32 sums fit the
 //   16 (AVX2) or 32 (AVX3) vector registers. AVX2 tiles are 4 x 2 (16 tokens), AVX3 4 x 3.
-// - Other targets have no token-lane layout (matmul_simd.cpp plans row tiles there): SSE4 and
+// - Other targets have no token-lane layout (matmul_engine-inl.h plans row tiles there): SSE4 and
 //   older machines are not a target this project tunes for, and their row tiles are generic.
 //
-// Highway "-inl.h" pattern: included by matmul_simd.cpp inside its per-target region.
+// Highway "-inl.h" pattern: included by matmul_engine-inl.h, which each weight type's unit
+// (types/<type>.cpp) instantiates per target.
 
 // Whether the target being compiled has the token-lane int8 layout (evaluated per target).
 #ifndef TOVA_INT8_LANES_TARGET
@@ -117,7 +118,10 @@ void GemmInt8Tile(const uint8_t* const* u, const int8_t* const*, const float* co
 }
 
 // The weights' offset stays in u (vpdpbusd sums u * a in int32 without saturation).
-inline bool GemmSigned(GgmlType) { return false; }
+template <class Ty>
+constexpr bool GemmSigned() {
+  return false;
+}
 
 template <int G>
 GemmInt8Fn PickGemmFor(int r, int nt) {
@@ -130,8 +134,9 @@ GemmInt8Fn PickGemmFor(int r, int nt) {
   return kTable[r - 1][nt - 1];
 }
 
-inline GemmInt8Fn PickGemmInt8(GgmlType, int group, int r, int nt) {
-  return group == 16 ? PickGemmFor<16>(r, nt) : PickGemmFor<32>(r, nt);
+template <class Ty>
+GemmInt8Fn PickGemmInt8(int r, int nt) {
+  return PickGemmFor<Ty::kUnpack.group>(r, nt);
 }
 
 #else  // AVX3 or AVX2: vpmaddubsw
@@ -246,7 +251,10 @@ void GemmInt8Tile(const uint8_t* const* u, const int8_t* const* w, const float* 
 
 // The 8-bit weights (Q8_0 / Q8_1, and the IQ4 levels -127..113 with their offset of 128) take
 // the signed tile.
-inline bool GemmSigned(GgmlType t) { return detail::unpack_info(t).offset == 128; }
+template <class Ty>
+constexpr bool GemmSigned() {
+  return Ty::kUnpack.offset == 128;
+}
 
 template <int G, int kSteps, bool kSigned>
 GemmInt8Fn PickGemmFor(int r, int nt) {
@@ -267,15 +275,17 @@ GemmInt8Fn PickGemmFor(int r, int nt) {
 // An int16 lane sums kSteps pairs u * a + u' * a': at most kSteps * 2 * (2^bits - 1) * 128,
 // which stays below 32767 for 8 steps of 4 bits, 4 of 5 and 2 of 6 (activations in [-128, 127]);
 // 4 steps of 3 bits (Q3_K, Q2_K: 7168) fill their 16-element groups.
-inline GemmInt8Fn PickGemmInt8(GgmlType t, int group, int r, int nt) {
-  if (GemmSigned(t)) return PickGemmFor<32, 1, true>(r, nt);
-  const int bits = detail::unpack_info(t).bits;
-  if (group == 16) {  // Q6_K: 2 steps; Q3_K, Q2_K (<= 3 bits): the group's 4 steps in one
-    return bits <= 3 ? PickGemmFor<16, 4, false>(r, nt) : PickGemmFor<16, 2, false>(r, nt);
+template <class Ty>
+GemmInt8Fn PickGemmInt8(int r, int nt) {
+  constexpr int bits = Ty::kUnpack.bits;
+  if constexpr (GemmSigned<Ty>()) {
+    return PickGemmFor<32, 1, true>(r, nt);
+  } else if constexpr (Ty::kUnpack.group == 16) {
+    // Q6_K: 2 steps; Q3_K, Q2_K (<= 3 bits): the group's 4 steps in one
+    return PickGemmFor<16, bits <= 3 ? 4 : 2, false>(r, nt);
+  } else {
+    return PickGemmFor<32, bits <= 4 ? 8 : (bits == 5 ? 4 : 2), false>(r, nt);
   }
-  if (bits <= 4) return PickGemmFor<32, 8, false>(r, nt);
-  if (bits == 5) return PickGemmFor<32, 4, false>(r, nt);
-  return PickGemmFor<32, 2, false>(r, nt);
 }
 
 #endif  // AVX3 / AVX2

@@ -1,4 +1,4 @@
-// Internals shared by matmul.cpp (planning, threading) and matmul_simd.cpp (the per-target
+// Internals shared by matmul.cpp (planning, threading) and matmul_engine-inl.h (the per-target
 // kernels): the activation buffer and the dispatching entry points.
 #pragma once
 

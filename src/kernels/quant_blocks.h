@@ -164,42 +164,6 @@ struct UnpackInfo {
   bool has_add = false;  // false: add is 0 and is not applied (keeps -0.0 results bit-exact)
   int bits = 8;          // u < 2^bits
 };
-
-inline UnpackInfo unpack_info(GgmlType type) {
-  switch (type) {
-    case GgmlType::kQ4_0:
-      return {32, 8, false, 4};
-    case GgmlType::kQ4_1:
-      return {32, 0, true, 4};
-    case GgmlType::kQ5_0:
-      return {32, 16, false, 5};
-    case GgmlType::kQ5_1:
-      return {32, 0, true, 5};
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ8_1:
-    case GgmlType::kQ8_K:
-      return {32, 128, false, 8};
-    case GgmlType::kQ4_K:
-      return {32, 0, true, 4};
-    case GgmlType::kQ5_K:
-      return {32, 0, true, 5};
-    case GgmlType::kQ6_K:
-      return {16, 32, false, 6};
-    case GgmlType::kQ2_K:
-      return {16, 0, true, 2};
-    case GgmlType::kQ3_K:
-      return {16, 4, false, 3};
-    // The non-linear types: u = level + offset, mul the block (or sub-block) scale. IQ4's levels
-    // span -127..113 (u up to 241, the signed path on AVX2, as Q8_0); MXFP4's -12..12 fit five
-    // unsigned bits.
-    case GgmlType::kIQ4_NL:
-    case GgmlType::kIQ4_XS:
-      return {32, 128, false, 8};
-    case GgmlType::kMXFP4:
-      return {32, 12, false, 5};
-    default:
-      return {};
-  }
-}
+// Each quantized type's unit (src/kernels/types/<type>.cpp) states its own as kUnpack.
 
 }  // namespace tova::kernels::detail

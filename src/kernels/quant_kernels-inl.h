@@ -1,4 +1,4 @@
-// Per-target SIMD building blocks shared by quant_simd.cpp and matmul_simd.cpp (Highway's
+// Per-target SIMD building blocks shared by quant_simd.cpp and matmul_engine-inl.h (Highway's
 // "-inl.h" pattern: this file is compiled once per target into namespace HWY_NAMESPACE).
 //
 // Quantized weights go through one representation (see detail::UnpackInfo): each row is unpacked
@@ -109,65 +109,6 @@ HWY_INLINE void UnpackQ5(const uint8_t* blk, int off_qh, int off_qs, uint8_t* o)
 }
 #endif
 
-inline void UnpackQ4_0(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-#if HWY_TARGET == HWY_AVX3_DL
-  // Two blocks per step: [lo0 | hi0 | lo1 | hi1], 16 bytes each, is element order.
-  const __m512i pick = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
-  const __m256i nib = _mm256_set1_epi8(0x0F);
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const uint8_t* blk = row + b * detail::Q4_0::kBytes;
-    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 20));
-    const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
-    const __m256i lo = _mm256_and_si256(q, nib);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), nib);
-    const __m512i out =
-        _mm512_permutex2var_epi64(_mm512_castsi256_si512(lo), pick, _mm512_castsi256_si512(hi));
-    _mm512_storeu_si512(u + 32 * b, out);
-    mul[b] = LoadF16(blk);
-    mul[b + 1] = LoadF16(blk + 18);
-    add[b] = 0.0f;
-    add[b + 1] = 0.0f;
-  }
-#else
-  int64_t b = 0;
-#endif
-  for (; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q4_0::kBytes;
-    SplitNibbles(blk + detail::Q4_0::kQs, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::Q4_0::kD);
-    add[b] = 0.0f;
-  }
-}
-
-inline void UnpackQ4_1(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q4_1::kBytes;
-    SplitNibbles(blk + detail::Q4_1::kQs, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::Q4_1::kD);
-    add[b] = LoadF16(blk + detail::Q4_1::kM);
-  }
-}
-
-inline void UnpackQ5_0(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q5_0::kBytes;
-    UnpackQ5(blk, detail::Q5_0::kQh, detail::Q5_0::kQs, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::Q5_0::kD);
-    add[b] = 0.0f;
-  }
-}
-
-inline void UnpackQ5_1(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q5_1::kBytes;
-    UnpackQ5(blk, detail::Q5_1::kQh, detail::Q5_1::kQs, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::Q5_1::kD);
-    add[b] = LoadF16(blk + detail::Q5_1::kM);
-  }
-}
-
 // Q8_0 / Q8_1: the signed bytes with their sign bit flipped (q + 128).
 inline void UnpackQ8(const uint8_t* row, int64_t nb, int block_bytes, int off_qs, uint8_t* u,
                      float* mul, float* add) {
@@ -178,20 +119,6 @@ inline void UnpackQ8(const uint8_t* row, int64_t nb, int block_bytes, int off_qs
     for (int j = 0; j < 32; ++j) o[j] = qs[j] ^ 0x80;
     mul[b] = LoadF16(blk);
     add[b] = 0.0f;
-  }
-}
-
-inline void UnpackQ8_K(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q8_K::kBytes;
-    const uint8_t* qs = blk + detail::Q8_K::kQs;
-    uint8_t* o = u + detail::kQK_K * b;
-    for (int j = 0; j < detail::kQK_K; ++j) o[j] = qs[j] ^ 0x80;
-    const float d = detail::load_f32(blk + detail::Q8_K::kD);
-    for (int g = 0; g < 8; ++g) {
-      mul[8 * b + g] = d;
-      add[8 * b + g] = 0.0f;
-    }
   }
 }
 
@@ -247,33 +174,6 @@ inline void UnpackQKAvx512(const uint8_t* row, int64_t nb, int bytes, int qs_off
   }
 }
 
-inline void UnpackQ6_KAvx512(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  const __m512i nib = _mm512_set1_epi8(0x0F);
-  const __m512i b45 = _mm512_set1_epi8(0x30);
-  // Per 256-bit half: elements l (qh bits 0-1) and l+32 (bits 2-3) for the low nibbles,
-  // l+64 (bits 4-5) and l+96 (bits 6-7) for the high nibbles.
-  const __m512i shl_lo = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-  const __m512i shr_hi = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q6_K::kBytes;
-    const __m512 d = _mm512_set1_ps(LoadF16(blk + detail::Q6_K::kD));
-    const __m512i sc = _mm512_cvtepi8_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + detail::Q6_K::kScales)));
-    _mm512_storeu_ps(mul + 16 * b, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
-    _mm512_storeu_ps(add + 16 * b, _mm512_setzero_ps());
-    uint8_t* o = u + detail::kQK_K * b;
-    for (int half = 0; half < 2; ++half) {
-      const __m512i ql = _mm512_loadu_si512(blk + detail::Q6_K::kQl + 64 * half);
-      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(blk + detail::Q6_K::kQh + 32 * half)));
-      const __m512i h0 = _mm512_and_si512(_mm512_sllv_epi16(qh, shl_lo), b45);
-      const __m512i h1 = _mm512_and_si512(_mm512_srlv_epi16(qh, shr_hi), b45);
-      _mm512_storeu_si512(o + 128 * half, _mm512_or_si512(_mm512_and_si512(ql, nib), h0));
-      _mm512_storeu_si512(o + 128 * half + 64,
-                          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nib), h1));
-    }
-  }
-}
 #endif
 
 // Q4_K / Q5_K: add = -(dmin * m) so that u * mul + add is bit-identical to the reference's
@@ -326,45 +226,6 @@ inline void UnpackQK(const uint8_t* row, int64_t nb, bool five_bit, uint8_t* u, 
       }
     }
 #endif
-  }
-}
-
-inline void UnpackQ6_K(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::Q6_K::kBytes;
-    const float d = LoadF16(blk + detail::Q6_K::kD);
-    for (int j = 0; j < 16; ++j) {
-      mul[16 * b + j] = d * static_cast<float>(static_cast<int8_t>(blk[detail::Q6_K::kScales + j]));
-      add[16 * b + j] = 0.0f;
-    }
-    uint8_t* o = u + detail::kQK_K * b;
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = blk + detail::Q6_K::kQl + 64 * half;
-      const uint8_t* qh = blk + detail::Q6_K::kQh + 32 * half;
-      uint8_t* out = o + 128 * half;
-#if HWY_TARGET != HWY_SCALAR
-      const D8 d8;
-      const auto nib = hn::Set(d8, 0x0F), bits45 = hn::Set(d8, 0x30);
-      for (int l = 0; l < 32; l += 16) {
-        const auto l0 = hn::LoadU(d8, ql + l), l1 = hn::LoadU(d8, ql + 32 + l);
-        const auto h = hn::LoadU(d8, qh + l);
-        hn::StoreU(hn::Or(hn::And(l0, nib), hn::ShiftLeft<4>(hn::And(h, hn::Set(d8, 3)))), d8,
-                   out + l);
-        hn::StoreU(hn::Or(hn::And(l1, nib), hn::And(hn::ShiftLeft<2>(h), bits45)), d8,
-                   out + 32 + l);
-        hn::StoreU(hn::Or(hn::ShiftRight<4>(l0), hn::And(h, bits45)), d8, out + 64 + l);
-        hn::StoreU(hn::Or(hn::ShiftRight<4>(l1), hn::And(hn::ShiftRight<2>(h), bits45)), d8,
-                   out + 96 + l);
-      }
-#else
-      for (int l = 0; l < 32; ++l) {
-        out[l] = static_cast<uint8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
-        out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-        out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-        out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-      }
-#endif
-    }
   }
 }
 
@@ -448,85 +309,6 @@ HWY_INLINE void UnpackCodes32(const uint8_t* qs, const CodeTable& table, uint8_t
     o[j + 16] = table.v[qs[j] >> 4];
   }
 #endif
-}
-
-inline void UnpackIQ4_NL(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::IQ4_NL::kBytes;
-    UnpackCodes32(blk + detail::IQ4_NL::kQs, kIQ4Codes, u + 32 * b);
-    mul[b] = LoadF16(blk + detail::IQ4_NL::kD);
-    add[b] = 0.0f;
-  }
-}
-
-inline void UnpackIQ4_XS(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::IQ4_XS::kBytes;
-    const float d = LoadF16(blk + detail::IQ4_XS::kD);
-    for (int j = 0; j < 8; ++j) {
-      UnpackCodes32(blk + detail::IQ4_XS::kQs + 16 * j, kIQ4Codes, u + 256 * b + 32 * j);
-      mul[8 * b + j] = d * static_cast<float>(detail::scale_iq4_xs(j, blk) - 32);
-      add[8 * b + j] = 0.0f;
-    }
-  }
-}
-
-inline void UnpackMXFP4(const uint8_t* row, int64_t nb, uint8_t* u, float* mul, float* add) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * detail::MXFP4::kBytes;
-    UnpackCodes32(blk + detail::MXFP4::kQs, kMXFP4Codes, u + 32 * b);
-    mul[b] = detail::e8m0_half(blk[detail::MXFP4::kE]);
-    add[b] = 0.0f;
-  }
-}
-
-// Unpacks n elements (a multiple of the block size) of a quantized row.
-inline void UnpackRow(GgmlType type, const uint8_t* row, int64_t n, uint8_t* u, float* mul,
-                      float* add) {
-  switch (type) {
-    case GgmlType::kQ4_0:
-      return UnpackQ4_0(row, n / 32, u, mul, add);
-    case GgmlType::kQ4_1:
-      return UnpackQ4_1(row, n / 32, u, mul, add);
-    case GgmlType::kQ5_0:
-      return UnpackQ5_0(row, n / 32, u, mul, add);
-    case GgmlType::kQ5_1:
-      return UnpackQ5_1(row, n / 32, u, mul, add);
-    case GgmlType::kQ8_0:
-      return UnpackQ8(row, n / 32, detail::Q8_0::kBytes, detail::Q8_0::kQs, u, mul, add);
-    case GgmlType::kQ8_1:
-      return UnpackQ8(row, n / 32, detail::Q8_1::kBytes, detail::Q8_1::kQs, u, mul, add);
-    case GgmlType::kQ8_K:
-      return UnpackQ8_K(row, n / 256, u, mul, add);
-    case GgmlType::kQ2_K:
-      return UnpackQ23_K<false>(row, n / 256, u, mul, add);
-    case GgmlType::kQ3_K:
-      return UnpackQ23_K<true>(row, n / 256, u, mul, add);
-    case GgmlType::kIQ4_NL:
-      return UnpackIQ4_NL(row, n / 32, u, mul, add);
-    case GgmlType::kIQ4_XS:
-      return UnpackIQ4_XS(row, n / 256, u, mul, add);
-    case GgmlType::kMXFP4:
-      return UnpackMXFP4(row, n / 32, u, mul, add);
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    case GgmlType::kQ4_K:
-      return UnpackQKAvx512(row, n / 256, detail::Q4_K::kBytes, detail::Q4_K::kQs, -1, u, mul, add);
-    case GgmlType::kQ5_K:
-      return UnpackQKAvx512(row, n / 256, detail::Q5_K::kBytes, detail::Q5_K::kQs,
-                            detail::Q5_K::kQh, u, mul, add);
-    case GgmlType::kQ6_K:
-      return UnpackQ6_KAvx512(row, n / 256, u, mul, add);
-#else
-    case GgmlType::kQ4_K:
-      return UnpackQK(row, n / 256, false, u, mul, add);
-    case GgmlType::kQ5_K:
-      return UnpackQK(row, n / 256, true, u, mul, add);
-    case GgmlType::kQ6_K:
-      return UnpackQ6_K(row, n / 256, u, mul, add);
-#endif
-    default:
-      return;
-  }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -871,11 +653,11 @@ GemvInt8Fn PickGemvInt8(int r, int t) {
   return kTable[r - 1][t - 1];
 }
 
-// out[r * n_act + t] = dot(w[r], a[t]) for r < n_w <= 4, t < n_act <= 4.
-inline void GemvInt8Tile(int group, const WRow* w, int n_w, const ARow* a, int n_act, int offset,
-                         int64_t n, int64_t n_group_pad, float* out) {
-  const GemvInt8Fn fn = group == 16 ? PickGemvInt8<16>(n_w, n_act) : PickGemvInt8<32>(n_w, n_act);
-  fn(w, a, offset, n, n_group_pad, out);
+// out[r * n_act + t] = dot(w[r], a[t]) for r < n_w <= 4, t < n_act <= 4; groups of G.
+template <int G>
+void GemvInt8Tile(const WRow* w, int n_w, const ARow* a, int n_act, int offset, int64_t n,
+                  int64_t n_group_pad, float* out) {
+  PickGemvInt8<G>(n_w, n_act)(w, a, offset, n, n_group_pad, out);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -964,81 +746,23 @@ GemvFloatFn PickGemvFloatFor(int r, int t) {
 }
 
 // out[r * n_x + t] = dot(rows[r], x[t]) for r < n_rows <= 4, t < n_x <= 4.
-inline void GemvFloatTile(GgmlType type, const uint8_t* const* rows, int n_rows,
-                          const float* const* x, int n_x, int64_t n, float* out) {
-  GemvFloatFn fn;
-  switch (type) {
-    case GgmlType::kF16:
-      fn = PickGemvFloatFor<GgmlType::kF16>(n_rows, n_x);
-      break;
-    case GgmlType::kBF16:
-      fn = PickGemvFloatFor<GgmlType::kBF16>(n_rows, n_x);
-      break;
-    default:
-      fn = PickGemvFloatFor<GgmlType::kF32>(n_rows, n_x);
-      break;
-  }
-  fn(rows, x, n, out);
+template <GgmlType W>
+void GemvFloatTile(const uint8_t* const* rows, int n_rows, const float* const* x, int n_x,
+                   int64_t n, float* out) {
+  PickGemvFloatFor<W>(n_rows, n_x)(rows, x, n, out);
 }
 
 // Converts n elements of a float-type row to float32.
-inline void WeightsToFloat(GgmlType type, const uint8_t* row, int64_t n, float* out) {
-  const hn::ScalableTag<float> df;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  int64_t k = 0;
-  switch (type) {
-    case GgmlType::kF16:
-      for (; k + lanes <= n; k += lanes) {
-        hn::StoreU(LoadWeights<GgmlType::kF16>(df, row, k), df, out + k);
-      }
-      for (; k < n; ++k) out[k] = LoadWeight<GgmlType::kF16>(row, k);
-      return;
-    case GgmlType::kBF16:
-      for (; k + lanes <= n; k += lanes) {
-        hn::StoreU(LoadWeights<GgmlType::kBF16>(df, row, k), df, out + k);
-      }
-      for (; k < n; ++k) out[k] = LoadWeight<GgmlType::kBF16>(row, k);
-      return;
-    default:
-      std::memcpy(out, row, static_cast<size_t>(n) * sizeof(float));
-      return;
-  }
-}
-
-// ------------------------------------------------------------------------------------------
-// Dequantization: (u - offset) * mul (+ add), in the reference's order, so bit-exact.
-
-inline void DequantizeRow(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
-  if (type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16) {
-    WeightsToFloat(type, src, n, dst);
-    return;
-  }
-  const hn::ScalableTag<float> df;
-  const hn::RebindToSigned<decltype(df)> di;
-  const hn::Rebind<uint8_t, decltype(di)> d8;
-  const hn::RebindToUnsigned<decltype(di)> du;
-  const int lanes = static_cast<int>(hn::Lanes(df));
-  const detail::UnpackInfo info = detail::unpack_info(type);
-  const TypeTraits& traits = type_traits(type);
-  constexpr int64_t kChunk = 256;  // a multiple of every block size
-  alignas(64) uint8_t u[kChunk];
-  alignas(64) float mul[kChunk / 16];
-  alignas(64) float add[kChunk / 16];
-  const auto voff = hn::Set(di, info.offset);
-  for (int64_t k0 = 0; k0 < n; k0 += kChunk) {
-    const int64_t len = std::min(kChunk, n - k0);
-    UnpackRow(type, src + k0 / traits.block_size * traits.type_size, len, u, mul, add);
-    for (int64_t g = 0; g < len / info.group; ++g) {
-      const auto vm = hn::Set(df, mul[g]);
-      const auto va = hn::Set(df, add[g]);
-      for (int l = 0; l < info.group; l += lanes) {
-        const int64_t k = g * info.group + l;
-        const auto q = hn::Sub(hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(d8, u + k))), voff);
-        auto v = hn::Mul(hn::ConvertTo(df, q), vm);
-        if (info.has_add) v = hn::Add(v, va);
-        hn::StoreU(v, df, dst + k0 + k);
-      }
-    }
+template <GgmlType W>
+void WeightsToFloat(const uint8_t* row, int64_t n, float* out) {
+  if constexpr (W == GgmlType::kF32) {
+    std::memcpy(out, row, static_cast<size_t>(n) * sizeof(float));
+  } else {
+    const hn::ScalableTag<float> df;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+    int64_t k = 0;
+    for (; k + lanes <= n; k += lanes) hn::StoreU(LoadWeights<W>(df, row, k), df, out + k);
+    for (; k < n; ++k) out[k] = LoadWeight<W>(row, k);
   }
 }
 

@@ -12,82 +12,129 @@
 // register tile reuses every activation load 4 times and every weight broadcast three times (it
 // replaced a 32-token tile: docs/PERFORMANCE.md). Rows are
 // unpacked once per chunk of kRowChunk and reused for all tokens (see the loop nest below).
+// The per-target matmul engine every weight type's unit (src/kernels/types/<type>.cpp)
+// instantiates for its own type: activation preparation, matrix-vector tiles for a few tokens
+// and register-tiled matrix-matrix kernels for many (batched decode, prompt processing), plus
+// the type's dequantize and single-row dot product. `Ty` is the type's traits struct (see
+// WeightTypeBase below): its layout facts, its unpack and, on x86, its direct decode kernels.
+// Dispatch is once per call (weight_types.cpp's table, then Highway's target), and every hot
+// loop below sees the type as a compile-time constant, so each unit compiles only its type's
+// kernels (gemma.cpp's one matmul unit per weight type).
+//
+// Few tokens (kDecodeRows / kInt8Rows / kFloatRows): weight rows are the vector lanes; a tile of
+// up to 4 rows x 4 tokens reads each weight row once per 4 tokens. Decode is bound by the bytes
+// of weights read, so this path only has to keep up with memory: the quantized types read their
+// blocks directly (matmul_decode-inl.h, matmul_decode_avx2-inl.h); other targets unpack rows.
+//
+// Many tokens (kInt8Lanes / kFloatLanes): tokens are the vector lanes. A weight is broadcast
+// (4 bytes = 4 int8 weights for vpdpbusd, or one float for FMA) and multiplied into 16 tokens
+// at once, so one instruction does 64 int8 MACs with no horizontal sums; a 4-row x 48-token
+// register tile reuses every activation load 4 times and every weight broadcast three times (it
+// replaced a 32-token tile: docs/PERFORMANCE.md). Rows are
+// unpacked once per chunk of kRowChunk and reused for all tokens (see the loop nest below).
+//
+// Highway "-inl.h" pattern: included by each unit inside its per-target passes.
+
+#if defined(TOVA_KERNELS_MATMUL_ENGINE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TOVA_KERNELS_MATMUL_ENGINE_INL_H_
+#undef TOVA_KERNELS_MATMUL_ENGINE_INL_H_
+#else
+#define TOVA_KERNELS_MATMUL_ENGINE_INL_H_
+#endif
+
 #include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
 #include "kernels/matmul_internal.h"
-#include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
-
-#undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/matmul_simd.cpp"
 #include "hwy/cache_control.h"
-#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "kernels/quant_kernels-inl.h"
 #include "kernels/matmul_decode-inl.h"
 #include "kernels/matmul_decode_avx2-inl.h"
 #include "kernels/matmul_gemm-inl.h"
 
-#if HWY_TARGET == HWY_AVX3_DL && defined(__clang__)
-// Highway's AVX3_DL target string omits avx512vnni although its CPU check requires it. clang
-// ignores #pragma GCC target, and of two pushed target attributes the outer one wins, so push
-// Highway's string with avx512vnni added in place of HWY_BEFORE_NAMESPACE (popped by
-// HWY_AFTER_NAMESPACE as usual).
-#pragma clang attribute push(__attribute__((target(HWY_TARGET_STR ",avx512vnni"))), \
-                             apply_to = function)
-#else
-HWY_BEFORE_NAMESPACE();
-#if HWY_TARGET == HWY_AVX3_DL
-// Highway's AVX3_DL target string omits avx512vnni although its CPU check requires it.
-#pragma GCC target("avx512vnni")
-#endif
-#endif
+#include "kernels/target_begin-inl.h"
 namespace tova::kernels::HWY_NAMESPACE {
 
 using detail::ActBuffer;
 using detail::ActLayout;
 using detail::AlignedBuffer;
 
-// Which direct decode kernels (reading GGUF blocks in place) a target has, the bytes of one
-// token's activations for them and the most rows per tile, for calls of n_tok tokens: the VNNI
-// kernels on AVX3_DL where they exist, the 256-bit ones (matmul_decode_avx2-inl.h) for the
-// other types and on AVX2 and AVX3; other targets unpack rows (Int8Rows).
+// What a weight type's traits struct holds; a type's unit derives from this and overrides what
+// it has. Float types (F32, F16, BF16) set kFloat; quantized ones give kUnpack and Unpack()
+// (see detail::UnpackInfo). Direct decode kernels (reading GGUF blocks in place, few tokens):
+// kDecodeAvx2 with PickDecodeAvx2(r, t) on AVX2, AVX3 and AVX3_DL (matmul_decode_avx2-inl.h);
+// kDecodeVnni with PickDecodeVnni(r, t), DecodeActBytesVnni(n) and PrepareDecodeVnni(qs, d, n,
+// out) on AVX3_DL (matmul_decode-inl.h), where UseVnniDecode(n_tok) may leave some calls to the
+// 256-bit kernel.
+struct WeightTypeBase {
+  static constexpr bool kFloat = false;
+  static constexpr bool kMatmul = true;  // false: an activation format (dequantize only)
+  static constexpr bool kDecodeAvx2 = false;
+  static constexpr bool kDecodeVnni = false;
+  static bool UseVnniDecode(int64_t) { return true; }
+};
+
+// The targets with the 256-bit direct decode kernels (matmul_decode_avx2-inl.h).
+#define TOVA_AVX2_DECODE_TARGET \
+  (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+
+// Which direct decode kernels a call of n_tok tokens takes: the VNNI kernels on AVX3_DL where
+// the type has them, the 256-bit ones otherwise; other targets unpack rows (Int8Rows).
+template <class Ty>
+bool UsesVnniDecode(int64_t n_tok) {
 #if HWY_TARGET == HWY_AVX3_DL
-// One-token Q8_0 streams faster through the 256-bit kernel on Zen 4: bench_matmul q8_0
-// 5632x2048 ntok:1, one thread, 3 rounds alternating: VNNI 18.8/20.5/20.1 GB/s, 256-bit
-// 21.8/23.3/22.0; two
-// threads level (memory-bound). With more tokens the VNNI tiles reuse each row 4 times.
-bool UsesVnniDecode(GgmlType t, int64_t n_tok) {
-  return HasGemvDecodeVnni(t) && !(t == GgmlType::kQ8_0 && n_tok == 1);
+  if constexpr (Ty::kDecodeVnni) return Ty::UseVnniDecode(n_tok);
+#endif
+  (void)n_tok;
+  return false;
 }
-bool UsesAvx2Decode(GgmlType t, int64_t n_tok) {
-  return !UsesVnniDecode(t, n_tok) && HasGemvDecodeAvx2(t);
+template <class Ty>
+bool UsesAvx2Decode(int64_t n_tok) {
+  return !UsesVnniDecode<Ty>(n_tok) && Ty::kDecodeAvx2;
 }
-bool HasGemvDecode(GgmlType t) { return HasGemvDecodeVnni(t) || HasGemvDecodeAvx2(t); }
-int64_t DecodeActBytes(GgmlType t, int64_t n, int64_t n_tok) {
-  return UsesVnniDecode(t, n_tok) ? DecodeActBytesVnni(t, n) : DecodeActBytesAvx2(t, n);
+template <class Ty>
+constexpr bool HasGemvDecode() {
+  return Ty::kDecodeVnni || Ty::kDecodeAvx2;
 }
-int DecodeMaxRows(GgmlType t, int64_t n_tok) {
-  return UsesVnniDecode(t, n_tok) ? kDecodeMaxRowsVnni : kDecodeMaxRowsAvx2;
+
+#if TOVA_AVX2_DECODE_TARGET
+// Bytes of one token's activations for the decode kernels, and the most rows per tile.
+template <class Ty>
+int64_t DecodeActBytes(int64_t n, int64_t n_tok) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if constexpr (Ty::kDecodeVnni) {
+    if (Ty::UseVnniDecode(n_tok)) return Ty::DecodeActBytesVnni(n);
+  }
+#endif
+  (void)n_tok;
+  return DecodeActBytesAvx2(Ty::kType, n);
+}
+template <class Ty>
+int DecodeMaxRows(int64_t n_tok) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (UsesVnniDecode<Ty>(n_tok)) return kDecodeMaxRowsVnni;
+#endif
+  (void)n_tok;
+  return kDecodeMaxRowsAvx2;
 }
 // r rows x tile_tok tokens of a call of n_tok tokens.
-GemvDecodeFn PickGemvDecode(GgmlType t, int r, int tile_tok, int64_t n_tok) {
-  return UsesVnniDecode(t, n_tok) ? PickGemvDecodeVnni(t, r, tile_tok)
-                                  : PickGemvDecodeAvx2(t, r, tile_tok);
+template <class Ty>
+GemvDecodeFn PickGemvDecode(int r, int tile_tok, int64_t n_tok) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if constexpr (Ty::kDecodeVnni) {
+    if (Ty::UseVnniDecode(n_tok)) return Ty::PickDecodeVnni(r, tile_tok);
+  }
+#endif
+  (void)n_tok;
+  if constexpr (Ty::kDecodeAvx2) {
+    return Ty::PickDecodeAvx2(r, tile_tok);
+  } else {
+    return nullptr;
+  }
 }
-#elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
-bool UsesAvx2Decode(GgmlType t, int64_t) { return HasGemvDecodeAvx2(t); }
-bool HasGemvDecode(GgmlType t) { return HasGemvDecodeAvx2(t); }
-int64_t DecodeActBytes(GgmlType t, int64_t n, int64_t) { return DecodeActBytesAvx2(t, n); }
-int DecodeMaxRows(GgmlType, int64_t) { return kDecodeMaxRowsAvx2; }
-GemvDecodeFn PickGemvDecode(GgmlType t, int r, int tile_tok, int64_t) {
-  return PickGemvDecodeAvx2(t, r, tile_tok);
-}
-#else
-bool HasGemvDecode(GgmlType) { return false; }
-int64_t DecodeActBytes(GgmlType, int64_t, int64_t) { return 0; }
 #endif
 
 // Fewest tokens for which the token-lane kernels beat the row tiles (measured with
@@ -101,101 +148,141 @@ static_assert(kInt8LanesMinTokens <= kMatmulBatchInvariantTokens &&
               kDecodeLanesMinTokens <= kMatmulBatchInvariantTokens &&
               kFloatLanesMinTokens <= kMatmulBatchInvariantTokens);
 
-bool IsFloatType(GgmlType t) {
-  return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16;
+inline int FloatTokenLanes() { return 2 * static_cast<int>(hn::Lanes(hn::ScalableTag<float>())); }
+
+// Scratch shared by every weight type's kernels of this target, one set per thread (as when all
+// types were one unit: a model alternating types reuses the same cache-warm buffers).
+struct Scratch {
+  AlignedBuffer blocks, row;                         // PrepareActs
+  AlignedBuffer rows_u, rows_s;                      // Int8Rows
+  AlignedBuffer lanes_u, lanes_w, lanes_s, lanes_acc;  // Int8Lanes
+  AlignedBuffer float_w, float_acc;                  // FloatLanes
+  AlignedBuffer dot_u, dot_qs, dot_scale;            // VecDot
+};
+inline Scratch& ThreadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
 }
 
-int FloatTokenLanes() { return 2 * static_cast<int>(hn::Lanes(hn::ScalableTag<float>())); }
+inline void PlanFloatActs(int64_t n_in, int64_t n_tok, ActBuffer* a) {
+  if (n_tok < kFloatLanesMinTokens) {
+    a->layout = ActLayout::kFloatRows;
+    a->lanes = 1;
+    return;
+  }
+  a->layout = ActLayout::kFloatLanes;
+  a->lanes = FloatTokenLanes();
+  a->n_tok_group = (n_tok + a->lanes - 1) / a->lanes;
+  a->qs_stride = n_in * a->lanes * static_cast<int64_t>(sizeof(float));
+  float* xs = a->qs.ensure<float>(static_cast<size_t>(a->n_tok_group * n_in * a->lanes));
+  if (n_tok % a->lanes != 0) {  // padding tokens must be zero
+    std::memset(xs + (a->n_tok_group - 1) * n_in * a->lanes, 0, a->qs_stride);
+  }
+}
 
-void PlanActs(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x, ActBuffer* a) {
-  a->weight_type = weight_type;
+#if TOVA_INT8_LANES_TARGET
+inline void PlanInt8Lanes(int64_t n_in, int64_t n_tok, ActBuffer* a) {
+  constexpr int L = kGemmLanes;
+  a->layout = ActLayout::kInt8Lanes;
+  a->lanes = L;
+  a->n_tok_group = (n_tok + L - 1) / L;
+  a->qs_stride = n_in * L;
+  a->sc_stride = a->n_group_pad * L;
+  int8_t* qs = a->qs.ensure<int8_t>(static_cast<size_t>(a->n_tok_group * a->qs_stride));
+  float* d = a->d.ensure<float>(static_cast<size_t>(a->n_tok_group * a->sc_stride));
+  float* sa = a->sa.ensure<float>(static_cast<size_t>(a->n_tok_group * a->sc_stride));
+  if (n_tok % L != 0) {
+    const int64_t last = a->n_tok_group - 1;
+    std::memset(qs + last * a->qs_stride, 0, static_cast<size_t>(a->qs_stride));
+    std::memset(d + last * a->sc_stride, 0, static_cast<size_t>(a->sc_stride) * sizeof(float));
+    std::memset(sa + last * a->sc_stride, 0, static_cast<size_t>(a->sc_stride) * sizeof(float));
+  }
+}
+#endif
+
+template <class Ty>
+void PlanActs(int64_t n_in, int64_t n_tok, const float* x, ActBuffer* a) {
+  a->weight_type = Ty::kType;
   a->n_in = n_in;
   a->n_tok = n_tok;
   a->x = x;
-  if (IsFloatType(weight_type)) {
-    if (n_tok < kFloatLanesMinTokens) {
-      a->layout = ActLayout::kFloatRows;
+  if constexpr (Ty::kFloat) {
+    return PlanFloatActs(n_in, n_tok, a);
+  } else {
+    constexpr detail::UnpackInfo info = Ty::kUnpack;
+    a->group = info.group;
+    a->n_group_pad = PadGroups(n_in / info.group);
+#if TOVA_INT8_LANES_TARGET
+    constexpr bool has_decode_kernel = HasGemvDecode<Ty>();
+    if (n_tok >= (has_decode_kernel ? kDecodeLanesMinTokens : kInt8LanesMinTokens)) {
+      return PlanInt8Lanes(n_in, n_tok, a);
+    }
+    if (has_decode_kernel) {
+      a->layout = ActLayout::kDecodeRows;
       a->lanes = 1;
+      a->qs_stride = DecodeActBytes<Ty>(n_in, n_tok);
+      a->qs.ensure<uint8_t>(static_cast<size_t>(n_tok * a->qs_stride));
       return;
     }
-    a->layout = ActLayout::kFloatLanes;
-    a->lanes = FloatTokenLanes();
-    a->n_tok_group = (n_tok + a->lanes - 1) / a->lanes;
-    a->qs_stride = n_in * a->lanes * static_cast<int64_t>(sizeof(float));
-    float* xs = a->qs.ensure<float>(static_cast<size_t>(a->n_tok_group * n_in * a->lanes));
-    if (n_tok % a->lanes != 0) {  // padding tokens must be zero
-      std::memset(xs + (a->n_tok_group - 1) * n_in * a->lanes, 0, a->qs_stride);
-    }
-    return;
-  }
-  const detail::UnpackInfo info = detail::unpack_info(weight_type);
-  a->group = info.group;
-  a->n_group_pad = PadGroups(n_in / info.group);
-#if TOVA_INT8_LANES_TARGET
-  const bool has_decode_kernel = HasGemvDecode(weight_type);
-  if (n_tok >= (has_decode_kernel ? kDecodeLanesMinTokens : kInt8LanesMinTokens)) {
-    constexpr int L = kGemmLanes;
-    a->layout = ActLayout::kInt8Lanes;
-    a->lanes = L;
-    a->n_tok_group = (n_tok + L - 1) / L;
-    a->qs_stride = n_in * L;
-    a->sc_stride = a->n_group_pad * L;
-    int8_t* qs = a->qs.ensure<int8_t>(static_cast<size_t>(a->n_tok_group * a->qs_stride));
-    float* d = a->d.ensure<float>(static_cast<size_t>(a->n_tok_group * a->sc_stride));
-    float* sa = a->sa.ensure<float>(static_cast<size_t>(a->n_tok_group * a->sc_stride));
-    if (n_tok % L != 0) {
-      const int64_t last = a->n_tok_group - 1;
-      std::memset(qs + last * a->qs_stride, 0, static_cast<size_t>(a->qs_stride));
-      std::memset(d + last * a->sc_stride, 0, static_cast<size_t>(a->sc_stride) * sizeof(float));
-      std::memset(sa + last * a->sc_stride, 0, static_cast<size_t>(a->sc_stride) * sizeof(float));
-    }
-    return;
-  }
-  if (has_decode_kernel) {
-    a->layout = ActLayout::kDecodeRows;
-    a->lanes = 1;
-    a->qs_stride = DecodeActBytes(weight_type, n_in, n_tok);
-    a->qs.ensure<uint8_t>(static_cast<size_t>(n_tok * a->qs_stride));
-    return;
-  }
 #endif
-  a->layout = ActLayout::kInt8Rows;
-  a->lanes = 1;
-  a->qs_stride = (n_in + 63) / 64 * 64;
-  a->sc_stride = a->n_group_pad;
-  a->qs.ensure<int8_t>(static_cast<size_t>(n_tok * a->qs_stride));
-  a->d.ensure<float>(static_cast<size_t>(n_tok * a->sc_stride));
-  a->sa.ensure<float>(static_cast<size_t>(n_tok * a->sc_stride));
+    a->layout = ActLayout::kInt8Rows;
+    a->lanes = 1;
+    a->qs_stride = (n_in + 63) / 64 * 64;
+    a->sc_stride = a->n_group_pad;
+    a->qs.ensure<int8_t>(static_cast<size_t>(n_tok * a->qs_stride));
+    a->d.ensure<float>(static_cast<size_t>(n_tok * a->sc_stride));
+    a->sa.ensure<float>(static_cast<size_t>(n_tok * a->sc_stride));
+  }
 }
 
+inline void PrepareFloatLanes(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin,
+                              int64_t k_end, ActBuffer* a) {
+  const int64_t n = a->n_in;
+  float* xs = a->qs.get<float>();
+  const int lanes = a->lanes;
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    float* dst = xs + (t / lanes) * n * lanes + t % lanes;
+    const float* src = x + t * n;
+    for (int64_t k = k_begin; k < k_end; ++k) dst[k * lanes] = src[k];
+  }
+}
+
+// kInt8Lanes: scatters token t's converted columns [k_begin, k_begin + kn) into its lane.
+inline void ScatterToLane(const int8_t* qs, const float* d, const float* sa, int64_t t,
+                          int64_t k_begin, int64_t kn, ActBuffer* a) {
+  const int lanes = a->lanes;
+  const int64_t tg = t / lanes, lane = t % lanes;
+  int8_t* qdst = a->qs.get<int8_t>() + tg * a->qs_stride + k_begin * lanes + lane * 4;
+  for (int64_t k4 = 0; k4 < kn / 4; ++k4) std::memcpy(qdst + k4 * 4 * lanes, qs + 4 * k4, 4);
+  const int64_t g_begin = k_begin / a->group;
+  float* ddst = a->d.get<float>() + tg * a->sc_stride + g_begin * lanes + lane;
+  float* sdst = a->sa.get<float>() + tg * a->sc_stride + g_begin * lanes + lane;
+  for (int64_t g = 0; g < kn / a->group; ++g) {
+    ddst[g * lanes] = d[g];
+    sdst[g * lanes] = sa[g];
+  }
+}
+
+template <class Ty>
 void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin, int64_t k_end,
                  ActBuffer* a) {
   const int64_t n = a->n_in;
   if (a->layout == ActLayout::kFloatRows) return;
-  if (a->layout == ActLayout::kFloatLanes) {
-    float* xs = a->qs.get<float>();
-    const int lanes = a->lanes;
-    for (int64_t t = t_begin; t < t_end; ++t) {
-      float* dst = xs + (t / lanes) * n * lanes + t % lanes;
-      const float* src = x + t * n;
-      for (int64_t k = k_begin; k < k_end; ++k) dst[k * lanes] = src[k];
-    }
-    return;
-  }
+  if (a->layout == ActLayout::kFloatLanes) return PrepareFloatLanes(x, t_begin, t_end, k_begin, k_end, a);
   // Of the int8 layouts only token lanes convert part of the columns (matmul_internal.h).
   TOVA_CHECK((k_begin == 0 && k_end == n) || a->layout == ActLayout::kInt8Lanes);
   const int64_t kn = k_end - k_begin;
-  const GgmlType act_type = vec_dot_type(a->weight_type);
+  constexpr GgmlType act_type = Ty::kActType;
   const TypeTraits& at = type_traits(act_type);
   const int64_t n_group = n / a->group;
-  thread_local AlignedBuffer blocks_buf, row_buf;
+  Scratch& scratch = ThreadScratch();
   uint8_t* blocks =
-      blocks_buf.ensure<uint8_t>(static_cast<size_t>(n / at.block_size * at.type_size));
+      scratch.blocks.ensure<uint8_t>(static_cast<size_t>(n / at.block_size * at.type_size));
   for (int64_t t = t_begin; t < t_end; ++t) {
     QuantizeActs(act_type, x + t * n + k_begin, kn, blocks);
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    if (a->layout == ActLayout::kDecodeRows && UsesAvx2Decode(a->weight_type, a->n_tok)) {
-      PrepareAvx2Decode(a->weight_type, blocks, n, a->qs.get<uint8_t>() + t * a->qs_stride);
+#if TOVA_AVX2_DECODE_TARGET
+    if (a->layout == ActLayout::kDecodeRows && UsesAvx2Decode<Ty>(a->n_tok)) {
+      PrepareAvx2Decode(Ty::kType, blocks, n, a->qs.get<uint8_t>() + t * a->qs_stride);
       continue;
     }
 #endif
@@ -208,36 +295,20 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin
       std::fill(sa + n_group, sa + a->sc_stride, 0.0f);
       continue;
     }
-    int8_t* qs =
-        row_buf.ensure<int8_t>(static_cast<size_t>((n + 63) / 64 * 64 + 8 * a->n_group_pad));
+    int8_t* qs = scratch.row.ensure<int8_t>(
+        static_cast<size_t>((n + 63) / 64 * 64 + 8 * a->n_group_pad));
     float* d = reinterpret_cast<float*>(qs + (n + 63) / 64 * 64);
     float* sa = d + a->n_group_pad;
     ActRowFromBlocks(act_type, a->group, blocks, kn, qs, d, sa);
 #if HWY_TARGET == HWY_AVX3_DL
-    if (a->layout == ActLayout::kDecodeRows) {
-      uint8_t* dst = a->qs.get<uint8_t>() + t * a->qs_stride;
-      if (a->weight_type == GgmlType::kQ4_0) {
-        PrepareQ4_0(qs, d, n, dst);
-      } else if (a->weight_type == GgmlType::kMXFP4) {
-        PrepareQ4_0(qs, d, n, dst, 12);
-      } else {
-        PrepareQ8_0(qs, d, n, dst);
+    if constexpr (Ty::kDecodeVnni) {
+      if (a->layout == ActLayout::kDecodeRows) {
+        Ty::PrepareDecodeVnni(qs, d, n, a->qs.get<uint8_t>() + t * a->qs_stride);
+        continue;
       }
-      continue;
     }
 #endif
-    // kInt8Lanes: scatter the row into its token lane.
-    const int lanes = a->lanes;
-    const int64_t tg = t / lanes, lane = t % lanes;
-    int8_t* qdst = a->qs.get<int8_t>() + tg * a->qs_stride + k_begin * lanes + lane * 4;
-    for (int64_t k4 = 0; k4 < kn / 4; ++k4) std::memcpy(qdst + k4 * 4 * lanes, qs + 4 * k4, 4);
-    const int64_t g_begin = k_begin / a->group;
-    float* ddst = a->d.get<float>() + tg * a->sc_stride + g_begin * lanes + lane;
-    float* sdst = a->sa.get<float>() + tg * a->sc_stride + g_begin * lanes + lane;
-    for (int64_t g = 0; g < kn / a->group; ++g) {
-      ddst[g * lanes] = d[g];
-      sdst[g * lanes] = sa[g];
-    }
+    ScatterToLane(qs, d, sa, t, k_begin, kn, a);
   }
 }
 
@@ -249,8 +320,9 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin
 // 20.9, f16 18 -> 25, q6_k 7.7 -> 12.3; TinyLlama Q4_0 decode 32-35 -> 49-50 tok/s). With
 // several tokens each row is reused across them and 4-row tiles stay faster (ntok:8, q4_0:
 // 10.1 vs 8.3 GB/s on two threads). A row's result is the same either way.
-int RowsPerTile(int64_t n_tok) { return n_tok == 1 ? 1 : 4; }
+inline int RowsPerTile(int64_t n_tok) { return n_tok == 1 ? 1 : 4; }
 
+template <class Ty>
 void FloatRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                float* y) {
   float out[16];
@@ -263,7 +335,7 @@ void FloatRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
       const int nt = static_cast<int>(std::min<int64_t>(4, a.n_tok - t));
       const float* xs[4];
       for (int i = 0; i < nt; ++i) xs[i] = a.x + (t + i) * a.n_in;
-      GemvFloatTile(w.type, rows, nr, xs, nt, a.n_in, out);
+      GemvFloatTile<Ty::kType>(rows, nr, xs, nt, a.n_in, out);
       for (int r = 0; r < nr; ++r) {
         for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * nt + i];
       }
@@ -275,9 +347,10 @@ void FloatRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
 // `bias`, add is replaced by add - offset * mul, the per-group term the token-lane kernel uses.
 // Each row's unpack first prefetches the row `nr` rows further (if below o_end) into L2, so the
 // next call finds its rows there instead of waiting for the hardware prefetcher to ramp up.
+template <class Ty>
 void UnpackRows(const WeightMatrix& w, int64_t o, int nr, int64_t o_end, int64_t u_stride,
                 int64_t n_group_pad, bool bias, int offset, uint8_t* u, float* mul, float* add) {
-  const detail::UnpackInfo info = detail::unpack_info(w.type);
+  constexpr detail::UnpackInfo info = Ty::kUnpack;
   const int64_t n_group = w.n_in / info.group;
   for (int r = 0; r < nr; ++r) {
     if (o + r + nr < o_end) {
@@ -288,7 +361,7 @@ void UnpackRows(const WeightMatrix& w, int64_t o, int nr, int64_t o_end, int64_t
     }
     float* m = mul + r * n_group_pad;
     float* ad = add + r * n_group_pad;
-    UnpackRow(w.type, w.data + (o + r) * w.row_bytes, w.n_in, u + r * u_stride, m, ad);
+    Ty::Unpack(w.data + (o + r) * w.row_bytes, w.n_in, u + r * u_stride, m, ad);
     std::fill(m + n_group, m + n_group_pad, 0.0f);
     std::fill(ad + n_group, ad + n_group_pad, 0.0f);
     if (bias) {
@@ -298,19 +371,20 @@ void UnpackRows(const WeightMatrix& w, int64_t o, int nr, int64_t o_end, int64_t
   }
 }
 
+template <class Ty>
 void Int8Rows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end, float* y) {
-  const detail::UnpackInfo info = detail::unpack_info(w.type);
+  constexpr detail::UnpackInfo info = Ty::kUnpack;
   const int64_t u_stride = (w.n_in + 63) / 64 * 64;
   const int64_t ngp = a.n_group_pad;
-  thread_local AlignedBuffer u_buf, s_buf;
-  uint8_t* u = u_buf.ensure<uint8_t>(static_cast<size_t>(4 * u_stride));
-  float* mul = s_buf.ensure<float>(static_cast<size_t>(8 * ngp));
+  Scratch& scratch = ThreadScratch();
+  uint8_t* u = scratch.rows_u.ensure<uint8_t>(static_cast<size_t>(4 * u_stride));
+  float* mul = scratch.rows_s.ensure<float>(static_cast<size_t>(8 * ngp));
   float* add = mul + 4 * ngp;
   float out[16];
   const int tile_rows = RowsPerTile(a.n_tok);
   for (int64_t o = o_begin; o < o_end; o += tile_rows) {
     const int nr = static_cast<int>(std::min<int64_t>(tile_rows, o_end - o));
-    UnpackRows(w, o, nr, o_end, u_stride, ngp, false, 0, u, mul, add);
+    UnpackRows<Ty>(w, o, nr, o_end, u_stride, ngp, false, 0, u, mul, add);
     WRow wr[4];
     for (int r = 0; r < nr; ++r) wr[r] = {u + r * u_stride, mul + r * ngp, add + r * ngp};
     for (int64_t t = 0; t < a.n_tok; t += 4) {
@@ -321,7 +395,7 @@ void Int8Rows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_
                  a.d.get<float>() + (t + i) * a.sc_stride,
                  a.sa.get<float>() + (t + i) * a.sc_stride};
       }
-      GemvInt8Tile(a.group, wr, nr, ar, nt, info.offset, w.n_in, ngp, out);
+      GemvInt8Tile<info.group>(wr, nr, ar, nt, info.offset, w.n_in, ngp, out);
       for (int r = 0; r < nr; ++r) {
         for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * nt + i];
       }
@@ -342,7 +416,7 @@ constexpr int64_t kLanesK = 256;       // K slice, int8 (a multiple of every gro
 constexpr int64_t kLanesKFloat = 128;  // K slice, float
 
 // y[t][o0 + r] = buf[r][t] for r < nr, t < n_tok.
-void StoreChunkScalar(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0,
+inline void StoreChunkScalar(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0,
                       int64_t n_out, float* y) {
   for (int64_t t = 0; t < n_tok; ++t) {
     float* dst = y + t * n_out + o0;
@@ -380,7 +454,7 @@ inline void Transpose16x16(__m512 v[16]) {
 
 // The same with 16 x 16 register transposes: each y row gets 16 contiguous floats per store
 // (the scalar loop's strided loads took ~9 % of a B=128 decode step).
-void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
+inline void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
                 float* y) {
   if (ldb % 16 != 0) return StoreChunkScalar(buf, ldb, nr, n_tok, o0, n_out, y);
   for (int r0 = 0; r0 < nr; r0 += 16) {
@@ -421,7 +495,7 @@ inline void Transpose8x8(__m256 v[8]) {
 }
 
 // As the AVX-512 version, with 8 x 8 transposes (rows in pairs of 8, the last masked).
-void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
+inline void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
                 float* y) {
   if (ldb % 8 != 0) return StoreChunkScalar(buf, ldb, nr, n_tok, o0, n_out, y);
   for (int r0 = 0; r0 < nr; r0 += 8) {
@@ -448,7 +522,7 @@ void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0
   }
 }
 #else
-void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
+inline void StoreChunk(const float* buf, int64_t ldb, int nr, int64_t n_tok, int64_t o0, int64_t n_out,
                 float* y) {
   StoreChunkScalar(buf, ldb, nr, n_tok, o0, n_out, y);
 }
@@ -480,14 +554,15 @@ void GemmFloatTile(const float* const* wrows, const float* xp, int64_t kn, float
   }
 }
 
+template <class Ty>
 void FloatLanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
   const int64_t n = w.n_in;
   const int lanes = a.lanes;
   const int64_t ldb = a.n_tok_group * lanes;
-  thread_local AlignedBuffer wbuf, accbuf;
-  float* wf = wbuf.ensure<float>(static_cast<size_t>(kRowChunk * kLanesKFloat));
-  float* buf = accbuf.ensure<float>(static_cast<size_t>(kRowChunk * ldb));
+  Scratch& scratch = ThreadScratch();
+  float* wf = scratch.float_w.ensure<float>(static_cast<size_t>(kRowChunk * kLanesKFloat));
+  float* buf = scratch.float_acc.ensure<float>(static_cast<size_t>(kRowChunk * ldb));
   for (int64_t o0 = o_begin; o0 < o_end; o0 += kRowChunk) {
     const int nc = static_cast<int>(std::min<int64_t>(kRowChunk, o_end - o0));
     for (int64_t k0 = 0; k0 < n; k0 += kLanesKFloat) {
@@ -495,7 +570,7 @@ void FloatLanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
       const float* rows[kRowChunk];
       for (int r = 0; r < nc; ++r) {
         const TypeTraits& tt = type_traits(w.type);
-        WeightsToFloat(w.type, w.data + (o0 + r) * w.row_bytes + k0 * tt.type_size, kn,
+        WeightsToFloat<Ty::kType>(w.data + (o0 + r) * w.row_bytes + k0 * tt.type_size, kn,
                        wf + r * kLanesKFloat);
         rows[r] = wf + r * kLanesKFloat;
       }
@@ -544,6 +619,7 @@ void FloatLanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
 
 #if TOVA_INT8_LANES_TARGET
 
+template <class Ty>
 void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                float* y) {
   constexpr int L = kGemmLanes;
@@ -552,17 +628,18 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
   const int64_t ldb = a.n_tok_group * L;
   const int group = a.group;
   // The signed tiles multiply the weights without their offset: it stays out of the bias.
-  const bool is_signed = GemmSigned(w.type);
-  const int offset = is_signed ? 0 : detail::unpack_info(w.type).offset;
-  thread_local AlignedBuffer u_buf, w_buf, s_buf, accbuf;
-  uint8_t* u = u_buf.ensure<uint8_t>(static_cast<size_t>(kRowChunk * n));
-  int8_t* ws = is_signed ? w_buf.ensure<int8_t>(static_cast<size_t>(kRowChunk * n)) : nullptr;
-  float* mul = s_buf.ensure<float>(static_cast<size_t>(2 * kRowChunk * ngp));
+  constexpr bool is_signed = GemmSigned<Ty>();
+  constexpr int offset = is_signed ? 0 : Ty::kUnpack.offset;
+  Scratch& scratch = ThreadScratch();
+  uint8_t* u = scratch.lanes_u.ensure<uint8_t>(static_cast<size_t>(kRowChunk * n));
+  int8_t* ws =
+      is_signed ? scratch.lanes_w.ensure<int8_t>(static_cast<size_t>(kRowChunk * n)) : nullptr;
+  float* mul = scratch.lanes_s.ensure<float>(static_cast<size_t>(2 * kRowChunk * ngp));
   float* bias = mul + kRowChunk * ngp;
-  float* buf = accbuf.ensure<float>(static_cast<size_t>(kRowChunk * ldb));
+  float* buf = scratch.lanes_acc.ensure<float>(static_cast<size_t>(kRowChunk * ldb));
   for (int64_t o0 = o_begin; o0 < o_end; o0 += kRowChunk) {
     const int nc = static_cast<int>(std::min<int64_t>(kRowChunk, o_end - o0));
-    UnpackRows(w, o0, nc, o_end, n, ngp, true, offset, u, mul, bias);
+    UnpackRows<Ty>(w, o0, nc, o_end, n, ngp, true, offset, u, mul, bias);
     if (is_signed) {  // u = w + 128 -> w and |w|
       for (int64_t i = 0; i < nc * n; ++i) {
         const int8_t v = static_cast<int8_t>(u[i] ^ 0x80);
@@ -590,7 +667,7 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
             mr[r] = mul + (r0 + r) * ngp + g0;
             br[r] = bias + (r0 + r) * ngp + g0;
           }
-          const GemmInt8Fn fn = PickGemmInt8(w.type, group, nr, nt);
+          const GemmInt8Fn fn = PickGemmInt8<Ty>(nr, nt);
           fn(ur, wr, mr, br, qsp, dp, sap, a.qs_stride, a.sc_stride, kn, buf + r0 * ldb + tg * L,
              ldb, k0 == 0);
         }
@@ -602,6 +679,7 @@ void Int8Lanes(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64
 
 #else
 
+template <class Ty>
 void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) {
   TOVA_CHECK(false && "token-lane int8 layout is only planned on AVX3_DL, AVX3 and AVX2");
 }
@@ -610,14 +688,15 @@ void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) 
 
 #if TOVA_INT8_LANES_TARGET
 
+template <class Ty>
 void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
-  const int tile_rows = std::min(RowsPerTile(a.n_tok), DecodeMaxRows(w.type, a.n_tok));
+  const int tile_rows = std::min(RowsPerTile(a.n_tok), DecodeMaxRows<Ty>(a.n_tok));
   if (a.n_tok == 1 && tile_rows == 1) {
     // Decode: one kernel for every row, each result stored in place. Picking the kernel, the
     // pointers and the prefetch distance per row and copying out of a tile were ~60
     // instructions a row, a third of a 576-wide Q4_0 row's own (callgrind).
-    const GemvDecodeFn fn = PickGemvDecode(w.type, 1, 1, 1);
+    const GemvDecodeFn fn = PickGemvDecode<Ty>(1, 1, 1);
     const uint8_t* act = a.qs.get<uint8_t>();
     // Each row prefetches the row about kDecodePrefetchBytes further on (none past the
     // matrix). One row ahead (1152 bytes for a 2048-wide Q4_0/Q4_K row) left a single thread
@@ -643,7 +722,7 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
       const int nt = static_cast<int>(std::min<int64_t>(4, a.n_tok - t));
       const uint8_t* acts[4];
       for (int i = 0; i < nt; ++i) acts[i] = a.qs.get<uint8_t>() + (t + i) * a.qs_stride;
-      const GemvDecodeFn fn = PickGemvDecode(w.type, nr, nt, a.n_tok);
+      const GemvDecodeFn fn = PickGemvDecode<Ty>(nr, nt, a.n_tok);
       // Prefetch the next row group while this one streams (none past the thread's range).
       const int64_t prefetch =
           o + tile_rows < o_end ? static_cast<int64_t>(tile_rows * w.row_bytes) : 0;
@@ -657,54 +736,97 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
 
 #else
 
+template <class Ty>
 void DecodeRows(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) {
   TOVA_CHECK(false && "decode layout is only planned on AVX3_DL, AVX3 and AVX2");
 }
 
 #endif
 
+template <class Ty>
 void MatmulRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
-  switch (a.layout) {
-    case ActLayout::kFloatRows:
-      return FloatRows(w, a, o_begin, o_end, y);
-    case ActLayout::kFloatLanes:
-      return FloatLanes(w, a, o_begin, o_end, y);
-    case ActLayout::kInt8Rows:
-      return Int8Rows(w, a, o_begin, o_end, y);
-    case ActLayout::kInt8Lanes:
-      return Int8Lanes(w, a, o_begin, o_end, y);
-    case ActLayout::kDecodeRows:
-      return DecodeRows(w, a, o_begin, o_end, y);
+  if constexpr (Ty::kFloat) {
+    if (a.layout == ActLayout::kFloatLanes) return FloatLanes<Ty>(w, a, o_begin, o_end, y);
+    return FloatRows<Ty>(w, a, o_begin, o_end, y);
+  } else {
+    switch (a.layout) {
+      case ActLayout::kInt8Lanes:
+        return Int8Lanes<Ty>(w, a, o_begin, o_end, y);
+      case ActLayout::kDecodeRows:
+        return DecodeRows<Ty>(w, a, o_begin, o_end, y);
+      default:
+        return Int8Rows<Ty>(w, a, o_begin, o_end, y);
+    }
   }
 }
 
+// ------------------------------------------------------------------------------------------
+// The type's dequantize and one-row dot product (quant.h's dequantize_row and vec_dot).
+
+// Dequantization: (u - offset) * mul (+ add), in the reference's order, so bit-exact.
+template <class Ty>
+void DequantizeRow(const uint8_t* src, float* dst, int64_t n) {
+  if constexpr (Ty::kFloat) {
+    return WeightsToFloat<Ty::kType>(src, n, dst);
+  } else {
+    const hn::ScalableTag<float> df;
+    const hn::RebindToSigned<decltype(df)> di;
+    const hn::Rebind<uint8_t, decltype(di)> d8;
+    const hn::RebindToUnsigned<decltype(di)> du;
+    const int lanes = static_cast<int>(hn::Lanes(df));
+    constexpr detail::UnpackInfo info = Ty::kUnpack;
+    const TypeTraits& traits = type_traits(Ty::kType);
+    constexpr int64_t kChunk = 256;  // a multiple of every block size
+    alignas(64) uint8_t u[kChunk];
+    alignas(64) float mul[kChunk / 16];
+    alignas(64) float add[kChunk / 16];
+    const auto voff = hn::Set(di, info.offset);
+    for (int64_t k0 = 0; k0 < n; k0 += kChunk) {
+      const int64_t len = std::min(kChunk, n - k0);
+      Ty::Unpack(src + k0 / traits.block_size * traits.type_size, len, u, mul, add);
+      for (int64_t g = 0; g < len / info.group; ++g) {
+        const auto vm = hn::Set(df, mul[g]);
+        const auto va = hn::Set(df, add[g]);
+        for (int l = 0; l < info.group; l += lanes) {
+          const int64_t k = g * info.group + l;
+          const auto q = hn::Sub(hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(d8, u + k))), voff);
+          auto v = hn::Mul(hn::ConvertTo(df, q), vm);
+          if (info.has_add) v = hn::Add(v, va);
+          hn::StoreU(v, df, dst + k0 + k);
+        }
+      }
+    }
+  }
+}
+
+template <class Ty>
+float VecDot(int64_t n, const uint8_t* w, const uint8_t* act_row) {
+  float out;
+  if constexpr (Ty::kFloat) {
+    const float* x = reinterpret_cast<const float*>(act_row);
+    GemvFloatTile<Ty::kType>(&w, 1, &x, 1, n, &out);
+  } else {
+    constexpr detail::UnpackInfo info = Ty::kUnpack;
+    const int64_t n_group_pad = PadGroups(n / info.group);
+    Scratch& scratch = ThreadScratch();
+    uint8_t* u = scratch.dot_u.ensure<uint8_t>(static_cast<size_t>(n));
+    int8_t* qs = scratch.dot_qs.ensure<int8_t>(static_cast<size_t>(n));
+    float* mul = scratch.dot_scale.ensure<float>(static_cast<size_t>(4 * n_group_pad));
+    std::fill(mul, mul + 4 * n_group_pad, 0.0f);  // the padding groups must be zero
+    float* add = mul + n_group_pad;
+    float* d = add + n_group_pad;
+    float* sa = d + n_group_pad;
+    Ty::Unpack(w, n, u, mul, add);
+    ActRowFromBlocks(Ty::kActType, info.group, act_row, n, qs, d, sa);
+    const WRow wr{u, mul, add};
+    const ARow ar{qs, d, sa};
+    GemvInt8Tile<info.group>(&wr, 1, &ar, 1, info.offset, n, n_group_pad, &out);
+  }
+  return out;
+}
+
 }  // namespace tova::kernels::HWY_NAMESPACE
-HWY_AFTER_NAMESPACE();
+#include "kernels/target_end-inl.h"
 
-#if HWY_ONCE
-namespace tova::kernels::detail {
-
-HWY_EXPORT(PlanActs);
-HWY_EXPORT(PrepareActs);
-HWY_EXPORT(MatmulRows);
-
-void plan_acts(GgmlType weight_type, int64_t n_in, int64_t n_tok, const float* x, ActBuffer* acts) {
-  HWY_DYNAMIC_DISPATCH(PlanActs)(weight_type, n_in, n_tok, x, acts);
-}
-
-void prepare_acts(const float* x, int64_t t_begin, int64_t t_end, ActBuffer* acts) {
-  HWY_DYNAMIC_DISPATCH(PrepareActs)(x, t_begin, t_end, 0, acts->n_in, acts);
-}
-
-void prepare_act_columns(const float* x, int64_t k_begin, int64_t k_end, ActBuffer* acts) {
-  HWY_DYNAMIC_DISPATCH(PrepareActs)(x, 0, acts->n_tok, k_begin, k_end, acts);
-}
-
-void matmul_rows(const WeightMatrix& w, const ActBuffer& acts, int64_t o_begin, int64_t o_end,
-                 float* y) {
-  HWY_DYNAMIC_DISPATCH(MatmulRows)(w, acts, o_begin, o_end, y);
-}
-
-}  // namespace tova::kernels::detail
-#endif  // HWY_ONCE
+#endif  // include guard

@@ -1,0 +1,67 @@
+// Q5_K: Q4_K plus 32 bytes of fifth bits (detail::Q5_K). Activations: Q8_K. Unpack: 512-bit
+// on AVX3 and AVX3_DL; decode: GemvQ5_KAvx2 on AVX2, AVX3 and AVX3_DL; prefill: the int8
+// token-lane tiles.
+#include <cstring>
+
+#include "core/half.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/types/ref_blocks.h"
+#include "kernels/types/weight_type.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/types/q5_k.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/matmul_engine-inl.h"
+
+#include "kernels/target_begin-inl.h"
+namespace tova::kernels::HWY_NAMESPACE {
+
+struct Q5_KType : WeightTypeBase {
+  static constexpr GgmlType kType = GgmlType::kQ5_K;
+  static constexpr GgmlType kActType = GgmlType::kQ8_K;
+  static constexpr detail::UnpackInfo kUnpack{32, 0, true, 5};
+  static void Unpack(const uint8_t* row, int64_t n, uint8_t* u, float* mul, float* add) {
+    #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    UnpackQKAvx512(row, n / 256, detail::Q5_K::kBytes, detail::Q5_K::kQs, detail::Q5_K::kQh, u, mul, add);
+    #else
+    UnpackQK(row, n / 256, true, u, mul, add);
+    #endif
+  }
+#if TOVA_AVX2_DECODE_TARGET
+  static constexpr bool kDecodeAvx2 = true;
+  static GemvDecodeFn PickDecodeAvx2(int r, int t) {
+    static constexpr GemvDecodeFn kTable[2][4] = TOVA_DECODE_AVX2_TABLE(GemvQ5_KAvx2);
+    return kTable[r - 1][t - 1];
+  }
+#endif
+};
+using UnitType = Q5_KType;
+
+}  // namespace tova::kernels::HWY_NAMESPACE
+#include "kernels/target_end-inl.h"
+
+#if HWY_ONCE
+namespace tova::kernels {
+namespace {
+namespace ref {
+using namespace detail::ref;  // NOLINT(google-build-using-namespace): the block references
+
+void dequant_q5_k(const uint8_t* b, float* y) {
+  dequant_qk(b, b + detail::Q5_K::kQs, b + detail::Q5_K::kQh, y);
+}
+void quant_q5_k(const float* x, uint8_t* b) {
+  quant_qk(x, 5, b, b + detail::Q5_K::kQs, b + detail::Q5_K::kQh);
+}
+double dot_q5_k(int64_t n, const uint8_t* w, const uint8_t* a) { return dot_qk(n / 256, w, a, true); }
+
+constexpr auto kDequantize = &dequantize_blocks<256, detail::Q5_K::kBytes, dequant_q5_k>;
+constexpr auto kQuantize = &quantize_blocks<256, detail::Q5_K::kBytes, quant_q5_k>;
+constexpr auto kDot = &dot_q5_k;
+}  // namespace ref
+}  // namespace
+}  // namespace tova::kernels
+#endif  // HWY_ONCE
+
+#define TOVA_UNIT_KERNELS kQ5_KKernels
+#include "kernels/types/unit-inl.h"
