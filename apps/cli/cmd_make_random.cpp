@@ -14,19 +14,66 @@
 
 namespace tova::cli {
 
+namespace {
+
+struct Flags {
+  std::string shape;
+  std::string arch;
+  std::string type = "q4_0";
+  std::string out;
+  std::string vocab;
+  uint64_t seed = 1;
+  int threads = 0;
+  std::vector<std::string> set;
+  bool plan = false;
+  std::string projector;
+};
+
+// --projector: a random-weight mmproj.
+void write_projector(const Flags& f) {
+  if (!f.arch.empty()) throw CLI::RuntimeError(fail("give --projector or --arch, not both"));
+  if (f.out.empty()) throw CLI::RuntimeError(fail("give -o FILE"));
+  Timer t;
+  const RandomMmprojReport r = or_fail(make_random_mmproj(
+      {.projector = f.projector, .type = f.type, .seed = f.seed}, f.out));
+  fmt::print(stderr, "wrote {}: {} mmproj, {} weights, width {}, {} tensors, {} in {:.1f} s\n",
+             f.out, f.projector, f.type, r.projection_dim, r.n_tensors,
+             format_bytes(r.n_bytes), t.seconds());
+}
+
+// --shape / --arch: a random-weight model, or its plan.
+void write_model(const Flags& f) {
+  if (f.shape.empty() && f.arch.empty()) throw CLI::RuntimeError(fail("give --shape or --arch"));
+  if (f.out.empty() && !f.plan) throw CLI::RuntimeError(fail("give -o FILE (or --plan)"));
+  ModelFlags threads{.threads = f.threads};
+  Timer t;
+  const RandomModelReport r = or_fail(make_random_model({.shape = f.shape,
+                                                         .arch = f.arch,
+                                                         .type = f.type,
+                                                         .vocab = f.vocab,
+                                                         .seed = f.seed,
+                                                         .n_threads = threads.n_threads(),
+                                                         .set = f.set,
+                                                         .plan_only = f.plan},
+                                                        f.out));
+  if (f.plan) {
+    for (const RandomModelReport::Tensor& x : r.tensors) {
+      fmt::print("{:<40} {:<6} [{}] {}\n", x.name, x.type, fmt::join(x.dims, ", "),
+                 format_bytes(x.n_bytes));
+    }
+    fmt::print(stderr, "plan: {} shape, {} weights, {} tensors, {:.2f} M params, {}\n",
+               r.description, r.type, r.n_tensors, r.n_params / 1e6, format_bytes(r.n_bytes));
+    return;
+  }
+  fmt::print(stderr,
+             "wrote {}: {} shape, {} weights, {} tensors, {:.2f} M params, {} in {:.1f} s\n",
+             f.out, r.description, r.type, r.n_tensors, r.n_params / 1e6,
+             format_bytes(r.n_bytes), t.seconds());
+}
+
+}  // namespace
+
 void add_make_random_command(CLI::App& app) {
-  struct Flags {
-    std::string shape;
-    std::string arch;
-    std::string type = "q4_0";
-    std::string out;
-    std::string vocab;
-    uint64_t seed = 1;
-    int threads = 0;
-    std::vector<std::string> set;
-    bool plan = false;
-    std::string projector;
-  };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "make-random", "write a random-weight GGUF of a real model's shape (for benchmarks)");
@@ -59,44 +106,11 @@ void add_make_random_command(CLI::App& app) {
   cmd->add_option("-t,--threads", flags->threads, "threads to use (default: all cores)")
       ->check(CLI::Range(1, 1024));
   cmd->callback([flags] {
-    const Flags& f = *flags;
-    if (!f.projector.empty()) {
-      if (!f.arch.empty()) throw CLI::RuntimeError(fail("give --projector or --arch, not both"));
-      if (f.out.empty()) throw CLI::RuntimeError(fail("give -o FILE"));
-      Timer t;
-      const RandomMmprojReport r = or_fail(make_random_mmproj(
-          {.projector = f.projector, .type = f.type, .seed = f.seed}, f.out));
-      fmt::print(stderr, "wrote {}: {} mmproj, {} weights, width {}, {} tensors, {} in {:.1f} s\n",
-                 f.out, f.projector, f.type, r.projection_dim, r.n_tensors,
-                 format_bytes(r.n_bytes), t.seconds());
-      return;
+    if (!flags->projector.empty()) {
+      write_projector(*flags);
+    } else {
+      write_model(*flags);
     }
-    if (f.shape.empty() && f.arch.empty()) throw CLI::RuntimeError(fail("give --shape or --arch"));
-    if (f.out.empty() && !f.plan) throw CLI::RuntimeError(fail("give -o FILE (or --plan)"));
-    ModelFlags threads{.threads = f.threads};
-    Timer t;
-    const RandomModelReport r = or_fail(make_random_model({.shape = f.shape,
-                                                           .arch = f.arch,
-                                                           .type = f.type,
-                                                           .vocab = f.vocab,
-                                                           .seed = f.seed,
-                                                           .n_threads = threads.n_threads(),
-                                                           .set = f.set,
-                                                           .plan_only = f.plan},
-                                                          f.out));
-    if (f.plan) {
-      for (const RandomModelReport::Tensor& x : r.tensors) {
-        fmt::print("{:<40} {:<6} [{}] {}\n", x.name, x.type, fmt::join(x.dims, ", "),
-                   format_bytes(x.n_bytes));
-      }
-      fmt::print(stderr, "plan: {} shape, {} weights, {} tensors, {:.2f} M params, {}\n",
-                 r.description, r.type, r.n_tensors, r.n_params / 1e6, format_bytes(r.n_bytes));
-      return;
-    }
-    fmt::print(stderr,
-               "wrote {}: {} shape, {} weights, {} tensors, {:.2f} M params, {} in {:.1f} s\n",
-               f.out, r.description, r.type, r.n_tensors, r.n_params / 1e6,
-               format_bytes(r.n_bytes), t.seconds());
   });
 }
 

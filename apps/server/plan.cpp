@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "tova/turn_checkpoint.h"
 
@@ -30,23 +31,13 @@ std::variant<std::string, ApiError> render_chat(const CompletionRequest& r,
 
 }  // namespace
 
-std::variant<GenerationRequest, ApiError> plan_generation(const CompletionRequest& r,
-                                                          const std::string& id,
-                                                          const Engine& engine,
-                                                          const ChatTemplate* chat,
-                                                          const std::string& chat_error,
-                                                          const ApiDefaults& d) {
-  GenerationRequest g{.id = id,
-                      .max_tokens = r.max_tokens,
-                      .sampling = r.sampling,
-                      .stop = r.stop,
-                      .cache = r.cache,
-                      .speculative = r.speculative,
-                      .n = r.n,
-                      .logprobs = r.logprobs,
-                      .allow_reuse = r.allow_reuse,
-                      .ignore_eos = r.ignore_eos};
-  const char* prompt_field = r.chat ? "messages" : "prompt";
+namespace {
+
+// The request's prompt as tokens: a chat rendered with its template (tools, reasoning, the
+// turn checkpoint, a forced call's grammar), token ids as given, or text tokenized.
+std::optional<ApiError> plan_prompt(const CompletionRequest& r, const Engine& engine,
+                                    const ChatTemplate* chat, const std::string& chat_error,
+                                    const ApiDefaults& d, GenerationRequest& g) {
   if (r.chat) {
     if (chat == nullptr) return bad_request("messages", chat_error);
     auto text = render_chat(r, *chat);
@@ -73,34 +64,17 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
   } else {
     g.prompt = engine.tokenize(r.prompt_text, /*add_bos=*/true);
   }
-  if (g.prompt.empty()) return bad_request(prompt_field, "the prompt gives no tokens");
-  const int64_t n_prompt = static_cast<int64_t>(g.prompt.size());
-  if (n_prompt > d.max_prompt_tokens) {
-    return ApiError{.status = 400,
-                    .message = fmt::format("the prompt has {} tokens, more than the limit {}",
-                                           n_prompt, d.max_prompt_tokens),
-                    .param = prompt_field,
-                    .code = "context_length_exceeded"};
-  }
-  if (Status st = engine.check_kv_format(g.cache.kv_type); !st.ok()) {
-    return bad_request("kv_type", st.message());
-  }
+  return std::nullopt;
+}
+
+// Memory: a bounded state grows to at most k + extra slots, and a budget whose slots cannot
+// fit in --kv-memory is refused (the library refuses it too: memory_limit); each choice
+// reserves only the slots it can reach (prompt + max_tokens), which its pool allocates at
+// admission. A `full` state reserves -c tokens' worth; with speculative decoding, the drafter's
+// own K/V (draft-mtp's block, a draft model's) too.
+std::optional<ApiError> plan_memory(const Engine& engine, const ApiDefaults& d, int64_t n_prompt,
+                                    GenerationRequest& g) {
   const kv::PolicySpec& spec = g.cache.policy;
-  if (!spec.bounded() && n_prompt + g.max_tokens > d.ctx) {
-    return ApiError{
-        .status = 400,
-        .message = fmt::format("prompt ({} tokens) + max_tokens ({}) exceed the context of an "
-                               "unbounded ('full') sequence, {} tokens (-c); use a bounded "
-                               "kv_policy or fewer tokens",
-                               n_prompt, g.max_tokens, d.ctx),
-        .param = "max_tokens",
-        .code = "context_length_exceeded"};
-  }
-  // Memory: a bounded state grows to at most k + extra slots, and a budget whose slots cannot
-  // fit in --kv-memory is refused (the library refuses it too: memory_limit); each choice
-  // reserves only the slots it can reach (prompt + max_tokens), which its pool allocates at
-  // admission. A `full` state reserves -c tokens' worth.
-  // With speculative decoding, the drafter's own K/V (draft-mtp's block, a draft model's) too.
   const uint64_t most = engine.reserve_bytes(g.cache, n_prompt, d.ctx, g.speculative);
   if (most > d.kv_memory) {
     return ApiError{
@@ -134,6 +108,53 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
                     .param = "n",
                     .code = "kv_budget_exceeds_memory"};
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<GenerationRequest, ApiError> plan_generation(const CompletionRequest& r,
+                                                          const std::string& id,
+                                                          const Engine& engine,
+                                                          const ChatTemplate* chat,
+                                                          const std::string& chat_error,
+                                                          const ApiDefaults& d) {
+  GenerationRequest g{.id = id,
+                      .max_tokens = r.max_tokens,
+                      .sampling = r.sampling,
+                      .stop = r.stop,
+                      .cache = r.cache,
+                      .speculative = r.speculative,
+                      .n = r.n,
+                      .logprobs = r.logprobs,
+                      .allow_reuse = r.allow_reuse,
+                      .ignore_eos = r.ignore_eos};
+  const char* prompt_field = r.chat ? "messages" : "prompt";
+  if (auto e = plan_prompt(r, engine, chat, chat_error, d, g)) return *e;
+  if (g.prompt.empty()) return bad_request(prompt_field, "the prompt gives no tokens");
+  const int64_t n_prompt = static_cast<int64_t>(g.prompt.size());
+  if (n_prompt > d.max_prompt_tokens) {
+    return ApiError{.status = 400,
+                    .message = fmt::format("the prompt has {} tokens, more than the limit {}",
+                                           n_prompt, d.max_prompt_tokens),
+                    .param = prompt_field,
+                    .code = "context_length_exceeded"};
+  }
+  if (Status st = engine.check_kv_format(g.cache.kv_type); !st.ok()) {
+    return bad_request("kv_type", st.message());
+  }
+  const kv::PolicySpec& spec = g.cache.policy;
+  if (!spec.bounded() && n_prompt + g.max_tokens > d.ctx) {
+    return ApiError{
+        .status = 400,
+        .message = fmt::format("prompt ({} tokens) + max_tokens ({}) exceed the context of an "
+                               "unbounded ('full') sequence, {} tokens (-c); use a bounded "
+                               "kv_policy or fewer tokens",
+                               n_prompt, g.max_tokens, d.ctx),
+        .param = "max_tokens",
+        .code = "context_length_exceeded"};
+  }
+  if (auto e = plan_memory(engine, d, n_prompt, g)) return *e;
   return g;
 }
 

@@ -152,19 +152,15 @@ bool Model::splits_between_tokens(std::span<const BatchToken> batch,
   return false;
 }
 
-Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
-                           ForwardScratch& s, float* logits, std::span<const Follower> followers,
-                           float* hidden) const {
-  const ModelConfig& c = config_;
-  const ModelWeights& w = weights_;
-  const int64_t n = static_cast<int64_t>(batch.size());
-  if (n == 0) return ok_status();
-  TOVA_RETURN_IF_ERROR(prepare_batch(batch, followers, c, s));
-  LayerPass p{.c = c, .s = s, .pool = pool, .n = n, .f32_activations = options_.f32_activations};
-  p.rope = c.rope;
-  if (!w.rope_freqs.empty()) p.rope.freq_factors = w.rope_freqs.data();
+namespace {
 
-  // Embeddings: s.x [n][n_embd].
+// The batch's rows of the residual stream, s.x [n][n_embd]: each token's embedding (scaled as
+// the family scales it) or a row given as it is; Gemma 4 E2B/E4B's per-layer inputs.
+void embed_batch(const LayerPass& p, const ModelWeights& w, std::span<const BatchToken> batch) {
+  const ModelConfig& c = p.c;
+  ForwardScratch& s = p.s;
+  ThreadPool& pool = p.pool;
+  const int64_t n = p.n;
   resize(s.x, n * c.n_embd);
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
     if (batch[i].embd != nullptr) {  // a row given as it is (an image token)
@@ -181,6 +177,54 @@ Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
     for (int64_t i = 0; i < n; ++i) s.tokens[i] = batch[i].token;
     per_layer_inputs(p, w, s.tokens);
   }
+
+}
+
+// The final-normed rows a drafter reads (hidden), then the logits of the rows that want them.
+void output_rows(const LayerPass& p, const ModelWeights& w, std::span<const BatchToken> batch,
+                 float* logits, float* hidden) {
+  const ModelConfig& c = p.c;
+  ForwardScratch& s = p.s;
+  ThreadPool& pool = p.pool;
+  const int64_t n = p.n;
+  if (hidden != nullptr) {  // every row final-normed: the prediction block's input
+    for_tokens(pool, n, c.n_embd, [&](int64_t i) {
+      kernels::rms_norm(&s.x[i * c.n_embd], w.output_norm.data(), &hidden[i * c.n_embd], c.n_embd,
+                        c.rms_eps);
+    });
+  }
+  // Final norm and output projection for the rows that want logits.
+  int64_t n_out = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!batch[i].logits) continue;
+    resize(s.logit_in, (n_out + 1) * c.n_embd);
+    kernels::rms_norm(&s.x[i * c.n_embd], w.output_norm.data(), &s.logit_in[n_out * c.n_embd],
+                      c.n_embd, c.rms_eps);
+    ++n_out;
+  }
+  if (n_out > 0) p.matmul(w.output, s.logit_in.data(), n_out, logits);
+  if (n_out > 0 && c.final_softcap > 0.f)
+    kernels::softcap(logits, n_out * c.n_vocab, c.final_softcap);
+  // Granite: logits / logit_scale, as llama.cpp scales them (by the reciprocal, in float).
+  if (n_out > 0 && c.logit_scale != 1.f)
+    kernels::scale(logits, 1.f / c.logit_scale, n_out * c.n_vocab);
+}
+
+}  // namespace
+
+Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
+                           ForwardScratch& s, float* logits, std::span<const Follower> followers,
+                           float* hidden) const {
+  const ModelConfig& c = config_;
+  const ModelWeights& w = weights_;
+  const int64_t n = static_cast<int64_t>(batch.size());
+  if (n == 0) return ok_status();
+  TOVA_RETURN_IF_ERROR(prepare_batch(batch, followers, c, s));
+  LayerPass p{.c = c, .s = s, .pool = pool, .n = n, .f32_activations = options_.f32_activations};
+  p.rope = c.rope;
+  if (!w.rope_freqs.empty()) p.rope.freq_factors = w.rope_freqs.data();
+
+  embed_batch(p, w, batch);
 
   // Layers: a token mixer, then a feed-forward block, each of the kind the family chose; the
   // plan says where each mixer's state lives.
@@ -213,27 +257,7 @@ Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
     for (kv::MultiState* f : run.followers) f->advance(static_cast<int64_t>(run.idx.size()));
   }
 
-  if (hidden != nullptr) {  // every row final-normed: the prediction block's input
-    for_tokens(pool, n, c.n_embd, [&](int64_t i) {
-      kernels::rms_norm(&s.x[i * c.n_embd], w.output_norm.data(), &hidden[i * c.n_embd], c.n_embd,
-                        c.rms_eps);
-    });
-  }
-  // Final norm and output projection for the rows that want logits.
-  int64_t n_out = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!batch[i].logits) continue;
-    resize(s.logit_in, (n_out + 1) * c.n_embd);
-    kernels::rms_norm(&s.x[i * c.n_embd], w.output_norm.data(), &s.logit_in[n_out * c.n_embd],
-                      c.n_embd, c.rms_eps);
-    ++n_out;
-  }
-  if (n_out > 0) p.matmul(w.output, s.logit_in.data(), n_out, logits);
-  if (n_out > 0 && c.final_softcap > 0.f)
-    kernels::softcap(logits, n_out * c.n_vocab, c.final_softcap);
-  // Granite: logits / logit_scale, as llama.cpp scales them (by the reciprocal, in float).
-  if (n_out > 0 && c.logit_scale != 1.f)
-    kernels::scale(logits, 1.f / c.logit_scale, n_out * c.n_vocab);
+  output_rows(p, w, batch, logits, hidden);
   return ok_status();
 }
 

@@ -68,6 +68,73 @@ Result<std::array<float, 3>> rgb(const io::GgufFile& f, std::string_view key) {
   return std::array<float, 3>{v[0], v[1], v[2]};
 }
 
+// The encoder's shape: widths, layers, heads, the norm epsilon.
+Status read_encoder_shape(const io::GgufFile& f, MmprojConfig& c) {
+  const std::string& path = f.path();
+  TOVA_ASSIGN_OR_RETURN(c.n_embd, positive(f, "clip.vision.embedding_length"));
+  TOVA_ASSIGN_OR_RETURN(c.n_ff, positive(f, "clip.vision.feed_forward_length"));
+  TOVA_ASSIGN_OR_RETURN(c.n_layer, positive(f, "clip.vision.block_count"));
+  TOVA_ASSIGN_OR_RETURN(c.projection_dim, positive(f, "clip.vision.projection_dim"));
+  TOVA_ASSIGN_OR_RETURN(c.n_head, positive(f, "clip.vision.attention.head_count"));
+  TOVA_ASSIGN_OR_RETURN(c.n_head_kv,
+                        positive_or(f, "clip.vision.attention.head_count_kv", c.n_head));
+  TOVA_ASSIGN_OR_RETURN(c.head_dim,
+                        positive_or(f, "clip.vision.attention.head_dim", c.n_embd / c.n_head));
+  TOVA_ASSIGN_OR_RETURN(c.eps, f.get_f32("clip.vision.attention.layer_norm_epsilon"));
+  if (!(c.eps > 0.f && c.eps < 1.f)) {
+    return make_error("{}: clip.vision.attention.layer_norm_epsilon is {}, expected 0 .. 1",
+                      path, c.eps);
+  }
+  return ok_status();
+}
+
+// How an image becomes patches: patch size, mean and deviation per channel, the pooling
+// factor; and the feed-forward's activation.
+Status read_image_keys(const io::GgufFile& f, MmprojConfig& c) {
+  const std::string& path = f.path();
+  TOVA_ASSIGN_OR_RETURN(c.patch_size, positive(f, "clip.vision.patch_size"));
+  if (f.find("clip.vision.image_size") != nullptr) {
+    TOVA_RETURN_IF_ERROR(positive(f, "clip.vision.image_size"));
+  }
+  TOVA_ASSIGN_OR_RETURN(c.image_mean, rgb(f, "clip.vision.image_mean"));
+  TOVA_ASSIGN_OR_RETURN(c.image_std, rgb(f, "clip.vision.image_std"));
+  for (int i = 0; i < 3; ++i) {
+    if (!(c.image_std[i] > 0.f)) {
+      return make_error("{}: clip.vision.image_std[{}] is {}, expected > 0", path, i,
+                        c.image_std[i]);
+    }
+  }
+  TOVA_ASSIGN_OR_RETURN(c.n_merge, positive_or(f, "clip.vision.projector.scale_factor", 3));
+
+  TOVA_ASSIGN_OR_RETURN(const bool gelu, bool_or(f, "clip.use_gelu", false));
+  TOVA_ASSIGN_OR_RETURN(const bool silu, bool_or(f, "clip.use_silu", false));
+  if (gelu && silu) return make_error("{}: both clip.use_gelu and clip.use_silu are true", path);
+  c.ffn_act = gelu ? VisionFfnAct::kGeluTanh : silu ? VisionFfnAct::kSilu : VisionFfnAct::kGeluQuick;
+
+  return ok_status();
+}
+
+// What the encoder's arithmetic needs of the shape.
+Status check_encoder_shape(const std::string& path, const MmprojConfig& c) {
+  if (c.n_head % c.n_head_kv != 0) {
+    return make_error("{}: clip.vision.attention.head_count {} is not a multiple of "
+                      "head_count_kv {}",
+                      path, c.n_head, c.n_head_kv);
+  }
+  // The 2-D RoPE rotates each half of a head (x, then y) NEOX-style: pairs within a half.
+  if (c.head_dim % 4 != 0) {
+    return make_error("{}: clip.vision.attention.head_dim {} is not a multiple of 4 (gemma4v's "
+                      "2-D RoPE rotates pairs in each half of a head)",
+                      path, c.head_dim);
+  }
+  if (c.token_pixels() > (int64_t{1} << 24)) {
+    return make_error("{}: clip.vision.patch_size {} and scale_factor {} give image tokens of "
+                      "{} pixels, too many",
+                      path, c.patch_size, c.n_merge, c.token_pixels());
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 std::string projector_type_choices() { return "gemma4v"; }
@@ -105,55 +172,9 @@ Result<MmprojConfig> read_mmproj_config(const io::GgufFile& f) {
   }
   c.projector = ProjectorType::kGemma4v;
 
-  TOVA_ASSIGN_OR_RETURN(c.n_embd, positive(f, "clip.vision.embedding_length"));
-  TOVA_ASSIGN_OR_RETURN(c.n_ff, positive(f, "clip.vision.feed_forward_length"));
-  TOVA_ASSIGN_OR_RETURN(c.n_layer, positive(f, "clip.vision.block_count"));
-  TOVA_ASSIGN_OR_RETURN(c.projection_dim, positive(f, "clip.vision.projection_dim"));
-  TOVA_ASSIGN_OR_RETURN(c.n_head, positive(f, "clip.vision.attention.head_count"));
-  TOVA_ASSIGN_OR_RETURN(c.n_head_kv,
-                        positive_or(f, "clip.vision.attention.head_count_kv", c.n_head));
-  TOVA_ASSIGN_OR_RETURN(c.head_dim,
-                        positive_or(f, "clip.vision.attention.head_dim", c.n_embd / c.n_head));
-  TOVA_ASSIGN_OR_RETURN(c.eps, f.get_f32("clip.vision.attention.layer_norm_epsilon"));
-  if (!(c.eps > 0.f && c.eps < 1.f)) {
-    return make_error("{}: clip.vision.attention.layer_norm_epsilon is {}, expected 0 .. 1",
-                      path, c.eps);
-  }
-  TOVA_ASSIGN_OR_RETURN(c.patch_size, positive(f, "clip.vision.patch_size"));
-  if (f.find("clip.vision.image_size") != nullptr) {
-    TOVA_RETURN_IF_ERROR(positive(f, "clip.vision.image_size"));
-  }
-  TOVA_ASSIGN_OR_RETURN(c.image_mean, rgb(f, "clip.vision.image_mean"));
-  TOVA_ASSIGN_OR_RETURN(c.image_std, rgb(f, "clip.vision.image_std"));
-  for (int i = 0; i < 3; ++i) {
-    if (!(c.image_std[i] > 0.f)) {
-      return make_error("{}: clip.vision.image_std[{}] is {}, expected > 0", path, i,
-                        c.image_std[i]);
-    }
-  }
-  TOVA_ASSIGN_OR_RETURN(c.n_merge, positive_or(f, "clip.vision.projector.scale_factor", 3));
-
-  TOVA_ASSIGN_OR_RETURN(const bool gelu, bool_or(f, "clip.use_gelu", false));
-  TOVA_ASSIGN_OR_RETURN(const bool silu, bool_or(f, "clip.use_silu", false));
-  if (gelu && silu) return make_error("{}: both clip.use_gelu and clip.use_silu are true", path);
-  c.ffn_act = gelu ? VisionFfnAct::kGeluTanh : silu ? VisionFfnAct::kSilu : VisionFfnAct::kGeluQuick;
-
-  if (c.n_head % c.n_head_kv != 0) {
-    return make_error("{}: clip.vision.attention.head_count {} is not a multiple of "
-                      "head_count_kv {}",
-                      path, c.n_head, c.n_head_kv);
-  }
-  // The 2-D RoPE rotates each half of a head (x, then y) NEOX-style: pairs within a half.
-  if (c.head_dim % 4 != 0) {
-    return make_error("{}: clip.vision.attention.head_dim {} is not a multiple of 4 (gemma4v's "
-                      "2-D RoPE rotates pairs in each half of a head)",
-                      path, c.head_dim);
-  }
-  if (c.token_pixels() > (int64_t{1} << 24)) {
-    return make_error("{}: clip.vision.patch_size {} and scale_factor {} give image tokens of "
-                      "{} pixels, too many",
-                      path, c.patch_size, c.n_merge, c.token_pixels());
-  }
+  TOVA_RETURN_IF_ERROR(read_encoder_shape(f, c));
+  TOVA_RETURN_IF_ERROR(read_image_keys(f, c));
+  TOVA_RETURN_IF_ERROR(check_encoder_shape(path, c));
   return c;
 }
 
