@@ -88,6 +88,29 @@ std::string accuracy_plot_script(const std::vector<EvalRecord>& records, const s
   return s;
 }
 
+// One configuration's accuracy (percent; NaN where the grid has no record) by depth (rows)
+// and length (columns), as gnuplot's `matrix with image` reads it.
+std::string heat_matrix(const std::vector<EvalRecord>& records, const std::string& task,
+                        const GridConfig& c, const std::vector<int>& lengths,
+                        const std::vector<int>& depths) {
+  std::string m;
+  for (int d : depths) {
+    for (size_t li = 0; li < lengths.size(); ++li) {
+      Mean a;
+      for (const EvalRecord& r : records) {
+        if (r.task == task && r.policy == c.policy && r.budget == c.budget && r.depth == d &&
+            r.length == lengths[li]) {
+          a.sum += r.score;
+          ++a.n;
+        }
+      }
+      m += fmt::format("{}{:.2f}", li ? " " : "", a.n ? 100 * a.value() : NAN);
+    }
+    m += "\n";
+  }
+  return m;
+}
+
 // One panel per configuration (rows: policies, columns: budgets; full alone in the first row):
 // depth (y) x length (x), colour = accuracy on one scale 0..100 % for every panel.
 std::string heat_plot_script(const std::vector<EvalRecord>& records, const std::string& task,
@@ -113,31 +136,14 @@ std::string heat_plot_script(const std::vector<EvalRecord>& records, const std::
       "# tova eval: accuracy by needle depth and length ({}), one panel per configuration, one "
       "colour scale. Re-draw with: gnuplot {}.gp\n",
       task, stem);
-  auto matrix = [&](const GridConfig& c) {
-    std::string m;
-    for (int d : depths) {
-      for (size_t li = 0; li < lengths.size(); ++li) {
-        Mean a;
-        for (const EvalRecord& r : records) {
-          if (r.task == task && r.policy == c.policy && r.budget == c.budget && r.depth == d &&
-              r.length == lengths[li]) {
-            a.sum += r.score;
-            ++a.n;
-          }
-        }
-        m += fmt::format("{}{:.2f}", li ? " " : "", a.n ? 100 * a.value() : NAN);
-      }
-      m += "\n";
-    }
-    return m;
-  };
   std::vector<std::pair<std::string, GridConfig>> panels;  // title, config
   if (has_full) panels.push_back({"full", {"full", -1}});
   for (const std::string& p : policies) {
     for (int b : budgets) panels.push_back({fmt::format("{} k={}", p, b), {p, b}});
   }
   for (size_t i = 0; i < panels.size(); ++i) {
-    s += fmt::format("$m{} << EOD\n{}EOD\n", i, matrix(panels[i].second));
+    s += fmt::format("$m{} << EOD\n{}EOD\n", i,
+                     heat_matrix(records, task, panels[i].second, lengths, depths));
   }
   std::string xt, yt;
   for (size_t i = 0; i < lengths.size(); ++i) xt += fmt::format("{}\"{}\" {}", i ? ", " : "", lengths[i], i);
