@@ -18,36 +18,31 @@ void gated_delta_rule_run_ref(float* m, const DeltaRuleRun& run, float scale, in
   }
 }
 
-void gated_delta_rule_chunked_ref(float* m, const DeltaRuleRun& run, float scale, int64_t n,
-                                  int64_t chunk) {
-  // S[i][j] (the state untransposed), in double through the whole run.
-  std::vector<double> S(n * n);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < n; ++j) S[i * n + j] = m[j * n + i];
-  }
-  for (int64_t t0 = 0; t0 < run.n_tok; t0 += chunk) {
-    const int64_t L = std::min(chunk, run.n_tok - t0);
-    auto q = [&](int64_t t, int64_t i) -> double {
-      return run.q[run.rows[t0 + t] * run.qkv_stride + i];
-    };
-    auto k = [&](int64_t t, int64_t i) -> double {
-      return run.k[run.rows[t0 + t] * run.qkv_stride + i];
-    };
-    auto v = [&](int64_t t, int64_t i) -> double {
-      return run.v[run.rows[t0 + t] * run.qkv_stride + i];
-    };
-    auto beta = [&](int64_t t) -> double { return run.beta[run.rows[t0 + t] * run.gate_stride]; };
-    std::vector<double> G(L);
+namespace {
+
+// One chunk of L tokens from t0 of a run, in double: its tokens' q, k, v, beta, the cumulative
+// log decay G, and the chunked form's three steps against the state S[i][j] (untransposed).
+struct RefChunk {
+  RefChunk(const DeltaRuleRun& r, int64_t t0_, int64_t L_, int64_t n_)
+      : run(r), t0(t0_), L(L_), n(n_), G(L_) {
     for (int64_t t = 0; t < L; ++t) {
       G[t] = (t > 0 ? G[t - 1] : 0.0) + run.g[run.rows[t0 + t] * run.gate_stride];
     }
-    auto D = [&](int64_t t, int64_t s) { return std::exp(G[t] - G[s]); };
-    auto kdot = [&](int64_t t, int64_t s) {
-      double d = 0;
-      for (int64_t i = 0; i < n; ++i) d += k(t, i) * k(s, i);
-      return d;
-    };
-    // Forward substitution of (I + A) [W | Ut] = [diag(beta exp(G)) K | diag(beta) V].
+  }
+  double q(int64_t t, int64_t i) const { return run.q[run.rows[t0 + t] * run.qkv_stride + i]; }
+  double k(int64_t t, int64_t i) const { return run.k[run.rows[t0 + t] * run.qkv_stride + i]; }
+  double v(int64_t t, int64_t i) const { return run.v[run.rows[t0 + t] * run.qkv_stride + i]; }
+  double beta(int64_t t) const { return run.beta[run.rows[t0 + t] * run.gate_stride]; }
+  double D(int64_t t, int64_t s) const { return std::exp(G[t] - G[s]); }
+  double kdot(int64_t t, int64_t s) const {
+    double d = 0;
+    for (int64_t i = 0; i < n; ++i) d += k(t, i) * k(s, i);
+    return d;
+  }
+
+  // U = Ut - W S0, where forward substitution solves
+  // (I + A) [W | Ut] = [diag(beta exp(G)) K | diag(beta) V].
+  std::vector<double> values(const std::vector<double>& S) const {
     std::vector<double> W(L * n), Ut(L * n);
     for (int64_t t = 0; t < L; ++t) {
       for (int64_t i = 0; i < n; ++i) {
@@ -62,7 +57,6 @@ void gated_delta_rule_chunked_ref(float* m, const DeltaRuleRun& run, float scale
         }
       }
     }
-    // U = Ut - W S0.
     std::vector<double> U(L * n);
     for (int64_t t = 0; t < L; ++t) {
       for (int64_t j = 0; j < n; ++j) {
@@ -71,7 +65,11 @@ void gated_delta_rule_chunked_ref(float* m, const DeltaRuleRun& run, float scale
         U[t * n + j] = Ut[t * n + j] - ws;
       }
     }
-    // O = scale (diag(exp(G)) Q S0 + (D o Q K^T, s <= t) U).
+    return U;
+  }
+
+  // O = scale (diag(exp(G)) Q S0 + (D o Q K^T, s <= t) U), into the run's output rows.
+  void output(const std::vector<double>& S, const std::vector<double>& U, float scale) const {
     for (int64_t t = 0; t < L; ++t) {
       std::vector<double> p(t + 1);  // D[t][s] (q_t . k_s)
       for (int64_t s = 0; s <= t; ++s) {
@@ -88,7 +86,10 @@ void gated_delta_rule_chunked_ref(float* m, const DeltaRuleRun& run, float scale
         out[j] = static_cast<float>(scale * o);
       }
     }
-    // S_L = exp(G_L) S0 + sum_s D[L][s] k_s u_s^T.
+  }
+
+  // S_L = exp(G_L) S0 + sum_s D[L][s] k_s u_s^T.
+  void update(std::vector<double>& S, const std::vector<double>& U) const {
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         double s_ij = std::exp(G[L - 1]) * S[i * n + j];
@@ -96,6 +97,27 @@ void gated_delta_rule_chunked_ref(float* m, const DeltaRuleRun& run, float scale
         S[i * n + j] = s_ij;
       }
     }
+  }
+
+  const DeltaRuleRun& run;
+  const int64_t t0, L, n;
+  std::vector<double> G;  // cumulative log decay within the chunk
+};
+
+}  // namespace
+
+void gated_delta_rule_chunked_ref(float* m, const DeltaRuleRun& run, float scale, int64_t n,
+                                  int64_t chunk) {
+  // S[i][j] (the state untransposed), in double through the whole run.
+  std::vector<double> S(n * n);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) S[i * n + j] = m[j * n + i];
+  }
+  for (int64_t t0 = 0; t0 < run.n_tok; t0 += chunk) {
+    const RefChunk c(run, t0, std::min(chunk, run.n_tok - t0), n);
+    const std::vector<double> U = c.values(S);
+    c.output(S, U, scale);
+    c.update(S, U);
   }
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) m[j * n + i] = static_cast<float>(S[i * n + j]);
