@@ -227,44 +227,30 @@ class Converter {
     return v.get<int64_t>();
   }
 
-  std::string visit(const json& s, const std::string& path) {
-    if (s.is_boolean()) {
-      if (!s.get<bool>()) fail(path, "the schema 'false' accepts nothing");
-      return use("value");
-    }
-    if (!s.is_object()) fail(path, "a schema must be an object or a boolean");
-    check_keywords(s, path);
-    if (s.contains("$ref")) {
-      for (const auto& [k, v] : s.items()) {
-        if (k != "$ref" && annotations().count(k) == 0) {
-          fail(path, fmt::format("'{}' next to '$ref' is not supported", k));
-        }
+  // A $ref: its rule, named before its body is made (a recursive schema refers to it).
+  std::string visit_ref(const json& s, const std::string& path) {
+    for (const auto& [k, v] : s.items()) {
+      if (k != "$ref" && annotations().count(k) == 0) {
+        fail(path, fmt::format("'{}' next to '$ref' is not supported", k));
       }
-      if (!s["$ref"].is_string()) fail(path, "'$ref' must be a string");
-      const std::string ref = s["$ref"].get<std::string>();
-      auto it = refs_.find(ref);
-      if (it != refs_.end()) return it->second;
-      const json& target = resolve(ref, path + "/$ref");
-      // Named before its body is made, so a recursive schema refers to it.
-      const std::string name = add_rule(ref.substr(ref.rfind('/') + 1), "");
-      refs_[ref] = name;
-      const std::string body = visit(target, ref.substr(1));
-      for (auto& [n, b] : rules_) {
-        if (n == name) b = body;
-      }
-      return name;
     }
-    if (s.contains("allOf")) return visit(merge_all_of(s, path), path);
-    if (s.contains("const")) {
-      return literal(json_text(s["const"]));
+    if (!s["$ref"].is_string()) fail(path, "'$ref' must be a string");
+    const std::string ref = s["$ref"].get<std::string>();
+    auto it = refs_.find(ref);
+    if (it != refs_.end()) return it->second;
+    const json& target = resolve(ref, path + "/$ref");
+    // Named before its body is made, so a recursive schema refers to it.
+    const std::string name = add_rule(ref.substr(ref.rfind('/') + 1), "");
+    refs_[ref] = name;
+    const std::string body = visit(target, ref.substr(1));
+    for (auto& [n, b] : rules_) {
+      if (n == name) b = body;
     }
-    if (s.contains("enum")) {
-      const json& e = s["enum"];
-      if (!e.is_array() || e.empty()) fail(path, "'enum' must be a non-empty array");
-      std::string out = "(";
-      for (size_t i = 0; i < e.size(); ++i) out += (i ? " | " : "") + literal(json_text(e[i]));
-      return out + ")";
-    }
+    return name;
+  }
+
+  // anyOf / oneOf (key): one alternative of the listed schemas; null when s has neither.
+  std::optional<std::string> visit_alternatives(const json& s, const std::string& path) {
     for (const char* key : {"anyOf", "oneOf"}) {
       if (!s.contains(key)) continue;
       const json& alts = s[key];
@@ -281,17 +267,11 @@ class Converter {
       }
       return out + ")";
     }
-    if (s.contains("type") && s["type"].is_array()) {
-      const json& types = s["type"];
-      if (types.empty()) fail(path, "'type' must not be an empty list");
-      std::string out = "(";
-      for (size_t i = 0; i < types.size(); ++i) {
-        json one = s;
-        one["type"] = types[i];
-        out += (i ? " | " : "") + visit(one, path);
-      }
-      return out + ")";
-    }
+    return std::nullopt;
+  }
+
+  // The type a schema names, or the one its keywords imply ("" for none).
+  std::string schema_type(const json& s, const std::string& path) {
     std::string type;
     if (s.contains("type")) {
       if (!s["type"].is_string()) fail(path, "'type' must be a string or a list of strings");
@@ -309,6 +289,41 @@ class Converter {
                s.contains("exclusiveMaximum")) {
       type = "number";
     }
+    return type;
+  }
+
+  std::string visit(const json& s, const std::string& path) {
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) fail(path, "the schema 'false' accepts nothing");
+      return use("value");
+    }
+    if (!s.is_object()) fail(path, "a schema must be an object or a boolean");
+    check_keywords(s, path);
+    if (s.contains("$ref")) return visit_ref(s, path);
+    if (s.contains("allOf")) return visit(merge_all_of(s, path), path);
+    if (s.contains("const")) {
+      return literal(json_text(s["const"]));
+    }
+    if (s.contains("enum")) {
+      const json& e = s["enum"];
+      if (!e.is_array() || e.empty()) fail(path, "'enum' must be a non-empty array");
+      std::string out = "(";
+      for (size_t i = 0; i < e.size(); ++i) out += (i ? " | " : "") + literal(json_text(e[i]));
+      return out + ")";
+    }
+    if (auto alt = visit_alternatives(s, path)) return *alt;
+    if (s.contains("type") && s["type"].is_array()) {
+      const json& types = s["type"];
+      if (types.empty()) fail(path, "'type' must not be an empty list");
+      std::string out = "(";
+      for (size_t i = 0; i < types.size(); ++i) {
+        json one = s;
+        one["type"] = types[i];
+        out += (i ? " | " : "") + visit(one, path);
+      }
+      return out + ")";
+    }
+    const std::string type = schema_type(s, path);
     if (type.empty()) return use("value");
     if (type == "object") return object(s, path);
     if (type == "array") return array(s, path);
