@@ -389,22 +389,9 @@ class Parser {
     return seq;
   }
 
-  Grammar finish() {
-    Grammar g;
-    auto root = ids_.find("root");
-    if (root == ids_.end() || !rules_[root->second].defined) {
-      throw ParseError{0, "the grammar has no 'root' rule"};
-    }
-    for (const RuleInfo& r : rules_) {
-      if (!r.defined) {
-        rule_name_ = r.used_in;
-        fail_at(r.first_use, fmt::format("undefined rule '{}'", r.name));
-      }
-    }
-    rule_name_.clear();
+  // Rules that can match the empty string (a fixed point over the alternatives).
+  std::vector<char> nullable_rules() const {
     const size_t n = rules_.size();
-    // Left recursion: a rule reachable from itself without consuming a character. Nullable
-    // rules first (a fixed point), then a depth-first search of the left-corner graph.
     std::vector<char> nullable(n, 0);
     for (bool changed = true; changed;) {
       changed = false;
@@ -426,6 +413,14 @@ class Parser {
         }
       }
     }
+    return nullable;
+  }
+
+  // Left recursion: a rule reachable from itself without consuming a character. Nullable
+  // rules first, then a depth-first search of the left-corner graph; throws naming the cycle.
+  void check_left_recursion() const {
+    const size_t n = rules_.size();
+    const std::vector<char> nullable = nullable_rules();
     std::vector<std::vector<uint32_t>> left(n);
     for (size_t r = 0; r < n; ++r) {
       for (const Seq& a : rules_[r].alts) {
@@ -466,7 +461,23 @@ class Parser {
         }
       }
     }
+  }
 
+  Grammar finish() {
+    Grammar g;
+    auto root = ids_.find("root");
+    if (root == ids_.end() || !rules_[root->second].defined) {
+      throw ParseError{0, "the grammar has no 'root' rule"};
+    }
+    for (const RuleInfo& r : rules_) {
+      if (!r.defined) {
+        rule_name_ = r.used_in;
+        fail_at(r.first_use, fmt::format("undefined rule '{}'", r.name));
+      }
+    }
+    rule_name_.clear();
+    const size_t n = rules_.size();
+    check_left_recursion();
     g.names.reserve(n);
     g.alts.resize(n);
     for (size_t r = 0; r < n; ++r) {
