@@ -281,46 +281,89 @@ class Parser {
     seq.push_back({ElemKind::kRef, prev});
   }
 
+  // A "..." literal: one character class per character; item where it starts (none for "").
+  void string_literal(Seq& seq, size_t& item) {
+    const size_t open = p_;
+    ++p_;
+    item = seq.size();
+    while (peek() != '"') {
+      if (at_end()) fail_at(open, "unterminated string literal");
+      CharClass k;
+      const uint32_t ch = character();
+      k.ranges.push_back({ch, ch});
+      seq.push_back({ElemKind::kChars, add_class(std::move(k))});
+    }
+    ++p_;
+    if (seq.size() == item) item = SIZE_MAX;  // "" is nothing to repeat
+  }
+
+  // A [...] character class (negated with ^, ranges with -).
+  void char_class(Seq& seq, size_t& item) {
+    const size_t open = p_;
+    ++p_;
+    CharClass k;
+    if (peek() == '^') {
+      k.negated = true;
+      ++p_;
+    }
+    while (peek() != ']') {
+      if (at_end()) fail_at(open, "unterminated character class");
+      const uint32_t lo = character();
+      uint32_t hi = lo;
+      if (peek() == '-' && peek(1) != ']' && p_ + 1 < s_.size()) {
+        ++p_;
+        hi = character();
+        if (hi < lo) fail("character range with its end before its start");
+      }
+      k.ranges.push_back({lo, hi});
+    }
+    ++p_;
+    item = seq.size();
+    seq.push_back({ElemKind::kChars, add_class(std::move(k))});
+  }
+
+  // A postfix repetition of the item at `item`: *, +, ? or {m}, {m,}, {m,n}.
+  void repetition(Seq& seq, size_t item, char c, bool nested) {
+    if (item == SIZE_MAX) fail(fmt::format("'{}' follows nothing to repeat", c));
+    ++p_;
+    if (c == '*') {
+      repeat(seq, item, 0, 0, true);
+    } else if (c == '+') {
+      repeat(seq, item, 1, 0, true);
+    } else if (c == '?') {
+      repeat(seq, item, 0, 1, false);
+    } else {
+      space(nested);
+      const uint64_t m = integer();
+      space(nested);
+      uint64_t n = m;
+      bool unbounded = false;
+      if (peek() == ',') {
+        ++p_;
+        space(nested);
+        if (peek() == '}') {
+          unbounded = true;
+        } else {
+          n = integer();
+          space(nested);
+        }
+      }
+      if (peek() != '}') fail("expected '}' to close the repetition");
+      ++p_;
+      if (!unbounded && n < m) fail(fmt::format("repetition {{{},{}}} has max < min", m, n));
+      repeat(seq, item, m, n, unbounded);
+    }
+  }
+
   Seq sequence(bool nested) {
     Seq seq;
     size_t item = SIZE_MAX;  // where the last item starts (for a postfix operator)
     while (!at_end()) {
       const char c = s_[p_];
       if (c == '"') {
-        const size_t open = p_;
-        ++p_;
-        item = seq.size();
-        while (peek() != '"') {
-          if (at_end()) fail_at(open, "unterminated string literal");
-          CharClass k;
-          const uint32_t ch = character();
-          k.ranges.push_back({ch, ch});
-          seq.push_back({ElemKind::kChars, add_class(std::move(k))});
-        }
-        ++p_;
-        if (seq.size() == item) item = SIZE_MAX;  // "" is nothing to repeat
+        string_literal(seq, item);
       } else if (c == '[') {
-        const size_t open = p_;
-        ++p_;
-        CharClass k;
-        if (peek() == '^') {
-          k.negated = true;
-          ++p_;
-        }
-        while (peek() != ']') {
-          if (at_end()) fail_at(open, "unterminated character class");
-          const uint32_t lo = character();
-          uint32_t hi = lo;
-          if (peek() == '-' && peek(1) != ']' && p_ + 1 < s_.size()) {
-            ++p_;
-            hi = character();
-            if (hi < lo) fail("character range with its end before its start");
-          }
-          k.ranges.push_back({lo, hi});
-        }
-        ++p_;
-        item = seq.size();
-        seq.push_back({ElemKind::kChars, add_class(std::move(k))});
+        char_class(seq, item);
       } else if (c == '.') {
         ++p_;
         CharClass k;
@@ -349,35 +392,7 @@ class Parser {
           seq.push_back({ElemKind::kRef, new_rule(std::move(alts))});
         }
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-        if (item == SIZE_MAX) fail(fmt::format("'{}' follows nothing to repeat", c));
-        ++p_;
-        if (c == '*') {
-          repeat(seq, item, 0, 0, true);
-        } else if (c == '+') {
-          repeat(seq, item, 1, 0, true);
-        } else if (c == '?') {
-          repeat(seq, item, 0, 1, false);
-        } else {
-          space(nested);
-          const uint64_t m = integer();
-          space(nested);
-          uint64_t n = m;
-          bool unbounded = false;
-          if (peek() == ',') {
-            ++p_;
-            space(nested);
-            if (peek() == '}') {
-              unbounded = true;
-            } else {
-              n = integer();
-              space(nested);
-            }
-          }
-          if (peek() != '}') fail("expected '}' to close the repetition");
-          ++p_;
-          if (!unbounded && n < m) fail(fmt::format("repetition {{{},{}}} has max < min", m, n));
-          repeat(seq, item, m, n, unbounded);
-        }
+        repetition(seq, item, c, nested);
         item = SIZE_MAX;  // x** is not accepted
       } else if (c == '<' || c == '!') {
         fail("token references (<...>, !<...>) are not supported: write the text");
