@@ -520,6 +520,56 @@ class Parser {
     return e;
   }
 
+  // A parenthesised expression or tuple, a list or a dict literal at `at` (an operator token);
+  // null when `at` opens none of them.
+  Result<ExprPtr> bracketed(const Token& at) {
+    if (at.text == "(") {
+      next();
+      if (skip_op(")")) return make(Expr::Kind::kTuple, at);
+      TOVA_ASSIGN_OR_RETURN(ExprPtr e, expression());
+      if (is_op(",")) {
+        auto t = make(Expr::Kind::kTuple, at);
+        t->args.push_back(std::move(e));
+        while (skip_op(",")) {
+          if (is_op(")")) break;
+          TOVA_ASSIGN_OR_RETURN(ExprPtr x, expression());
+          t->args.push_back(std::move(x));
+        }
+        e = std::move(t);
+      }
+      TOVA_RETURN_IF_ERROR(expect_op(")"));
+      return e;
+    }
+    if (at.text == "[") {
+      next();
+      auto l = make(Expr::Kind::kList, at);
+      while (!is_op("]")) {
+        if (!l->args.empty()) TOVA_RETURN_IF_ERROR(expect_op(","));
+        if (is_op("]")) break;
+        TOVA_ASSIGN_OR_RETURN(ExprPtr x, expression());
+        l->args.push_back(std::move(x));
+      }
+      next();
+      return l;
+    }
+    if (at.text == "{") {
+      next();
+      auto d = make(Expr::Kind::kDict, at);
+      while (!is_op("}")) {
+        if (!d->args.empty()) TOVA_RETURN_IF_ERROR(expect_op(","));
+        if (is_op("}")) break;
+        TOVA_ASSIGN_OR_RETURN(ExprPtr k, expression());
+        TOVA_RETURN_IF_ERROR(expect_op(":"));
+        TOVA_ASSIGN_OR_RETURN(ExprPtr v, expression());
+        d->args.push_back(std::move(k));
+        d->args.push_back(std::move(v));
+      }
+      next();
+      return d;
+    }
+    return ExprPtr{};
+  }
+
   Result<ExprPtr> primary() {
     const Token at = cur();
     switch (at.kind) {
@@ -564,50 +614,7 @@ class Parser {
         return e;
       }
       case TK::kOp:
-        if (at.text == "(") {
-          next();
-          if (skip_op(")")) return make(Expr::Kind::kTuple, at);
-          TOVA_ASSIGN_OR_RETURN(ExprPtr e, expression());
-          if (is_op(",")) {
-            auto t = make(Expr::Kind::kTuple, at);
-            t->args.push_back(std::move(e));
-            while (skip_op(",")) {
-              if (is_op(")")) break;
-              TOVA_ASSIGN_OR_RETURN(ExprPtr x, expression());
-              t->args.push_back(std::move(x));
-            }
-            e = std::move(t);
-          }
-          TOVA_RETURN_IF_ERROR(expect_op(")"));
-          return e;
-        }
-        if (at.text == "[") {
-          next();
-          auto l = make(Expr::Kind::kList, at);
-          while (!is_op("]")) {
-            if (!l->args.empty()) TOVA_RETURN_IF_ERROR(expect_op(","));
-            if (is_op("]")) break;
-            TOVA_ASSIGN_OR_RETURN(ExprPtr x, expression());
-            l->args.push_back(std::move(x));
-          }
-          next();
-          return l;
-        }
-        if (at.text == "{") {
-          next();
-          auto d = make(Expr::Kind::kDict, at);
-          while (!is_op("}")) {
-            if (!d->args.empty()) TOVA_RETURN_IF_ERROR(expect_op(","));
-            if (is_op("}")) break;
-            TOVA_ASSIGN_OR_RETURN(ExprPtr k, expression());
-            TOVA_RETURN_IF_ERROR(expect_op(":"));
-            TOVA_ASSIGN_OR_RETURN(ExprPtr v, expression());
-            d->args.push_back(std::move(k));
-            d->args.push_back(std::move(v));
-          }
-          next();
-          return d;
-        }
+        if (auto e = bracketed(at); !e.ok() || *e != nullptr) return e;
         break;
       default:
         break;
