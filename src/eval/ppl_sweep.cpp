@@ -251,26 +251,13 @@ class Sweep {
     return runtime::make_state(m_, co, 0);
   }
 
-  // Feeds whole chunks for a set of sequences (ordered by chunk) through shared forward calls,
-  // scoring every prediction. full_store (unbatched sweeps) keeps the current chunk's full
-  // logits [ctx - 1][n_vocab] for the configurations that follow it.
-  Status run_seqs(std::vector<Seq>& seqs, std::vector<float>* full_store) {
-    const int n_seq = static_cast<int>(seqs.size());
-    const int64_t by_memory = std::max<int64_t>(1, kMaxLogitFloats / (int64_t{n_seq} * n_vocab_));
-    const int step = static_cast<int>(std::min<int64_t>(std::max(1, o_.n_batch), by_memory));
-    // The sequences of each chunk: [first, last) into seqs, which one is full, and the leader
-    // the others ride along with while their states equal its (the largest budget in the same
-    // K/V format).
-    struct ChunkRange {
-      int chunk, first, last, full_seq;
-    };
+  // The sequences of each chunk: [first, last) into seqs, and which one is full.
+  struct ChunkRange {
+    int chunk, first, last, full_seq;
+  };
+  std::vector<ChunkRange> chunk_ranges(const std::vector<Seq>& seqs) const {
     std::vector<ChunkRange> ranges;
-    auto budget_of = [&](int s) {
-      const kv::PolicySpec& p = cfgs_[seqs[s].cfg].policy;
-      return p.bounded() ? p.budget : std::numeric_limits<int>::max();
-    };
-    auto format_of = [&](int s) -> const KvFormat& { return cfgs_[seqs[s].cfg].kv_type; };
-    for (int s = 0; s < n_seq; ++s) {
+    for (int s = 0; s < static_cast<int>(seqs.size()); ++s) {
       if (ranges.empty() || ranges.back().chunk != seqs[s].chunk) {
         ranges.push_back({seqs[s].chunk, s, s, -1});
       }
@@ -278,6 +265,22 @@ class Sweep {
       r.last = s + 1;
       if (seqs[s].cfg == full_) r.full_seq = s;
     }
+    return ranges;
+  }
+
+  // leader_of[s] >= 0: s rides along with that sequence (the largest budget in the same K/V
+  // format in its chunk) for positions below follow_until[s], the last micro-batch boundary at
+  // or before its budget (it holds every token up to there) and before the chunk's last,
+  // partial micro-batch. Every call then still holds at least one whole micro-batch of the
+  // leader, and with micro-batches of kMatmulBatchInvariantTokens or more the matmul computes
+  // each row as it would without sharing: bit-identical scores.
+  void plan_followers(const std::vector<Seq>& seqs, const std::vector<ChunkRange>& ranges,
+                      int step, std::vector<int>& leader_of, std::vector<int>& follow_until) const {
+    auto budget_of = [&](int s) {
+      const kv::PolicySpec& p = cfgs_[seqs[s].cfg].policy;
+      return p.bounded() ? p.budget : std::numeric_limits<int>::max();
+    };
+    auto format_of = [&](int s) -> const KvFormat& { return cfgs_[seqs[s].cfg].kv_type; };
     auto leader_in = [&](const ChunkRange& r, int s) {
       int leader = -1;
       for (int x = r.first; x < r.last; ++x) {
@@ -287,29 +290,35 @@ class Sweep {
       }
       return leader;
     };
-    // leader_of[s] >= 0: s follows that sequence for positions below follow_until[s], the last
-    // micro-batch boundary at or before its budget (it holds every token up to there) and
-    // before the chunk's last, partial micro-batch. Every call then still holds at least one
-    // whole micro-batch of the leader, and with micro-batches of kMatmulBatchInvariantTokens or
-    // more the matmul computes each row as it would without sharing: bit-identical scores.
+    for (const ChunkRange& r : ranges) {
+      for (int s = r.first; s < r.last; ++s) {
+        const int leader = leader_in(r, s);
+        if (s == leader || !cfgs_[seqs[s].cfg].policy.bounded()) continue;
+        // Sliding-window layers may evict before the budget (MultiState::holds_all_until).
+        // (holds_all_until is at most the budget, or budget + buffer for rkv.)
+        const int holds = std::min(seqs[s].state->holds_all_until(),
+                                   seqs[leader].state->holds_all_until());
+        const int until = std::min(ctx_ / step, holds / step) * step;
+        if (until > 0) {
+          leader_of[s] = leader;
+          follow_until[s] = until;
+        }
+      }
+    }
+  }
+
+  // Feeds whole chunks for a set of sequences (ordered by chunk) through shared forward calls,
+  // scoring every prediction. full_store (unbatched sweeps) keeps the current chunk's full
+  // logits [ctx - 1][n_vocab] for the configurations that follow it.
+  Status run_seqs(std::vector<Seq>& seqs, std::vector<float>* full_store) {
+    const int n_seq = static_cast<int>(seqs.size());
+    const int64_t by_memory = std::max<int64_t>(1, kMaxLogitFloats / (int64_t{n_seq} * n_vocab_));
+    const int step = static_cast<int>(std::min<int64_t>(std::max(1, o_.n_batch), by_memory));
+    const std::vector<ChunkRange> ranges = chunk_ranges(seqs);
     std::vector<int> leader_of(n_seq, -1), follow_until(n_seq, 0);
     if (o_.batched && o_.share_prefix && full_store == nullptr &&
         step >= kernels::kMatmulBatchInvariantTokens) {
-      for (const ChunkRange& r : ranges) {
-        for (int s = r.first; s < r.last; ++s) {
-          const int leader = leader_in(r, s);
-          if (s == leader || !cfgs_[seqs[s].cfg].policy.bounded()) continue;
-          // Sliding-window layers may evict before the budget (MultiState::holds_all_until).
-          // (holds_all_until is at most the budget, or budget + buffer for rkv.)
-          const int holds = std::min(seqs[s].state->holds_all_until(),
-                                     seqs[leader].state->holds_all_until());
-          const int until = std::min(ctx_ / step, holds / step) * step;
-          if (until > 0) {
-            leader_of[s] = leader;
-            follow_until[s] = until;
-          }
-        }
-      }
+      plan_followers(seqs, ranges, step, leader_of, follow_until);
     }
 
     runtime::ForwardBatch batch;
