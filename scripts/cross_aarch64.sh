@@ -25,7 +25,7 @@ sysroot=/usr/aarch64-linux-gnu
 # links (CMakeLists.txt's find_package calls); the header-only ones are arch-independent (all).
 packages=(g++-aarch64-linux-gnu qemu-user cmake ninja-build ccache pkg-config
           libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libfmt-dev:arm64
-          libcpp-httplib-dev:arm64 nlohmann-json3-dev libcli11-dev)
+          libcpp-httplib-dev:arm64 libstb-dev:arm64 nlohmann-json3-dev libcli11-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
