@@ -18,7 +18,8 @@
   X(kArchQwen35Moe)           \
   X(kArchLfm2)                \
   X(kArchLfm2Moe)             \
-  X(kArchGraniteHybrid)
+  X(kArchGraniteHybrid)       \
+  X(kArchNemotronH)
 
 namespace tova::model {
 

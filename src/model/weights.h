@@ -50,8 +50,10 @@ struct Mamba2Weights {
   kernels::WeightMatrix out;    // ssm_out: [n_embd][D]
 };
 
-// The feed-forward kind of a layer (layer_kinds.h), chosen by the architecture file.
-enum class FfnKind { kDense, kMoe };
+// The feed-forward kind of a layer (layer_kinds.h), chosen by the architecture file: kNone for
+// a layer without one (Nemotron-H's Mamba2 and attention layers), kReluSqr the ungated
+// squared-ReLU feed-forward (Nemotron-H's MLP layers: w_up, w_down and their optional biases).
+enum class FfnKind { kDense, kMoe, kNone, kReluSqr };
 
 // A mixture-of-experts feed-forward (qwen3moe, qwen2moe, Mixtral): a router picks
 // n_expert_used of n_expert SwiGLU experts per token; qwen2moe adds a shared expert scaled by
@@ -110,6 +112,8 @@ struct LayerWeights {
   kernels::WeightMatrix w_gate;   // dense: [n_ff][n_embd]
   kernels::WeightMatrix w_up;     // dense: [n_ff][n_embd]
   kernels::WeightMatrix w_down;   // dense: [n_embd][n_ff]
+  std::vector<float> ffn_up_b;    // kReluSqr: ffn_up.bias [n_ff], or empty
+  std::vector<float> ffn_down_b;  // kReluSqr: ffn_down.bias [n_embd], or empty
   MoeWeights moe;                 // kMoe
   std::vector<float> ffn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the feed-forward output
   // Gemma 4's MoE layers (ModelConfig::moe_beside_dense): the experts' input norm

@@ -1,0 +1,112 @@
+// nemotron_h: NVIDIA's Nemotron-H and Nemotron Nano 2 (9B, 12B) hybrids. Each layer is ONE block
+// with its own pre-norm (attn_norm, whatever the block) and residual:
+//   'M'  x += mamba2(rms_norm(x) · attn_norm)       (layer_mamba2.cpp, a fixed-size state)
+//   '*'  x += attention(rms_norm(x) · attn_norm)    (llama's attention without RoPE: NoPE, as
+//                                                    llama.cpp computes this family; optional
+//                                                    q/k/v and output biases)
+//   '-'  x += down · relu(up · (rms_norm(x) · attn_norm))^2   (layer_ffn_relu2.cpp: ungated
+//                                                    squared ReLU, optional up/down biases)
+// The pattern (the converter's hybrid_override_pattern) is carried by two per-layer arrays
+// (ArchSpec::layer_blocks, config.cpp): feed_forward_length (0 except at '-' layers) and
+// attention.head_count_kv (0 except at '*' layers); both 0 is a Mamba2 layer. Keys and tensors
+// as llama.cpp's src/models/nemotron-h.cpp and llama-model.cpp read them for NEMOTRON_H, written
+// by conversion/nemotron.py (NemotronHModel over GraniteHybridModel): the Mamba2 ones are
+// granitehybrid's (mamba2_loader.cpp). No Granite multipliers (llama.cpp reads none for this
+// family: such a key stays unread and is refused by name), attention scale 1/sqrt(head_dim).
+// A Mamba2 layer's mixer only (no feed-forward), an attention layer's attention only, a '-'
+// layer's feed-forward only (MixerKind::kNone: it holds nothing in the multi-state).
+#include <fmt/format.h>
+
+#include "model/arch.h"
+
+namespace tova::model {
+namespace {
+
+Status configure(KeyReader& keys, ModelConfig& c) {
+  TOVA_RETURN_IF_ERROR(read_mamba2_keys(keys, c));
+  // llama.cpp builds no RoPE for this family (rope type none): every attention layer is NoPE.
+  // The converter also writes rope.scaling.finetuned false (read_rope_scaling takes it as a
+  // label) and a rope.dimension_count that nothing rotates by.
+  c.layer_nope.assign(c.n_layer, 1);
+  c.rope.mode = kernels::RopeMode::kNorm;
+  // The LayerNorm epsilon of the multi-token prediction head llama.cpp loads for the MoE
+  // variant: no layer of this family's main pass uses it.
+  if (keys.has("attention.layer_norm_epsilon")) {
+    TOVA_ASSIGN_OR_RETURN(float eps, keys.f32("attention.layer_norm_epsilon"));
+    (void)eps;
+  }
+  return ok_status();
+}
+
+// The layer's one block is not the one the pattern says: one line naming the pattern's keys.
+Status wrong_block(const TensorLoader& ld, const ModelConfig& c, int il, const char* kind,
+                   const std::string& missing) {
+  return make_error("{}: the layer pattern ({}.feed_forward_length {}, "
+                    "{}.attention.head_count_kv at layer {}) makes layer {} {} layer, but it has "
+                    "no '{}'",
+                    ld.file().path(), c.arch_name, c.n_ff_of(il), c.arch_name, il, il, kind,
+                    missing);
+}
+
+// A '*' layer: llama's attention with the biases llama.cpp reads where present.
+Status load_attention_block(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const std::string p = fmt::format("blk.{}.", il);
+  TOVA_RETURN_IF_ERROR(load_attention(ld, c, il, l));
+  // The attention kind adds q, k and v biases together: one present asks for all three (an
+  // error names the missing one).
+  if (ld.has(p + "attn_q.bias") || ld.has(p + "attn_k.bias") || ld.has(p + "attn_v.bias")) {
+    TOVA_RETURN_IF_ERROR(load_qkv_bias(ld, c, il, l));
+  }
+  if (ld.has(p + "attn_output.bias")) {
+    TOVA_ASSIGN_OR_RETURN(l.bo, ld.vector(p + "attn_output.bias", c.n_embd));
+  }
+  l.ffn_kind = FfnKind::kNone;
+  return ok_status();
+}
+
+// A '-' layer: the squared-ReLU feed-forward, normed by the layer's attn_norm.
+Status load_relu2_block(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const std::string p = fmt::format("blk.{}.", il);
+  const int64_t E = c.n_embd, ff = c.n_ff_of(il);
+  l.mixer_kind = MixerKind::kNone;
+  l.ffn_kind = FfnKind::kReluSqr;
+  TOVA_ASSIGN_OR_RETURN(l.ffn_norm, ld.vector(p + "attn_norm.weight", E));
+  TOVA_ASSIGN_OR_RETURN(l.w_up, ld.matrix(p + "ffn_up.weight", E, ff));
+  TOVA_ASSIGN_OR_RETURN(l.w_down, ld.matrix(p + "ffn_down.weight", ff, E));
+  if (ld.has(p + "ffn_up.bias")) {
+    TOVA_ASSIGN_OR_RETURN(l.ffn_up_b, ld.vector(p + "ffn_up.bias", ff));
+  }
+  if (ld.has(p + "ffn_down.bias")) {
+    TOVA_ASSIGN_OR_RETURN(l.ffn_down_b, ld.vector(p + "ffn_down.bias", E));
+  }
+  return ok_status();
+}
+
+Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+  const std::string p = fmt::format("blk.{}.", il);
+  if (c.recurrent(il)) {
+    if (!ld.has(p + "ssm_in.weight")) return wrong_block(ld, c, il, "a Mamba2", p + "ssm_in.weight");
+    TOVA_ASSIGN_OR_RETURN(l.attn_norm, ld.vector(p + "attn_norm.weight", c.n_embd));
+    l.ffn_kind = FfnKind::kNone;
+    return load_mamba2(ld, c, il, l);
+  }
+  if (c.ffn_only(il)) {
+    if (!ld.has(p + "ffn_up.weight")) {
+      return wrong_block(ld, c, il, "a feed-forward", p + "ffn_up.weight");
+    }
+    return load_relu2_block(ld, c, il, l);
+  }
+  if (!ld.has(p + "attn_q.weight")) {
+    return wrong_block(ld, c, il, "an attention", p + "attn_q.weight");
+  }
+  return load_attention_block(ld, c, il, l);
+}
+
+}  // namespace
+
+extern const ArchSpec kArchNemotronH{.name = "nemotron_h",
+                                     .layer_blocks = true,
+                                     .configure = configure,
+                                     .load_layer = load_layer};
+
+}  // namespace tova::model
