@@ -19,7 +19,8 @@
   X(kArchLfm2)                \
   X(kArchLfm2Moe)             \
   X(kArchGraniteHybrid)       \
-  X(kArchNemotronH)
+  X(kArchNemotronH)           \
+  X(kArchNemotronHMoe)
 
 namespace tova::model {
 

@@ -101,6 +101,9 @@ struct ModelConfig {
   int n_expert_used = 0;
   int n_ff_exp = 0;                  // an expert's feed-forward width
   int n_ff_shexp = 0;                // the shared expert's (qwen2moe), 0: none
+  // nemotron_h_moe's moe_latent_size: the experts read and write this width, between the
+  // layer's ffn_latent_down and ffn_latent_up projections (MoeWeights::latent_*); 0: n_embd.
+  int moe_latent = 0;
   bool expert_weights_norm = false;  // chosen experts' weights divided by their sum
   float expert_weights_scale = 1.f;  // and then multiplied by this
   MoeGating moe_gating = MoeGating::kSoftmax;

@@ -64,7 +64,9 @@ struct MoeWeights {
   // lfm2moe (MoeGating::kSigmoid): exp_probs_b.bias [n_expert], added to the sigmoids to choose
   // the experts, not to their weights.
   std::vector<float> select_bias;
-  std::vector<kernels::WeightMatrix> gate, up;  // [n_expert] x [n_ff_exp][n_embd]
+  // [n_expert] x [n_ff_exp][n_embd] (n_embd: moe_latent where the layer has latent
+  // projections); gate empty for ungated experts: relu(up · h)^2 (nemotron_h_moe)
+  std::vector<kernels::WeightMatrix> gate, up;
   std::vector<kernels::WeightMatrix> down;      // [n_expert] x [n_embd][n_ff_exp]
   // gpt-oss: the experts' biases, added to each matrix's output; empty without.
   std::vector<float> gate_b, up_b;              // [n_expert][n_ff_exp]
@@ -74,8 +76,13 @@ struct MoeWeights {
   std::vector<float> shared_gate_inp;            // ffn_gate_inp_shexp: [n_embd]
   kernels::WeightMatrix shared_gate, shared_up;  // [n_ff_shexp][n_embd]
   kernels::WeightMatrix shared_down;             // [n_embd][n_ff_shexp]
-  // granitehybrid: a shared expert added as it is, without a gate (shared_gate_inp empty).
+  // granitehybrid: a shared expert added as it is, without a gate (shared_gate_inp empty);
+  // nemotron_h_moe: without the gate's matrix too (shared_gate empty): relu(up · h)^2.
   bool shared_ungated = false;
+  // nemotron_h_moe with ModelConfig::moe_latent > 0: the experts' input projection
+  // ffn_latent_down [moe_latent][n_embd] and output projection ffn_latent_up
+  // [n_embd][moe_latent]; empty (n_out 0) without.
+  kernels::WeightMatrix latent_down, latent_up;
   bool has_shared() const { return !shared_gate_inp.empty() || shared_ungated; }
   // Gemma 4 (ModelConfig::moe_beside_dense): the router input's scale, ffn_gate_inp.scale
   // [n_embd], and each expert's output scale, ffn_down_exps.scale [n_expert]; empty without.

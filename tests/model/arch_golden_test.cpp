@@ -227,7 +227,8 @@ INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenMoeQ8,
 // MoE case).
 INSTANTIATE_TEST_SUITE_P(Hybrids, ArchGoldenMoeQ8,
                          ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe",
-                                           "granitehybrid", "granitehybrid-moe", "nemotron_h"));
+                                           "granitehybrid", "granitehybrid-moe", "nemotron_h",
+                                           "nemotron_h_moe", "nemotron_h_moe-latent"));
 
 // gpt-oss as it ships (MXFP4 experts, Q8_0 attention, embedding and output; llama-quantize's
 // MXFP4_MOE), against llama.cpp's logits of the same file: within a relative L2 of 3e-2 and

@@ -5,6 +5,9 @@
 // one error naming the key or tensor at fault. What every hybrid shares (prompt at once equals
 // token by token, policies bound only the attention layers, clone, followers, session files)
 // runs for nemotron_h in qwen35_test.cpp's Hybrid suite; its goldens in arch_golden_test.cpp.
+// nemotron_h_moe (the same layers, the feed-forward ones a sigmoid-routed mixture of ungated
+// experts with a shared expert, and latent experts in its -latent fixture): its keys, and bad
+// files; routing that matters runs in moe_test.cpp's MoeFixture suite.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -195,6 +198,93 @@ TEST(NemotronH, BadFilesAreOneErrorNamingWhatIsWrong) {
                         a + "residual_scale");
   expect_one_error_line(nemotron_load_error({.key = a + "expert_count", .value = {4}}),
                         a + "expert_count");
+}
+
+std::string moe_load_error(const std::string& fixture, const NemotronRewrite& r) {
+  auto f = io::GgufFile::open(std::string(TOVA_TEST_DATA_DIR) + "/arch/" + fixture + "-f32.gguf",
+                              io::GgufFile::Load::kRead);
+  if (!f.ok()) return "open: " + f.message();
+  io::GgufWriter out;
+  for (const auto& [k, v] : (*f)->metadata()) {
+    if (k != r.key || !r.value.empty() || r.f != 0.f) out.set(k, v);  // a key with neither: dropped
+  }
+  if (!r.key.empty() && (!r.value.empty() || r.f != 0.f)) {
+    out.set(r.key, r.value.empty() ? io::GgufValue::make_f32(r.f)
+                                   : io::GgufValue::make_u32(r.value[0]));
+  }
+  for (const auto& t : (*f)->tensors()) {
+    if (std::find(r.drop.begin(), r.drop.end(), t.name) != r.drop.end()) continue;
+    out.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    if (t.name == r.add_from) {
+      out.add_tensor(r.add, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    }
+  }
+  auto g = io::GgufFile::from_bytes(out.to_bytes(), "g.gguf");
+  if (!g.ok()) return "gguf: " + g.message();
+  auto m = model::Model::from_file(std::move(g).value());
+  return m.ok() ? "" : m.message();
+}
+
+TEST(NemotronHMoe, TheMixtureIsSigmoidRoutedWithASharedExpert) {
+  for (const char* name : {"nemotron_h_moe", "nemotron_h_moe-latent"}) {
+    SCOPED_TRACE(name);
+    auto m = model::Model::load(std::string(TOVA_TEST_DATA_DIR) + "/arch/" + name + "-f32.gguf");
+    ASSERT_TRUE(m.ok()) << m.message();
+    const model::ModelConfig& c = (*m)->config();
+    EXPECT_EQ(c.n_expert, 8);
+    EXPECT_EQ(c.n_expert_used, 2);
+    EXPECT_EQ(c.n_ff_exp, 64);
+    EXPECT_EQ(c.n_ff_shexp, 96);
+    EXPECT_EQ(c.moe_gating, model::MoeGating::kSigmoid);
+    EXPECT_TRUE(c.expert_weights_norm);
+    EXPECT_EQ(c.expert_weights_scale, 2.5f);
+    EXPECT_EQ(c.moe_latent, std::string(name) == "nemotron_h_moe" ? 0 : 32);
+    for (int il = 0; il < 8; ++il) {
+      const model::LayerWeights& L = (*m)->weights().layers[il];
+      EXPECT_EQ(L.ffn_kind, kPattern[il] == '-' ? model::FfnKind::kMoe : model::FfnKind::kNone);
+      if (kPattern[il] != '-') continue;
+      EXPECT_TRUE(L.moe.gate.empty());  // ungated experts: relu(up)^2
+      EXPECT_EQ(L.moe.select_bias.size(), 8u);
+      EXPECT_TRUE(L.moe.has_shared());
+      EXPECT_EQ(L.moe.shared_gate.n_out, 0);
+      EXPECT_EQ(L.moe.latent_down.n_out, c.moe_latent);
+    }
+  }
+}
+
+TEST(NemotronHMoe, BadFilesAreOneErrorNamingWhatIsWrong) {
+  const std::string a = "nemotron_h_moe.";
+  EXPECT_EQ(moe_load_error("nemotron_h_moe", {}), "");
+  EXPECT_EQ(moe_load_error("nemotron_h_moe-latent", {}), "");
+  // Grouped routing, another gating, required widths absent (dropped).
+  expect_one_error_line(
+      moe_load_error("nemotron_h_moe", {.key = a + "expert_group_count", .value = {2}}),
+      a + "expert_group_count 2: grouped expert routing is not implemented");
+  expect_one_error_line(
+      moe_load_error("nemotron_h_moe", {.key = a + "expert_gating_func", .value = {1}}),
+      a + "expert_gating_func");
+  for (const char* k : {"expert_feed_forward_length", "expert_shared_feed_forward_length"}) {
+    expect_one_error_line(moe_load_error("nemotron_h_moe", {.key = a + k}), a + k + " is absent");
+  }
+  expect_one_error_line(
+      moe_load_error("nemotron_h_moe", {.key = a + "nextn_predict_layers", .value = {1}}),
+      a + "nextn_predict_layers");
+  // The selection bias, an expert tensor, the shared expert, a latent projection missing; a
+  // gate on the experts or latent projections in a file without moe_latent_size.
+  for (const char* t : {"blk.1.exp_probs_b.bias", "blk.4.ffn_down_exps.weight",
+                        "blk.7.ffn_up_shexp.weight"}) {
+    expect_one_error_line(moe_load_error("nemotron_h_moe", {.drop = {t}}), t);
+  }
+  expect_one_error_line(
+      moe_load_error("nemotron_h_moe-latent", {.drop = {"blk.1.ffn_latent_up.weight"}}),
+      "blk.1.ffn_latent_up.weight");
+  // Without moe_latent_size the experts are n_embd wide: the latent fixture's are not.
+  expect_one_error_line(moe_load_error("nemotron_h_moe-latent", {.key = a + "moe_latent_size"}),
+                        "tensor 'blk.1.ffn_up_exps.weight' has shape [32, 64, 8], expected [64, "
+                        "64, 8]");
+  expect_one_error_line(moe_load_error("nemotron_h_moe", {.add = "blk.1.ffn_gate_exps.weight",
+                                                          .add_from = "blk.1.ffn_up_exps.weight"}),
+                        "blk.1.ffn_gate_exps.weight");
 }
 
 }  // namespace

@@ -172,10 +172,11 @@ TEST_P(Hybrid, SessionFilesCarryTheRecurrentStates) {
 
 INSTANTIATE_TEST_SUITE_P(Families, DeltaNetHybrid, ::testing::Values("qwen35", "qwen35moe"));
 // Every hybrid family: the Gated DeltaNet ones, lfm2, lfm2moe (gated short convolutions),
-// granitehybrid and nemotron_h (Mamba2; nemotron_h's feed-forward layers hold no state).
+// granitehybrid, nemotron_h and nemotron_h_moe (Mamba2; their feed-forward layers hold no
+// state).
 INSTANTIATE_TEST_SUITE_P(Families, Hybrid,
                          ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe",
-                                           "granitehybrid", "nemotron_h"));
+                                           "granitehybrid", "nemotron_h", "nemotron_h_moe"));
 
 TEST(Hybrid, ASessionOfAnotherArchitectureIsOneError) {
   auto a = model::Model::load(fixture("qwen35"));
