@@ -87,7 +87,9 @@ run_all() {
   local line name family seed fields sets
   while IFS='|' read -r name family seed fields; do
     sets=()
+    set -f  # no pathname expansion: nemotron_h's layer_blocks holds '*'
     for s in $fields; do sets+=(--set "$s"); done
+    set +f
     for t in $TYPES; do
       one "heldback=$name type=$t" --arch "$family" "${sets[@]}" -s "$seed" --type "$t"
     done
