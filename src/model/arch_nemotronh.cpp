@@ -51,10 +51,11 @@ Status configure(KeyReader& keys, ModelConfig& c) {
 // The layer's one block is not the one the pattern says: one line naming the pattern's keys.
 Status wrong_block(const TensorLoader& ld, const ModelConfig& c, int il, const char* kind,
                    const std::string& missing) {
-  return make_error("{}: the layer pattern ({}.feed_forward_length {}, "
-                    "{}.attention.head_count_kv at layer {}) makes layer {} {} layer, but it has "
-                    "no '{}'",
-                    ld.file().path(), c.arch_name, c.n_ff_of(il), c.arch_name, il, il, kind,
+  const int kv = c.recurrent(il) || c.ffn_only(il) ? 0 : c.n_head_kv;
+  return make_error("{}: the layer pattern ({}.feed_forward_length {} and "
+                    "{}.attention.head_count_kv {} at layer {}) makes layer {} {} layer, but it "
+                    "has no '{}'",
+                    ld.file().path(), c.arch_name, c.n_ff_of(il), c.arch_name, kv, il, il, kind,
                     missing);
 }
 

@@ -218,6 +218,14 @@ Result<std::pair<uint32_t, uint32_t>> read_layer_blocks(KeyReader& k, uint32_t n
   if (n_layer == 0 || n_layer > 4096) {
     return make_error("{}: {} {} is out of range", f.path(), k.key("block_count"), n_layer);
   }
+  // The converter appends multi-token prediction blocks to the pattern (nemotron_h_moe): they
+  // are no layers of it, and no family of this pattern runs them.
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_nextn, k.u32_or("nextn_predict_layers", 0));
+  if (n_nextn > 0) {
+    return make_error("{}: {} {}: multi-token prediction blocks are not implemented for "
+                      "architecture '{}' (a file converted with --no-mtp has none)",
+                      f.path(), k.key("nextn_predict_layers"), n_nextn, c.arch_name);
+  }
   if (!k.is_array("feed_forward_length") || !k.is_array("attention.head_count_kv")) {
     return make_error("{}: {} and {} must be per-layer arrays (they say which block each layer "
                       "is)",

@@ -164,7 +164,8 @@ TEST(NemotronH, BadFilesAreOneErrorNamingWhatIsWrong) {
       nemotron_load_error({.key = ff, .value = {160, 160, 0, 0, 160, 0, 0, 160}}),
       "makes layer 0 a feed-forward layer, but it has no 'blk.0.ffn_up.weight'");
   expect_one_error_line(nemotron_load_error({.key = ff, .value = {0, 0, 0, 0, 160, 0, 0, 160}}),
-                        "makes layer 1 a Mamba2 layer, but it has no 'blk.1.ssm_in.weight'");
+                        "(" + ff + " 0 and " + kv + " 0 at layer 1) makes layer 1 a Mamba2 "
+                        "layer, but it has no 'blk.1.ssm_in.weight'");
   expect_one_error_line(nemotron_load_error({.key = kv, .value = {2, 0, 0, 2, 0, 0, 2, 0}}),
                         "makes layer 0 an attention layer, but it has no 'blk.0.attn_q.weight'");
   expect_one_error_line(nemotron_load_error({.key = kv, .value = {0, 2, 0, 2, 0, 0, 2, 0}}),
@@ -268,7 +269,7 @@ TEST(NemotronHMoe, BadFilesAreOneErrorNamingWhatIsWrong) {
   }
   expect_one_error_line(
       moe_load_error("nemotron_h_moe", {.key = a + "nextn_predict_layers", .value = {1}}),
-      a + "nextn_predict_layers");
+      a + "nextn_predict_layers 1: multi-token prediction blocks are not implemented");
   // The selection bias, an expert tensor, the shared expert, a latent projection missing; a
   // gate on the experts or latent projections in a file without moe_latent_size.
   for (const char* t : {"blk.1.exp_probs_b.bias", "blk.4.ffn_down_exps.weight",
