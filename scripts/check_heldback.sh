@@ -1,7 +1,7 @@
 #!/bin/bash
 # Held-back fixtures against llama.cpp: tova on files it was never tuned on. For every
 # mixture-of-experts and hybrid family (qwen3moe, gpt-oss, qwen2moe, Mixtral, qwen35,
-# qwen35moe, smollm3, gemma4, lfm2, lfm2moe, granitehybrid) this makes fixtures of other shapes and seeds than the committed
+# qwen35moe, smollm3, gemma4, lfm2, lfm2moe, granitehybrid, nemotron_h, nemotron_h_moe) this makes fixtures of other shapes and seeds than the committed
 # ones (`tova make-random --arch FAMILY --set ...`: other head counts, GQA ratios, expert
 # counts and top-k, windows, layer counts, rows that no super-block divides), quantizes their
 # F32 file with llama-quantize into every mix it writes from an F32 file without an importance
@@ -137,6 +137,15 @@ CASES=(
   "granitehybrid-a|granitehybrid|121|n_embd=256 n_layer=6 n_head=8 n_head_kv=2 n_ff=512 mamba2_d_inner=512 mamba2_heads=8 mamba2_groups=1 mamba2_d_state=64 mamba2_conv_kernel=3 embedding_scale=12 residual_scale=0.22 attention_scale=0.0078125 weight_std=0.075"
   "granitehybrid-b|granitehybrid|122|n_embd=96 n_layer=4 n_head=3 n_head_kv=1 n_ff=160 mamba2_d_inner=192 mamba2_heads=6 mamba2_groups=3 mamba2_d_state=8 mamba2_conv_kernel=2 rope_finetuned=1 weight_std=0.12"
   "granitehybrid-moe-a|granitehybrid-moe|123|n_embd=256 n_layer=6 n_head=8 n_head_kv=2 n_ff=128 n_expert=16 n_expert_used=4 n_ff_shexp=256 mamba2_d_inner=512 mamba2_heads=16 mamba2_groups=2 mamba2_d_state=32 weight_std=0.075"
+  # nemotron_h: one block per layer (layer_blocks: M Mamba2, * attention, - squared-ReLU
+  # feed-forward); 7 layers ending on attention, 8 heads of 64 in one group, state 64, kernel 3;
+  # 5 layers starting on attention, 6 heads of 32 in 3 groups, state 8, kernel 2.
+  # nemotron_h_moe: 16 experts of 128, 4 chosen, a shared expert of 256, scale 1.5, two MoE
+  # layers in a row; 6 experts of 96, 3 chosen, latent width 64, a shared expert of 64.
+  "nemotron_h-a|nemotron_h|131|n_embd=256 n_layer=7 n_head=8 n_head_kv=2 head_dim=64 n_ff=512 layer_blocks=M-M*-M* mamba2_d_inner=512 mamba2_heads=8 mamba2_groups=1 mamba2_d_state=64 mamba2_conv_kernel=3 weight_std=0.075"
+  "nemotron_h-b|nemotron_h|132|n_embd=96 n_layer=5 n_head=3 n_head_kv=1 head_dim=32 n_ff=160 layer_blocks=*M-M- mamba2_d_inner=192 mamba2_heads=6 mamba2_groups=3 mamba2_d_state=8 mamba2_conv_kernel=2 weight_std=0.12"
+  "nemotron_h_moe-a|nemotron_h_moe|133|n_embd=256 n_layer=6 n_head=8 n_head_kv=2 head_dim=64 n_ff=128 layer_blocks=M-*M-- n_expert=16 n_expert_used=4 n_ff_exp=128 n_ff_shexp=256 moe_weights_scale=1.5 mamba2_d_inner=512 mamba2_heads=16 mamba2_groups=2 mamba2_d_state=32 weight_std=0.075"
+  "nemotron_h_moe-b|nemotron_h_moe|134|n_embd=128 n_layer=5 n_head=4 n_head_kv=2 head_dim=32 n_ff=96 layer_blocks=M*-M- n_expert=6 n_expert_used=3 n_ff_exp=96 n_ff_shexp=64 moe_latent=64 mamba2_d_inner=256 mamba2_heads=8 mamba2_groups=2 mamba2_d_state=16 weight_std=0.106"
 )
 
 g++ -std=c++17 -O2 -o "$WORK/llama_dump" scripts/llama_dump.cpp -I"$LLAMA_DIR/include" \
@@ -250,7 +259,9 @@ run_case() {
   mkdir -p "$d"
   : > "$ROWS"
   sets=()
+  set -f  # no pathname expansion: nemotron_h's layer_blocks holds '*'
   for s in $fields; do sets+=(--set "$s"); done
+  set +f
   if ! nice -n 19 "$TOVA" make-random --arch "$family" "${sets[@]}" -s "$seed" --type f32 -t 1 \
       -o "$d/f32.gguf" 2> "$D/mk.log"; then
     fail_row "$name" f32 "make-random: $(tail -1 "$D/mk.log")"; return

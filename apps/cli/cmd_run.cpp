@@ -331,6 +331,10 @@ void print_kv_stats(const SessionStats& kv) {
       fmt::print(stderr, "  layer {:3d}  : shared K/V, reads an earlier layer's\n", il);
       continue;
     }
+    if (kv.layers[il].kind == "none") {
+      fmt::print(stderr, "  layer {:3d}  : feed-forward only, no state\n", il);
+      continue;
+    }
     fmt::print(stderr, "  layer {:3d}  : {:6d} states held, {:8d} evicted{}\n", il,
                kv.layers[il].n_held, kv.layers[il].n_evicted,
                several ? fmt::format(" ({})", kv.layers[il].kind) : std::string());

@@ -70,6 +70,8 @@ struct LayerStats {
 //              attention.shared_kv_layers layers) and holds nothing of its own (limit, rows and
 //              bytes 0); what it reads is bounded by that layer's policy. Listed in
 //              SessionStats::layers in the model's order with kind "shared" (no states held).
+// SessionStats::layers also lists a layer without a token mixer (Nemotron-H's feed-forward
+// layers), kind "none": it holds no state at all, so no StateKindStats has that kind.
 struct StateKindStats {
   std::string kind;
   int n_layer = 0;     // layers of this kind

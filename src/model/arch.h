@@ -37,6 +37,12 @@ struct ArchSpec {
   // attention, a layer of the family's recurrent kind (LFM2's short convolutions):
   // ModelConfig::layer_recurrent; the other entries must agree (n_head_kv).
   bool kv_heads_mark_recurrent = false;
+  // Reads feed_forward_length and attention.head_count_kv as per-layer arrays in which 0 marks
+  // a layer without that block, each layer being one block (Nemotron-H): both 0 a recurrent
+  // layer (ModelConfig::layer_recurrent), a feed-forward width a feed-forward-only layer
+  // (layer_ffn_only, layer_n_ff), else an attention-only layer; n_ff and n_head_kv are the
+  // nonzero entries' (the attention layers' must agree).
+  bool layer_blocks = false;
   // The final norm's tensor (LFM2's converter names it token_embd_norm).
   const char* output_norm = "output_norm.weight";
   // Reads the family's keys beyond the common ones (load_config reads embedding_length,
@@ -95,6 +101,13 @@ Status load_deltanet(TensorLoader& ld, const ModelConfig& c, int il, LayerWeight
 // gates, attn_k/v/output, q/k norms); a layer whose tensors are of the other kind is refused
 // in one line naming the pattern key.
 Status load_qwen35_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+
+// Mamba2 families (granitehybrid, nemotron_h; mamba2_loader.cpp): the ssm.* keys (conv_kernel,
+// inner_size, state_size, time_step_rank, group_count; all required) into c.mamba2, checked
+// against each other; and a Mamba2 layer's mixer: ssm_in, ssm_conv1d (+ bias), ssm_dt.bias,
+// ssm_a, ssm_d, ssm_norm, ssm_out, checked against them (not its attn_norm).
+Status read_mamba2_keys(KeyReader& keys, ModelConfig& c);
+Status load_mamba2(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 
 // LFM2 families (lfm2, lfm2moe; arch_lfm2.cpp): shortconv.l_cache (2..64), no sliding window,
 // NEOX RoPE; layer il's mixer as attention.head_count_kv's pattern says (a gated short

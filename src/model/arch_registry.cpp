@@ -18,7 +18,9 @@
   X(kArchQwen35Moe)           \
   X(kArchLfm2)                \
   X(kArchLfm2Moe)             \
-  X(kArchGraniteHybrid)
+  X(kArchGraniteHybrid)       \
+  X(kArchNemotronH)           \
+  X(kArchNemotronHMoe)
 
 namespace tova::model {
 

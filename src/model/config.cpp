@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "model/arch.h"
@@ -205,6 +206,61 @@ Result<uint32_t> read_kv_heads_marking_recurrent(KeyReader& k, uint32_t n_layer,
   return n_head_kv;
 }
 
+// Nemotron-H (ArchSpec::layer_blocks): each layer one block, told by the per-layer arrays
+// feed_forward_length and attention.head_count_kv (llama.cpp's reading): both 0 a Mamba2
+// layer, a width a feed-forward-only layer, else (width 0, KV heads > 0) an attention-only
+// layer. A layer with both is no layer of this pattern. Returns {n_ff, n_head_kv}.
+Result<std::pair<uint32_t, uint32_t>> read_layer_blocks(KeyReader& k, uint32_t n_layer,
+                                                        ModelConfig& c) {
+  const io::GgufFile& f = k.file();
+  const std::string ff_key = k.key("feed_forward_length");
+  const std::string kv_key = k.key("attention.head_count_kv");
+  if (n_layer == 0 || n_layer > 4096) {
+    return make_error("{}: {} {} is out of range", f.path(), k.key("block_count"), n_layer);
+  }
+  // The converter appends multi-token prediction blocks to the pattern (nemotron_h_moe): they
+  // are no layers of it, and no family of this pattern runs them.
+  TOVA_ASSIGN_OR_RETURN(uint32_t n_nextn, k.u32_or("nextn_predict_layers", 0));
+  if (n_nextn > 0) {
+    return make_error("{}: {} {}: multi-token prediction blocks are not implemented for "
+                      "architecture '{}' (a file converted with --no-mtp has none)",
+                      f.path(), k.key("nextn_predict_layers"), n_nextn, c.arch_name);
+  }
+  if (!k.is_array("feed_forward_length") || !k.is_array("attention.head_count_kv")) {
+    return make_error("{}: {} and {} must be per-layer arrays (they say which block each layer "
+                      "is)",
+                      f.path(), ff_key, kv_key);
+  }
+  TOVA_ASSIGN_OR_RETURN(std::vector<uint32_t> ff, k.u32_array("feed_forward_length", n_layer));
+  TOVA_ASSIGN_OR_RETURN(std::vector<uint32_t> kv,
+                        k.u32_array("attention.head_count_kv", n_layer));
+  uint32_t n_ff = 0, n_head_kv = 0;
+  c.layer_recurrent.assign(n_layer, false);
+  c.layer_ffn_only.assign(n_layer, false);
+  for (uint32_t il = 0; il < n_layer; ++il) {
+    if (ff[il] > (1u << 20)) {
+      return make_error("{}: {} holds {}, out of range", f.path(), ff_key, ff[il]);
+    }
+    if (ff[il] != 0 && kv[il] != 0) {
+      return make_error("{}: layer {} has a feed-forward ({} {}) and attention ({} {}): each "
+                        "layer of architecture '{}' is one block",
+                        f.path(), il, ff_key, ff[il], kv_key, kv[il], c.arch_name);
+    }
+    c.layer_recurrent[il] = ff[il] == 0 && kv[il] == 0;
+    c.layer_ffn_only[il] = ff[il] != 0;
+    n_ff = std::max(n_ff, ff[il]);
+    if (kv[il] != 0 && n_head_kv != 0 && kv[il] != n_head_kv) {
+      return make_error("{}: {} holds {} and {}: attention layers of different KV head counts "
+                        "are not implemented",
+                        f.path(), kv_key, n_head_kv, kv[il]);
+    }
+    if (kv[il] != 0) n_head_kv = kv[il];
+  }
+  if (n_head_kv == 0) return make_error("{}: {} leaves no attention layer", f.path(), kv_key);
+  c.layer_n_ff.assign(ff.begin(), ff.end());
+  return std::pair{n_ff, n_head_kv};
+}
+
 // The KV head count: one for every layer, the most of one per layer (families with
 // ArchSpec::layer_kv_heads, kept in layer_n_head_kv), or LFM2's marking of recurrent layers.
 Result<uint32_t> read_kv_heads(KeyReader& k, const ArchSpec& spec, uint32_t n_head,
@@ -309,9 +365,15 @@ Status read_shape(KeyReader& k, const ArchSpec& spec, ModelConfig& c) {
   const io::GgufFile& f = k.file();
   TOVA_ASSIGN_OR_RETURN(uint32_t n_embd, k.u32("embedding_length"));
   TOVA_ASSIGN_OR_RETURN(uint32_t n_layer, k.u32("block_count"));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_ff, read_ff_width(k, n_layer, c));
   TOVA_ASSIGN_OR_RETURN(uint32_t n_head, k.u32("attention.head_count"));
-  TOVA_ASSIGN_OR_RETURN(uint32_t n_head_kv, read_kv_heads(k, spec, n_head, n_layer, c));
+  uint32_t n_ff = 0, n_head_kv = 0;
+  if (spec.layer_blocks) {
+    TOVA_ASSIGN_OR_RETURN(auto ff_kv, read_layer_blocks(k, n_layer, c));
+    std::tie(n_ff, n_head_kv) = ff_kv;
+  } else {
+    TOVA_ASSIGN_OR_RETURN(n_ff, read_ff_width(k, n_layer, c));
+    TOVA_ASSIGN_OR_RETURN(n_head_kv, read_kv_heads(k, spec, n_head, n_layer, c));
+  }
   TOVA_ASSIGN_OR_RETURN(uint32_t n_ctx, k.u32_or("context_length", 2048));
   TOVA_ASSIGN_OR_RETURN(c.rms_eps, k.f32_or("attention.layer_norm_rms_epsilon", 1e-5f));
   TOVA_ASSIGN_OR_RETURN(c.rope.freq_base, k.f32_or("rope.freq_base", 10000.f));

@@ -61,7 +61,8 @@ struct ModelConfig {
   int head_dim = 0;
   int n_ff = 0;  // the widest layer's, where feed_forward_length is a per-layer array
   // Per layer its feed-forward width where the file gives feed_forward_length as an array
-  // (Gemma 4 E2B's double-wide MLP of the shared-K/V layers); empty when every layer has n_ff.
+  // (Gemma 4 E2B's double-wide MLP of the shared-K/V layers; Nemotron-H's 0 at every layer
+  // without a feed-forward); empty when every layer has n_ff.
   std::vector<int> layer_n_ff;
   int n_ff_of(int il) const { return layer_n_ff.empty() ? n_ff : layer_n_ff[il]; }
   float rms_eps = 1e-5f;
@@ -100,6 +101,9 @@ struct ModelConfig {
   int n_expert_used = 0;
   int n_ff_exp = 0;                  // an expert's feed-forward width
   int n_ff_shexp = 0;                // the shared expert's (qwen2moe), 0: none
+  // nemotron_h_moe's moe_latent_size: the experts read and write this width, between the
+  // layer's ffn_latent_down and ffn_latent_up projections (MoeWeights::latent_*); 0: n_embd.
+  int moe_latent = 0;
   bool expert_weights_norm = false;  // chosen experts' weights divided by their sum
   float expert_weights_scale = 1.f;  // and then multiplied by this
   MoeGating moe_gating = MoeGating::kSoftmax;
@@ -122,6 +126,17 @@ struct ModelConfig {
   Mamba2Config mamba2;
   bool recurrent(int il) const {
     return il < static_cast<int>(layer_recurrent.size()) && layer_recurrent[il];
+  }
+  // Layers whose only block is a feed-forward, without a token mixer (Nemotron-H's MLP layers):
+  // per layer, whether it is one; empty when none is. They hold nothing in the multi-state.
+  std::vector<bool> layer_ffn_only;
+  bool ffn_only(int il) const {
+    return il < static_cast<int>(layer_ffn_only.size()) && layer_ffn_only[il];
+  }
+  int n_ffn_only_layers() const {
+    int n = 0;
+    for (bool f : layer_ffn_only) n += f ? 1 : 0;
+    return n;
   }
   // Multi-token prediction blocks (qwen35*: {arch}.nextn_predict_layers, as llama.cpp reads
   // it): extra decoder blocks stored past the main stack (blk.{n_layer} ...), loaded and
@@ -151,8 +166,11 @@ struct ModelConfig {
     for (int o : layer_kv_owner) n += o >= 0 ? 1 : 0;
     return n;
   }
-  // Layers that hold K/V in the multi-state: n_layer minus the recurrent and shared ones.
-  int n_attention_layers() const { return n_layer - n_recurrent_layers() - n_shared_kv_layers(); }
+  // Layers that hold K/V in the multi-state: n_layer minus the recurrent, shared and
+  // feed-forward-only ones.
+  int n_attention_layers() const {
+    return n_layer - n_recurrent_layers() - n_shared_kv_layers() - n_ffn_only_layers();
+  }
   // Per-layer embeddings (Gemma 4 E2B/E4B; embedding_length_per_layer_input > 0): every layer
   // adds a gated projection of its own n_embd_per_layer-wide input, made from the token's row
   // of per_layer_token_embd and a projection of its embedding (layer_per_layer_input.cpp).

@@ -9,10 +9,17 @@
 //   MoeGating::kSoftmaxOfChosen (gpt-oss): E = the n_expert_used largest logits; w = softmax
 //     of their logits
 //   w_e ×= expert_weights_scale
+//   MoeGating::kSigmoid (lfm2moe, nemotron_h_moe): p = sigmoid(l); E = the n_expert_used
+//     largest p + selection bias; w_e = p_e (renormalized where the file says)
 //   out = sum over e in E, best first, of w_e · (down_e(act(gate_e · h + bg_e, up_e · h + bu_e))
-//         + bd_e)    (biases: gpt-oss; act: silu(g) * u, or gpt-oss's clamped swiglu_oai)
-//       + sigmoid(shared_gate_inp · h) · shared expert(h)   (qwen2moe)
+//         + bd_e)    (biases: gpt-oss; act: silu(g) * u, or gpt-oss's clamped swiglu_oai;
+//                    nemotron_h_moe's experts have no gate: relu(up_e · h)^2)
+//       + sigmoid(shared_gate_inp · h) · shared expert(h)   (qwen2moe; ungated: granitehybrid,
+//                    nemotron_h_moe's without a gate matrix, relu(up · h)^2 projected down)
 //   x += out
+// nemotron_h_moe's latent experts (ModelConfig::moe_latent > 0): the experts read
+// latent_down · h and their weighted sum goes through latent_up before the shared expert's
+// output joins it; the router and the shared expert read h itself.
 // Gemma 4 keeps its dense feed-forward beside the experts, with other norms and a scaled router
 // input (moe_beside_dense_block below).
 // Speed: an expert's weights are read once per call whatever the number of its tokens. The
@@ -44,9 +51,10 @@ struct MoeScratch : KindScratch {
   std::vector<int> next;          // [n_expert] its next free row while grouping
   std::vector<int> row_of;        // [n_tok][n_expert_used] the row of (token, j)
   std::vector<int> token_of;      // [n_pick] the token of each row
-  std::vector<float> xe;          // [n_pick][n_embd] inputs gathered by expert
+  // d_exp below: the experts' width, n_embd or ModelConfig::moe_latent.
+  std::vector<float> xe;          // [n_pick][d_exp] inputs gathered by expert
   std::vector<float> gate, up;    // [n_pick][n_ff_exp] expert gate and up projections
-  std::vector<float> ye;          // [n_pick][n_embd] expert outputs
+  std::vector<float> ye;          // [n_pick][d_exp] expert outputs
   std::vector<kernels::MatmulJob> jobs;  // the experts' products of one step (run_experts)
   std::vector<float> shared_gate;        // [n_tok] sigmoid gate of the shared expert
   std::vector<float> shared_h;    // [n_tok][n_ff_shexp] shared expert's gate projection
@@ -55,6 +63,9 @@ struct MoeScratch : KindScratch {
   // Gemma 4 (ModelConfig::moe_beside_dense): the router's input and the dense
   // feed-forward's output beside the experts, each [n_tok][n_embd].
   std::vector<float> router_in, dense_out;
+  // nemotron_h_moe's latent experts: their input [n_tok][moe_latent], the weighted sum of their
+  // outputs [n_tok][moe_latent] and its projection back [n_tok][n_embd].
+  std::vector<float> latent, latent_sum, latent_y;
 };
 
 // ggml's clamp of the weights' sum (the smallest normal float16), kept for equal results.
@@ -122,25 +133,30 @@ void matmul_jobs(const LayerPass& p, std::span<const kernels::MatmulJob> jobs) {
   }
 }
 
-// The routed experts' outputs, m.ye [n_pick][n_embd], from the normed inputs s.xb.
-void run_experts(const LayerPass& p, const MoeWeights& W) {
+// The experts' width: the model's, or the latent one they read and write (nemotron_h_moe).
+int64_t expert_width(const ModelConfig& c) { return c.moe_latent > 0 ? c.moe_latent : c.n_embd; }
+
+// The routed experts' outputs, m.ye [n_pick][d_exp], from their inputs xin [n][d_exp] (the
+// normed inputs s.xb, or their latent projection).
+void run_experts(const LayerPass& p, const MoeWeights& W, const float* xin) {
   const ModelConfig& c = p.c;
   ForwardScratch& s = p.s;
   MoeScratch& m = s.own<MoeScratch>();
-  const int64_t d = c.n_embd, f = c.n_ff_exp, n_pick = p.n * c.n_expert_used;
+  const int64_t d = expert_width(c), f = c.n_ff_exp, n_pick = p.n * c.n_expert_used;
+  const bool gated = !W.gate.empty();
   // The experts with tokens, each over its rows m.begin[e] .. m.begin[e + 1] (in decode the one
   // token's input itself; in a prompt its tokens' inputs gathered into m.xe).
   std::vector<kernels::MatmulJob>& jobs = m.jobs;
   jobs.clear();
   if (p.n > 1) {
     for_tokens(p.pool, n_pick, d,
-               [&](int64_t r) { std::copy_n(&s.xb[m.token_of[r] * d], d, &m.xe[r * d]); });
+               [&](int64_t r) { std::copy_n(&xin[m.token_of[r] * d], d, &m.xe[r * d]); });
   }
   for (int e = 0; e < c.n_expert; ++e) {
     const int b = m.begin[e], cnt = m.begin[e + 1] - b;
     if (cnt == 0) continue;
-    const float* x = p.n > 1 ? &m.xe[b * d] : s.xb.data();
-    jobs.push_back({&W.gate[e], x, cnt, &m.gate[b * f]});
+    const float* x = p.n > 1 ? &m.xe[b * d] : xin;
+    if (gated) jobs.push_back({&W.gate[e], x, cnt, &m.gate[b * f]});
     jobs.push_back({&W.up[e], x, cnt, &m.up[b * f]});
   }
   // Gate and up of every chosen expert as one task list over the threads.
@@ -151,7 +167,12 @@ void run_experts(const LayerPass& p, const MoeWeights& W) {
     add_expert_bias(p, W.up_b, e, b, cnt, f, m.up.data());
   }
   for_elems(p.pool, n_pick * f, [&](int64_t b, int64_t e) {
-    if (c.ffn_act == FfnAct::kSwigluOai) {
+    if (!gated) {  // nemotron_h_moe: relu(up)^2, in place
+      for (int64_t i = b; i < e; ++i) {
+        const float r = std::max(m.up[i], 0.f);
+        m.up[i] = r * r;
+      }
+    } else if (c.ffn_act == FfnAct::kSwigluOai) {
       kernels::swiglu_oai_mul(m.gate.data() + b, m.up.data() + b, e - b, kernels::kSwigluOaiAlpha,
                               c.swiglu_limit);
     } else if (c.ffn_act == FfnAct::kGeluTanh) {  // Gemma 4
@@ -163,7 +184,8 @@ void run_experts(const LayerPass& p, const MoeWeights& W) {
   jobs.clear();
   for (int e = 0; e < c.n_expert; ++e) {
     const int b = m.begin[e], cnt = m.begin[e + 1] - b;
-    if (cnt > 0) jobs.push_back({&W.down[e], &m.gate[b * f], cnt, &m.ye[b * d]});
+    const float* act = gated ? &m.gate[b * f] : &m.up[b * f];
+    if (cnt > 0) jobs.push_back({&W.down[e], act, cnt, &m.ye[b * d]});
   }
   matmul_jobs(p, jobs);
   for (int e = 0; e < c.n_expert; ++e) {
@@ -186,6 +208,18 @@ void run_shared_expert(const LayerPass& p, const MoeWeights& W) {
   resize(m.shared_h, n * f);
   resize(m.shared_h2, n * std::max(f, d));
   resize(m.shared_gate, n);
+  if (W.shared_gate.n_out == 0) {  // nemotron_h_moe: down · relu(up · h)^2, added as it is
+    p.matmul(W.shared_up, s.xb.data(), n, m.shared_h.data());
+    for_elems(p.pool, n * f, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const float r = std::max(m.shared_h[i], 0.f);
+        m.shared_h[i] = r * r;
+      }
+    });
+    p.matmul(W.shared_down, m.shared_h.data(), n, m.shared_h2.data());
+    std::fill_n(m.shared_gate.data(), n, 1.f);
+    return;
+  }
   const kernels::WeightMatrix* ws[] = {&W.shared_gate, &W.shared_up};
   float* ys[] = {m.shared_h.data(), m.shared_h2.data()};
   p.matmul_multi(ws, s.xb.data(), n, ys);
@@ -232,7 +266,7 @@ void dense_beside_experts(const LayerPass& p, const LayerWeights& L) {
 
 // The router's and experts' scratch of n tokens (k experts each), for either MoE block.
 void size_moe_scratch(const ModelConfig& c, int64_t n, MoeScratch& m) {
-  const int64_t d = c.n_embd, n_pick = n * c.n_expert_used;
+  const int64_t d = expert_width(c), n_pick = n * c.n_expert_used;
   resize(m.probs, n * c.n_expert);
   m.chosen.resize(n_pick);
   m.weight.resize(n_pick);
@@ -272,7 +306,7 @@ void moe_beside_dense_block(const LayerPass& p, const LayerWeights& L) {
           &m.chosen[i * k], &m.weight[i * k]);
   });
   group_by_expert(c, n, m);
-  run_experts(p, W);
+  run_experts(p, W, s.xb.data());
   for_tokens(p.pool, n, k * d, [&](int64_t i) {
     float* out = &s.xb[i * d];
     std::fill_n(out, d, 0.f);
@@ -308,16 +342,37 @@ void moe_ffn_block(const LayerPass& p, const LayerWeights& L) {
           &m.chosen[i * k], &m.weight[i * k]);
   });
   group_by_expert(c, n, m);
-  run_experts(p, W);
+  if (c.moe_latent > 0) {  // nemotron_h_moe: the experts in the latent width
+    const int64_t dl = c.moe_latent;
+    resize(m.latent, n * dl);
+    resize(m.latent_sum, n * dl);
+    resize(m.latent_y, n * d);
+    p.matmul(W.latent_down, s.xb.data(), n, m.latent.data());
+    run_experts(p, W, m.latent.data());
+    for_tokens(p.pool, n, k * dl, [&](int64_t i) {
+      float* sum = &m.latent_sum[i * dl];
+      std::fill_n(sum, dl, 0.f);
+      for (int64_t j = 0; j < k; ++j) {
+        kernels::axpy(m.weight[i * k + j], &m.ye[m.row_of[i * k + j] * dl], sum, dl);
+      }
+    });
+    p.matmul(W.latent_up, m.latent_sum.data(), n, m.latent_y.data());
+  } else {
+    run_experts(p, W, s.xb.data());
+  }
   if (W.has_shared()) run_shared_expert(p, W);
 
   // out = sum of w · expert output (most probable first) [+ gate · shared], then x += out;
   // s.xb (the normed input, read by every matrix above) holds out.
   for_tokens(p.pool, n, k * d, [&](int64_t i) {
     float* out = &s.xb[i * d];
-    std::fill_n(out, d, 0.f);
-    for (int64_t j = 0; j < k; ++j) {
-      kernels::axpy(m.weight[i * k + j], &m.ye[m.row_of[i * k + j] * d], out, d);
+    if (c.moe_latent > 0) {
+      std::copy_n(&m.latent_y[i * d], d, out);
+    } else {
+      std::fill_n(out, d, 0.f);
+      for (int64_t j = 0; j < k; ++j) {
+        kernels::axpy(m.weight[i * k + j], &m.ye[m.row_of[i * k + j] * d], out, d);
+      }
     }
     if (W.has_shared()) kernels::axpy(m.shared_gate[i], &m.shared_h2[i * d], out, d);
     p.add_residual(&s.x[i * d], out);

@@ -7,7 +7,9 @@
 //   layer_shortconv.cpp  gated short convolution: B, C, x; C * conv(B * x) (a recurrent state)
 //   layer_mamba2.cpp     Mamba2 (SSD): conv1d + selective scan + gated group norm (a recurrent
 //                        state)
+//   layer_mixer_none.cpp no mixer: a layer that is only a feed-forward (holds no state)
 //   layer_ffn_dense.cpp  the gated feed-forward of every dense family
+//   layer_ffn_relu2.cpp  the ungated squared-ReLU feed-forward (Nemotron-H)
 //   layer_ffn_moe.cpp    routed experts (+ a shared expert)
 //   layer_per_layer_input.cpp  Gemma 4 E2B/E4B's per-layer input, after the feed-forward
 // A mixer kind's file defines its MixerSpec (what it keeps in the multi-state, its recurrent
@@ -95,7 +97,8 @@ const MixerSpec& mixer_spec(MixerKind kind);
 // The layer plan of a loaded model: each layer's kind as its loader chose it
 // (LayerWeights::mixer_kind), its state index among the multi-state's K/V layers or recurrent
 // states, its owner for a shared-K/V layer; an error where the kinds disagree with the config's
-// layer pattern (ModelConfig::layer_recurrent, layer_kv_owner), which sizes the multi-state.
+// layer pattern (ModelConfig::layer_recurrent, layer_kv_owner, layer_ffn_only), which sizes the
+// multi-state.
 Result<std::vector<LayerPlan>> plan_layers(const ModelConfig& c, const ModelWeights& w);
 
 // Mixer (attention): s.x += attn_post_norm(wo · attention(norm(s.x))) for the model's layer il
@@ -133,6 +136,10 @@ void deltanet_block(const LayerPass& p, int il, const LayerPlan& lp, const Layer
 // Dense feed-forward: s.x += ffn_post_norm(down(act(gate · h) * (up · h))), h = norm(s.x)
 // (layer_ffn_dense.cpp).
 void dense_ffn_block(const LayerPass& p, const LayerWeights& L);
+
+// Squared-ReLU feed-forward (Nemotron-H's MLP layers): s.x += down · relu(up · h + up_b)^2
+// + down_b, h = norm(s.x), the biases where the layer has them (layer_ffn_relu2.cpp).
+void relu2_ffn_block(const LayerPass& p, const LayerWeights& L);
 
 // Mixture of experts: s.x += sum over the k chosen experts of weight_e · expert_e(h), plus
 // the gated shared expert where the layer has one, h = norm(s.x) (layer_ffn_moe.cpp).

@@ -13,21 +13,25 @@ namespace tova::model {
 //               ModelConfig::layer_kv_owner): wq, q_norm, wo and the norms only
 //   kDeltaNet   Gated DeltaNet (qwen35, qwen35moe): conv1d + gated delta rule
 //   kShortConv  gated short convolution (lfm2): in_proj to B, C, x; C * conv(B * x); out_proj
-//   kMamba2     Mamba2 (SSD; granitehybrid): conv1d + selective scan + gated group RMSNorm
-enum class MixerKind { kAttention, kSharedKv, kDeltaNet, kShortConv, kMamba2 };
+//   kMamba2     Mamba2 (SSD; granitehybrid, nemotron_h): conv1d + selective scan + gated group
+//               RMSNorm
+//   kNone       no token mixer: a layer whose only block is its feed-forward (Nemotron-H's MLP
+//               layers; ModelConfig::layer_ffn_only)
+enum class MixerKind { kAttention, kSharedKv, kDeltaNet, kShortConv, kMamba2, kNone };
 
 // What a mixer kind keeps per sequence in the multi-state (kv::MultiStateOptions).
 enum class MixerState {
   kKv,         // K/V rows in one of the multi-state's layers, bounded by its policy
   kRecurrent,  // a fixed-size recurrent state (kv::RecurrentState), the same at any length
   kOwners,     // nothing: it reads an earlier layer's K/V, as that layer holds it
+  kNothing,    // nothing at all: the layer mixes no tokens (MixerKind::kNone)
 };
 
 struct LayerPlan {
   MixerKind mixer = MixerKind::kAttention;
   MixerState holds = MixerState::kKv;
   // kKv: the layer's index among the multi-state's K/V layers; kRecurrent: among its recurrent
-  // states; kOwners: its owner's K/V layer.
+  // states; kOwners: its owner's K/V layer; kNothing: -1.
   int state = -1;
   // kOwners: the model layer whose K/V it reads; else the layer itself.
   int owner = -1;

@@ -8,7 +8,8 @@
   X(kMixerSharedKv)    \
   X(kMixerDeltaNet)    \
   X(kMixerShortConv)   \
-  X(kMixerMamba2)
+  X(kMixerMamba2)       \
+  X(kMixerNone)
 
 namespace tova::model {
 
@@ -52,7 +53,8 @@ Result<std::vector<LayerPlan>> plan_layers(const ModelConfig& c, const ModelWeig
     // The multi-state is sized from the config's pattern (batch_prep.cpp checks it): the kinds
     // the loader chose must agree with it.
     if ((m.holds == MixerState::kRecurrent) != c.recurrent(il) ||
-        (m.holds == MixerState::kOwners) != c.shared_kv(il)) {
+        (m.holds == MixerState::kOwners) != c.shared_kv(il) ||
+        (m.holds == MixerState::kNothing) != c.ffn_only(il)) {
       return make_error("layer {}: loaded as a {} layer, which the layer pattern does not say",
                         il, m.name);
     }

@@ -107,6 +107,7 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
       continue;
     }
     if (lp.holds == MixerState::kOwners) continue;  // reads its owner's K/V: holds nothing
+    if (lp.holds == MixerState::kNothing) continue;  // mixes no tokens: holds nothing
     ++o.n_layer;
     if (!config_.layer_window.empty()) o.windows.push_back(config_.layer_window[il]);
     if (!config_.layer_n_head_kv.empty()) o.layer_n_head_kv.push_back(config_.layer_n_head_kv[il]);
@@ -235,6 +236,8 @@ Status Model::forward_step(std::span<const BatchToken> batch, ThreadPool& pool,
     switch (L.ffn_kind) {
       case FfnKind::kDense: dense_ffn_block(p, L); break;
       case FfnKind::kMoe: moe_ffn_block(p, L); break;
+      case FfnKind::kReluSqr: relu2_ffn_block(p, L); break;
+      case FfnKind::kNone: break;
     }
     if (c.n_embd_per_layer > 0) per_layer_input_block(p, il, L);
     if (L.out_scale != 1.f) {  // Gemma 4's layer_output_scale: the whole stream, not the delta

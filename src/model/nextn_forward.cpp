@@ -82,6 +82,11 @@ Status Model::forward_nextn(int block, std::span<const BatchToken> batch, const 
     case FfnKind::kMoe:
       moe_ffn_block(p, B.layer);
       break;
+    case FfnKind::kReluSqr:
+      relu2_ffn_block(p, B.layer);
+      break;
+    case FfnKind::kNone:
+      break;
   }
   for (const SequenceRun& run : s.runs) run.state->advance(static_cast<int64_t>(run.idx.size()));
 

@@ -50,8 +50,10 @@ struct Mamba2Weights {
   kernels::WeightMatrix out;    // ssm_out: [n_embd][D]
 };
 
-// The feed-forward kind of a layer (layer_kinds.h), chosen by the architecture file.
-enum class FfnKind { kDense, kMoe };
+// The feed-forward kind of a layer (layer_kinds.h), chosen by the architecture file: kNone for
+// a layer without one (Nemotron-H's Mamba2 and attention layers), kReluSqr the ungated
+// squared-ReLU feed-forward (Nemotron-H's MLP layers: w_up, w_down and their optional biases).
+enum class FfnKind { kDense, kMoe, kNone, kReluSqr };
 
 // A mixture-of-experts feed-forward (qwen3moe, qwen2moe, Mixtral): a router picks
 // n_expert_used of n_expert SwiGLU experts per token; qwen2moe adds a shared expert scaled by
@@ -62,7 +64,9 @@ struct MoeWeights {
   // lfm2moe (MoeGating::kSigmoid): exp_probs_b.bias [n_expert], added to the sigmoids to choose
   // the experts, not to their weights.
   std::vector<float> select_bias;
-  std::vector<kernels::WeightMatrix> gate, up;  // [n_expert] x [n_ff_exp][n_embd]
+  // [n_expert] x [n_ff_exp][n_embd] (n_embd: moe_latent where the layer has latent
+  // projections); gate empty for ungated experts: relu(up · h)^2 (nemotron_h_moe)
+  std::vector<kernels::WeightMatrix> gate, up;
   std::vector<kernels::WeightMatrix> down;      // [n_expert] x [n_embd][n_ff_exp]
   // gpt-oss: the experts' biases, added to each matrix's output; empty without.
   std::vector<float> gate_b, up_b;              // [n_expert][n_ff_exp]
@@ -72,8 +76,13 @@ struct MoeWeights {
   std::vector<float> shared_gate_inp;            // ffn_gate_inp_shexp: [n_embd]
   kernels::WeightMatrix shared_gate, shared_up;  // [n_ff_shexp][n_embd]
   kernels::WeightMatrix shared_down;             // [n_embd][n_ff_shexp]
-  // granitehybrid: a shared expert added as it is, without a gate (shared_gate_inp empty).
+  // granitehybrid: a shared expert added as it is, without a gate (shared_gate_inp empty);
+  // nemotron_h_moe: without the gate's matrix too (shared_gate empty): relu(up · h)^2.
   bool shared_ungated = false;
+  // nemotron_h_moe with ModelConfig::moe_latent > 0: the experts' input projection
+  // ffn_latent_down [moe_latent][n_embd] and output projection ffn_latent_up
+  // [n_embd][moe_latent]; empty (n_out 0) without.
+  kernels::WeightMatrix latent_down, latent_up;
   bool has_shared() const { return !shared_gate_inp.empty() || shared_ungated; }
   // Gemma 4 (ModelConfig::moe_beside_dense): the router input's scale, ffn_gate_inp.scale
   // [n_embd], and each expert's output scale, ffn_down_exps.scale [n_expert]; empty without.
@@ -110,6 +119,8 @@ struct LayerWeights {
   kernels::WeightMatrix w_gate;   // dense: [n_ff][n_embd]
   kernels::WeightMatrix w_up;     // dense: [n_ff][n_embd]
   kernels::WeightMatrix w_down;   // dense: [n_embd][n_ff]
+  std::vector<float> ffn_up_b;    // kReluSqr: ffn_up.bias [n_ff], or empty
+  std::vector<float> ffn_down_b;  // kReluSqr: ffn_down.bias [n_embd], or empty
   MoeWeights moe;                 // kMoe
   std::vector<float> ffn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the feed-forward output
   // Gemma 4's MoE layers (ModelConfig::moe_beside_dense): the experts' input norm

@@ -174,7 +174,8 @@ SessionStats Session::stats() const {
   // Every layer in the model's order where some layer holds no K/V of its own: a recurrent
   // layer ("recurrent": no K/V rows, none evicted) or a shared-K/V one ("shared": Gemma 4
   // E2B/E4B's last layers, which read an earlier layer's K/V and hold nothing; what they read
-  // is bounded by the owner's policy alone). A driven session (no engine) knows no order: its
+  // is bounded by the owner's policy alone), or one without a token mixer ("none": Nemotron-H's
+  // feed-forward layers, which keep nothing). A driven session (no engine) knows no order: its
   // recurrent layers follow.
   const model::ModelConfig* c = impl_->engine ? &EngineAccess::model(*impl_->engine).config() : nullptr;
   const int n_shared = c != nullptr ? c->n_shared_kv_layers() : 0;
@@ -187,6 +188,8 @@ SessionStats Session::stats() const {
         k.layers.push_back({.kind = "recurrent"});
       } else if (c->shared_kv(il)) {
         k.layers.push_back({.kind = "shared"});
+      } else if (c->ffn_only(il)) {
+        k.layers.push_back({.kind = "none"});
       } else if (ia < attention.size()) {
         k.layers.push_back(std::move(attention[ia++]));
       }

@@ -171,11 +171,12 @@ TEST_P(Hybrid, SessionFilesCarryTheRecurrentStates) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DeltaNetHybrid, ::testing::Values("qwen35", "qwen35moe"));
-// Every hybrid family: the Gated DeltaNet ones, lfm2, lfm2moe (gated short convolutions) and
-// granitehybrid (Mamba2).
+// Every hybrid family: the Gated DeltaNet ones, lfm2, lfm2moe (gated short convolutions),
+// granitehybrid, nemotron_h and nemotron_h_moe (Mamba2; their feed-forward layers hold no
+// state).
 INSTANTIATE_TEST_SUITE_P(Families, Hybrid,
                          ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe",
-                                           "granitehybrid"));
+                                           "granitehybrid", "nemotron_h", "nemotron_h_moe"));
 
 TEST(Hybrid, ASessionOfAnotherArchitectureIsOneError) {
   auto a = model::Model::load(fixture("qwen35"));

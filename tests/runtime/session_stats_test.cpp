@@ -148,5 +148,31 @@ TEST(SessionStats, AHybridModelListsEveryLayerItsRecurrentOnesAsSuch) {
   }
 }
 
+// nemotron_h ("M-M*-M*-"): every layer in the model's order, the feed-forward-only ones as
+// "none" (no state, nothing held or evicted, no kind of memory of their own), the Mamba2 ones as
+// "recurrent" (x|B|C's 128 + 2 x 2 x 16 channels x 3 and a 32 x 16 state per head of 4), the
+// two attention layers bounded by the budget.
+TEST(SessionStats, NemotronHListsItsFeedForwardLayersAsHoldingNothing) {
+  const std::string pattern = "M-M*-M*-";
+  const SessionStats st = hybrid_stats("nemotron_h");
+  ASSERT_EQ(st.layers.size(), pattern.size());
+  for (size_t il = 0; il < pattern.size(); ++il) {
+    SCOPED_TRACE(il);
+    const char b = pattern[il];
+    EXPECT_EQ(st.layers[il].kind, b == 'M' ? "recurrent" : b == '-' ? "none" : "bounded");
+    EXPECT_EQ(st.layers[il].n_held, b == '*' ? 8 : 0);
+    EXPECT_EQ(st.layers[il].n_evicted, b == '*' ? 30 - 8 : 0);
+  }
+  EXPECT_EQ(kind(st, "none"), nullptr);
+  const StateKindStats* r = kind(st, "recurrent");
+  const StateKindStats* b = kind(st, "bounded");
+  ASSERT_NE(r, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(r->n_layer, 3);
+  EXPECT_EQ(r->bytes, 3u * (192 * 3 + 4 * 32 * 16) * 4);
+  EXPECT_EQ(b->n_layer, 2);
+  EXPECT_EQ(r->bytes + b->bytes, st.kv_capacity);
+}
+
 }  // namespace
 }  // namespace tova
