@@ -140,6 +140,18 @@ class Engine {
   Result<Image> encode_image_file(const std::string& path) const;
   // Most tokens one image takes (0 without an mmproj).
   int max_image_tokens() const;
+  // `text` as a session's tokens with `images` at its media markers (kMediaMarker), one per
+  // marker in order, as llama.cpp's mtmd cuts a prompt: each piece of text tokenized on its own
+  // (o: tova/session.h's TextOptions), each image as its begin marker, one image_token_id per
+  // image token, its end marker. Session::queue(tokens, images) queues the result; prefix
+  // reuse compares it as any history. Errors: more or fewer markers than images, no tokenizer.
+  Result<std::vector<int32_t>> tokens_with_images(std::string_view text,
+                                                  std::span<const Image> images,
+                                                  const TextOptions& o) const;
+  // Tokens `image` takes in a session's sequence: its own and its markers'.
+  int64_t image_sequence_tokens(const Image& image) const {
+    return image.n_tokens + static_cast<int64_t>(image_begin_.size() + image_end_.size());
+  }
 
   // A fresh session of this model.
   Result<std::unique_ptr<Session>> new_session(const SessionOptions& o) const;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tova/result.h"
@@ -99,6 +100,15 @@ struct SessionStats {
   SpeculationStats speculation;
 };
 
+// How Session::queue_text reads its text: as Engine::tokenize does (add_bos, parse_special), or
+// as Engine::chat_tokens reads a rendered conversation (chat: special tokens read, BOS added
+// unless the text starts with it).
+struct TextOptions {
+  bool add_bos = false;
+  bool parse_special = true;
+  bool chat = false;
+};
+
 struct SaveOptions {
   // What a front-end keeps with the state (tova chat: its messages), opaque to the library;
   // the only part of the file that may grow with the conversation.
@@ -144,6 +154,14 @@ class Session {
   // engine without an mmproj, an image of another width or larger than the session takes,
   // speculative decoding on.
   Status queue_image(const Image& image);
+  // Queues tokens that hold images (Engine::tokens_with_images): each run of image_token_id()s
+  // of an image in `images` (whole, from its first token) is queued as queue_image queues the
+  // image's own tokens. Errors (nothing queued): an image id of no image given, a run that is
+  // cut, an image queue_image refuses.
+  Status queue(std::span<const int32_t> tokens, std::span<const Image> images);
+  // Engine::tokens_with_images, then queue(tokens, images).
+  Status queue_text(std::string_view text, std::span<const Image> images = {},
+                    const TextOptions& o = {});
 
   std::span<const int32_t> pending() const;  // queued, not fed yet, in order
   int64_t n_pending() const;

@@ -75,6 +75,10 @@ struct Image {
   double encode_seconds = 0;  // 0 when the engine had encoded these bytes before
 };
 
+// Where an image goes in a prompt's text: llama.cpp's media marker (mtmd_default_marker), which
+// Session::queue_text, `tova run -p` and the chat front ends read.
+inline constexpr const char* kMediaMarker = "<__media__>";
+
 // The history's id of token t of the image whose id is image_id: negative (text ids are not),
 // below -1 (which means "no token" in places), a hash of both.
 int32_t image_token_id(uint64_t image_id, int t);

@@ -128,7 +128,7 @@ Result<std::unique_ptr<Session>> Engine::new_session(const SessionOptions& o) co
 Result<LoadedSession> Engine::load_session(const std::string& path, const SessionOptions& o) const {
   LoadedSession out;
   TOVA_ASSIGN_OR_RETURN(runtime::SessionData d,
-                        runtime::load_session(path, *model_, &out.file_bytes));
+                        runtime::load_session(path, *model_, &out.file_bytes, max_image_tokens()));
   out.note = std::move(d.note);
   TOVA_ASSIGN_OR_RETURN(out.session, runtime::resume_session(*this, o, std::move(d)));
   return out;

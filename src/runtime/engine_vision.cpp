@@ -7,6 +7,7 @@
 #include "core/hash.h"
 #include "model/model.h"
 #include "runtime/engine_access.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tova/engine.h"
 #include "tova/timer.h"
@@ -78,6 +79,41 @@ Result<Image> Engine::encode_image(std::span<const uint8_t> bytes, const std::st
   if (recent_images_.size() >= kRecentImages) recent_images_.erase(recent_images_.begin());
   recent_images_.push_back(out);
   return out;
+}
+
+Result<std::vector<int32_t>> Engine::tokens_with_images(std::string_view text,
+                                                        std::span<const Image> images,
+                                                        const TextOptions& o) const {
+  if (tokenizer_ == nullptr) return make_error("text needs the model's tokenizer, which was not loaded");
+  std::vector<std::string_view> pieces;
+  const std::string_view marker = kMediaMarker;
+  size_t from = 0;
+  for (size_t at; (at = text.find(marker, from)) != std::string_view::npos; from = at + marker.size()) {
+    pieces.push_back(text.substr(from, at - from));
+  }
+  pieces.push_back(text.substr(from));
+  if (pieces.size() - 1 != images.size()) {
+    return make_error("the text has {} image marker{} ({}) for {} image{}", pieces.size() - 1,
+                      pieces.size() == 2 ? "" : "s", kMediaMarker, images.size(),
+                      images.size() == 1 ? "" : "s");
+  }
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const std::string piece(pieces[i]);
+    std::vector<int32_t> part;
+    if (i == 0 && o.chat) {
+      part = tok::encode_chat_prompt(*tokenizer_, piece);
+    } else if (!piece.empty() || (i == 0 && o.add_bos)) {
+      part = tokenizer_->encode(piece, i == 0 && o.add_bos, o.parse_special);
+    }
+    ids.insert(ids.end(), part.begin(), part.end());
+    if (i == images.size()) break;
+    const Image& im = images[i];
+    ids.insert(ids.end(), image_begin_.begin(), image_begin_.end());
+    for (int t = 0; t < im.n_tokens; ++t) ids.push_back(image_token_id(im.id, t));
+    ids.insert(ids.end(), image_end_.begin(), image_end_.end());
+  }
+  return ids;
 }
 
 Result<Image> Engine::encode_image_file(const std::string& path) const {

@@ -16,8 +16,10 @@ int32_t image_token_id(uint64_t image_id, int t) {
   return -2 - static_cast<int32_t>((h ^ (h >> 32)) & 0x3fffffff);
 }
 
-Status Session::queue_image(const Image& image) {
-  Impl& s = *impl_;
+namespace {
+
+// Why `image` cannot join session s (ok: it can).
+Status check_image(const Session::Impl& s, const Image& image) {
   if (s.engine == nullptr || !s.engine->has_mmproj()) {
     return make_error("image '{}': the engine has no mmproj (--mmproj) to encode images", image.name);
   }
@@ -38,6 +40,14 @@ Status Session::queue_image(const Image& image) {
     return make_error("image '{}': speculative decoding ({}) does not take images", image.name,
                       s.spec->options().type);
   }
+  return ok_status();
+}
+
+}  // namespace
+
+Status Session::queue_image(const Image& image) {
+  Impl& s = *impl_;
+  TOVA_RETURN_IF_ERROR(check_image(s, image));
   const auto [begin, end] = EngineAccess::image_markers(*s.engine);
   queue(begin);
   // The image's tokens join the history after what is queued (drafts undone by queue()).
@@ -46,6 +56,53 @@ Status Session::queue_image(const Image& image) {
   s.has_logits = false;
   queue(end);
   return ok_status();
+}
+
+Status Session::queue(std::span<const int32_t> tokens, std::span<const Image> images) {
+  Impl& s = *impl_;
+  // First where each image's run starts, checking every run (nothing is queued on error).
+  std::vector<std::pair<size_t, const Image*>> runs;
+  for (size_t i = 0; i < tokens.size();) {
+    if (!is_image_token(tokens[i])) {
+      ++i;
+      continue;
+    }
+    const Image* im = nullptr;
+    for (const Image& c : images) {
+      if (image_token_id(c.id, 0) == tokens[i]) im = &c;
+    }
+    if (im == nullptr) {
+      return make_error("token {} at {} is no image's first token (images given: {})", tokens[i],
+                        i, images.size());
+    }
+    for (int t = 0; t < im->n_tokens; ++t) {
+      if (i + t >= tokens.size() || tokens[i + t] != image_token_id(im->id, t)) {
+        return make_error("image '{}' is cut at its token {} of {}", im->name, t, im->n_tokens);
+      }
+    }
+    TOVA_RETURN_IF_ERROR(check_image(s, *im));
+    runs.emplace_back(i, im);
+    i += static_cast<size_t>(im->n_tokens);
+  }
+  size_t from = 0;
+  for (const auto& [at, im] : runs) {
+    queue(tokens.subspan(from, at - from));
+    s.images.push_back({.start = static_cast<int64_t>(s.history.size()), .image = *im});
+    s.history.insert(s.history.end(), tokens.begin() + static_cast<long>(at),
+                     tokens.begin() + static_cast<long>(at) + im->n_tokens);
+    s.has_logits = false;
+    from = at + static_cast<size_t>(im->n_tokens);
+  }
+  queue(tokens.subspan(from));
+  return ok_status();
+}
+
+Status Session::queue_text(std::string_view text, std::span<const Image> images,
+                           const TextOptions& o) {
+  if (impl_->engine == nullptr) return make_error("this session has no engine to read text");
+  TOVA_ASSIGN_OR_RETURN(const std::vector<int32_t> ids,
+                        impl_->engine->tokens_with_images(text, images, o));
+  return queue(ids, images);
 }
 
 namespace runtime {
