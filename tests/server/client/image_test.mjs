@@ -3,10 +3,12 @@
 // question about the same image continuing the first's held state (the image not fed again), a
 // bounded policy holding its budget through the image, and a 400 naming the field for each limit
 // (bytes, pixels, images per request), a remote URL, bytes that are not an image, and image parts
-// sent to a server without --mmproj.
+// sent to a server without --mmproj; the web page's Image button in Debian's chromium.
 // Usage: node image_test.mjs BUILD_DIR GEMMA4.gguf VISION_DIR     (exit 0: all passed)
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { check, finish, requireModule, startServer, stopServer } from './lib.mjs';
 
 const visionDir = process.argv[4];
@@ -93,6 +95,47 @@ await check('each limit and hostile part is a 400 naming the field', async () =>
   // The server still answers.
   assert.equal((await post({ messages: ask([imagePart(disc)]) })).status, 200);
 });
+
+// The web page's Image button: a file attached to the next message goes as an image_url part.
+// In Debian's chromium (headless, playwright-core); where it is missing the check says so (a
+// failure under CI=true, where scripts/setup.sh installs it).
+const chromiumPath = process.env.TOVA_CHROMIUM || '/usr/bin/chromium';
+if (!existsSync(chromiumPath)) {
+  console.log(`skip the page's Image button: ${chromiumPath} is missing`);
+  if (process.env.CI === 'true') process.exit(1);
+} else {
+  await check("the page's Image button sends the image with the next message", async () => {
+    const { chromium } = await requireModule('playwright-core');
+    const profile = mkdtempSync(join(tmpdir(), 'tova-chromium-'));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: chromiumPath, headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
+    try {
+      const page = context.pages()[0] ?? await context.newPage();
+      const sent = [];
+      page.on('request', (r) => { if (r.method() === 'POST') sent.push(r.postData() ?? ''); });
+      await page.goto(s.url);
+      await page.fill('#max-tokens', '4');
+      await page.click('#new');
+      await page.setInputFiles('#image-file', `${visionDir}/disc-64x48.png`);
+      await page.waitForFunction(() => document.getElementById('attached').textContent.length > 0);
+      await page.fill('#input', 'What is this?');
+      await page.click('#send');
+      await page.waitForSelector('.msg.assistant.done', { timeout: 30000 });
+      const done = page.locator('.msg.assistant.done').last();
+      assert.ok(!(await done.evaluate((e) => e.classList.contains('error'))),
+        await done.textContent());
+      assert.match(await page.locator('.msg.user').last().textContent(), /\[image disc-64x48\.png\]/);
+      const body = JSON.parse(sent.find((b) => b.includes('image_url')));
+      assert.equal(body.messages.at(-1).content[0].type, 'image_url');
+      assert.ok(body.messages.at(-1).content[0].image_url.url.startsWith('data:image/png;base64,'));
+      assert.equal(await page.textContent('#attached'), '');
+    } finally {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    }
+  });
+}
 
 await stopServer(s);
 
