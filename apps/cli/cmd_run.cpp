@@ -162,7 +162,6 @@ int64_t run_max_context(const RunFlags& f, const CacheOptions& cache, bool ctx_g
 struct ImagePrompt {
   std::string text;
   std::vector<Image> images;
-  int64_t n_tokens = 0;  // the images' tokens in the sequence, markers included
 };
 
 ImagePrompt image_prompt(const Engine& e, const RunFlags& f, std::string prompt) {
@@ -183,19 +182,41 @@ ImagePrompt image_prompt(const Engine& e, const RunFlags& f, std::string prompt)
         "too many images: {} --image for {} {} marker{} in the prompt", f.images.size(), n_markers,
         kMediaMarker, n_markers == 1 ? "" : "s")));
   }
-  for (const std::string& path : f.images) {
-    p.images.push_back(or_fail(e.encode_image_file(path)));
-    p.n_tokens += e.image_sequence_tokens(p.images.back());
-  }
+  for (const std::string& path : f.images) p.images.push_back(or_fail(e.encode_image_file(path)));
   p.text = std::move(prompt);
   return p;
+}
+
+// The engine, with --mmproj's encoder when --image asks for one.
+std::unique_ptr<Engine> load_run_engine(const RunFlags& f) {
+  if (!f.images.empty() && f.mmproj.path.empty()) {
+    throw CLI::RuntimeError(
+        fail("--image needs --mmproj (the vision encoder + projector GGUF beside the model)"));
+  }
+  EngineOptions eo = f.model.engine_options();
+  f.spec.apply(eo);
+  f.mmproj.apply(eo);
+  f.model.gpu.note();
+  return or_fail(Engine::load(eo));
+}
+
+// The prompt's tokens: with images, each image's ids at its marker (Engine::tokens_with_images;
+// the session queues them with the images).
+std::vector<int32_t> prompt_ids(const Engine& e, const RunFlags& f, const ImagePrompt& images,
+                                const std::string& prompt, bool resume) {
+  if (!images.images.empty()) {
+    return or_fail(e.tokens_with_images(images.text, images.images,
+                                        {.add_bos = !resume,
+                                         .parse_special = f.chat_prompt,
+                                         .chat = f.chat_prompt && !resume}));
+  }
+  return f.chat_prompt && !resume ? e.chat_tokens(prompt) : e.tokenize(prompt, !resume);
 }
 
 // Echoes the prompt, then streams the continuation; the stream's statistics and what it
 // left unfed.
 TextStream stream_run(Session& session, const Engine& e, const std::vector<int32_t>& ids,
-                      const ImagePrompt& images, const RunFlags& f, int64_t max_context,
-                      bool resume) {
+                      const ImagePrompt& images, const RunFlags& f, int64_t max_context) {
   if (!f.no_display_prompt) {
     if (!images.images.empty()) {
       print_piece(images.text);
@@ -209,14 +230,7 @@ TextStream stream_run(Session& session, const Engine& e, const std::vector<int32
       print_piece(echo);
     }
   }
-  if (images.images.empty()) {
-    session.queue(ids);
-  } else {
-    or_fail(session.queue_text(images.text, images.images,
-                               {.add_bos = !resume,
-                                .parse_special = f.chat_prompt,
-                                .chat = f.chat_prompt && !resume}));
-  }
+  or_fail(session.queue(ids, images.images));
   TextStream stream(session, {.max_tokens = f.n_predict,
                               .stop = f.stop,
                               .ignore_eos = f.ignore_eos,
@@ -250,28 +264,12 @@ void add_run_command(CLI::App& app) {
     std::string prompt = resume && opts.prompt->count() == 0 ? std::string() : f.prompt;
     if (!f.prompt_file.empty()) prompt = or_fail(read_text_file(f.prompt_file));
     const SpeculativeOptions spec = or_fail(f.spec.options());
-    if (!f.images.empty() && f.mmproj.path.empty()) {
-      throw CLI::RuntimeError(fail(
-          "--image needs --mmproj (the vision encoder + projector GGUF beside the model)"));
-    }
-    EngineOptions eo = f.model.engine_options();
-    f.spec.apply(eo);
-    f.mmproj.apply(eo);
-    f.model.gpu.note();
-    const auto engine = or_fail(Engine::load(eo));
+    const auto engine = load_run_engine(f);
     const Engine& e = *engine;
     const ImagePrompt images = f.images.empty() ? ImagePrompt{} : image_prompt(e, f, prompt);
-    // With images, the text's own tokens (the session cuts it at the markers when it queues).
-    std::string text = prompt;
-    for (size_t at; (at = text.find(kMediaMarker)) != std::string::npos;) {
-      text.erase(at, std::string_view(kMediaMarker).size());
-    }
-    const std::vector<int32_t> ids =
-        f.chat_prompt && !resume ? e.chat_tokens(text) : e.tokenize(text, !resume);
-    if (ids.empty() && !resume && images.images.empty()) {
-      throw CLI::RuntimeError(fail("the prompt gives no tokens"));
-    }
-    const int64_t n_prompt = static_cast<int64_t>(ids.size()) + images.n_tokens;
+    const std::vector<int32_t> ids = prompt_ids(e, f, images, prompt, resume);
+    if (ids.empty() && !resume) throw CLI::RuntimeError(fail("the prompt gives no tokens"));
+    const int64_t n_prompt = static_cast<int64_t>(ids.size());
     const SessionOptions so{.cache = cache,
                             .sampling = sampling,
                             .n_prompt_hint = n_prompt,
@@ -302,7 +300,7 @@ void add_run_command(CLI::App& app) {
       fresh.cache.reserve = std::max(fresh.cache.reserve, n_hold);
       session = or_fail(e.new_session(fresh));
     }
-    TextStream stream = stream_run(*session, e, ids, images, f, max_context, resume);
+    TextStream stream = stream_run(*session, e, ids, images, f, max_context);
     RunReport report{.load_seconds = e.load_seconds(),
                      .weight_bytes = e.weight_bytes(),
                      .mtp_bytes = e.mtp_bytes(),

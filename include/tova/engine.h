@@ -148,10 +148,6 @@ class Engine {
   Result<std::vector<int32_t>> tokens_with_images(std::string_view text,
                                                   std::span<const Image> images,
                                                   const TextOptions& o) const;
-  // Tokens `image` takes in a session's sequence: its own and its markers'.
-  int64_t image_sequence_tokens(const Image& image) const {
-    return image.n_tokens + static_cast<int64_t>(image_begin_.size() + image_end_.size());
-  }
 
   // A fresh session of this model.
   Result<std::unique_ptr<Session>> new_session(const SessionOptions& o) const;

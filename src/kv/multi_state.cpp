@@ -536,6 +536,18 @@ PolicyArgs policy_args(const MultiStateOptions& o, int il) {
   return a;
 }
 
+namespace {
+
+// Slots an image's step may add to a pool of max_slots (MultiStateOptions::max_image): a
+// bounded pool takes the image beside what it holds, as a chunk; an unbounded one (INT_MAX)
+// grows without a limit anyway.
+int image_slots(const MultiStateOptions& o, int64_t max_slots) {
+  if (max_slots >= INT_MAX || o.max_image <= o.max_new) return 0;
+  return static_cast<int>(std::min<int64_t>(o.max_image - o.max_new, INT_MAX - max_slots));
+}
+
+}  // namespace
+
 Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   const int window = o.windows.empty() ? 0 : o.windows[il];
   if (window < 0 || window == 1) return make_error("invalid sliding window {}", window);
@@ -607,12 +619,7 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   if (cut_budget >= 0) z.holds_all_until = static_cast<int>(std::min<int64_t>(z.holds_all_until, cut_budget));
   if (max_slots > INT_MAX) return make_error("budget {} is too large", budget);
   l.max_slots = static_cast<int>(max_slots);
-  // An image's step joins whole (MultiStateOptions::max_image): a bounded pool takes it beside
-  // what it holds, as a chunk; an unbounded one grows without a limit anyway.
-  if (o.max_image < 0) return make_error("invalid image size {}", o.max_image);
-  if (max_slots < INT_MAX && o.max_image > o.max_new) {
-    l.image_slots = static_cast<int>(std::min<int64_t>(o.max_image - o.max_new, INT_MAX - max_slots));
-  }
+  l.image_slots = image_slots(o, max_slots);
   // Every pool starts at what the sequence can reach (initial_slots) and doubles up to its
   // most: k + extra when bounded, its window on a window layer, without limit otherwise.
   z.n_slot = static_cast<int>(
@@ -630,6 +637,7 @@ Status check_options(const MultiStateOptions& o) {
                       o.n_layer, o.n_head, o.n_head_kv, o.head_dim);
   }
   if (o.max_new < 1) return make_error("invalid chunk size {}", o.max_new);
+  if (o.max_image < 0) return make_error("invalid image size {}", o.max_image);
   if (o.prompt_end < 0) return make_error("invalid prompt length {}", o.prompt_end);
   for (const std::vector<int>* v : {&o.layer_n_head_kv, &o.layer_head_dim}) {
     if (!v->empty() && static_cast<int>(v->size()) != o.n_layer) {
