@@ -156,6 +156,35 @@ TEST(ImageSession, ABoundedPolicyHoldsItsBudgetThroughTheImage) {
   }
 }
 
+// A session file of a conversation with an image: saved after the image under a budget smaller
+// than it (its pools grew to take the image), loaded back, it continues exactly as the original.
+TEST(ImageSession, ASessionFileKeepsTheImageState) {
+  auto e = open_engine();
+  ASSERT_NE(e, nullptr);
+  auto img = e->encode_image_file(vision_dir() + "/disc-64x48.png");
+  ASSERT_TRUE(img.ok()) << img.message();
+  auto s = open_session(*e, "tova", 16);
+  ASSERT_NE(s, nullptr);
+  queue_prompt(*e, *s, *img);
+  ASSERT_TRUE(s->feed({}).ok());
+  const std::string path = ::testing::TempDir() + "/image-session.bin";
+  ASSERT_TRUE(s->save(path).ok());
+  auto loaded = e->load_session(path, {.sampling = {.temp = 0}});
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  Session& r = *loaded->session;
+  EXPECT_EQ(r.history(), s->history());  // the image's ids included
+  for (int i = 0; i < 6; ++i) {
+    auto a = s->decode();
+    auto b = r.decode();
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*a, *b) << i;
+  }
+  // It takes another image.
+  ASSERT_TRUE(r.queue_image(*img).ok());
+  ASSERT_TRUE(r.feed({}).ok());
+  for (const StateKindStats& k : r.stats().kinds) EXPECT_LE(k.max_held, k.limit) << k.kind;
+}
+
 TEST(ImageSession, EveryPolicyTakesAnImageOrSaysWhy) {
   auto e = open_engine();
   ASSERT_NE(e, nullptr);
