@@ -105,6 +105,11 @@ void BatchScheduler::deliver(bool hidden) {
       s.spec->observe(s.n_fed, toks, hidden_.data() + ib * n_embd);
     }
     ib += static_cast<size_t>(t.n) + t.drafts.size();
+    // An image fed: its rows are not read again (held states, clones and session files keep its
+    // ids), so a session holding many images keeps only their K/V.
+    if (const NextRun next = next_run(s); next.image != nullptr) {
+      next.image->image.rows.reset();
+    }
     s.n_fed += t.n;
     s.has_logits = t.row >= 0;
     if (t.row >= 0) std::memcpy(s.logits.data(), batch_.row(t.row), sizeof(float) * n_vocab);

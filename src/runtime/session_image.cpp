@@ -107,7 +107,7 @@ Status Session::queue_text(std::string_view text, std::span<const Image> images,
 
 namespace runtime {
 
-NextRun next_run(const Session::Impl& s) {
+NextRun next_run(Session::Impl& s) {
   const int64_t first = s.n_fed;
   const int64_t n_pending = static_cast<int64_t>(s.history.size()) - first;
   // Images are in history order: the first one not fed yet starts at or after n_fed.

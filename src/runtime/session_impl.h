@@ -104,9 +104,9 @@ Status set_speculation(Session& s, const SpeculativeOptions& o);
 // whole (n: its tokens, image set); else the text before the next image, or all pending.
 struct NextRun {
   int64_t n = 0;
-  const QueuedImage* image = nullptr;
+  QueuedImage* image = nullptr;
 };
-NextRun next_run(const Session::Impl& s);
+NextRun next_run(Session::Impl& s);
 
 // What a session file needs to continue exactly from here; `unfed`: see SaveOptions. Requires
 // nothing pending.
