@@ -28,6 +28,12 @@ Status Engine::open_mmproj(const std::string& path) {
   TOVA_ASSIGN_OR_RETURN(mmproj_, vision::Mmproj::open(path));
   TOVA_RETURN_IF_ERROR(
       mmproj_->check_text_model(model_->config().n_embd, path_, model_->config().arch_name));
+  if (model_->config().n_embd_per_layer > 0) {
+    // llama.cpp gives image rows per-layer inputs of their own; not implemented (model/batch_prep).
+    return make_error("mmproj {}: images into a model with per-layer embeddings (Gemma 4 "
+                      "E2B/E4B, {}) are not implemented",
+                      path, path_);
+  }
   if (tokenizer_ == nullptr) {
     return make_error("mmproj {}: images need the text model's tokenizer (their markers)", path);
   }

@@ -53,6 +53,10 @@ TEST(ImageCli, RunRefusesInOneLine) {
                                    data("vision/gemma4v-f32.gguf") + " --image " + disc);
   EXPECT_ONE_LINE_ERROR(other, "gemma3-f32.gguf");
   EXPECT_NE(other.err.find("gemma4v-f32.gguf"), std::string::npos) << other.err;
+  // Gemma 4 E (per-layer embeddings): refused at load, not at the first image.
+  EXPECT_ONE_LINE_ERROR(run_tova("run -m " + data("arch/gemma4e-f32.gguf") + " --mmproj " +
+                                 data("vision/gemma4v-f32.gguf") + " --image " + disc),
+                        "per-layer embeddings");
 }
 
 TEST(ImageCli, ChatAttachesImages) {
