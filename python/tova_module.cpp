@@ -105,7 +105,8 @@ py::dict stats_dict(const SessionStats& s) {
                              "draft_kv_bytes"_a = sp.draft_kv_bytes);
   return py::dict("policy"_a = s.policy, "budget"_a = budget,
                   "cache"_a = s.cache, "kv_capacity"_a = s.kv_capacity, "kv_held"_a = s.kv_held,
-                  "n_seen"_a = s.n_seen, "layers"_a = layers, "kinds"_a = kinds,
+                  "n_seen"_a = s.n_seen, "n_images"_a = s.n_images,
+                  "n_image_tokens"_a = s.n_image_tokens, "layers"_a = layers, "kinds"_a = kinds,
                   "speculation"_a = speculation);
 }
 
@@ -231,6 +232,22 @@ std::vector<ChatMessage> chat_messages(const py::list& messages) {
   return out;
 }
 
+// An image given as a path (str or os.PathLike), bytes, or an Image already encoded.
+Image image_of(const Engine& e, const py::object& image) {
+  if (py::isinstance<Image>(image)) return image.cast<Image>();
+  if (py::isinstance<py::bytes>(image) || py::isinstance<py::bytearray>(image)) {
+    const std::string b = py::isinstance<py::bytes>(image)
+                              ? image.cast<std::string>()
+                              : py::bytes(image.cast<py::bytearray>()).cast<std::string>();
+    py::gil_scoped_release release;
+    return unwrap(e.encode_image(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size()), "image"));
+  }
+  const std::string path = py::str(py::module_::import("os").attr("fspath")(image));
+  py::gil_scoped_release release;
+  return unwrap(e.encode_image_file(path));
+}
+
 std::vector<int32_t> prompt_tokens(const Session& s, const py::object& prompt) {
   if (prompt.is_none()) return {};
   if (py::isinstance<py::str>(prompt)) {
@@ -244,21 +261,41 @@ std::vector<int32_t> prompt_tokens(const Session& s, const py::object& prompt) {
 void bind_engine_text(py::class_<Engine, std::shared_ptr<Engine>>& cls);
 void bind_engine_sessions(py::class_<Engine, std::shared_ptr<Engine>>& cls);
 
+// tova.Image: an image encoded by an engine's mmproj.
+void bind_image(py::module_& m) {
+  py::class_<Image>(m, "Image", R"(An image encoded by an Engine's mmproj (Engine.encode_image): its rows
+for the text model, shared by every session it is given to.)")
+      .def_readonly("name", &Image::name)
+      .def_readonly("width", &Image::width)
+      .def_readonly("height", &Image::height)
+      .def_readonly("n_tokens", &Image::n_tokens, "tokens (positions) it takes in the text")
+      .def_readonly("n_embd", &Image::n_embd)
+      .def_readonly("id", &Image::id, "a hash of its bytes: equal ids, the same image")
+      .def_readonly("encode_seconds", &Image::encode_seconds,
+                    "0 when the engine had encoded these bytes before")
+      .def("__repr__", [](const Image& i) {
+        return fmt::format("Image({} x {}, {} tokens)", i.width, i.height, i.n_tokens);
+      });
+}
+
 void bind_engine(py::module_& m) {
   py::class_<Engine, std::shared_ptr<Engine>> cls(m, "Engine", R"(A loaded GGUF model, its tokenizer and the
 thread pool that runs it. Immutable and shared by its sessions.
 
-Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None)
+Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None, mmproj=None)
   path: a GGUF file (None: the bundled stories260K); threads: 0 = every core;
   draft_model: a GGUF with the same vocabulary, for speculative decoding (spec_type
-  "draft-simple" in Engine.session).)");
+  "draft-simple" in Engine.session); mmproj: a vision encoder + projector GGUF (llama.cpp's
+  mmproj) beside the model: sessions then take images (encode_image, generate(images=...)).)");
   cls.def(py::init([](std::optional<std::string> path, int threads, bool f32_activations,
-                       bool mmap, std::optional<std::string> draft_model) {
+                       bool mmap, std::optional<std::string> draft_model,
+                       std::optional<std::string> mmproj) {
              EngineOptions o{.model_path = path ? *path : default_model(),
                              .n_threads = threads,
                              .f32_activations = f32_activations,
                              .mmap = mmap,
-                             .draft_model_path = draft_model ? *draft_model : std::string()};
+                             .draft_model_path = draft_model ? *draft_model : std::string(),
+                             .mmproj_path = mmproj ? *mmproj : std::string()};
              Result<std::unique_ptr<Engine>> e = [&] {
                py::gil_scoped_release release;
                return Engine::load(o);
@@ -266,7 +303,14 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None
              return std::shared_ptr<Engine>(unwrap(std::move(e)));
            }),
            "path"_a = py::none(), "threads"_a = 0, "f32_activations"_a = false, "mmap"_a = false,
-           "draft_model"_a = py::none())
+           "draft_model"_a = py::none(), "mmproj"_a = py::none())
+      .def_property_readonly("has_mmproj", &Engine::has_mmproj)
+      .def(
+          "encode_image",
+          [](const Engine& e, const py::object& image) { return image_of(e, image); },
+          "image"_a,
+          "An image (a file path, bytes, or an Image) encoded by the mmproj: an Image to pass to "
+          "generate(images=...) any number of times. The same bytes again are not re-encoded.")
       .def_property_readonly("path", &Engine::path, "the model file")
       .def_property_readonly("n_vocab", &Engine::n_vocab)
       .def_property_readonly("n_ctx_train", &Engine::n_ctx_train,
@@ -424,14 +468,30 @@ void bind_session_text(py::class_<Session, std::shared_ptr<Session>>& cls) {
           "generate",
           [](const std::shared_ptr<Session>& s, const py::object& prompt, int max_tokens,
              std::vector<std::string> stop, bool ignore_eos, int64_t max_context,
-             std::optional<std::string> grammar, const py::object& json_schema) {
+             std::optional<std::string> grammar, const py::object& json_schema,
+             const py::object& images) {
             constrain(*s, grammar, json_schema);
-            s->queue(prompt_tokens(*s, prompt));
+            if (images.is_none()) {
+              s->queue(prompt_tokens(*s, prompt));
+            } else {
+              std::vector<Image> imgs;
+              for (const py::handle h : images) {
+                imgs.push_back(image_of(s->engine(), py::reinterpret_borrow<py::object>(h)));
+              }
+              std::string text = prompt.is_none() ? std::string() : prompt.cast<std::string>();
+              if (text.find(kMediaMarker) == std::string::npos) {  // the images first
+                std::string markers;
+                for (size_t i = 0; i < imgs.size(); ++i) markers += kMediaMarker;
+                text = markers + text;
+              }
+              unwrap(s->queue_text(text, imgs,
+                                   {.add_bos = s->history().empty(), .parse_special = false}));
+            }
             return start_turn(s, max_tokens, std::move(stop), ignore_eos, max_context);
           },
           "prompt"_a = py::none(), "max_tokens"_a = 256, "stop"_a = std::vector<std::string>{},
           "ignore_eos"_a = false, "max_context"_a = 0, "grammar"_a = py::none(),
-          "json_schema"_a = py::none(),
+          "json_schema"_a = py::none(), "images"_a = py::none(),
           R"(Generates text after prompt (a str, tokenized with BOS on a fresh session; a list of token
 ids; None: continue from what the session holds). Returns an iterator of text pieces (whole
 UTF-8); it ends at an end-of-generation token, a stop string (not included), max_tokens
@@ -440,7 +500,10 @@ finish_reason is then "stop" or "length". The generated tokens join the session'
 end-of-generation token and the one that completed a stop string do not).
 grammar: a GBNF grammar (llama.cpp's notation) the text must follow; json_schema: a JSON Schema
 (a dict or JSON text) the text must validate against (docs/GRAMMAR.md: the keywords supported).
-Either constrains this generation only; a malformed one raises ValueError naming its fault.)")
+Either constrains this generation only; a malformed one raises ValueError naming its fault.
+images: a list of images (paths, bytes or Engine.encode_image's Images; the engine needs an
+mmproj), placed at the prompt's <__media__> markers in order, or before its text when it has
+none (as `tova run --image` does).)")
       .def(
           "chat",
           [](const std::shared_ptr<Session>& s, const py::list& messages, int max_tokens,
@@ -805,6 +868,7 @@ are not UTF-8 become U+FFFD in every field, as tova serve sends them.)");
 
 PYBIND11_MODULE(_tova, m) {
   m.doc() = "tova: bounded-memory LLM inference (compiled part; import tova)";
+  bind_image(m);
   bind_engine(m);
   bind_session(m);
   bind_state_cache(m);

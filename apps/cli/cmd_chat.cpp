@@ -99,6 +99,7 @@ constexpr const char* kHelp =
     "/help          this list\n"
     "/reset         start the conversation afresh (the system message stays)\n"
     "/stats         the multi-state: states held and evicted per layer\n"
+    "/image FILE    attach an image (PNG, JPEG) to the next message (needs --mmproj)\n"
     "/quit, /exit   leave (also Ctrl-D, or Ctrl-C at the prompt)\n"
     "Ctrl-C during an answer stops it. A message that starts with / is a command; start it "
     "with // to send a /.\n";
@@ -109,6 +110,7 @@ struct ChatFlags {
   CacheFlags cache;
   SamplingFlags sampling;
   SpecFlags spec;
+  MmprojFlags mmproj;
   std::string chat_template;
   std::string system;
   std::string session;
@@ -137,6 +139,7 @@ void declare_chat_flags(CLI::App* cmd, ChatFlags& f) {
   f.sampling.add(*cmd);
   f.cache.add(*cmd);
   f.spec.add(*cmd);
+  f.mmproj.add(*cmd);
 }
 
 // The conversation: resumed from --session (its template, messages and state from the file) or
@@ -189,10 +192,14 @@ class ChatLoop {
       or_fail(s_.reset());
       chat_.messages.resize(n_system_);
       chat_.consumed.clear();
+      images_.clear();
+      n_attached_ = 0;
       save();
       fmt::print("(conversation reset)\n");
     } else if (word == "/stats") {
       print_kv_stats(s_.stats());
+    } else if (word == "/image") {
+      attach(line.size() > word.size() ? line.substr(word.size() + 1) : std::string());
     } else {
       fmt::print(
           "unknown command {} (not sent to the model; /help lists the commands, "
@@ -208,13 +215,22 @@ class ChatLoop {
   void turn(const std::string& message) {
     std::vector<ChatMessage>& messages = chat_.messages;
     std::string& consumed = chat_.consumed;  // the conversation text the session has been given
-    messages.push_back({"user", message});
+    // The images attached since the last message go before its text, a media marker each
+    // (llama-server's layout of image parts); the session cuts the text at the markers.
+    std::string content;
+    for (size_t i = n_attached_; i < images_.size(); ++i) content += kMediaMarker;
+    n_attached_ = images_.size();
+    messages.push_back({"user", content + message});
     const std::string text = or_fail(e_.chat_text(messages, options_));
     if (consumed.empty() || text.compare(0, consumed.size(), consumed) != 0) {
       if (!consumed.empty()) or_fail(s_.reset());
-      s_.queue(e_.chat_tokens(text));
+      or_fail(s_.queue_text(text, images_, {.chat = true}));
     } else {
-      s_.queue(e_.tokenize(std::string_view(text).substr(consumed.size()), false, true));
+      const std::string_view added = std::string_view(text).substr(consumed.size());
+      const size_t n_before = count_markers(consumed);
+      const std::span<const Image> fresh = std::span<const Image>(images_).subspan(
+          std::min(n_before, images_.size()));
+      or_fail(s_.queue_text(added, fresh, {.parse_special = true}));
     }
     consumed = text;
     // A `full` cache allocates this turn's tokens before it starts: the copy of a growing
@@ -250,6 +266,36 @@ class ChatLoop {
   }
 
  private:
+  static size_t count_markers(std::string_view text) {
+    size_t n = 0;
+    for (size_t at = text.find(kMediaMarker); at != std::string_view::npos;
+         at = text.find(kMediaMarker, at + 1)) {
+      ++n;
+    }
+    return n;
+  }
+
+  // /image FILE: encoded now (an error is one line, and the chat goes on), fed with the next
+  // message.
+  void attach(const std::string& path) {
+    if (path.empty()) {
+      fmt::print("/image needs a file: /image photo.png\n");
+      return;
+    }
+    if (!e_.has_mmproj()) {
+      fmt::print("tova: error: /image needs --mmproj (the vision encoder + projector GGUF)\n");
+      return;
+    }
+    Result<Image> img = e_.encode_image_file(path);
+    if (!img.ok()) {
+      fmt::print("tova: error: {}\n", img.message());
+      return;
+    }
+    fmt::print("(image {} x {}: {} tokens, with the next message)\n", img->width, img->height,
+               img->n_tokens);
+    images_.push_back(std::move(*img));
+  }
+
   void show(const TurnText& t, TurnText& turn) {
     turn.reasoning += t.reasoning;
     turn.content += t.content;
@@ -275,6 +321,10 @@ class ChatLoop {
   const bool tty_;
   const size_t n_system_;
   bool dim_ = false;
+  // The conversation's images in order (a re-fed conversation needs them all); the first
+  // n_attached_ are in its messages.
+  std::vector<Image> images_;
+  size_t n_attached_ = 0;
 };
 
 }  // namespace
@@ -290,6 +340,7 @@ void add_chat_command(CLI::App& app) {
     const SpeculativeOptions spec = or_fail(f.spec.options());
     EngineOptions eo = f.model.engine_options();
     f.spec.apply(eo);
+    f.mmproj.apply(eo);
     f.model.gpu.note();
     const auto engine = or_fail(Engine::load(eo));
     const Engine& e = *engine;

@@ -27,6 +27,8 @@ struct RunFlags {
   CacheFlags cache;
   SamplingFlags sampling;
   SpecFlags spec;
+  MmprojFlags mmproj;
+  std::vector<std::string> images;
   std::string prompt = "Once upon a time";
   std::string prompt_file;
   int n_predict = 256;
@@ -86,6 +88,11 @@ RunOptions declare_run_flags(CLI::App* cmd, RunFlags& f) {
                   "constrain the text to JSON that validates against the JSON Schema in this "
                   "file (docs/GRAMMAR.md lists the keywords supported)")
       ->excludes(grammar_opt);
+  f.mmproj.add(*cmd);
+  cmd->add_option("--image", f.images,
+                  "an image (PNG, JPEG) in the prompt, at its next " + std::string(kMediaMarker) +
+                      " marker, or before the text when it has none; may be repeated (needs "
+                      "--mmproj)");
   f.sampling.add(*cmd);
   f.cache.add(*cmd);
   f.spec.add(*cmd);
@@ -150,20 +157,80 @@ int64_t run_max_context(const RunFlags& f, const CacheOptions& cache, bool ctx_g
   return f.ctx > 0 ? f.ctx : (f.n_predict < 0 ? kDefaultCtx : 0);
 }
 
+// The prompt with its images (--image): the text, with a marker per image where it has none
+// (before the text, as llama.cpp's mtmd-cli puts them), and the images encoded.
+struct ImagePrompt {
+  std::string text;
+  std::vector<Image> images;
+};
+
+ImagePrompt image_prompt(const Engine& e, const RunFlags& f, std::string prompt) {
+  ImagePrompt p;
+  size_t n_markers = 0;
+  for (size_t at = prompt.find(kMediaMarker); at != std::string::npos;
+       at = prompt.find(kMediaMarker, at + 1)) {
+    ++n_markers;
+  }
+  if (n_markers == 0 && !f.images.empty()) {
+    std::string markers;
+    for (size_t i = 0; i < f.images.size(); ++i) markers += kMediaMarker;
+    prompt = markers + prompt;
+    n_markers = f.images.size();
+  }
+  if (n_markers != f.images.size()) {
+    throw CLI::RuntimeError(fail(fmt::format(
+        "too many images: {} --image for {} {} marker{} in the prompt", f.images.size(), n_markers,
+        kMediaMarker, n_markers == 1 ? "" : "s")));
+  }
+  for (const std::string& path : f.images) p.images.push_back(or_fail(e.encode_image_file(path)));
+  p.text = std::move(prompt);
+  return p;
+}
+
+// The engine, with --mmproj's encoder when --image asks for one.
+std::unique_ptr<Engine> load_run_engine(const RunFlags& f) {
+  if (!f.images.empty() && f.mmproj.path.empty()) {
+    throw CLI::RuntimeError(
+        fail("--image needs --mmproj (the vision encoder + projector GGUF beside the model)"));
+  }
+  EngineOptions eo = f.model.engine_options();
+  f.spec.apply(eo);
+  f.mmproj.apply(eo);
+  f.model.gpu.note();
+  return or_fail(Engine::load(eo));
+}
+
+// The prompt's tokens: with images, each image's ids at its marker (Engine::tokens_with_images;
+// the session queues them with the images).
+std::vector<int32_t> prompt_ids(const Engine& e, const RunFlags& f, const ImagePrompt& images,
+                                const std::string& prompt, bool resume) {
+  if (!images.images.empty()) {
+    return or_fail(e.tokens_with_images(images.text, images.images,
+                                        {.add_bos = !resume,
+                                         .parse_special = f.chat_prompt,
+                                         .chat = f.chat_prompt && !resume}));
+  }
+  return f.chat_prompt && !resume ? e.chat_tokens(prompt) : e.tokenize(prompt, !resume);
+}
+
 // Echoes the prompt, then streams the continuation; the stream's statistics and what it
 // left unfed.
 TextStream stream_run(Session& session, const Engine& e, const std::vector<int32_t>& ids,
-                      const RunFlags& f, int64_t max_context) {
+                      const ImagePrompt& images, const RunFlags& f, int64_t max_context) {
   if (!f.no_display_prompt) {
-    int32_t prev = session.history().empty() ? -1 : session.history().back();
-    std::string echo;
-    for (int32_t id : ids) {
-      echo += e.token_piece(id, prev);
-      prev = id;
+    if (!images.images.empty()) {
+      print_piece(images.text);
+    } else {
+      int32_t prev = session.history().empty() ? -1 : session.history().back();
+      std::string echo;
+      for (int32_t id : ids) {
+        echo += e.token_piece(id, prev);
+        prev = id;
+      }
+      print_piece(echo);
     }
-    print_piece(echo);
   }
-  session.queue(ids);
+  or_fail(session.queue(ids, images.images));
   TextStream stream(session, {.max_tokens = f.n_predict,
                               .stop = f.stop,
                               .ignore_eos = f.ignore_eos,
@@ -197,13 +264,10 @@ void add_run_command(CLI::App& app) {
     std::string prompt = resume && opts.prompt->count() == 0 ? std::string() : f.prompt;
     if (!f.prompt_file.empty()) prompt = or_fail(read_text_file(f.prompt_file));
     const SpeculativeOptions spec = or_fail(f.spec.options());
-    EngineOptions eo = f.model.engine_options();
-    f.spec.apply(eo);
-    f.model.gpu.note();
-    const auto engine = or_fail(Engine::load(eo));
+    const auto engine = load_run_engine(f);
     const Engine& e = *engine;
-    const std::vector<int32_t> ids =
-        f.chat_prompt && !resume ? e.chat_tokens(prompt) : e.tokenize(prompt, !resume);
+    const ImagePrompt images = f.images.empty() ? ImagePrompt{} : image_prompt(e, f, prompt);
+    const std::vector<int32_t> ids = prompt_ids(e, f, images, prompt, resume);
     if (ids.empty() && !resume) throw CLI::RuntimeError(fail("the prompt gives no tokens"));
     const int64_t n_prompt = static_cast<int64_t>(ids.size());
     const SessionOptions so{.cache = cache,
@@ -236,7 +300,7 @@ void add_run_command(CLI::App& app) {
       fresh.cache.reserve = std::max(fresh.cache.reserve, n_hold);
       session = or_fail(e.new_session(fresh));
     }
-    TextStream stream = stream_run(*session, e, ids, f, max_context);
+    TextStream stream = stream_run(*session, e, ids, images, f, max_context);
     RunReport report{.load_seconds = e.load_seconds(),
                      .weight_bytes = e.weight_bytes(),
                      .mtp_bytes = e.mtp_bytes(),
@@ -296,6 +360,9 @@ void print_kv_stats(const SessionStats& kv) {
                "speculation  : {}, {} verify steps, {} drafted, {} accepted ({:.1f} % "
                "acceptance)\n",
                sp.type, sp.n_steps, sp.n_drafted, sp.n_accepted, 100.0 * sp.acceptance());
+  }
+  if (kv.n_images > 0) {
+    fmt::print(stderr, "images       : {:8d} fed, {} tokens\n", kv.n_images, kv.n_image_tokens);
   }
   fmt::print(stderr,
              "multi-state  : policy {}, budget {}, K/V held {} of {} allocated ({}), {} tokens "

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <thread>
@@ -22,9 +23,11 @@ struct ServeFlags {
   ModelFlags model;
   CacheFlags cache;
   SpecFlags spec;
+  MmprojFlags mmproj;
   server::ServerOptions server;
   std::string kv_memory = "1G";
   int64_t max_body = 1 << 20;
+  std::string image_max_bytes = "8M";
   bool no_prefix_reuse = false;
   std::string session_dir;
   std::string session_dir_max = "4G";
@@ -36,6 +39,7 @@ void declare_serve_flags(CLI::App* cmd, ServeFlags& f) {
   f.model.add(*cmd);
   f.cache.add(*cmd);
   f.spec.add(*cmd);
+  f.mmproj.add(*cmd);
   server::ServerOptions& so = f.server;
   cmd->add_option("--host", so.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", so.port, "port to listen on (0: any free port, printed)")
@@ -90,9 +94,22 @@ void declare_serve_limits(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--max-prompt-tokens", so.api.max_prompt_tokens, "cap on a prompt's tokens")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--max-body", f.max_body, "largest request body in bytes (else 413)")
+  cmd->add_option("--max-body", f.max_body,
+                  "largest request body in bytes (else 413); with --mmproj at least what one "
+                  "image of --image-max-bytes takes as base64")
       ->capture_default_str()
       ->check(CLI::Range(64, 1 << 30));
+  cmd->add_option("--image-max-bytes", f.image_max_bytes,
+                  "with --mmproj: largest image of a request (its decoded bytes; else 400)")
+      ->capture_default_str();
+  cmd->add_option("--image-max-pixels", so.api.images.max_pixels,
+                  "with --mmproj: most pixels (width x height) of an image (else 400)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--image-max-count", so.api.images.max_count,
+                  "with --mmproj: most images in one request (else 400)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--cache-states", so.loop.max_cached_states,
                   "conversation states held for prefix reuse (LRU, inside --kv-memory)")
       ->capture_default_str()
@@ -118,6 +135,11 @@ server::ServerOptions serve_options(const ServeFlags& f, uint64_t& dir_max) {
   o.loop.kv_memory = or_fail(parse_bytes("--kv-memory", f.kv_memory));
   o.loop.prefix_reuse = !f.no_prefix_reuse;
   o.max_body_bytes = static_cast<size_t>(f.max_body);
+  o.api.images.enabled = !f.mmproj.path.empty();
+  o.api.images.max_bytes = or_fail(parse_bytes("--image-max-bytes", f.image_max_bytes));
+  if (o.api.images.enabled) {  // one image as base64 fits in a body, with room for the text
+    o.max_body_bytes = std::max<size_t>(o.max_body_bytes, o.api.images.max_bytes / 3 * 4 + (64 << 10));
+  }
   o.api.speculative = or_fail(f.spec.options());
   o.log_format = f.log_format == "json"   ? server::LogFormat::kJson
                  : f.log_format == "none" ? server::LogFormat::kNone
@@ -210,6 +232,7 @@ void add_serve_command(CLI::App& app) {
     const sigset_t sigs = prepare_process();
     EngineOptions eo = f.model.engine_options();
     f.spec.apply(eo);
+    f.mmproj.apply(eo);
     f.model.gpu.note();
     const auto engine = or_fail(Engine::load(eo));
     if (o.api.speculative.on()) {  // --spec-* that no request could use: refused at start

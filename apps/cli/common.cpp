@@ -83,6 +83,12 @@ int ModelFlags::n_threads() const {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+void MmprojFlags::add(CLI::App& app) {
+  app.add_option("--mmproj", path,
+                 "vision encoder + projector GGUF (llama.cpp's mmproj; " + projector_type_choices() +
+                     ") beside the model: images join the text");
+}
+
 void SpecFlags::add(CLI::App& app) {
   app.add_option("--spec-type", o.type,
                  "speculative decoding: " + speculative_type_choices() +

@@ -94,6 +94,14 @@ struct SpecFlags {
   void apply(EngineOptions& e) const { e.draft_model_path = draft_model; }
 };
 
+// --mmproj: a vision encoder + projector (llama.cpp's mmproj GGUF) beside the model, so that
+// images can join the text (run's --image, chat's /image, serve's image_url parts).
+struct MmprojFlags {
+  std::string path;
+  void add(CLI::App& app);
+  void apply(EngineOptions& e) const { e.mmproj_path = path; }
+};
+
 using tova::bundled_model_path;  // the library's (tova/engine.h)
 
 // Prints "tova: error: MESSAGE" on stderr and returns 1.

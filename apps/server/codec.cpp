@@ -6,10 +6,12 @@
 #include <random>
 #include <set>
 
+#include "data_url.h"
 #include "request_body.h"
 #include "tova/grammar.h"
 #include "tova/policy_spec.h"
 #include "tova/position_mode.h"
+#include "tova/vision.h"
 #include "turn.h"
 
 namespace tova::server {
@@ -75,23 +77,90 @@ std::optional<ApiError> boolean(const json& j, const char* key, bool& out) {
 
 using ojson = nlohmann::ordered_json;
 
-// A message's content: a string, or a list of text parts ({"type": "text", "text": ...}),
-// joined by newlines. Other parts (images, audio, files) are a 400 naming their type.
-std::variant<std::string, ApiError> message_content(const ojson& c) {
+// An image_url part ({"type": "image_url", "image_url": {"url": "data:...;base64,..."}}) of
+// messages[i].content[k]: its bytes, within the limits, or a 400 naming the field.
+std::variant<std::vector<uint8_t>, ApiError> image_part(const ojson& part, const ImageLimits& lim,
+                                                        size_t i, size_t k, size_t n_before) {
+  const std::string field = fmt::format("messages[{}].content[{}].image_url", i, k);
+  if (!lim.enabled) {
+    return bad_request(field, "image parts need a model with a vision encoder: start tova serve "
+                              "with --mmproj FILE");
+  }
+  if (static_cast<int64_t>(n_before) >= lim.max_count) {
+    return bad_request(field, fmt::format("more than {} images in one request (--image-max-count)",
+                                          lim.max_count));
+  }
+  for (const auto& [key, value] : part.items()) {
+    if (key != "type" && key != "image_url") {
+      return bad_request(field, fmt::format("unknown field '{}' in an image_url part", shown(key)));
+    }
+  }
+  if (!part.contains("image_url") || !part["image_url"].is_object() ||
+      !part["image_url"].contains("url") || !part["image_url"]["url"].is_string()) {
+    return bad_request(field, "an image_url part needs {\"image_url\": {\"url\": \"data:...\"}}");
+  }
+  for (const auto& [key, value] : part["image_url"].items()) {
+    if (key == "url") continue;
+    // OpenAI's detail hint: tova's projector has one resolution rule whatever it says.
+    if (key == "detail" && value.is_string()) continue;
+    return bad_request(field, fmt::format("unknown field '{}' in image_url", shown(key)));
+  }
+  const std::string url = part["image_url"]["url"].get<std::string>();
+  if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) {
+    return bad_request(field + ".url", "remote image URLs are not fetched (tova serve makes no "
+                                       "connections): send the image as a data: URL "
+                                       "(data:image/png;base64,...)");
+  }
+  auto bytes = decode_data_url(url, lim.max_bytes);
+  if (auto* why = std::get_if<std::string>(&bytes)) {
+    return bad_request(field + ".url", fmt::format("{}{}", *why,
+                                                   why->find("limit") != std::string::npos
+                                                       ? " (--image-max-bytes)"
+                                                       : ""));
+  }
+  std::vector<uint8_t> b = std::move(std::get<std::vector<uint8_t>>(bytes));
+  auto head = read_image_header(b, field);
+  if (!head.ok()) return bad_request(field + ".url", head.message());
+  if (int64_t{head->width} * head->height > lim.max_pixels) {
+    return bad_request(field + ".url",
+                       fmt::format("an image of {} x {} pixels, more than the limit of {} "
+                                   "(--image-max-pixels)",
+                                   head->width, head->height, lim.max_pixels));
+  }
+  return b;
+}
+
+// A message's content: a string, or a list of parts: text parts ({"type": "text", "text": ...})
+// joined by newlines, and image_url parts (image_part), each a media marker (kMediaMarker) in
+// the text with its bytes appended to `images`. Other parts (audio, files) are a 400 naming
+// their type.
+std::variant<std::string, ApiError> message_content(const ojson& c, const ImageLimits& lim,
+                                                    size_t i,
+                                                    std::vector<std::vector<uint8_t>>& images) {
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array() || c.empty()) {
     return bad_request("messages",
                        "a message's 'content' must be a string or a non-empty list of parts");
   }
   std::string out;
-  for (const auto& part : c) {
+  for (size_t k = 0; k < c.size(); ++k) {
+    const ojson& part = c[k];
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
       return bad_request("messages", "each content part must be an object with a 'type'");
     }
     const std::string type = part["type"].get<std::string>();
+    if (type == "image_url") {
+      auto b = image_part(part, lim, i, k, images.size());
+      if (auto* e = std::get_if<ApiError>(&b)) return *e;
+      images.push_back(std::move(std::get<std::vector<uint8_t>>(b)));
+      if (!out.empty()) out += "\n";
+      out += kMediaMarker;
+      continue;
+    }
     if (type != "text") {
       return bad_request("messages",
-                         fmt::format("content parts of type '{}' are not supported (text only)",
+                         fmt::format("content parts of type '{}' are not supported (text, "
+                                     "image_url)",
                                      shown(type)));
     }
     if (!part.contains("text") || !part["text"].is_string()) {
@@ -146,7 +215,8 @@ std::variant<ojson, ApiError> message_tool_calls(const ojson& calls, size_t i) {
   return out;
 }
 
-std::variant<std::vector<ChatMessage>, ApiError> decode_messages(const ojson& j) {
+std::variant<std::vector<ChatMessage>, ApiError> decode_messages(
+    const ojson& j, const ImageLimits& lim, std::vector<std::vector<uint8_t>>& images) {
   if (!j.contains("messages")) return bad_request("messages", "'messages' is required");
   const ojson& ms = j["messages"];
   if (!ms.is_array() || ms.empty()) {
@@ -199,7 +269,7 @@ std::variant<std::vector<ChatMessage>, ApiError> decode_messages(const ojson& j)
       // An assistant turn of calls only: its content is empty (templates test it as a string).
       if (!calls) return bad_request("messages", "each message needs a 'content'");
     } else {
-      auto content = message_content(m["content"]);
+      auto content = message_content(m["content"], lim, i, images);
       if (auto* e = std::get_if<ApiError>(&content)) return *e;
       c.content = std::move(std::get<std::string>(content));
     }
@@ -689,7 +759,7 @@ std::optional<ApiError> read_prompt(const json& j, Decoding& x) {
   CompletionRequest& r = x.r;
   if (x.chat) {
     const ojson oj = ojson::parse(x.body, nullptr, false);
-    auto ms = decode_messages(oj);
+    auto ms = decode_messages(oj, x.d->images, r.images);
     if (auto* e = std::get_if<ApiError>(&ms)) return *e;
     r.messages = std::move(std::get<std::vector<ChatMessage>>(ms));
     if (auto e = decode_template_switches(j, r.template_vars)) return e;

@@ -23,6 +23,14 @@
 namespace tova::server {
 
 // What a request may ask for and the server's defaults (flags).
+// Images in chat requests (image_url parts with data: URLs; serve's --mmproj and --image-*).
+struct ImageLimits {
+  bool enabled = false;                 // an mmproj is loaded
+  uint64_t max_bytes = uint64_t{20} << 20;  // --image-max-bytes: one image's decoded bytes
+  int64_t max_pixels = int64_t{4096} * 4096;  // --image-max-pixels: width x height
+  int max_count = 8;                    // --image-max-count: images in one request
+};
+
 struct ApiDefaults {
   std::string model_id;  // the served name (--alias, else the file's stem)
   CacheOptions cache;
@@ -35,6 +43,7 @@ struct ApiDefaults {
   ReasoningFormat reasoning = ReasoningFormat::kNone;
   int max_n = 16;                // most choices one request may ask for
   SpeculativeOptions speculative;  // --spec-* (a request's speculative.* fields change it)
+  ImageLimits images;
 };
 
 // A decoded POST /v1/chat/completions or /v1/completions body.
@@ -61,6 +70,9 @@ struct CompletionRequest {
   // Chat: template variables (chat_template_kwargs, reasoning_effort: turn.h), as JSON.
   nlohmann::json template_vars = nlohmann::json::object();
   ToolsRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
+  // Chat: the images of image_url parts, in order, as bytes (checked against ImageLimits, their
+  // headers read); each part's place in its message's content is a kMediaMarker.
+  std::vector<std::vector<uint8_t>> images;
 };
 
 std::variant<CompletionRequest, ApiError> decode_completion_request(std::string_view body,

@@ -17,6 +17,7 @@
 #include "tova/options.h"
 #include "tova/reasoning.h"
 #include "tova/session.h"
+#include "tova/vision.h"
 
 namespace tova::server {
 
@@ -30,7 +31,8 @@ struct ApiError {
 
 struct GenerationRequest {
   std::string id;  // the request id (X-Request-Id): names the state it leaves (state_view.h)
-  std::vector<int32_t> prompt;
+  std::vector<int32_t> prompt;  // an image's tokens as image_token_id()s (Engine::tokens_with_images)
+  std::vector<Image> images;    // the prompt's images, in order
   int max_tokens = 16;
   SamplerParams sampling;
   std::vector<std::string> stop;

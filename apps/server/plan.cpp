@@ -43,10 +43,19 @@ std::optional<ApiError> plan_prompt(const CompletionRequest& r, const Engine& en
     auto text = render_chat(r, *chat);
     if (auto* e = std::get_if<ApiError>(&text)) return *e;
     g.prompt_text = std::move(std::get<std::string>(text));
-    g.prompt = engine.chat_tokens(g.prompt_text);
+    // The images (image_url parts) encoded, or the same bytes' rows the engine kept.
+    for (size_t i = 0; i < r.images.size(); ++i) {
+      auto img = engine.encode_image(r.images[i], fmt::format("image {}", i + 1));
+      if (!img.ok()) return bad_request("messages", img.message());
+      g.images.push_back(std::move(*img));
+    }
+    auto ids = engine.tokens_with_images(g.prompt_text, g.images, {.chat = true});
+    if (!ids.ok()) return bad_request("messages", ids.message());
+    g.prompt = std::move(*ids);
     auto next = render_with_tools(*chat, next_turn_probe(r.messages), r.tools, r.template_vars);
     if (const auto* t = std::get_if<std::string>(&next)) {
-      g.checkpoint = turn_boundary(g.prompt, engine.chat_tokens(*t));
+      auto probe = engine.tokens_with_images(*t, g.images, {.chat = true});
+      if (probe.ok()) g.checkpoint = turn_boundary(g.prompt, *probe);
     }
     g.reasoning = d.reasoning;
     g.render_special = reasoning_special_texts(d.reasoning);

@@ -215,12 +215,14 @@ bool ServingLoop::try_admit(const std::shared_ptr<Job>& job) {
   const std::span<const int32_t> prompt(r.prompt);
   const bool checkpoint = o_.prefix_reuse && r.allow_reuse && StateCache::reusable(r.cache) &&
                           r.checkpoint > a->reused && r.checkpoint <= a->n_prompt;
-  if (checkpoint) {
-    a->session->queue(prompt.subspan(a->reused, r.checkpoint - a->reused));
-    a->after_checkpoint.assign(prompt.begin() + r.checkpoint, prompt.end());
-  } else {
-    a->session->queue(prompt.subspan(a->reused));
+  const Status queued =
+      checkpoint ? a->session->queue(prompt.subspan(a->reused, r.checkpoint - a->reused), r.images)
+                 : a->session->queue(prompt.subspan(a->reused), r.images);
+  if (!queued.ok()) {
+    fail(*job, ApiError{.message = queued.message(), .param = "messages"});
+    return true;
   }
+  if (checkpoint) a->after_checkpoint.assign(prompt.begin() + r.checkpoint, prompt.end());
   // The pool allocates now what this request may hold (prompt + max_tokens; a `full` one
   // within -c, a bounded one within k + extra): a new one once, a reused one copied once
   // here, never a doubling copy inside a decode step.
@@ -460,7 +462,11 @@ void ServingLoop::step(Batch& batch) {
       // The turn boundary is fed: a copy of the state there is held (as "ID#turn": the answer's
       // own state keeps the response's id, /v1/sessions/ID), then the rest of the prompt.
       hold(a.session->clone(), a.job->request.id + "#turn");
-      a.session->queue(a.after_checkpoint);
+      if (const Status st = a.session->queue(a.after_checkpoint, a.job->request.images); !st.ok()) {
+        fail(*a.job, server_error(st.message()));
+        a.finished = true;
+        continue;
+      }
       a.after_checkpoint = {};
       a.stream = std::make_unique<TextStream>(*a.session, generate_options(a.job->request));
       continue;

@@ -19,6 +19,7 @@
 #include "tova/options.h"
 #include "tova/reasoning.h"
 #include "tova/session.h"
+#include "tova/vision.h"
 
 namespace tova {
 
@@ -32,6 +33,9 @@ class Model;
 namespace tok {
 class Tokenizer;
 }
+namespace vision {
+class Mmproj;
+}
 
 struct EngineOptions {
   std::string model_path;  // empty: the bundled stories260K (see bundled_model_path)
@@ -44,6 +48,10 @@ struct EngineOptions {
   // A draft model for speculative decoding (llama.cpp's -md): loaded beside the model, its
   // vocabulary checked against the model's (an error names both files).
   std::string draft_model_path;
+  // A vision encoder + projector (llama.cpp's mmproj GGUF) beside the model: sessions then take
+  // images (Session::queue_image). Refused, naming both files, when it does not fit the model
+  // (its projection width, its text family).
+  std::string mmproj_path;
 };
 
 // A session file read back (Engine::load_session).
@@ -120,6 +128,27 @@ class Engine {
   uint64_t reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx,
                          const SpeculativeOptions& spec = {}) const;
 
+  // Images (EngineOptions::mmproj_path).
+  bool has_mmproj() const { return mmproj_ != nullptr; }
+  const std::string& mmproj_path() const;  // empty without one
+  // Decodes (PNG, JPEG, what stb_image reads) and encodes an image held in memory; `name` is
+  // what errors name. Errors: no mmproj, bytes that are not an image (truncated, lying, empty),
+  // an image over the decoder's pixel limit. The same bytes again return the rows encoded
+  // before (the last few images are kept), so a second question about an image re-encodes
+  // nothing. Takes the run lock while it encodes.
+  Result<Image> encode_image(std::span<const uint8_t> bytes, const std::string& name) const;
+  Result<Image> encode_image_file(const std::string& path) const;
+  // Most tokens one image takes (0 without an mmproj).
+  int max_image_tokens() const;
+  // `text` as a session's tokens with `images` at its media markers (kMediaMarker), one per
+  // marker in order, as llama.cpp's mtmd cuts a prompt: each piece of text tokenized on its own
+  // (o: tova/session.h's TextOptions), each image as its begin marker, one image_token_id per
+  // image token, its end marker. Session::queue(tokens, images) queues the result; prefix
+  // reuse compares it as any history. Errors: more or fewer markers than images, no tokenizer.
+  Result<std::vector<int32_t>> tokens_with_images(std::string_view text,
+                                                  std::span<const Image> images,
+                                                  const TextOptions& o) const;
+
   // A fresh session of this model.
   Result<std::unique_ptr<Session>> new_session(const SessionOptions& o) const;
   // A session saved by Session::save, continuing exactly where it stopped: its multi-state,
@@ -136,11 +165,17 @@ class Engine {
   std::shared_ptr<const grammar::TokenTrie> grammar_vocab() const;
 
   Engine();
+  // Opens EngineOptions::mmproj_path beside the model (engine_vision.cpp).
+  Status open_mmproj(const std::string& path);
   std::string path_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<model::Model> draft_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<vision::Mmproj> mmproj_;
+  std::vector<int32_t> image_begin_, image_end_;  // the projector's markers as token ids
+  mutable std::mutex images_mu_;
+  mutable std::vector<Image> recent_images_;  // the last images encoded, newest last
   mutable std::mutex run_mu_;
   mutable std::once_flag grammar_once_;
   mutable std::shared_ptr<const grammar::TokenTrie> grammar_vocab_;

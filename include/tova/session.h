@@ -9,10 +9,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tova/result.h"
 #include "tova/options.h"
+#include "tova/vision.h"
 
 namespace tova {
 
@@ -93,9 +95,20 @@ struct SessionStats {
   uint64_t kv_capacity = 0;
   uint64_t kv_held = 0;      // of those, the bytes of the states held
   int64_t n_seen = 0;        // tokens fed
+  int n_images = 0;          // images fed (Session::queue_image)
+  int64_t n_image_tokens = 0;  // their tokens (part of n_seen)
   std::vector<LayerStats> layers;
   std::vector<StateKindStats> kinds;  // one per kind present, "bounded" first
   SpeculationStats speculation;
+};
+
+// How Session::queue_text reads its text: as Engine::tokenize does (add_bos, parse_special), or
+// as Engine::chat_tokens reads a rendered conversation (chat: special tokens read, BOS added
+// unless the text starts with it).
+struct TextOptions {
+  bool add_bos = false;
+  bool parse_special = true;
+  bool chat = false;
 };
 
 struct SaveOptions {
@@ -134,6 +147,24 @@ class Session {
   // Queues tokens for a scheduler to feed (they join the history now).
   void queue(std::span<const int32_t> tokens);
   void queue(int32_t token) { queue(std::span<const int32_t>(&token, 1)); }
+  // Queues an image (Engine::encode_image of this session's engine) between its family's markers
+  // (Gemma 4: "<|image>" and "<image|>", as llama.cpp's mtmd places them), its tokens at the next
+  // positions, one each. The history holds image_token_id(image.id, t) for its tokens. It is fed
+  // in a step of its own, whole (its tokens attend to each other without a causal mask): under
+  // a bounded policy the pool takes it beside the budget's states and the policy then evicts
+  // down to the budget, choosing among image and text states alike. Errors (nothing queued): an
+  // engine without an mmproj, an image of another width or larger than the session takes,
+  // speculative decoding on.
+  Status queue_image(const Image& image);
+  // Queues tokens that hold images (Engine::tokens_with_images): each run of image_token_id()s
+  // of an image in `images` (whole, from its first token) is queued as queue_image queues the
+  // image's own tokens. Errors (nothing queued): an image id of no image given, a run that is
+  // cut, an image queue_image refuses.
+  Status queue(std::span<const int32_t> tokens, std::span<const Image> images);
+  // Engine::tokens_with_images, then queue(tokens, images).
+  Status queue_text(std::string_view text, std::span<const Image> images = {},
+                    const TextOptions& o = {});
+
   std::span<const int32_t> pending() const;  // queued, not fed yet, in order
   int64_t n_pending() const;
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,5 +58,38 @@ struct ImageEncoding {
 // Opens the mmproj (and checks it against text_model), decodes the image and encodes it; an
 // error names the file and the key, tensor or field at fault.
 Result<ImageEncoding> encode_image(const ImageEncodeOptions& o);
+
+// An image encoded by an engine's mmproj (Engine::encode_image), ready to be queued into its
+// sessions (Session::queue_image) any number of times: the rows are shared, never copied.
+struct Image {
+  std::string name;  // what errors name: the file, "image 2"
+  int width = 0;     // as decoded
+  int height = 0;
+  int n_tokens = 0;  // tokens (and positions) it takes in the text sequence
+  int n_embd = 0;    // their width: the text model's
+  // A hash of the image's file bytes: equal ids, the same image. A session's history holds
+  // ids derived from it for the image's tokens (image_token_id), so prefix reuse tells two
+  // images apart and never takes an image token for a text token.
+  uint64_t id = 0;
+  std::shared_ptr<const std::vector<float>> rows;  // [n_tokens][n_embd]
+  double encode_seconds = 0;  // 0 when the engine had encoded these bytes before
+};
+
+// Where an image goes in a prompt's text: llama.cpp's media marker (mtmd_default_marker), which
+// Session::queue_text, `tova run -p` and the chat front ends read.
+inline constexpr const char* kMediaMarker = "<__media__>";
+
+// The history's id of token t of the image whose id is image_id: negative (text ids are not),
+// below -1 (which means "no token" in places), a hash of both.
+int32_t image_token_id(uint64_t image_id, int t);
+inline bool is_image_token(int32_t id) { return id < -1; }
+
+// Width and height from an image's header alone (nothing decoded): limits are checked before
+// any pixel memory is taken. An error names `name` and says why the bytes are not an image.
+struct ImageHeader {
+  int width = 0;
+  int height = 0;
+};
+Result<ImageHeader> read_image_header(std::span<const uint8_t> bytes, const std::string& name);
 
 }  // namespace tova

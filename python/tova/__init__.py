@@ -25,7 +25,7 @@ least. The same library drives `tova run`, `tova chat`, `tova serve` and this mo
     tova.eval(engine, "passkey", lengths=[256], samples=4, policies=["full", "tova"], budgets=[32])
 """
 
-from ._tova import Engine, Generator, Session, StateCache, eval, parse_tool_calls, policies, ppl
+from ._tova import Engine, Generator, Image, Session, StateCache, eval, parse_tool_calls, policies, ppl
 
-__all__ = ["Engine", "Session", "Generator", "StateCache", "policies", "ppl", "eval",
+__all__ = ["Engine", "Image", "Session", "Generator", "StateCache", "policies", "ppl", "eval",
            "parse_tool_calls"]

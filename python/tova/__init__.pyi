@@ -4,6 +4,16 @@ from typing import Iterator, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
+class Image:
+    """An image encoded by an Engine's mmproj (Engine.encode_image)."""
+    name: str
+    width: int
+    height: int
+    n_tokens: int
+    n_embd: int
+    id: int
+    encode_seconds: float
+
 class Engine:
     """A loaded GGUF model, its tokenizer and the thread pool that runs it."""
     def __init__(
@@ -13,7 +23,11 @@ class Engine:
         f32_activations: bool = False,
         mmap: bool = False,
         draft_model: Optional[str] = None,
+        mmproj: Optional[str] = None,
     ) -> None: ...
+    @property
+    def has_mmproj(self) -> bool: ...
+    def encode_image(self, image: Union[str, bytes, "Image"]) -> "Image": ...
     @property
     def path(self) -> str: ...
     @property
@@ -92,6 +106,7 @@ class Session:
         max_context: int = 0,
         grammar: Optional[str] = None,
         json_schema: Union[dict, str, None] = None,
+        images: Optional[Sequence[Union[str, bytes, "Image"]]] = None,
     ) -> Generator: ...
     def chat(
         self,

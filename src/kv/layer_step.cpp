@@ -132,17 +132,31 @@ bool joins_first(const MultiState& ms, bool scores, int n_tok) {
 
 }  // namespace
 
+namespace {
+
+// An image's step (StepRows::whole) joins whole where every pool can hold it beside its states.
+bool image_fits(const MultiState& ms, int n_tok) {
+  return n_tok <= std::max(ms.max_new(), ms.max_image());
+}
+
+}  // namespace
+
 bool evicts_between_tokens(const MultiState& ms, std::span<MultiState* const> followers,
-                           int n_tok) {
-  if (n_tok <= 1 || joins_first(ms, any_scores(ms, followers), n_tok)) return false;
+                           int n_tok, bool whole) {
+  if (n_tok <= 1 || (whole && image_fits(ms, n_tok)) ||
+      joins_first(ms, any_scores(ms, followers), n_tok)) {
+    return false;
+  }
   // Token by token, but where no layer can evict and positions stay put, each token still sees
   // the tokens before it and nothing else.
   return moves_positions(ms.positions()) ||
          ms.n_seen() + n_tok > static_cast<int64_t>(ms.holds_all_until());
 }
 
-bool joins_all_first(const MultiState& ms, std::span<MultiState* const> followers, int n_tok) {
-  return n_tok <= 1 || joins_first(ms, any_scores(ms, followers), n_tok);
+bool joins_all_first(const MultiState& ms, std::span<MultiState* const> followers, int n_tok,
+                     bool whole) {
+  return n_tok <= 1 || (whole && image_fits(ms, n_tok)) ||
+         joins_first(ms, any_scores(ms, followers), n_tok);
 }
 
 void end_step(MultiState& ms, std::span<MultiState* const> followers, int il,
@@ -210,12 +224,14 @@ void step_layer(MultiState& ms, std::span<MultiState* const> followers, int il,
   };
 
   const int n_tok = static_cast<int>(rows.idx.size());
-  const bool chunk = ms.budget() >= 0 && ms.max_new() > 1;
+  // An image's step is a chunk of its own, whatever the prefill mode (StepRows::whole).
+  const bool image = rows.whole && image_fits(ms, n_tok);
+  const bool chunk = (ms.budget() >= 0 && ms.max_new() > 1) || image;
   // An exact step that no layer evicts in (holds_all_until), that no policy scores, in a mode
   // whose mapped positions do not depend on what is held, gives every token the same view
   // whether the later tokens joined before it or not: the causal mask hides them.
-  const bool all_join_first = joins_first(ms, scores, n_tok);
-  TOVA_CHECK(evict || !evicts_between_tokens(ms, followers, n_tok));
+  const bool all_join_first = image || joins_first(ms, scores, n_tok);
+  TOVA_CHECK(evict || !evicts_between_tokens(ms, followers, n_tok, rows.whole));
   if (!all_join_first) {
     for (int t = 0; t < n_tok; ++t) {
       const int64_t pos = rows.pos[rows.idx[t]];

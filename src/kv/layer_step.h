@@ -37,6 +37,10 @@ struct StepRows {
   const float* q_pre = nullptr;
   int q_dim = 0;  // n_head * head_dim
   const QueryRope* rope = nullptr;
+  // The step's tokens hold an image attended without a causal mask (model::BatchToken::
+  // sees_ahead): under any policy and prefill mode they all join before any attends and the
+  // policy evicts once, after the step, as after a chunk (MultiStateOptions::max_image).
+  bool whole = false;
 };
 
 // What the model does between joining and evicting.
@@ -101,11 +105,14 @@ void end_step(MultiState& ms, std::span<MultiState* const> followers, int il,
 // different sets of held states, so a layer reading another's K/V after its step could not see
 // what each token saw.
 bool evicts_between_tokens(const MultiState& ms, std::span<MultiState* const> followers,
-                           int n_tok);
+                           int n_tok, bool whole = false);
 
 // Whether step_layer lets all n_tok tokens of the step join before any of them attends (a
 // chunk, or an exact step as described above): only then may a token see tokens after it in
-// the step (model::BatchToken::sees_ahead, an image attended without a causal mask).
-bool joins_all_first(const MultiState& ms, std::span<MultiState* const> followers, int n_tok);
+// the step (model::BatchToken::sees_ahead, an image attended without a causal mask). whole:
+// the step is an image's (StepRows::whole), which joins whole when the pools have room for it
+// (unbounded, or MultiState::max_image at least n_tok).
+bool joins_all_first(const MultiState& ms, std::span<MultiState* const> followers, int n_tok,
+                     bool whole = false);
 
 }  // namespace tova::kv

@@ -93,17 +93,17 @@ Status LayerState::reserve(int64_t n_states, int64_t at_most) {
   return grow_to(static_cast<int>(std::min<int64_t>(std::max(n_states, doubled), max_slots)));
 }
 
-Status LayerState::make_room(int n_new) {
+Status LayerState::make_room(int n_new, bool whole) {
   // Heads sharing a budget fill unevenly: the fullest decides.
   const int64_t n_free = min_free();
-  if (n_new <= n_free || n_slot_ >= limits_.max_slots) return ok_status();
+  const int64_t most = int64_t{limits_.max_slots} + (whole ? limits_.image_slots : 0);
+  if (n_new <= n_free || n_slot_ >= most) return ok_status();
   const int64_t want = int64_t{n_slot_} + (n_new - n_free);
-  return grow_to(static_cast<int>(
-      std::min<int64_t>(std::max(want, int64_t{n_slot_} * 2), limits_.max_slots)));
+  return grow_to(static_cast<int>(std::min<int64_t>(std::max(want, int64_t{n_slot_} * 2), most)));
 }
 
 Status LayerState::grow_to(int new_slot) {
-  TOVA_CHECK(new_slot > n_slot_ && new_slot <= limits_.max_slots);
+  TOVA_CHECK(new_slot > n_slot_ && new_slot <= max_slots_all());
   const size_t k_head = key_pool_bytes(fmt_.k, head_dim_, new_slot);
   std::vector<uint8_t> k, v;
   std::vector<int64_t> p;
@@ -437,9 +437,9 @@ void LayerState::settle() {
 Status LayerState::restore(int n_slot, std::span<const int64_t> pos, std::span<const uint8_t> keys,
                            std::span<const uint8_t> values, int64_t n_evicted,
                            std::span<const double> policy_state) {
-  if (n_slot < n_slot_ || n_slot > limits_.max_slots) {
+  if (n_slot < n_slot_ || n_slot > max_slots_all()) {
     return make_error("saved layer has {} slots, this cache {} to {}", n_slot, n_slot_,
-                      limits_.max_slots);
+                      max_slots_all());
   }
   const size_t n_pos = static_cast<size_t>(n_head_kv_) * n_slot;
   if (pos.size() != n_pos || keys.size() != n_pos * k_row_ || values.size() != n_pos * v_row_) {
@@ -536,6 +536,18 @@ PolicyArgs policy_args(const MultiStateOptions& o, int il) {
   return a;
 }
 
+namespace {
+
+// Slots an image's step may add to a pool of max_slots (MultiStateOptions::max_image): a
+// bounded pool takes the image beside what it holds, as a chunk; an unbounded one (INT_MAX)
+// grows without a limit anyway.
+int image_slots(const MultiStateOptions& o, int64_t max_slots) {
+  if (max_slots >= INT_MAX || o.max_image <= o.max_new) return 0;
+  return static_cast<int>(std::min<int64_t>(o.max_image - o.max_new, INT_MAX - max_slots));
+}
+
+}  // namespace
+
 Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   const int window = o.windows.empty() ? 0 : o.windows[il];
   if (window < 0 || window == 1) return make_error("invalid sliding window {}", window);
@@ -607,6 +619,7 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   if (cut_budget >= 0) z.holds_all_until = static_cast<int>(std::min<int64_t>(z.holds_all_until, cut_budget));
   if (max_slots > INT_MAX) return make_error("budget {} is too large", budget);
   l.max_slots = static_cast<int>(max_slots);
+  l.image_slots = image_slots(o, max_slots);
   // Every pool starts at what the sequence can reach (initial_slots) and doubles up to its
   // most: k + extra when bounded, its window on a window layer, without limit otherwise.
   z.n_slot = static_cast<int>(
@@ -624,6 +637,7 @@ Status check_options(const MultiStateOptions& o) {
                       o.n_layer, o.n_head, o.n_head_kv, o.head_dim);
   }
   if (o.max_new < 1) return make_error("invalid chunk size {}", o.max_new);
+  if (o.max_image < 0) return make_error("invalid image size {}", o.max_image);
   if (o.prompt_end < 0) return make_error("invalid prompt length {}", o.prompt_end);
   for (const std::vector<int>* v : {&o.layer_n_head_kv, &o.layer_head_dim}) {
     if (!v->empty() && static_cast<int>(v->size()) != o.n_layer) {
@@ -660,7 +674,7 @@ Result<std::vector<LayerSizing>> MultiState::size_layers(const MultiStateOptions
   for (int il = 0; il < o.n_layer; ++il) {
     TOVA_ASSIGN_OR_RETURN(LayerSizing z, size_layer(o, il));
     if (o.policy.bounded() && z.limits.budget >= 0) {
-      max_bytes_ += layer_bytes(o, il, z.limits.max_slots);
+      max_bytes_ += layer_bytes(o, il, int64_t{z.limits.max_slots} + z.limits.image_slots);
     }
     holds_all_until_ = std::min(holds_all_until_, z.holds_all_until);
     sizing.push_back(z);
@@ -723,6 +737,7 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   ms->spec_ = o.policy;
   ms->kv_type_ = o.kv_type;
   ms->max_new_ = o.max_new;
+  ms->max_image_ = o.max_image;
   ms->positions_ = o.positions;
   ms->holds_all_until_ = INT_MAX;
   ms->window_drops_at_step_end_ = o.window_drops_at_step_end && !o.policy.bounded();
@@ -738,6 +753,7 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->score_need_ = score_need_;
   ms->needs_queries_ = needs_queries_;
   ms->max_new_ = max_new_;
+  ms->max_image_ = max_image_;
   ms->positions_ = positions_;
   ms->holds_all_until_ = holds_all_until_;
   ms->window_drops_at_step_end_ = window_drops_at_step_end_;
@@ -770,8 +786,8 @@ Status MultiState::reserve(int64_t n_states, int64_t at_most) {
   return ok_status();
 }
 
-Status MultiState::make_room(int n_new) {
-  for (auto& l : layers_) TOVA_RETURN_IF_ERROR(l->make_room(n_new));
+Status MultiState::make_room(int n_new, bool whole) {
+  for (auto& l : layers_) TOVA_RETURN_IF_ERROR(l->make_room(n_new, whole));
   return ok_status();
 }
 

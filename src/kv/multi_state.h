@@ -37,6 +37,12 @@ struct MultiStateOptions {
   PolicySpec policy;
   KvFormat kv_type;  // keys' and values' storage types (f32 unless given)
   int max_new = 1;          // most tokens that join a layer before the policy evicts (chunk C)
+  // Most tokens of one image the sequence may take (0: none). An image's tokens attend to each
+  // other without a causal mask, so its step is a chunk of its own under every prefill mode:
+  // all its tokens join before any attends, the policy observes them and evicts once, after
+  // the image (layer_step.h, StepRows::whole). A bounded pool may grow to k + extra + max_image
+  // slots for that step (LayerLimits::image_slots); between steps it holds its budget.
+  int max_image = 0;
   // First allocation in slots per KV head (capped at k + extra for bounded policies), doubled
   // when full: what the sequence can reach, when the caller knows it.
   int initial_slots = 256;
@@ -90,7 +96,9 @@ inline int layer_head_dim(const MultiStateOptions& o, int il) {
 struct LayerLimits {
   int budget = -1;  // states kept per KV head between steps (-1: unbounded; shared: on average)
   int window = 0;   // see MultiStateOptions::windows (0: none)
-  int max_slots = 0;  // the most slots per KV head the pool may grow to
+  int max_slots = 0;  // the most slots per KV head the pool may grow to for a text step
+  // Slots beyond max_slots an image's step may grow the pool to (MultiStateOptions::max_image).
+  int image_slots = 0;
   bool shared_heads = false;  // LayerPlan::shared_heads
   int head_floor = 0;
   // Exact prefill under LayerPlan::holds_prompt: the policy does not evict before the token at
@@ -196,11 +204,13 @@ class LayerState {
   // worth), so that no later step pays for copying it. An allocation failure changes nothing
   // and is an error.
   Status reserve(int64_t n_states, int64_t at_most);
-  // Grows the pool (doubling, up to max_slots) so that n_new tokens can join before the policy
-  // next evicts; the forward pass calls it before a step. An allocation failure changes
-  // nothing and is an error.
-  Status make_room(int n_new);
+  // Grows the pool (doubling, up to max_slots, plus image_slots for an image's step: `whole`)
+  // so that n_new tokens can join before the policy next evicts; the forward pass calls it
+  // before a step. An allocation failure changes nothing and is an error.
+  Status make_room(int n_new, bool whole = false);
   int max_slots() const { return limits_.max_slots; }
+  // The most slots the pool may ever hold (an image's step included).
+  int max_slots_all() const { return limits_.max_slots + limits_.image_slots; }
 
   // Replaces the contents with saved ones (session files): positions [n_head_kv][n_slot] (-1 =
   // free), keys and values as keys()/values() lay them out, the policy's state. n_slot may be
@@ -312,6 +322,8 @@ class MultiState {
   // Most tokens that may join a layer before the policy evicts: 1 for exact processing, C for
   // chunked prefill.
   int max_new() const { return max_new_; }
+  // MultiStateOptions::max_image: most tokens of one image (0: the sequence takes none).
+  int max_image() const { return max_image_; }
 
   int64_t n_seen() const { return n_seen_; }
   void advance(int64_t n) { n_seen_ += n; }
@@ -324,8 +336,9 @@ class MultiState {
   // open-ended sessions (chat turns, server requests) call it before a turn, so the copy of a
   // growing cache happens there, never inside a decode step.
   Status reserve(int64_t n_states, int64_t at_most = kMaxUnboundedReserve);
-  // Every layer can take n_new tokens before its policy next evicts (LayerState::make_room).
-  Status make_room(int n_new);
+  // Every layer can take n_new tokens before its policy next evicts (LayerState::make_room;
+  // whole: an image's step).
+  Status make_room(int n_new, bool whole = false);
   // The most bytes this multi-state can reach: k + extra slots per layer under a bounded
   // policy, plus the recurrent states (0 when unbounded: `full` grows with the tokens).
   uint64_t max_bytes() const { return max_bytes_; }
@@ -341,6 +354,7 @@ class MultiState {
   ScoreNeed score_need_ = ScoreNeed::kNone;
   bool needs_queries_ = false;
   int max_new_ = 1;
+  int max_image_ = 0;
   PositionMode positions_ = PositionMode::kAbsolute;
   int holds_all_until_ = 0;
   bool window_drops_at_step_end_ = false;

@@ -19,9 +19,11 @@ void group_by_sequence(std::span<const BatchToken> batch, std::vector<SequenceRu
                                  [&](const SequenceRun& r) { return r.state == batch[i].state; });
     if (it == runs.end()) {
       runs.push_back({batch[i].state, {i}});
+      it = runs.end() - 1;
     } else {
       it->idx.push_back(i);
     }
+    it->whole = it->whole || batch[i].sees_ahead > 0;
   }
 }
 
@@ -89,9 +91,12 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
   group_by_sequence(batch, s.runs);
   for (const SequenceRun& run : s.runs) {
     if (run.state->budget() >= 0 && run.state->max_new() > 1 &&
-        static_cast<int>(run.idx.size()) > run.state->max_new()) {
-      return make_error("a chunk of {} tokens exceeds the sequence's prefill chunk size {}",
-                        run.idx.size(), run.state->max_new());
+        static_cast<int>(run.idx.size()) >
+            (run.whole ? std::max(run.state->max_new(), run.state->max_image())
+                       : run.state->max_new())) {
+      return make_error("a chunk of {} tokens exceeds the sequence's prefill chunk size {}{}",
+                        run.idx.size(), run.state->max_new(),
+                        run.whole ? " and its image size" : "");
     }
   }
   TOVA_RETURN_IF_ERROR(attach_followers(followers, s.runs));
@@ -99,8 +104,8 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
   // step (where an allocation failure could not be reported), and an error if memory is short.
   for (const SequenceRun& run : s.runs) {
     const int n_new = static_cast<int>(run.idx.size());
-    TOVA_RETURN_IF_ERROR(run.state->make_room(n_new));
-    for (kv::MultiState* f : run.followers) TOVA_RETURN_IF_ERROR(f->make_room(n_new));
+    TOVA_RETURN_IF_ERROR(run.state->make_room(n_new, run.whole));
+    for (kv::MultiState* f : run.followers) TOVA_RETURN_IF_ERROR(f->make_room(n_new, run.whole));
   }
   // The storage types of the batch's pools (keys and values apart), each converted once per
   // layer by the attention kind.
@@ -153,7 +158,8 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
                           k, run.idx.size() - j - 1);
       }
     }
-    if (ahead && !kv::joins_all_first(*run.state, run.followers, static_cast<int>(run.idx.size()))) {
+    if (ahead && !kv::joins_all_first(*run.state, run.followers, static_cast<int>(run.idx.size()),
+                                      run.whole)) {
       return make_error("an image attended without a causal mask needs a step in which all its "
                         "tokens join before any attends (policy '{}' evicts or scores within "
                         "this step)",

@@ -49,6 +49,8 @@ struct SequenceRun {
   kv::MultiState* state = nullptr;
   std::vector<int> idx;
   std::vector<kv::MultiState*> followers;
+  // Some token sees ahead (an image): the run joins whole (kv::StepRows::whole).
+  bool whole = false;
 };
 
 // A layer kind's own buffers: its file derives a struct from this and asks

@@ -327,6 +327,7 @@ void attend_layer(const ModelConfig& c, const AttnDims& d, int il, const LayerWe
   auto step = [&](const SequenceRun& run, AttendScratch& mine, ThreadPool* run_pool) {
     kv::StepRows rows = rows_of_batch;
     rows.idx = run.idx;
+    rows.whole = run.whole;
     const kv::PositionMode mode =
         rope.n_rot == 0 ? kv::PositionMode::kAbsolute : run.state->positions();
     SequenceAttention attention(shape, rope, mode, run.idx, s, mine, run_pool);

@@ -148,7 +148,9 @@ bool Model::splits_between_tokens(std::span<const BatchToken> batch,
     for (const Follower& f : followers) {
       if (f.leader == run.state) fw.push_back(f.state);
     }
-    if (kv::evicts_between_tokens(*run.state, fw, static_cast<int>(run.idx.size()))) return true;
+    if (kv::evicts_between_tokens(*run.state, fw, static_cast<int>(run.idx.size()), run.whole)) {
+      return true;
+    }
   }
   return false;
 }

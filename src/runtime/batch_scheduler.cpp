@@ -50,11 +50,15 @@ Status BatchScheduler::choose_takes(std::span<Session* const> sessions, bool spe
   // Then prompts, in the order given (a server lists the oldest request first), each at most
   // prompt_step of the budget left: a chunked session whole chunks (one that does not fit
   // waits, unless the step is empty).
+  // An image is taken whole, in a step of its own for its session (runtime::next_run).
   for (Session* s : sessions) {
     const int64_t n = s->n_pending();
     if (n <= 1 || drafts_now(*s, speculate) || budget <= 0) continue;
-    const int want =
-        static_cast<int>(std::min<int64_t>(n, prompt_step(state_of(*s), budget)));
+    const NextRun next = next_run(SessionAccess::impl(*s));
+    const int want = next.image != nullptr
+                         ? static_cast<int>(next.n)
+                         : static_cast<int>(std::min<int64_t>(
+                               next.n, prompt_step(state_of(*s), budget)));
     if (want <= budget || takes_.empty()) {
       takes_.push_back({s, want, {}});
       budget -= want;
@@ -69,8 +73,15 @@ bool BatchScheduler::build_batch() {
   for (Take& t : takes_) {
     Session::Impl& s = SessionAccess::impl(*t.session);
     const bool last = t.n == t.session->n_pending();
-    t.row = batch_.add(*s.state, t.session->pending().first(t.n),
-                       last ? LogitsAt::kLast : LogitsAt::kNone);
+    const LogitsAt at = last ? LogitsAt::kLast : LogitsAt::kNone;
+    const NextRun next = next_run(s);
+    if (next.image != nullptr) {
+      const Image& im = next.image->image;
+      t.row = batch_.add_rows(*s.state, im.rows->data(), im.n_tokens, im.n_embd,
+                              /*non_causal=*/true, at);
+    } else {
+      t.row = batch_.add(*s.state, t.session->pending().first(t.n), at);
+    }
     if (!t.drafts.empty()) {
       // The verify step: what undoes it is kept before the pass changes the multi-state.
       s.spec->begin_verify(*s.state, s.n_fed, t.drafts);
@@ -94,6 +105,11 @@ void BatchScheduler::deliver(bool hidden) {
       s.spec->observe(s.n_fed, toks, hidden_.data() + ib * n_embd);
     }
     ib += static_cast<size_t>(t.n) + t.drafts.size();
+    // An image fed: its rows are not read again (held states, clones and session files keep its
+    // ids), so a session holding many images keeps only their K/V.
+    if (const NextRun next = next_run(s); next.image != nullptr) {
+      next.image->image.rows.reset();
+    }
     s.n_fed += t.n;
     s.has_logits = t.row >= 0;
     if (t.row >= 0) std::memcpy(s.logits.data(), batch_.row(t.row), sizeof(float) * n_vocab);

@@ -114,7 +114,7 @@ uint64_t reserve_bytes(kv::MultiStateOptions so, const CacheOptions& o, int64_t 
   for (int il = 0; il < so.n_layer; ++il) {
     auto z = kv::size_layer(so, il);
     const int64_t n_slot = std::max<int64_t>(1, !o.policy.bounded() ? n_ctx
-                                                : z.ok()            ? z->limits.max_slots
+                                                : z.ok()            ? int64_t{z->limits.max_slots} + z->limits.image_slots
                                                 : int64_t{o.policy.budget} + so.max_new);
     total += uint64_t(so.n_head_kv) *
              (key_pool_bytes(o.kv_type.k, so.head_dim, n_slot) +

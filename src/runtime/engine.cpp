@@ -19,6 +19,7 @@
 #include "runtime/session_impl.h"
 #include "tokenizer/tokenizer.h"
 #include "model/token_ids.h"
+#include "vision/mmproj.h"
 
 namespace tova {
 
@@ -41,6 +42,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& o) {
                                                          .mmap = o.mmap}));
     TOVA_RETURN_IF_ERROR(runtime::check_same_vocabulary(*e->model_, *e->draft_));
   }
+  if (!o.mmproj_path.empty()) TOVA_RETURN_IF_ERROR(e->open_mmproj(o.mmproj_path));
   e->load_seconds_ = t.seconds();
   const int n = o.n_threads > 0
                     ? o.n_threads
@@ -115,7 +117,8 @@ Result<std::unique_ptr<Session>> Engine::new_session(const SessionOptions& o) co
   s->cache = o.cache;
   s->sampling = o.sampling;
   s->n_batch = std::max(1, o.n_batch);
-  TOVA_ASSIGN_OR_RETURN(s->state, runtime::make_state(*model_, o.cache, o.n_prompt_hint));
+  TOVA_ASSIGN_OR_RETURN(s->state, runtime::make_state(*model_, o.cache, o.n_prompt_hint,
+                                                      /*runs_cuts=*/false, max_image_tokens()));
   TOVA_ASSIGN_OR_RETURN(s->sampler, runtime::make_sampler(*this, o.sampling));
   TOVA_ASSIGN_OR_RETURN(s->spec, runtime::make_speculation(*this, o.speculative, o.cache));
   s->logits.assign(n_vocab(), 0.0f);
@@ -125,7 +128,7 @@ Result<std::unique_ptr<Session>> Engine::new_session(const SessionOptions& o) co
 Result<LoadedSession> Engine::load_session(const std::string& path, const SessionOptions& o) const {
   LoadedSession out;
   TOVA_ASSIGN_OR_RETURN(runtime::SessionData d,
-                        runtime::load_session(path, *model_, &out.file_bytes));
+                        runtime::load_session(path, *model_, &out.file_bytes, max_image_tokens()));
   out.note = std::move(d.note);
   TOVA_ASSIGN_OR_RETURN(out.session, runtime::resume_session(*this, o, std::move(d)));
   return out;

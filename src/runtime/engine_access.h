@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <mutex>
+#include <span>
+#include <utility>
 
 #include "tova/engine.h"
 
@@ -21,6 +23,11 @@ class EngineAccess {
   // shared by every session; null without a tokenizer.
   static std::shared_ptr<const grammar::TokenTrie> grammar_vocab(const Engine& e) {
     return e.grammar_vocab();
+  }
+  // The mmproj's markers around an image's tokens, as token ids (empty without an mmproj).
+  static std::pair<std::span<const int32_t>, std::span<const int32_t>> image_markers(
+      const Engine& e) {
+    return {e.image_begin_, e.image_end_};
   }
   // Held by whoever runs forward passes on pool() (tova/engine.h).
   static std::unique_lock<std::mutex> exclusive(const Engine& e) {

@@ -26,6 +26,21 @@ int ForwardBatch::add(kv::MultiState& state, std::span<const int32_t> tokens, Lo
   return first;
 }
 
+int ForwardBatch::add_rows(kv::MultiState& state, const float* rows, int n, int n_embd,
+                           bool non_causal, LogitsAt at) {
+  int first = -1;
+  for (int i = 0; i < n; ++i) {
+    const bool logits = at == LogitsAt::kEach || (at == LogitsAt::kLast && i + 1 == n);
+    if (logits && first < 0) first = n_rows_;
+    n_rows_ += logits;
+    tokens_.push_back({.state = &state,
+                       .logits = logits,
+                       .embd = rows + static_cast<size_t>(i) * n_embd,
+                       .sees_ahead = non_causal ? n - 1 - i : 0});
+  }
+  return first;
+}
+
 void ForwardBatch::follow(kv::MultiState& leader, kv::MultiState& follower) {
   followers_.push_back({.leader = &leader, .state = &follower});
 }

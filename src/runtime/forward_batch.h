@@ -36,6 +36,11 @@ class ForwardBatch {
   // logits row of the first of them that receives one, -1 if none does; rows are numbered in
   // the order tokens were added.
   int add(kv::MultiState& state, std::span<const int32_t> tokens, LogitsAt at);
+  // Appends an image's n rows of n_embd floats (the batch points at them: they must outlive
+  // run()) as tokens of one sequence; with non_causal each sees the image's later tokens
+  // (model::BatchToken::sees_ahead), so the image must be added whole. Logits as add().
+  int add_rows(kv::MultiState& state, const float* rows, int n, int n_embd, bool non_causal,
+               LogitsAt at);
   // `follower` rides along with `leader` (a sequence of this batch) through this call: it is at
   // the leader's position and receives its keys and values (model::Follower); its logits are
   // the leader's rows.

@@ -8,7 +8,8 @@
 namespace tova::runtime {
 
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
-                                                   int64_t n_prompt, bool runs_cuts) {
+                                                   int64_t n_prompt, bool runs_cuts,
+                                                   int max_image) {
   if (!runs_cuts && o.policy.bounded() &&
       kv::layer_plan(o.policy, o.policy.args()).cut_by_caller) {
     return make_error(
@@ -34,6 +35,7 @@ Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const 
   so.positions = o.positions;
   so.memory_limit = o.memory_limit;
   so.prompt_end = std::max<int64_t>(0, n_prompt);
+  so.max_image = std::max(0, max_image);
   return kv::MultiState::create(so);
 }
 

@@ -20,9 +20,11 @@ namespace tova::runtime {
 // so do policies that hold a whole prompt before choosing, LayerPlan::holds_prompt: they cut
 // it at its end). 0: no prompt known; every token is then a decoding step.
 // A policy that evicts only when a caller runs its scoring pass (kvzip, runtime/kvzip_pass.h)
-// is refused unless the caller says it runs that pass (runs_cuts).
+// is refused unless the caller says it runs that pass (runs_cuts). max_image: most tokens of one
+// image the sequence takes (kv::MultiStateOptions::max_image; 0: none).
 Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const CacheOptions& o,
-                                                   int64_t n_prompt, bool runs_cuts = false);
+                                                   int64_t n_prompt, bool runs_cuts = false,
+                                                   int max_image = 0);
 
 // Feeds tokens to one sequence in forward calls of prompt_step(state, n_batch) tokens
 // (runtime/forward_batch.h). If last_logits is given, it receives the last token's logits.

@@ -150,6 +150,11 @@ SessionStats Session::stats() const {
   // The drafter's own K/V (SpeculationStats::draft_kv_bytes) is memory this session holds.
   k.kv_capacity = st.bytes() + k.speculation.draft_kv_bytes;
   k.n_seen = st.n_seen();
+  for (const runtime::QueuedImage& q : impl_->images) {
+    if (q.start + q.image.n_tokens > impl_->n_fed) break;
+    ++k.n_images;
+    k.n_image_tokens += q.image.n_tokens;
+  }
   for (int il = 0; il < st.n_layer(); ++il) {
     const kv::LayerState& l = st.layer(il);
     const bool window = l.window() > 0;
@@ -226,6 +231,7 @@ std::unique_ptr<Session> Session::clone() const {
   s->state = o.state->clone();
   s->sampler = std::make_unique<runtime::Sampler>(*o.sampler);
   s->history = o.history;
+  s->images = o.images;
   s->n_fed = o.n_fed;
   s->logits = o.logits;
   s->has_logits = o.has_logits;
@@ -235,9 +241,12 @@ std::unique_ptr<Session> Session::clone() const {
 
 Status Session::reset() {
   Impl& s = *impl_;
-  TOVA_ASSIGN_OR_RETURN(s.state, runtime::make_state(EngineAccess::model(*s.engine), s.cache, 0));
+  TOVA_ASSIGN_OR_RETURN(s.state, runtime::make_state(EngineAccess::model(*s.engine), s.cache, 0,
+                                                     /*runs_cuts=*/false,
+                                                     s.engine->max_image_tokens()));
   if (s.spec) s.spec->clear();
   s.history.clear();
+  s.images.clear();
   s.n_fed = 0;
   s.has_logits = false;
   return ok_status();

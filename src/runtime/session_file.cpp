@@ -291,7 +291,7 @@ struct SessionState {
 };
 
 Result<SessionState> read_cache_options(Reader& r, const model::Model& m, uint32_t version,
-                                        const RecurrentBytes& recurrent) {
+                                        const RecurrentBytes& recurrent, int max_image) {
   TOVA_ASSIGN_OR_RETURN(std::string name, r.str(64, "the policy name"));
   TOVA_ASSIGN_OR_RETURN(int32_t arg, r.get<int32_t>("the policy"));
   TOVA_ASSIGN_OR_RETURN(int32_t budget, r.get<int32_t>("the policy"));
@@ -308,6 +308,7 @@ Result<SessionState> read_cache_options(Reader& r, const model::Model& m, uint32
   kv::MultiStateOptions so = m.state_options(spec, out.fmt, static_cast<int>(max_new));
   so.positions = static_cast<kv::PositionMode>(positions);
   so.initial_slots = 1;  // each layer grows to its saved size in restore()
+  so.max_image = max_image;  // a pool that took an image may hold more slots than k + extra
   TOVA_ASSIGN_OR_RETURN(out.state, kv::MultiState::create(so));
   kv::MultiState& state = *out.state;
   if (static_cast<int>(recurrent.size()) != state.n_recurrent()) {
@@ -376,7 +377,8 @@ Status read_generation(Reader& r, const model::Model& m, uint32_t flags, Session
   for (int i = 0; i < kSessionHistory; ++i) {
     TOVA_ASSIGN_OR_RETURN(int32_t t, r.get<int32_t>("the history"));
     if (static_cast<uint32_t>(i) < n_hist) {
-      if (t < 0 || t >= n_vocab) return make_error("session history has token {}", t);
+      // An image's tokens are held as image_token_id()s (below -1).
+      if (t == -1 || t >= n_vocab) return make_error("session history has token {}", t);
       d.history.push_back(t);
     }
   }
@@ -409,12 +411,13 @@ Status read_generation(Reader& r, const model::Model& m, uint32_t flags, Session
 
 }  // namespace
 
-Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const uint8_t> bytes) {
+Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const uint8_t> bytes,
+                                         int max_image) {
   TOVA_ASSIGN_OR_RETURN(const SessionHeader h, read_session_header(bytes));
   Reader r(h.payload);
   TOVA_ASSIGN_OR_RETURN(const RecurrentBytes recurrent,
                         read_model_and_recurrent(r, m, h.version));
-  TOVA_ASSIGN_OR_RETURN(SessionState s, read_cache_options(r, m, h.version, recurrent));
+  TOVA_ASSIGN_OR_RETURN(SessionState s, read_cache_options(r, m, h.version, recurrent, max_image));
   TOVA_RETURN_IF_ERROR(read_layers(r, s));
   s.state->set_n_seen(s.n_seen);
   SessionData d;
@@ -483,13 +486,13 @@ Result<uint64_t> save_session(const std::string& path, const model::Model& m, co
 }
 
 Result<SessionData> load_session(const std::string& path, const model::Model& m,
-                                 uint64_t* file_bytes) {
+                                 uint64_t* file_bytes, int max_image) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("cannot open session file '{}'", path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
   if (file_bytes != nullptr) *file_bytes = bytes.size();
-  auto d = decode_session_bytes(m, bytes);
+  auto d = decode_session_bytes(m, bytes, max_image);
   if (!d.ok()) return make_error("{}: {}", path, d.message());
   return d;
 }

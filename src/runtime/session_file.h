@@ -53,8 +53,10 @@ struct SessionData {
 uint64_t model_fingerprint(const model::Model& m);
 
 std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d);
-// Parses a whole session file's bytes for model m (the entry point for fuzzing).
-Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const uint8_t> bytes);
+// Parses a whole session file's bytes for model m (the entry point for fuzzing). max_image: most
+// tokens of one image the restored state takes (kv::MultiStateOptions::max_image), the engine's.
+Result<SessionData> decode_session_bytes(const model::Model& m, std::span<const uint8_t> bytes,
+                                         int max_image = 0);
 
 // Writes to PATH.tmp, then renames it over PATH: a crash never leaves half a file at PATH.
 // With `sync` (the default) the file and the rename are forced to disk before returning.
@@ -64,6 +66,6 @@ Result<uint64_t> save_session(const std::string& path, const model::Model& m,
 // The error names the file; nothing is changed on error.
 // `file_bytes`, if given, receives the file's size.
 Result<SessionData> load_session(const std::string& path, const model::Model& m,
-                                 uint64_t* file_bytes = nullptr);
+                                 uint64_t* file_bytes = nullptr, int max_image = 0);
 
 }  // namespace tova::runtime

@@ -22,6 +22,14 @@ class BatchScheduler;
 
 namespace tova {
 
+namespace runtime {
+// An image queued in a session: its first token's index in the history, and its rows.
+struct QueuedImage {
+  int64_t start = 0;
+  Image image;
+};
+}  // namespace runtime
+
 struct Session::Impl {
   // Null for a driven session (runtime::driven_session): it has no engine, only a tokenizer.
   const Engine* engine = nullptr;
@@ -32,6 +40,8 @@ struct Session::Impl {
   std::unique_ptr<kv::MultiState> state;
   std::unique_ptr<runtime::Sampler> sampler;
   std::vector<int32_t> history;  // fed, then pending
+  // The images of the history, in order (Session::queue_image): their tokens' rows.
+  std::vector<runtime::QueuedImage> images;
   int64_t n_fed = 0;
   std::vector<float> logits;  // [n_vocab], after the last fed token
   bool has_logits = false;
@@ -89,6 +99,14 @@ Status settle(const Session& s);
 // The session drafts with `o` from now on: its speculation is kept where o equals its
 // options (a drafter's own state, the MTP block's K/V, continues), else made anew.
 Status set_speculation(Session& s, const SpeculativeOptions& o);
+
+// What the next step of s may take from its pending tokens: an image that starts there is taken
+// whole (n: its tokens, image set); else the text before the next image, or all pending.
+struct NextRun {
+  int64_t n = 0;
+  QueuedImage* image = nullptr;
+};
+NextRun next_run(Session::Impl& s);
 
 // What a session file needs to continue exactly from here; `unfed`: see SaveOptions. Requires
 // nothing pending.

@@ -138,7 +138,8 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const Engine& engine, const
     if (it->path().extension() != ".sess" || is_state_name(name, s->prefix_)) continue;
     // Not named as this model's state: say why it is not used (another model's file, not a
     // session file, ...), and leave it.
-    auto d = load_session(it->path().string(), EngineAccess::model(engine));
+    auto d = load_session(it->path().string(), EngineAccess::model(engine), nullptr,
+                          engine.max_image_tokens());
     std::string why;
     if (!d.ok()) {
       why = d.message();
@@ -281,7 +282,7 @@ Result<std::unique_ptr<Session>> StateStore::take(std::span<const int32_t> promp
   if (std::rename(path.c_str(), claimed.c_str()) != 0) {
     return make_error("{}: taken by another server", path);
   }
-  auto d = load_session(claimed, EngineAccess::model(engine_));
+  auto d = load_session(claimed, EngineAccess::model(engine_), nullptr, engine_.max_image_tokens());
   if (!d.ok()) {
     // Unreadable (it was renamed into place whole, so it was damaged on disk): it goes.
     std::remove(claimed.c_str());

@@ -46,6 +46,11 @@ Result<int> text_embedding_width(const std::string& path) {
 
 }  // namespace
 
+Result<ImageHeader> read_image_header(std::span<const uint8_t> bytes, const std::string& name) {
+  TOVA_ASSIGN_OR_RETURN(const vision::ImageDims d, vision::read_image_dims(bytes, name));
+  return ImageHeader{.width = d.width, .height = d.height};
+}
+
 Result<ImageEncoding> encode_image(const ImageEncodeOptions& o) {
   ImageEncoding r;
   Timer t;

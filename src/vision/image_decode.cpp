@@ -19,19 +19,27 @@ struct StbFree {
 
 }  // namespace
 
-Result<RgbImage> decode_image(std::span<const uint8_t> bytes, const std::string& name) {
+Result<ImageDims> read_image_dims(std::span<const uint8_t> bytes, const std::string& name) {
   if (bytes.empty()) return make_error("{}: empty image", name);
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return make_error("{}: image of {} bytes is too large", name, bytes.size());
   }
-  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
-  const int len = static_cast<int>(bytes.size());
   int w = 0, h = 0, comp = 0;
-  // The header first: a lying or huge size is refused before any pixel memory is taken.
-  if (stbi_info_from_memory(data, len, &w, &h, &comp) == 0) {
+  if (stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
+                            static_cast<int>(bytes.size()), &w, &h, &comp) == 0) {
     return make_error("{}: not an image stb_image can read (PNG, JPEG, BMP, GIF, TGA, PSD, PNM): {}",
                       name, stbi_failure_reason());
   }
+  return ImageDims{.width = w, .height = h};
+}
+
+Result<RgbImage> decode_image(std::span<const uint8_t> bytes, const std::string& name) {
+  // The header first: a lying or huge size is refused before any pixel memory is taken.
+  TOVA_ASSIGN_OR_RETURN(const ImageDims dims, read_image_dims(bytes, name));
+  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
+  const int len = static_cast<int>(bytes.size());
+  const int w = dims.width, h = dims.height;
+  int comp = 0;
   if (w <= 0 || h <= 0 || int64_t{w} * h > kMaxImagePixels) {
     return make_error("{}: image of {} x {} pixels is larger than the limit of {} pixels", name,
                       w, h, kMaxImagePixels);
@@ -51,6 +59,11 @@ Result<RgbImage> decode_image(std::span<const uint8_t> bytes, const std::string&
 }
 
 Result<RgbImage> read_image_file(const std::string& path) {
+  TOVA_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, read_file_bytes(path));
+  return decode_image(bytes, path);
+}
+
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (f == nullptr) return make_error("{}: cannot open: {}", path, std::strerror(errno));
   std::vector<uint8_t> bytes;
@@ -63,7 +76,7 @@ Result<RgbImage> read_image_file(const std::string& path) {
     }
   }
   if (std::ferror(f.get())) return make_error("{}: read error", path);
-  return decode_image(bytes, path);
+  return bytes;
 }
 
 }  // namespace tova::vision

@@ -31,6 +31,17 @@ inline constexpr int64_t kMaxImagePixels = int64_t{8192} * 8192;
 // (stb_image's reason is given), a size over kMaxImagePixels.
 Result<RgbImage> decode_image(std::span<const uint8_t> bytes, const std::string& name);
 
+// An image's width and height from its header alone (nothing decoded). Errors as decode_image's
+// for bytes that are not an image.
+struct ImageDims {
+  int width = 0;
+  int height = 0;
+};
+Result<ImageDims> read_image_dims(std::span<const uint8_t> bytes, const std::string& name);
+
+// Reads a file's bytes (at most 256 MiB, the image files' limit).
+Result<std::vector<uint8_t>> read_file_bytes(const std::string& path);
+
 // Reads and decodes an image file (at most 256 MiB).
 Result<RgbImage> read_image_file(const std::string& path);
 

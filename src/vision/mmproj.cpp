@@ -18,7 +18,14 @@ Result<std::unique_ptr<Mmproj>> Mmproj::open(const std::string& path) {
   return m;
 }
 
-Status Mmproj::check_text_model(int n_embd_text, const std::string& text_model_path) const {
+Status Mmproj::check_text_model(int n_embd_text, const std::string& text_model_path,
+                                const std::string& arch) const {
+  const ImageTextLayout layout = image_text_layout(config_.projector);
+  if (!arch.empty() && arch != layout.text_arch) {
+    return make_error("mmproj {} ({}) feeds {} text models, but the text model {} is {}: they "
+                      "do not belong together",
+                      path(), config_.projector_name, layout.text_arch, text_model_path, arch);
+  }
   if (config_.projection_dim != n_embd_text) {
     return make_error(
         "mmproj {} projects images to width {} (clip.vision.projection_dim), but the text model "

@@ -24,9 +24,11 @@ class Mmproj {
   const MmprojConfig& config() const { return config_; }
   const std::string& path() const { return file_->path(); }
 
-  // Refuses a projector whose output width is not the text model's embedding width, in one
-  // line naming both files.
-  Status check_text_model(int n_embd_text, const std::string& text_model_path) const;
+  // Refuses a projector whose output width is not the text model's embedding width, or whose
+  // text family is not the model's architecture (when arch is given), in one line naming both
+  // files.
+  Status check_text_model(int n_embd_text, const std::string& text_model_path,
+                          const std::string& arch = {}) const;
 
   // Preprocesses and encodes one image.
   Result<ImageEmbeddings> encode(const RgbImage& img, ThreadPool& pool) const;

@@ -137,6 +137,14 @@ Status check_encoder_shape(const std::string& path, const MmprojConfig& c) {
 
 }  // namespace
 
+ImageTextLayout image_text_layout(ProjectorType p) {
+  switch (p) {
+    case ProjectorType::kGemma4v:
+      return {.begin = "<|image>", .end = "<image|>", .non_causal = true, .text_arch = "gemma4"};
+  }
+  return {};
+}
+
 std::string projector_type_choices() { return "gemma4v"; }
 
 Result<MmprojConfig> read_mmproj_config(const io::GgufFile& f) {

@@ -51,6 +51,17 @@ struct MmprojConfig {
   int64_t max_pixels() const { return max_tokens * token_pixels(); }
 };
 
+// How a projector's image sits in the text sequence (llama.cpp's mtmd, per projector type): the
+// text around its tokens (tokenized with special tokens read), whether its tokens attend to
+// each other without a causal mask, and the text family it feeds.
+struct ImageTextLayout {
+  const char* begin = "";   // before the image's tokens (Gemma 4: "<|image>")
+  const char* end = "";     // after them (Gemma 4: "<image|>")
+  bool non_causal = false;  // its tokens see each other (mtmd_decode_use_non_causal)
+  const char* text_arch = "";  // general.architecture of the text models it feeds
+};
+ImageTextLayout image_text_layout(ProjectorType p);
+
 // The projector types tova computes, comma-separated ("gemma4v").
 std::string projector_type_choices();
 

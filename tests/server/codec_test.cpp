@@ -68,7 +68,10 @@ TEST(Codec, WhatIsNotImplementedIsA400NamingIt) {
   const Case cases[] = {
       {chat({{{"role", "user"},
               {"content", json::array({{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}})}}}),
-       true, "messages", "content parts of type 'image_url' are not supported"},
+       true, "messages[0].content[0].image_url", "--mmproj"},
+      {chat({{{"role", "user"},
+              {"content", json::array({{{"type", "input_audio"}, {"input_audio", "x"}}})}}}),
+       true, "messages", "content parts of type 'input_audio' are not supported"},
       {chat({{{"role", "tool"}, {"content", "x"}}}), true, "messages", "'tool_call_id'"},
       {chat({{{"role", "function"}, {"content", "x"}}}), true, "messages", "role 'function'"},
       {chat({{{"role", "user"}, {"content", "x"}, {"audio", "bob"}}}), true, "messages", "'audio'"},

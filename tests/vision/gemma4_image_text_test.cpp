@@ -26,35 +26,12 @@
 namespace tova::vision {
 namespace {
 
+using testing::Chunk;
+using testing::Compare;
+using testing::compare;
 using testing::read_f32;
+using testing::read_layout;
 using testing::vision_dir;
-
-struct Chunk {
-  bool image = false;
-  std::vector<int32_t> ids;  // text
-  int n_image = 0;           // image tokens
-};
-
-std::vector<Chunk> read_layout(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<Chunk> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    std::string kind;
-    ss >> kind;
-    Chunk c;
-    if (kind == "image") {
-      c.image = true;
-      ss >> c.n_image;
-    } else {
-      int32_t id = 0;
-      while (ss >> id) c.ids.push_back(id);
-    }
-    out.push_back(c);
-  }
-  return out;
-}
 
 // Feeds the layout through `m` (the image's rows from `rows`), returns the last chunk's logits.
 std::vector<float> run_layout(const model::Model& m, const std::vector<Chunk>& layout,
@@ -92,27 +69,6 @@ std::vector<float> run_layout(const model::Model& m, const std::vector<Chunk>& l
     EXPECT_TRUE(st.ok()) << st.message();
   }
   return logits;
-}
-
-struct Compare {
-  double rel_l2 = 0;
-  double top1 = 0;
-};
-
-Compare compare(const std::vector<float>& a, const std::vector<float>& ref, int n_vocab) {
-  double num = 0, den = 0;
-  int same = 0;
-  const size_t n = ref.size() / n_vocab;
-  for (size_t r = 0; r < n; ++r) {
-    const float* x = &a[r * n_vocab];
-    const float* y = &ref[r * n_vocab];
-    for (int i = 0; i < n_vocab; ++i) {
-      num += (double{x[i]} - y[i]) * (double{x[i]} - y[i]);
-      den += double{y[i]} * y[i];
-    }
-    same += std::max_element(x, x + n_vocab) - x == std::max_element(y, y + n_vocab) - y;
-  }
-  return {std::sqrt(num / den), static_cast<double>(same) / static_cast<double>(n)};
 }
 
 TEST(Gemma4ImageText, LogitsAfterTheImageMatchLlamaCpp) {

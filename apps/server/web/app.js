@@ -112,14 +112,41 @@ function select(conv) {
   const box = $('messages');
   box.textContent = '';
   for (const m of conv.messages) {
-    const div = addMessage(m.role, m.content, m.meta);
+    const div = addMessage(m.role, shownContent(m.content), m.meta);
     if (m.reasoning) reasoningBox(div, false).querySelector('.thinking').textContent = m.reasoning;
   }
   $('input').disabled = false;
   $('send').disabled = false;
+  $('attach').disabled = false;
   $('input').focus();
   clearState();
   if (conv.lastId) refreshState(conv.lastId);
+}
+
+// A message's text as the page shows it: an image part is "[image NAME]".
+function shownContent(content) {
+  if (typeof content === 'string') return content;
+  return content.map((p) => (p.type === 'text' ? p.text : `[image ${p.name || ''}]`)).join('\n');
+}
+
+// Images attached to the next message (the Image button): data: URLs, sent as image_url parts.
+const attached = [];
+
+function showAttached() {
+  $('attached').textContent = attached.length
+    ? `${attached.map((a) => a.name).join(', ')} attached to the next message` : '';
+}
+
+function attachImage() {
+  const file = $('image-file').files[0];
+  $('image-file').value = '';
+  if (!file) return;
+  const reader = new FileReader();
+  reader.onload = () => {
+    attached.push({ name: file.name, url: reader.result });
+    showAttached();
+  };
+  reader.readAsDataURL(file);
 }
 
 function addMessage(role, text, meta) {
@@ -186,8 +213,15 @@ async function send(ev) {
   const text = $('input').value.trim();
   if (!conv || !text || state.busy) return;
   $('input').value = '';
-  conv.messages.push({ role: 'user', content: text });
-  addMessage('user', text);
+  // Images first, then the text (the parts a server with --mmproj takes; without, its 400
+  // names --mmproj and shows as the answer's error).
+  const content = attached.length === 0 ? text : [
+    ...attached.map((a) => ({ type: 'image_url', image_url: { url: a.url }, name: a.name })),
+    { type: 'text', text }];
+  attached.length = 0;
+  showAttached();
+  conv.messages.push({ role: 'user', content });
+  addMessage('user', shownContent(content));
   const div = addMessage('assistant', '');
   div.classList.add('streaming');
   const body = div.querySelector('.body');
@@ -203,8 +237,13 @@ async function send(ev) {
     const request = {
       model: 'tova',
       // An answer's reasoning goes back with it: the template keeps what it wants of it.
-      messages: conv.messages.map(({ role, content, reasoning }) =>
-        (reasoning ? { role, content, reasoning_content: reasoning } : { role, content })),
+      messages: conv.messages.map(({ role, content, reasoning }) => {
+        // The page's own name of an image part stays on the page.
+        const sent = typeof content === 'string' ? content
+          : content.map((p) => (p.type === 'text' ? p : { type: p.type, image_url: p.image_url }));
+        return reasoning ? { role, content: sent, reasoning_content: reasoning }
+          : { role, content: sent };
+      }),
       stream: true, max_tokens: conv.maxTokens,
       temperature: conv.temperature, kv_policy: conv.policy, kv_positions: conv.positions,
       stream_options: { include_usage: true },
@@ -400,6 +439,8 @@ function renderState(s) {
 $('policy').addEventListener('change', onPolicyChange);
 $('new-form').addEventListener('submit', newConversation);
 $('composer').addEventListener('submit', send);
+$('attach').addEventListener('click', () => $('image-file').click());
+$('image-file').addEventListener('change', attachImage);
 $('stop').addEventListener('click', () => state.busy && state.busy.abort());
 $('input').addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey) send(e);

@@ -155,7 +155,7 @@ await check('what real clients send: content parts, developer role, response_for
       'response_format', /format 'email' is not supported/],
     [{ grammar: 'root ::= "a" b' }, 'grammar', /undefined rule 'b'/],
     [{ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
-      'messages', /image_url/],
+      'messages[0].content[0].image_url', /--mmproj/],
     [{ messages: [{ role: 'tool', content: 'x', tool_call_id: '1' }] }, 'messages', /tool/],
     [{ tools: [{ type: 'function', function: { name: 'f' } }] }, 'tools', /tools/]]) {
     const e = await client.chat.completions.create({ model: 'x', max_tokens: 2,

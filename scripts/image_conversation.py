@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""A 20-image conversation at a fixed budget beside the same conversation under `full`: K/V
+allocated and held after images 1, 5, 10, 15 and 20 (issue 47). Each turn asks about one image
+(the committed test images in turn) and answers 8 greedy tokens.
+
+  PYTHONPATH=build/python python3 scripts/image_conversation.py [MODEL MMPROJ [POLICY BUDGET]]
+
+Defaults: the gemma4 text fixture and the gemma4v mmproj fixture of tests/data, tova 64."""
+import pathlib
+import sys
+
+import tova
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
+model = sys.argv[1] if len(sys.argv) > 2 else str(DATA / "arch" / "gemma4-f32.gguf")
+mmproj = sys.argv[2] if len(sys.argv) > 2 else str(DATA / "vision" / "gemma4v-f32.gguf")
+policy, budget = (sys.argv[3], int(sys.argv[4])) if len(sys.argv) > 4 else ("tova", 64)
+
+e = tova.Engine(model, threads=1, mmproj=mmproj)
+names = ["disc-64x48.png", "bars-50x30.jpg", "tall-40x130.png", "scene-300x200.jpg"]
+images = [e.encode_image(str(DATA / "vision" / n)) for n in names]
+print("| policy | after image | tokens seen | K/V allocated | K/V held |")
+print("|---|---:|---:|---:|---:|")
+for p, k in [(policy, budget), ("full", 0)]:
+    s = e.session(policy=p, budget=k, temperature=0)
+    for i in range(20):
+        for _ in s.generate(f"Image {i + 1}: <__media__> What is it?", images=[images[i % 4]],
+                            max_tokens=8):
+            pass
+        if i + 1 in (1, 5, 10, 15, 20):
+            st = s.stats()
+            label = f"{p}:{k}" if k else p
+            print(f"| {label} | {i + 1} | {st['n_seen']} | {st['kv_capacity']} | {st['kv_held']} |")
