@@ -722,7 +722,10 @@ void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) 
 template <class Ty>
 void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
-  const int tile_rows = std::min(RowsPerTile(a.n_tok), DecodeMaxRows<Ty>(a.n_tok));
+  const int max_rows = DecodeMaxRows<Ty>(a.n_tok);
+  // Token quads take 4 rows on every target (their kernels hold one accumulator a row, so
+  // AVX2's 16 registers fit them); the row kernels' tiles of the same rows are cut to max_rows.
+  const int tile_rows = a.n_quad > 0 ? 4 : std::min(RowsPerTile(a.n_tok), max_rows);
   if (a.n_tok == 1 && tile_rows == 1) {
     // Decode: one kernel for every row, each result stored in place. Picking the kernel, the
     // pointers and the prefetch distance per row and copying out of a tile were ~60
@@ -752,18 +755,19 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
     for (int64_t t = 0; t < a.n_tok; t += 4) {
       const int nt = static_cast<int>(std::min<int64_t>(4, a.n_tok - t));
       const uint8_t* acts[4];
-      GemvDecodeFn fn = nullptr;
-      if (t < 4 * a.n_quad) {  // a whole quad: one pointer, the token-quad kernel
-        acts[0] = a.qs.get<uint8_t>() + (t / 4) * a.quad_stride;
-        if constexpr (Ty::kDecodeQuad) fn = Ty::PickDecodeQuad(nr);
-      } else {
-        for (int i = 0; i < nt; ++i) acts[i] = DecodeRow(a, t + i);
-        fn = PickGemvDecode<Ty>(nr, nt, a.n_tok);
-      }
       // Prefetch the next row group while this one streams (none past the thread's range).
       const int64_t prefetch =
           o + tile_rows < o_end ? static_cast<int64_t>(tile_rows * w.row_bytes) : 0;
-      fn(rows, acts, w.n_in, prefetch, out);
+      if (t < 4 * a.n_quad) {  // a whole quad: one pointer, the token-quad kernel
+        acts[0] = a.qs.get<uint8_t>() + (t / 4) * a.quad_stride;
+        if constexpr (Ty::kDecodeQuad) Ty::PickDecodeQuad(nr)(rows, acts, w.n_in, prefetch, out);
+      } else {
+        for (int i = 0; i < nt; ++i) acts[i] = DecodeRow(a, t + i);
+        for (int r0 = 0; r0 < nr; r0 += max_rows) {
+          const int nr2 = std::min(max_rows, nr - r0);
+          PickGemvDecode<Ty>(nr2, nt, a.n_tok)(rows + r0, acts, w.n_in, prefetch, out + r0 * nt);
+        }
+      }
       for (int r = 0; r < nr; ++r) {
         for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * nt + i];
       }
