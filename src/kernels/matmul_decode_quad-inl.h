@@ -69,6 +69,18 @@ constexpr int64_t kQuadVecBytes = 16 * kQuadBlocks;
 // of block b) and corr (int32, lane 4b + t: -offset * sum(a)). See the kernels for why.
 constexpr int64_t kQuadGroupBytes = 10 * kQuadVecBytes;
 
+// Quads of a call of n_tok tokens: the whole ones, and a last one padded with zero tokens where
+// at least kQuadMinTokens remain. A padded quad costs what a whole one does; the row kernels'
+// cost grows with each token: on AVX2 a quad of 2 (bench_matmul q4_0 2048x2048 one thread: the
+// row kernel at 2 tokens took ~0.5x its 4-token time, a quad 0.44x), on AVX3_DL of 3 (the
+// row kernel at 2 tokens ~0.55x, a quad ~0.75x).
+#if HWY_TARGET == HWY_AVX3_DL
+constexpr int kQuadMinTokens = 3;
+#else
+constexpr int kQuadMinTokens = 2;
+#endif
+inline int64_t QuadCount(int64_t n_tok) { return n_tok / 4 + (n_tok % 4 >= kQuadMinTokens ? 1 : 0); }
+
 // Bytes of one quad's activations (a multiple of 64: the rows after the quads stay aligned).
 inline int64_t QuadActBytes(int64_t n) {
   const int64_t nb = n / 32;

@@ -103,11 +103,6 @@ template <class Ty>
 constexpr bool HasGemvDecode() {
   return Ty::kDecodeVnni || Ty::kDecodeAvx2;
 }
-// Whether a call of n_tok tokens lays its first tokens out in quads (matmul_decode_quad-inl.h).
-template <class Ty>
-bool UsesQuadDecode(int64_t n_tok) {
-  return Ty::kDecodeQuad && n_tok >= 4;
-}
 
 #if TOVA_AVX2_DECODE_TARGET
 // Bytes of one token's activations for the decode kernels, and the most rows per tile.
@@ -232,13 +227,14 @@ void PlanActs(int64_t n_in, int64_t n_tok, const float* x, ActBuffer* a) {
       a->lanes = 1;
       a->qs_stride = DecodeActBytes<Ty>(n_in, n_tok);
       if constexpr (Ty::kDecodeQuad) {
-        if (UsesQuadDecode<Ty>(n_tok)) {
-          a->n_quad = n_tok / 4;
-          a->quad_stride = QuadActBytes(n_in);
-        }
+        a->n_quad = QuadCount(n_tok);
+        a->quad_stride = QuadActBytes(n_in);
       }
-      a->qs.ensure<uint8_t>(
-          static_cast<size_t>(a->n_quad * a->quad_stride + (n_tok - 4 * a->n_quad) * a->qs_stride));
+      uint8_t* qs = a->qs.ensure<uint8_t>(static_cast<size_t>(
+          a->n_quad * a->quad_stride + std::max<int64_t>(0, n_tok - 4 * a->n_quad) * a->qs_stride));
+      if (4 * a->n_quad > n_tok) {  // a padded last quad: its missing tokens are zero
+        std::memset(qs + (a->n_quad - 1) * a->quad_stride, 0, static_cast<size_t>(a->quad_stride));
+      }
       return;
     }
 #endif
@@ -758,8 +754,10 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
       // Prefetch the next row group while this one streams (none past the thread's range).
       const int64_t prefetch =
           o + tile_rows < o_end ? static_cast<int64_t>(tile_rows * w.row_bytes) : 0;
-      if (t < 4 * a.n_quad) {  // a whole quad: one pointer, the token-quad kernel
+      int out_stride = nt;  // out[r * out_stride + i]
+      if (t < 4 * a.n_quad) {  // a quad (the last one maybe padded): the token-quad kernel
         acts[0] = a.qs.get<uint8_t>() + (t / 4) * a.quad_stride;
+        out_stride = 4;
         if constexpr (Ty::kDecodeQuad) Ty::PickDecodeQuad(nr)(rows, acts, w.n_in, prefetch, out);
       } else {
         for (int i = 0; i < nt; ++i) acts[i] = DecodeRow(a, t + i);
@@ -769,7 +767,7 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
         }
       }
       for (int r = 0; r < nr; ++r) {
-        for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * nt + i];
+        for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * out_stride + i];
       }
     }
   }
