@@ -78,6 +78,7 @@ struct WeightTypeBase {
   static constexpr bool kDecodeAvx2 = false;
   static constexpr bool kDecodeVnni = false;
   static constexpr bool kDecodeQuad = false;
+  static constexpr int kDecodeRowsAvx2 = 2;  // rows a 256-bit decode tile takes (kernels to 2)
   static bool UseVnniDecode(int64_t) { return true; }
 };
 
@@ -122,7 +123,7 @@ int DecodeMaxRows(int64_t n_tok) {
   if (UsesVnniDecode<Ty>(n_tok)) return kDecodeMaxRowsVnni;
 #endif
   (void)n_tok;
-  return kDecodeMaxRowsAvx2;
+  return Ty::kDecodeRowsAvx2;
 }
 // r rows x tile_tok tokens of a call of n_tok tokens.
 template <class Ty>
