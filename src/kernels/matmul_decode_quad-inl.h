@@ -11,16 +11,19 @@
 // verify step of TinyLlama cost ~1.8x a 1-token one.
 //
 // Here one integer vector per row holds whole-block sums of 4 tokens: lane 4b + t is block b of
-// the group (G blocks: 4 on AVX3_DL, 2 on AVX2) for token t. Each 4-byte piece of a block's
-// weights is repeated into the 4 token lanes by one vpshufb (the same for every token), and the
-// activations are laid out to match (PrepareQuadQ8_0), so the 8 products of a block's 32
-// elements go into one lane and the group's sums into one vector: per row and group one
-// conversion, one scale product and one FMA serve all 4 tokens.
-// - AVX3_DL: per row and group of 4 blocks 8 vpshufb + 8 vpdpbusd (two chains, lo and hi
-//   nibbles, for vpdpbusd's latency), where the row kernel took 8 vpdpbusd + 12 float ops.
-// - AVX2 / AVX3: per row and pair of blocks 8 vpshufb + 8 vpmaddubsw whose int16 pair sums add
-//   exactly (8 x 2 x 15 x 127 < 2^15) before one vpmaddwd, where the row kernel took ~7
-//   instructions per block and token.
+// the group (G blocks: 4 on AVX3_DL, 2 on AVX2) for token t. The weights are used as loaded
+// (word s of each block's low / high nibbles in lane 4b + s); the activations are laid out
+// diagonally (PrepareQuadQ8_0): vector j pairs word s with token (s + j) % 4, so chain j's lane
+// 4b + s holds token (s + j) % 4's part, and rotating chain j's words by j within each 128-bit
+// lane (vpshufd) lines all four chains up on lane 4b + t before three adds. Per row and group
+// one conversion, one scale product and one FMA then serve all 4 tokens.
+// - AVX3_DL: per row and group of 4 blocks 8 vpdpbusd in 4 chains (vpdpbusd's latency),
+//   3 vpshufd and 3 adds, where the row kernel took 8 vpdpbusd + 12 float ops. (Repeating each
+//   weight word into the 4 token lanes by vpshufb instead, 8 a group, ran no faster than the
+//   row kernel on Zen 4.)
+// - AVX2 / AVX3: per row and pair of blocks 8 vpmaddubsw, their int16 pair sums added and
+//   rotated as int16 (exact: at most 8 x 2 x 15 x 127 < 2^15 a word) before one vpmaddwd, where
+//   the row kernel took ~7 instructions per block and token.
 // The unsigned nibbles' offset of 8 comes off through the activations' -8 * sum(a) per block,
 // the first value of the lo chain, as in the row kernels. Every block sum is exact in int32;
 // the float sums run in another order than the row kernels' (lanes per block, not per part of
