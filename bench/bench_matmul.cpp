@@ -117,7 +117,7 @@ void register_all() {
   const Shape shapes[] = {{2048, 2048}, {5632, 2048}};
   for (GgmlType t : types) {
     for (const Shape& s : shapes) {
-      for (int64_t n_tok : {1, 8, 64, 512}) {
+      for (int64_t n_tok : {1, 2, 3, 4, 8, 64, 512}) {
         for (int threads : {1, 2}) {
           const std::string name = std::string(type_name(t)) + "/" + std::to_string(s.n_out) + "x" +
                                    std::to_string(s.n_in) + "/ntok:" + std::to_string(n_tok) +

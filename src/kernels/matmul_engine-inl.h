@@ -53,6 +53,7 @@
 #include "kernels/quant_kernels-inl.h"
 #include "kernels/matmul_decode-inl.h"
 #include "kernels/matmul_decode_avx2-inl.h"
+#include "kernels/matmul_decode_quad-inl.h"
 #include "kernels/matmul_gemm-inl.h"
 
 #include "kernels/target_begin-inl.h"
@@ -68,12 +69,16 @@ using detail::AlignedBuffer;
 // kDecodeAvx2 with PickDecodeAvx2(r, t) on AVX2, AVX3 and AVX3_DL (matmul_decode_avx2-inl.h);
 // kDecodeVnni with PickDecodeVnni(r, t), DecodeActBytesVnni(n) and PrepareDecodeVnni(qs, d, n,
 // out) on AVX3_DL (matmul_decode-inl.h), where UseVnniDecode(n_tok) may leave some calls to the
-// 256-bit kernel.
+// 256-bit kernel. kDecodeQuad with PickDecodeQuad(r) (and kActOffset, the weights' unsigned
+// offset): token-quad kernels for tiles of 4 tokens on the same targets as kDecodeAvx2
+// (matmul_decode_quad-inl.h).
 struct WeightTypeBase {
   static constexpr bool kFloat = false;
   static constexpr bool kMatmul = true;  // false: an activation format (dequantize only)
   static constexpr bool kDecodeAvx2 = false;
   static constexpr bool kDecodeVnni = false;
+  static constexpr bool kDecodeQuad = false;
+  static constexpr int kDecodeRowsAvx2 = 2;  // rows a 256-bit decode tile takes (kernels to 2)
   static bool UseVnniDecode(int64_t) { return true; }
 };
 
@@ -118,7 +123,7 @@ int DecodeMaxRows(int64_t n_tok) {
   if (UsesVnniDecode<Ty>(n_tok)) return kDecodeMaxRowsVnni;
 #endif
   (void)n_tok;
-  return kDecodeMaxRowsAvx2;
+  return Ty::kDecodeRowsAvx2;
 }
 // r rows x tile_tok tokens of a call of n_tok tokens.
 template <class Ty>
@@ -206,6 +211,7 @@ void PlanActs(int64_t n_in, int64_t n_tok, const float* x, ActBuffer* a) {
   a->n_in = n_in;
   a->n_tok = n_tok;
   a->x = x;
+  a->n_quad = 0;
   if constexpr (Ty::kFloat) {
     return PlanFloatActs(n_in, n_tok, a);
   } else {
@@ -221,7 +227,15 @@ void PlanActs(int64_t n_in, int64_t n_tok, const float* x, ActBuffer* a) {
       a->layout = ActLayout::kDecodeRows;
       a->lanes = 1;
       a->qs_stride = DecodeActBytes<Ty>(n_in, n_tok);
-      a->qs.ensure<uint8_t>(static_cast<size_t>(n_tok * a->qs_stride));
+      if constexpr (Ty::kDecodeQuad) {
+        a->n_quad = QuadCount(n_tok);
+        a->quad_stride = QuadActBytes(n_in);
+      }
+      uint8_t* qs = a->qs.ensure<uint8_t>(static_cast<size_t>(
+          a->n_quad * a->quad_stride + std::max<int64_t>(0, n_tok - 4 * a->n_quad) * a->qs_stride));
+      if (4 * a->n_quad > n_tok) {  // a padded last quad: its missing tokens are zero
+        std::memset(qs + (a->n_quad - 1) * a->quad_stride, 0, static_cast<size_t>(a->quad_stride));
+      }
       return;
     }
 #endif
@@ -263,6 +277,12 @@ inline void ScatterToLane(const int8_t* qs, const float* d, const float* sa, int
   }
 }
 
+// kDecodeRows: token t's row (a token after the quads, matmul_internal.h).
+inline uint8_t* DecodeRow(const ActBuffer& a, int64_t t) {
+  return const_cast<uint8_t*>(a.qs.get<uint8_t>()) + a.n_quad * a.quad_stride +
+         (t - 4 * a.n_quad) * a.qs_stride;
+}
+
 template <class Ty>
 void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin, int64_t k_end,
                  ActBuffer* a) {
@@ -281,8 +301,16 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin
   for (int64_t t = t_begin; t < t_end; ++t) {
     QuantizeActs(act_type, x + t * n + k_begin, kn, blocks);
 #if TOVA_AVX2_DECODE_TARGET
+    if constexpr (Ty::kDecodeQuad) {
+      if (a->layout == ActLayout::kDecodeRows && t < 4 * a->n_quad) {
+        static_assert(Ty::kActType == GgmlType::kQ8_0);
+        PrepareQuadQ8_0(blocks, n / 32, static_cast<int>(t % 4), Ty::kUnpack.offset,
+                        a->qs.get<uint8_t>() + (t / 4) * a->quad_stride);
+        continue;
+      }
+    }
     if (a->layout == ActLayout::kDecodeRows && UsesAvx2Decode<Ty>(a->n_tok)) {
-      PrepareAvx2Decode(Ty::kType, blocks, n, a->qs.get<uint8_t>() + t * a->qs_stride);
+      PrepareAvx2Decode(Ty::kType, blocks, n, DecodeRow(*a, t));
       continue;
     }
 #endif
@@ -303,7 +331,7 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin
 #if HWY_TARGET == HWY_AVX3_DL
     if constexpr (Ty::kDecodeVnni) {
       if (a->layout == ActLayout::kDecodeRows) {
-        Ty::PrepareDecodeVnni(qs, d, n, a->qs.get<uint8_t>() + t * a->qs_stride);
+        Ty::PrepareDecodeVnni(qs, d, n, DecodeRow(*a, t));
         continue;
       }
     }
@@ -691,7 +719,10 @@ void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) 
 template <class Ty>
 void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
-  const int tile_rows = std::min(RowsPerTile(a.n_tok), DecodeMaxRows<Ty>(a.n_tok));
+  const int max_rows = DecodeMaxRows<Ty>(a.n_tok);
+  // Token quads take 4 rows on every target (their kernels hold one accumulator a row, so
+  // AVX2's 16 registers fit them); the row kernels' tiles of the same rows are cut to max_rows.
+  const int tile_rows = a.n_quad > 0 ? 4 : std::min(RowsPerTile(a.n_tok), max_rows);
   if (a.n_tok == 1 && tile_rows == 1) {
     // Decode: one kernel for every row, each result stored in place. Picking the kernel, the
     // pointers and the prefetch distance per row and copying out of a tile were ~60
@@ -721,14 +752,23 @@ void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int6
     for (int64_t t = 0; t < a.n_tok; t += 4) {
       const int nt = static_cast<int>(std::min<int64_t>(4, a.n_tok - t));
       const uint8_t* acts[4];
-      for (int i = 0; i < nt; ++i) acts[i] = a.qs.get<uint8_t>() + (t + i) * a.qs_stride;
-      const GemvDecodeFn fn = PickGemvDecode<Ty>(nr, nt, a.n_tok);
       // Prefetch the next row group while this one streams (none past the thread's range).
       const int64_t prefetch =
           o + tile_rows < o_end ? static_cast<int64_t>(tile_rows * w.row_bytes) : 0;
-      fn(rows, acts, w.n_in, prefetch, out);
+      int out_stride = nt;  // out[r * out_stride + i]
+      if (t < 4 * a.n_quad) {  // a quad (the last one maybe padded): the token-quad kernel
+        acts[0] = a.qs.get<uint8_t>() + (t / 4) * a.quad_stride;
+        out_stride = 4;
+        if constexpr (Ty::kDecodeQuad) Ty::PickDecodeQuad(nr)(rows, acts, w.n_in, prefetch, out);
+      } else {
+        for (int i = 0; i < nt; ++i) acts[i] = DecodeRow(a, t + i);
+        for (int r0 = 0; r0 < nr; r0 += max_rows) {
+          const int nr2 = std::min(max_rows, nr - r0);
+          PickGemvDecode<Ty>(nr2, nt, a.n_tok)(rows + r0, acts, w.n_in, prefetch, out + r0 * nt);
+        }
+      }
       for (int r = 0; r < nr; ++r) {
-        for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * nt + i];
+        for (int i = 0; i < nt; ++i) y[(t + i) * w.n_out + o + r] = out[r * out_stride + i];
       }
     }
   }

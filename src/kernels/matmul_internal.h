@@ -48,8 +48,9 @@ enum class ActLayout {
   kInt8Rows,    // quantized weights, few tokens: per token qs[n_in], d[n_group], sa[n_group]
   kInt8Lanes,   // quantized weights, many tokens: qs [token group][n_in/4][lanes][4],
                 // d and sa [token group][n_group][lanes]
-  kDecodeRows,  // Q4_0 / Q8_0 / Q6_K on AVX3_DL, few tokens: per token the activation groups of
-                // matmul_decode-inl.h, qs_stride bytes each
+  kDecodeRows,  // types with direct decode kernels, few tokens: per token the activation rows
+                // of matmul_decode-inl.h / matmul_decode_avx2-inl.h, qs_stride bytes each, or
+                // token quads (n_quad below)
 };
 
 // Activations converted once per call. For the int8 layouts, group g of token t holds the
@@ -70,6 +71,11 @@ struct ActBuffer {
   AlignedBuffer sa;
   int64_t qs_stride = 0;  // bytes per token (rows) or per token group (lanes)
   int64_t sc_stride = 0;  // floats per token (rows) or per token group (lanes)
+  // kDecodeRows of a type with token-quad kernels (matmul_decode_quad-inl.h): tokens
+  // [0, 4 * n_quad) are laid out four at a time, quad_stride bytes per quad, and the rows of
+  // the tokens after them (qs_stride bytes each) follow the quads.
+  int64_t n_quad = 0;
+  int64_t quad_stride = 0;
 };
 
 // Chooses the layout for this call (it depends on the SIMD target) and sizes `acts`.

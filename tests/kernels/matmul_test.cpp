@@ -185,6 +185,27 @@ TEST(Matmul, TileShapesOfEveryTarget) {
   }
 }
 
+TEST(Matmul, TokenQuadsWithBlockTails) {
+  // The token-quad decode kernels (matmul_decode_quad-inl.h) take blocks in groups of 4
+  // (AVX3_DL) or 2 (AVX2, AVX3) with the last group partial, and quads of tokens, the last one
+  // padded with zero tokens or its tokens left to the row kernels (kQuadMinTokens): block
+  // counts on both sides of each group size, 2 to 9 tokens.
+  ThreadPool pool1(1), pool2(2);
+  for (int64_t n_blocks : {1, 2, 3, 4, 5, 6, 7, 9, 33}) {
+    const Matrix m = random_matrix(GgmlType::kQ4_0, 9, 32 * n_blocks,
+                                   static_cast<uint32_t>(n_blocks) + 41);
+    for (int64_t n_tok : {2, 3, 4, 5, 6, 7, 8, 9}) {
+      const MatmulProblem p = make_problem(m.w, m.dequant, n_tok, static_cast<uint32_t>(n_tok) + 7);
+      const std::string what =
+          "q4_0 blocks=" + std::to_string(n_blocks) + " n_tok=" + std::to_string(n_tok);
+      for_each_target([&] {
+        check_matmul(p, pool1, what);
+        check_matmul(p, pool2, what);
+      });
+    }
+  }
+}
+
 TEST(Matmul, MXFP4ExponentsAtTheEdges) {
   // E8M0 exponents that the random rows never hold: 0 and 1 (the scale 2^(e - 128) is a float
   // denormal), 2 (the smallest normal), and large ones, alone in a row and mixed; 7 blocks (a

@@ -1,6 +1,7 @@
 // Q4_0: blocks of 32 weights, an f16 scale d and 16 bytes of nibbles (detail::Q4_0); value
 // (q - 8) * d. Activations: Q8_0. Decode: the VNNI kernel on AVX3_DL (matmul_decode-inl.h), the
-// 256-bit blocks-of-32 kernel on AVX2 and AVX3; prefill: the int8 token-lane tiles.
+// 256-bit blocks-of-32 kernel on AVX2 and AVX3, tiles of 4 tokens in the token-quad kernels
+// (matmul_decode_quad-inl.h); prefill: the int8 token-lane tiles.
 #include <cstring>
 
 #include "core/half.h"
@@ -59,6 +60,8 @@ struct Q4_0Type : WeightTypeBase {
 #if TOVA_AVX2_DECODE_TARGET
   static constexpr bool kDecodeAvx2 = true;
   static GemvDecodeFn PickDecodeAvx2(int r, int t) { return PickBlocksAvx2<GgmlType::kQ4_0>(r, t); }
+  static constexpr bool kDecodeQuad = true;
+  static GemvDecodeFn PickDecodeQuad(int r) { return tova::kernels::HWY_NAMESPACE::PickDecodeQuad<GgmlType::kQ4_0>(r); }
 #endif
 #if HWY_TARGET == HWY_AVX3_DL
   static constexpr bool kDecodeVnni = true;

@@ -30,10 +30,20 @@ struct Q4_KType : WeightTypeBase {
   }
 #if TOVA_AVX2_DECODE_TARGET
   static constexpr bool kDecodeAvx2 = true;
+#if HWY_TARGET == HWY_AVX2
   static GemvDecodeFn PickDecodeAvx2(int r, int t) {
     static constexpr GemvDecodeFn kTable[2][4] = TOVA_DECODE_AVX2_TABLE(GemvQ4_KAvx2);
     return kTable[r - 1][t - 1];
   }
+#else
+  static constexpr int kDecodeRowsAvx2 = 4;
+  static GemvDecodeFn PickDecodeAvx2(int r, int t) {
+    static constexpr GemvDecodeFn kTable[4][4] = {
+        TOVA_DECODE_AVX2_ROW(GemvQ4_KAvx2, 1), TOVA_DECODE_AVX2_ROW(GemvQ4_KAvx2, 2),
+        TOVA_DECODE_AVX2_ROW(GemvQ4_KAvx2, 3), TOVA_DECODE_AVX2_ROW(GemvQ4_KAvx2, 4)};
+    return kTable[r - 1][t - 1];
+  }
+#endif
 #endif
 };
 using UnitType = Q4_KType;
