@@ -14,10 +14,14 @@ endif()
 # mixture-of-experts block (layer_ffn_moe.cpp) at the real shapes on raw buffers;
 # bench_deltanet one Gated DeltaNet layer (layer_deltanet.cpp) and the delta rule alone;
 # bench_mamba2 one Mamba2 layer (layer_mamba2.cpp) and the selective scan alone; layer_bench.h
-# is what those three layer benches share (random weight matrices, their grid, main).
+# is what those three layer benches share (random weight matrices, their grid, main);
+# bench_verify_step times one forward step of n tokens at a depth (the verify step of
+# speculative decoding) per SIMD target, through runtime::ForwardBatch and the model directly, so
+# that the step alone is timed (no sampler, no session bookkeeping).
 set(kernel_benches bench/bench_attention.cpp bench/bench_matmul.cpp bench/bench_fma_peak.cpp
                    bench/bench_weight_stream.cpp bench/bench_batched_decode.cpp
                    bench/bench_moe_ffn.cpp bench/bench_deltanet.cpp bench/bench_mamba2.cpp
+                   bench/bench_verify_step.cpp
                    bench/simd_env.h bench/layer_bench.h)
 
 file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/apps/*.h ${ROOT}/apps/*.cpp ${ROOT}/python/*.h
