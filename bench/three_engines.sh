@@ -49,6 +49,7 @@ record() {  # engine model threads round < llama-bench style JSON array
   node -e '
     const [engine, model, threads, round] = process.argv.slice(1);
     const text = require("fs").readFileSync(0, "utf8");
+    if (text.indexOf("[") < 0) process.exit(0);  // the engine failed: its line says why
     const runs = JSON.parse(text.slice(text.indexOf("[")));
     for (const r of runs) {
       const test = r.n_prompt > 0 ? "pp" + r.n_prompt : "tg" + r.n_gen;
@@ -73,7 +74,8 @@ for r in $(seq "$rounds"); do
   for f in "$@"; do
     for t in $threads; do
       for i in $(seq 0 $((n - 1))); do  # rotate the order each round
-        run "${engines[$(((i + r - 1) % n))]}" "$f" "$t" "$r"
+        e=${engines[$(((i + r - 1) % n))]}
+        run "$e" "$f" "$t" "$r" || echo "round $r: $e on $(basename "$f") failed" >&2
       done
     done
   done
