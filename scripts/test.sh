@@ -6,6 +6,7 @@
 # second command).
 #   TOVA_SKIP_SANITIZE=1   the Release pass only
 #   TOVA_SKIP_FUZZ_SMOKE=1 no fuzz smoke pass
+#   TOVA_SKIP_ARM=1        no aarch64 pass (cross build + the bounded subset under qemu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TOVA_SHARED_DIR=${TOVA_SHARED_DIR:-$(cd .. && pwd)/shared}
@@ -38,6 +39,15 @@ phase_start "tests (Release)"
 ctest --test-dir build --output-on-failure -j "$jobs" 2>&1 | tee "$logs/release.log"
 phase_end
 slowest "Release" "$logs/release.log"
+
+if [ "${TOVA_SKIP_ARM:-0}" != "1" ]; then
+  # ARM: the cross build (g++-aarch64-linux-gnu) and CI's bounded subset under qemu-aarch64 on a
+  # NEON CPU and SVE at 128, 256 and 512 bits: the kernel suites on every target each CPU runs,
+  # the matmul suites on NEON, one golden per family (docs/ARM.md).
+  phase_start "aarch64: cross build + kernel tests and family goldens under qemu"
+  TOVA_ARM_JOBS="$jobs" scripts/cross_aarch64.sh ci
+  phase_end
+fi
 
 if [ "${TOVA_SKIP_SANITIZE:-0}" != "1" ]; then
   # One clang build serves the sanitizer tests and the fuzz harnesses: the library is compiled
