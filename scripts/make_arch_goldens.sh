@@ -39,7 +39,7 @@ mkdir -p "$OUT"
 } > "$OUT/SOURCE"
 for arch in llama3 qwen3 qwen2 mistral phi3 gemma2 gemma3 mixtral qwen2moe qwen3moe gpt-oss smollm3 gemma4 gemma4e gemma4moe qwen35 qwen35moe \
     qwen35-mtp qwen35moe-mtp lfm2 lfm2moe granitehybrid granitehybrid-moe nemotron_h nemotron_h_moe nemotron_h_moe-latent \
-    qwen3next qwen3next-ssm_in; do
+    qwen3next qwen3next-ssm_in qwen3next-mtp; do
   wanted "$arch" || continue
   "$BUILD/bin/tova" make-random --arch "$arch" --type f32 -t 1 -o "$OUT/$arch-f32.gguf"
   "$TMP/llama_dump" "$OUT/$arch-f32.gguf" "$SHARED/golden/tokens-128.json" \

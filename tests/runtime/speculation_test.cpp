@@ -258,7 +258,7 @@ TEST(Speculation, ClonesAndSessionFilesMidSpeculationStayExact) {
 // random weights are rarely right: the verify steps take the undo path nearly every time.
 TEST(Speculation, DraftMtpIsExact) {
   TOVA_REQUIRE_SHARED();
-  for (const std::string fixture : {"qwen35-mtp", "qwen35moe-mtp"}) {
+  for (const std::string fixture : {"qwen35-mtp", "qwen35moe-mtp", "qwen3next-mtp"}) {
     const Engine& e = engine(fixture);
     const std::vector<int32_t> prompt = prompt_of(e);
     const SamplerParams greedy{.temp = 0};
