@@ -34,14 +34,16 @@ Status configure(KeyReader& keys, ModelConfig& c) {
       keys, c, {.required = true, .norm = true, .shared_expert = true, .ff_exp_key = true}));
   const std::string& path = keys.file().path();
   if (!c.expert_weights_norm) {
-    return make_error("{}: {} false is not implemented for architecture 'qwen3next' (llama.cpp's "
-                      "graph always renormalizes the chosen experts' weights)",
-                      path, keys.key("expert_weights_norm"));
+    return make_error(
+        "{}: {} false is not implemented for architecture 'qwen3next' (llama.cpp's "
+        "graph always renormalizes the chosen experts' weights)",
+        path, keys.key("expert_weights_norm"));
   }
   if (c.expert_weights_scale != 1.f) {
-    return make_error("{}: {} {} is not implemented for architecture 'qwen3next' (llama.cpp's "
-                      "graph reads no such key)",
-                      path, keys.key("expert_weights_scale"), c.expert_weights_scale);
+    return make_error(
+        "{}: {} {} is not implemented for architecture 'qwen3next' (llama.cpp's "
+        "graph reads no such key)",
+        path, keys.key("expert_weights_scale"), c.expert_weights_scale);
   }
   return ok_status();
 }
@@ -53,9 +55,7 @@ Status load_layer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& 
 
 }  // namespace
 
-extern const ArchSpec kArchQwen3Next{.name = "qwen3next",
-                                     .experts = true,
-                                     .configure = configure,
-                                     .load_layer = load_layer};
+extern const ArchSpec kArchQwen3Next{
+    .name = "qwen3next", .experts = true, .configure = configure, .load_layer = load_layer};
 
 }  // namespace tova::model

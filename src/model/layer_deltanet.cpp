@@ -40,12 +40,12 @@ float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
 // The kind's buffers; C, K, V as in DeltaNetWeights, H = n_v_head.
 struct DeltaNetScratch : KindScratch {
-  std::vector<float> qkv;      // [n_tok][C] projections, then their conv1d + silu
-  std::vector<float> z;        // [n_tok][V] output gates
-  std::vector<float> beta;     // [n_tok][H] projections, then sigmoid
-  std::vector<float> g;        // [n_tok][H] projections, then the log decay
-  std::vector<float> o;        // [n_tok][V] the delta rule's outputs, then gated-normed
-  std::vector<float> scratch;  // [pool threads][delta_chunk_workspace_floats(S)] chunked rule
+  std::vector<float> qkv;       // [n_tok][C] projections, then their conv1d + silu
+  std::vector<float> z;         // [n_tok][V] output gates
+  std::vector<float> beta;      // [n_tok][H] projections, then sigmoid
+  std::vector<float> g;         // [n_tok][H] projections, then the log decay
+  std::vector<float> o;         // [n_tok][V] the delta rule's outputs, then gated-normed
+  std::vector<float> scratch;   // [pool threads][delta_chunk_workspace_floats(S)] chunked rule
   std::vector<float> fused_in;  // [n_tok][C + V] ssm_in's projections (per key head q k v z)
   std::vector<float> fused_ba;  // [n_tok][2H] ssm_ba's projections (per key head beta alpha)
 };
@@ -105,15 +105,14 @@ void delta_rule_runs(const LayerPass& p, int ir, const DeltaNetConfig& d, DeltaN
                                 &b.o[i * V + h * S]);
     }
   });
-
 }
 
 // The input projections of the n tokens' normed inputs h [n][n_embd]: b.qkv, b.z, b.beta and
 // b.g (alpha), each row in the split matrices' order. Fused matrices (qwen3next) are computed
 // into their own rows and gathered: per key head kh, ssm_in's q, k, v (r S), z (r S) and
 // ssm_ba's beta (r), alpha (r); its value heads kh r .. kh r + r - 1 in that order.
-void project(const LayerPass& p, const DeltaNetConfig& d, const DeltaNetWeights& W,
-             const float* h, DeltaNetScratch& b) {
+void project(const LayerPass& p, const DeltaNetConfig& d, const DeltaNetWeights& W, const float* h,
+             DeltaNetScratch& b) {
   const int64_t n = p.n, S = d.head_dim, H = d.n_v_head, r = d.n_v_head / d.n_k_head;
   const int64_t K = d.key_dim(), V = d.value_dim(), C = d.conv_dim();
   const bool fused_in = W.qkvz.n_out > 0, fused_ba = W.ba.n_out > 0;

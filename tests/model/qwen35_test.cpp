@@ -1,5 +1,5 @@
-// The hybrid families (qwen35, qwen35moe, qwen3next: Gated DeltaNet + gated attention; lfm2: gated short
-// convolutions + attention, its own layout and bad input in lfm2_test.cpp) on their fixtures
+// The hybrid families (qwen35, qwen35moe, qwen3next: Gated DeltaNet + gated attention; lfm2: gated
+// short convolutions + attention, its own layout and bad input in lfm2_test.cpp) on their fixtures
 // (tests/data/arch): a prompt fed at once equals it fed token by token; the multi-state bounds
 // the attention layers only and keeps a fixed-size recurrent state per DeltaNet layer, which
 // clone(), followers and session files carry; a DeltaNet layer missing its tensors, a layer

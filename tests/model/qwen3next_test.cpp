@@ -81,15 +81,15 @@ void split_ssm_in(const io::GgufTensorInfo& t, int n_k, int n_v, int S, io::Gguf
     const auto* p = reinterpret_cast<const uint8_t*>(f.data());
     return std::vector<uint8_t>(p, p + f.size() * sizeof(float));
   };
-  out.add_tensor(prefix + "attn_qkv.weight", t.type, {n_in, static_cast<int64_t>(qkv.size()) / n_in},
-                 bytes(qkv));
+  out.add_tensor(prefix + "attn_qkv.weight", t.type,
+                 {n_in, static_cast<int64_t>(qkv.size()) / n_in}, bytes(qkv));
   out.add_tensor(prefix + "attn_gate.weight", t.type, {n_in, static_cast<int64_t>(z.size()) / n_in},
                  bytes(z));
 }
 
 Result<std::unique_ptr<model::Model>> load_rewritten(const NextRewrite& r) {
-  TOVA_ASSIGN_OR_RETURN(auto f, io::GgufFile::open(next_fixture(r.fixture),
-                                                   io::GgufFile::Load::kRead));
+  TOVA_ASSIGN_OR_RETURN(auto f,
+                        io::GgufFile::open(next_fixture(r.fixture), io::GgufFile::Load::kRead));
   io::GgufWriter out;
   for (const auto& [k, v] : f->metadata()) {
     if (std::find(r.drop_keys.begin(), r.drop_keys.end(), k) == r.drop_keys.end()) out.set(k, v);
@@ -167,7 +167,8 @@ TEST(Qwen3Next, BadFilesAreOneErrorNamingTheCulprit) {
         .add_from = "blk.0.ssm_dt.bias"},
        "blk.0.ssm_ba.weight"},
       // Qwen3.5's M-RoPE sections: qwen3next's RoPE is plain NeoX, the key is refused.
-      {{.keys = {{"qwen3next.rope.dimension_sections", io::GgufValue::make_i32_array({2, 1, 1, 0})}}},
+      {{.keys = {{"qwen3next.rope.dimension_sections",
+                  io::GgufValue::make_i32_array({2, 1, 1, 0})}}},
        "qwen3next.rope.dimension_sections"},
       // llama.cpp always renormalizes the chosen experts and reads no weight scale.
       {{.keys = {{"qwen3next.expert_weights_norm", io::GgufValue::make_bool(false)}}},
