@@ -1,7 +1,7 @@
 #!/bin/bash
 # Held-back fixtures against llama.cpp: tova on files it was never tuned on. For every
 # mixture-of-experts and hybrid family (qwen3moe, gpt-oss, qwen2moe, Mixtral, qwen35,
-# qwen35moe, smollm3, gemma4, lfm2, lfm2moe, granitehybrid, nemotron_h, nemotron_h_moe) this makes fixtures of other shapes and seeds than the committed
+# qwen35moe, smollm3, gemma4, lfm2, lfm2moe, granitehybrid, nemotron_h, nemotron_h_moe, qwen3next) this makes fixtures of other shapes and seeds than the committed
 # ones (`tova make-random --arch FAMILY --set ...`: other head counts, GQA ratios, expert
 # counts and top-k, windows, layer counts, rows that no super-block divides), quantizes their
 # F32 file with llama-quantize into every mix it writes from an F32 file without an importance
@@ -146,6 +146,12 @@ CASES=(
   "nemotron_h-b|nemotron_h|132|n_embd=96 n_layer=5 n_head=3 n_head_kv=1 head_dim=32 n_ff=160 layer_blocks=*M-M- mamba2_d_inner=192 mamba2_heads=6 mamba2_groups=3 mamba2_d_state=8 mamba2_conv_kernel=2 weight_std=0.12"
   "nemotron_h_moe-a|nemotron_h_moe|133|n_embd=256 n_layer=6 n_head=8 n_head_kv=2 head_dim=64 n_ff=128 layer_blocks=M-*M-- n_expert=16 n_expert_used=4 n_ff_exp=128 n_ff_shexp=256 moe_weights_scale=1.5 mamba2_d_inner=512 mamba2_heads=16 mamba2_groups=2 mamba2_d_state=32 weight_std=0.075"
   "nemotron_h_moe-b|nemotron_h_moe|134|n_embd=128 n_layer=5 n_head=4 n_head_kv=2 head_dim=32 n_ff=96 layer_blocks=M*-M- n_expert=6 n_expert_used=3 n_ff_exp=96 n_ff_shexp=64 moe_latent=64 mamba2_d_inner=256 mamba2_heads=8 mamba2_groups=2 mamba2_d_state=16 weight_std=0.106"
+  # qwen3next: grouped value heads, 2 key heads serving 3 value heads each, attention every
+  # second layer, 16 experts of 256 with 4 chosen, a shared expert of 256 (attn_qkv/attn_gate);
+  # the older files' fused ssm_in: 1 key head serving 4 value heads, conv kernel 3, attention
+  # every third layer, 4 experts of 64 with 2 chosen.
+  "qwen3next-a|qwen3next|141|n_embd=256 n_layer=4 n_head=8 n_head_kv=2 head_dim=64 n_rot=16 ssm_state=32 ssm_groups=2 ssm_v_heads=6 full_attention_interval=2 n_expert=16 n_expert_used=4 n_ff_exp=256 n_ff_shexp=256 weight_std=0.075"
+  "qwen3next-b|qwen3next-ssm_in|142|n_embd=96 n_layer=6 n_head=2 n_head_kv=1 head_dim=16 n_rot=4 ssm_state=16 ssm_groups=1 ssm_v_heads=4 ssm_conv_kernel=3 full_attention_interval=3 n_expert=4 n_expert_used=2 n_ff_exp=64 n_ff_shexp=32 weight_std=0.12"
 )
 
 g++ -std=c++17 -O2 -o "$WORK/llama_dump" scripts/llama_dump.cpp -I"$LLAMA_DIR/include" \

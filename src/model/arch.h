@@ -89,13 +89,16 @@ Status load_qkv_bias(TensorLoader& ld, const ModelConfig& c, int il, LayerWeight
 // attn_q_norm/attn_k_norm.weight [head_dim]: per-head RMSNorm of queries and keys (qwen3, gemma3).
 Status load_qk_norm(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 
-// Gated DeltaNet families (qwen35, qwen35moe; deltanet_loader.cpp): the ssm.* keys, the layer
-// pattern (attention.recurrent_layers, else full_attention_interval) into c.layer_recurrent,
-// nextn_predict_layers (ModelConfig::n_nextn: multi-token prediction blocks past the main stack)
-// and rope.dimension_sections (interleaved M-RoPE on text).
+// Gated DeltaNet families (qwen35, qwen35moe, qwen3next; deltanet_loader.cpp): the ssm.* keys,
+// the layer pattern (attention.recurrent_layers, else full_attention_interval) into
+// c.layer_recurrent and nextn_predict_layers (ModelConfig::n_nextn: multi-token prediction
+// blocks past the main stack).
+Status read_deltanet_layers(KeyReader& keys, ModelConfig& c);
+// qwen35*: read_deltanet_layers and rope.dimension_sections (interleaved M-RoPE on text).
 Status read_deltanet_keys(KeyReader& keys, ModelConfig& c);
 // A Gated DeltaNet layer's mixer: attn_norm, attn_qkv, attn_gate, ssm_conv1d, ssm_dt.bias,
-// ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out.
+// ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out; with grouped value heads (qwen3next) the fused
+// ssm_ba instead of ssm_beta/ssm_alpha, and ssm_in or attn_qkv + attn_gate.
 Status load_deltanet(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 // Layer il's mixer as the pattern says: load_deltanet, or gated attention (attn_q with per-head
 // gates, attn_k/v/output, q/k norms); a layer whose tensors are of the other kind is refused

@@ -16,6 +16,7 @@
   X(kArchGptOss)              \
   X(kArchQwen35)              \
   X(kArchQwen35Moe)           \
+  X(kArchQwen3Next)           \
   X(kArchLfm2)                \
   X(kArchLfm2Moe)             \
   X(kArchGraniteHybrid)       \

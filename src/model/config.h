@@ -23,16 +23,30 @@ enum class MoeGating {
                      // bias (MoeWeights::select_bias), weighted by their sigmoids (lfm2moe)
 };
 
-// Gated DeltaNet layers (qwen35, qwen35moe: the {arch}.ssm.* keys, as llama.cpp names them).
+// Which key head a Gated DeltaNet value head reads, with r = n_v_head / n_k_head value heads per
+// key head. The files store the value heads (v rows, z rows, beta, alpha, dt bias, A, the out
+// projection's columns) in one of two orders:
+//   kTiled    value head h reads key head h mod n_k_head (qwen35*: the converter reorders the
+//             checkpoint's value heads to this order, so llama.cpp's op broadcasts q and k)
+//   kGrouped  value head h reads key head h / r (qwen3next: the checkpoint's order, each key
+//             head's r value heads together; llama.cpp repeats each q and k head r times)
+enum class DeltaNetHeads { kTiled, kGrouped };
+
+// Gated DeltaNet layers (qwen35, qwen35moe, qwen3next: the {arch}.ssm.* keys, as llama.cpp
+// names them).
 struct DeltaNetConfig {
   int conv_kernel = 0;  // ssm.conv_kernel: taps of the causal conv1d over q, k and v
   int n_k_head = 0;     // ssm.group_count: query/key heads
   int n_v_head = 0;     // ssm.time_step_rank: value heads (a multiple of n_k_head)
   int head_dim = 0;     // ssm.state_size: a head's key and value size (ssm.inner_size =
                         // n_v_head * head_dim)
+  DeltaNetHeads heads = DeltaNetHeads::kTiled;  // the family's, not a key
   int key_dim() const { return n_k_head * head_dim; }
   int value_dim() const { return n_v_head * head_dim; }
   int conv_dim() const { return 2 * key_dim() + value_dim(); }
+  int k_head(int h) const {
+    return heads == DeltaNetHeads::kTiled ? h % n_k_head : h / (n_v_head / n_k_head);
+  }
 };
 
 // Mamba2 (SSD) layers (granitehybrid; the {arch}.ssm.* keys as llama.cpp reads them for

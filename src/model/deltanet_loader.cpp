@@ -1,6 +1,8 @@
-// What qwen35 and qwen35moe share (arch_qwen35.cpp, arch_qwen35moe.cpp): the Gated DeltaNet
-// keys and layer pattern, and each layer's mixer, a Gated DeltaNet or a gated attention, as
-// llama.cpp's loaders read them (src/models/qwen35*.cpp).
+// What qwen35, qwen35moe and qwen3next share (arch_qwen35.cpp, arch_qwen35moe.cpp,
+// arch_qwen3next.cpp): the Gated DeltaNet keys and layer pattern, and each layer's mixer, a
+// Gated DeltaNet or a gated attention, as llama.cpp's loaders read them (src/models/qwen35*.cpp,
+// qwen3next.cpp). qwen3next's DeltaNet differs in the order of its value heads
+// (DeltaNetHeads::kGrouped) and in its fused input projections (ssm_ba; ssm_in in older files).
 #include <fmt/format.h>
 
 #include "model/arch.h"
@@ -18,10 +20,15 @@ Status read_deltanet_shape(KeyReader& keys, DeltaNetConfig& d) {
   TOVA_ASSIGN_OR_RETURN(uint32_t rank, keys.u32("ssm.time_step_rank"));
   TOVA_ASSIGN_OR_RETURN(uint32_t groups, keys.u32("ssm.group_count"));
   if (conv < 1 || conv > 64 || state < 1 || state > 1024 || groups < 1 || rank < 1 ||
-      rank > 4096 || rank % groups != 0) {
+      rank > 4096) {
     return make_error("{}: implausible Gated DeltaNet shape ({} {}, {} {}, {} {}, {} {})", path,
                       keys.key("ssm.conv_kernel"), conv, keys.key("ssm.state_size"), state,
                       keys.key("ssm.group_count"), groups, keys.key("ssm.time_step_rank"), rank);
+  }
+  // Every key head serves the same number of value heads (llama.cpp asserts it).
+  if (rank % groups != 0) {
+    return make_error("{}: {} {} (value heads) is not a multiple of {} {} (key heads)", path,
+                      keys.key("ssm.time_step_rank"), rank, keys.key("ssm.group_count"), groups);
   }
   // llama.cpp sizes the tensors with a value head of state_size and computes with inner_size /
   // time_step_rank: they must agree.
@@ -118,10 +125,14 @@ Status read_imrope_sections(KeyReader& keys, ModelConfig& c) {
 
 }  // namespace
 
-Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
+Status read_deltanet_layers(KeyReader& keys, ModelConfig& c) {
   TOVA_RETURN_IF_ERROR(read_deltanet_shape(keys, c.deltanet));
   TOVA_ASSIGN_OR_RETURN(const int n_all, read_nextn_blocks(keys, c));
-  TOVA_RETURN_IF_ERROR(read_recurrent_pattern(keys, n_all, c));
+  return read_recurrent_pattern(keys, n_all, c);
+}
+
+Status read_deltanet_keys(KeyReader& keys, ModelConfig& c) {
+  TOVA_RETURN_IF_ERROR(read_deltanet_layers(keys, c));
   return read_imrope_sections(keys, c);
 }
 
@@ -132,13 +143,30 @@ Status load_deltanet(TensorLoader& ld, const ModelConfig& c, int il, LayerWeight
   l.mixer_kind = MixerKind::kDeltaNet;
   DeltaNetWeights& w = l.deltanet;
   TOVA_ASSIGN_OR_RETURN(l.attn_norm, ld.vector(p + "attn_norm.weight", c.n_embd));
-  TOVA_ASSIGN_OR_RETURN(w.qkv, ld.matrix(p + "attn_qkv.weight", c.n_embd, C));
-  TOVA_ASSIGN_OR_RETURN(w.z, ld.matrix(p + "attn_gate.weight", c.n_embd, V));
+  // qwen3next (grouped value heads): its files carry ssm_ba, and ssm_in (converted before
+  // llama.cpp's converter split it) or attn_qkv + attn_gate; llama.cpp reads nothing else.
+  const bool grouped = d.heads == DeltaNetHeads::kGrouped;
+  if (grouped && ld.has(p + "ssm_in.weight")) {
+    if (ld.has(p + "attn_qkv.weight") || ld.has(p + "attn_gate.weight")) {
+      return make_error("{}: layer {} carries both '{}' and the split '{}'/'{}': one input "
+                        "projection or the other",
+                        ld.file().path(), il, p + "ssm_in.weight", p + "attn_qkv.weight",
+                        p + "attn_gate.weight");
+    }
+    TOVA_ASSIGN_OR_RETURN(w.qkvz, ld.matrix(p + "ssm_in.weight", c.n_embd, C + V));
+  } else {
+    TOVA_ASSIGN_OR_RETURN(w.qkv, ld.matrix(p + "attn_qkv.weight", c.n_embd, C));
+    TOVA_ASSIGN_OR_RETURN(w.z, ld.matrix(p + "attn_gate.weight", c.n_embd, V));
+  }
   TOVA_ASSIGN_OR_RETURN(w.conv, ld.vectors(p + "ssm_conv1d.weight", d.conv_kernel, C));
   TOVA_ASSIGN_OR_RETURN(w.dt_bias, ld.vector(p + "ssm_dt.bias", H));
   TOVA_ASSIGN_OR_RETURN(w.a, ld.vector(p + "ssm_a", H));
-  TOVA_ASSIGN_OR_RETURN(w.beta, ld.matrix(p + "ssm_beta.weight", c.n_embd, H));
-  TOVA_ASSIGN_OR_RETURN(w.alpha, ld.matrix(p + "ssm_alpha.weight", c.n_embd, H));
+  if (grouped) {
+    TOVA_ASSIGN_OR_RETURN(w.ba, ld.matrix(p + "ssm_ba.weight", c.n_embd, 2 * H));
+  } else {
+    TOVA_ASSIGN_OR_RETURN(w.beta, ld.matrix(p + "ssm_beta.weight", c.n_embd, H));
+    TOVA_ASSIGN_OR_RETURN(w.alpha, ld.matrix(p + "ssm_alpha.weight", c.n_embd, H));
+  }
   TOVA_ASSIGN_OR_RETURN(w.norm, ld.vector(p + "ssm_norm.weight", d.head_dim));
   TOVA_ASSIGN_OR_RETURN(w.out, ld.matrix(p + "ssm_out.weight", V, c.n_embd));
   return ok_status();

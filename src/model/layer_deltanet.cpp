@@ -1,15 +1,19 @@
-// The Gated DeltaNet mixer kind (layer_kinds.h), as llama.cpp computes qwen35's and
-// qwen35moe's linear-attention layers (its build_layer_attn_linear with the fused
+// The Gated DeltaNet mixer kind (layer_kinds.h), as llama.cpp computes qwen35's, qwen35moe's
+// and qwen3next's linear-attention layers (its build_layer_attn_linear with the fused
 // gated_delta_net op, which its CPU backend uses for prompts and decoding alike). With
 // K = n_k_head x S, V = n_v_head x S (S = head_dim), for each token of a sequence in order:
 //   h      = rms_norm(x) · attn_norm
-//   qkv    = attn_qkv · h            [2K + V], then the causal conv1d over the last
+//   qkv    = attn_qkv · h            [2K + V] (qwen3next's older files: gathered from the
+//                                    fused ssm_in · h, see DeltaNetWeights), then the causal
+//                                    conv1d over the last
 //                                    conv_kernel tokens (its state: the last conv_kernel - 1
 //                                    inputs), then silu
 //   q, k   = l2_norm per key head of qkv[0, K) and qkv[K, 2K) (eps: the rms epsilon); v the rest
 //   beta   = sigmoid(ssm_beta · h)                               [n_v_head]
 //   g      = softplus(ssm_alpha · h + ssm_dt.bias) · ssm_a        [n_v_head] (ssm_a < 0: decay)
-//   o_h    = gated delta rule of value head h with key head h mod n_k_head (kernels/
+//            (qwen3next: beta and alpha gathered from the fused ssm_ba · h)
+//   o_h    = gated delta rule of value head h with key head DeltaNetConfig::k_head(h): h mod
+//            n_k_head (qwen35*) or h / (n_v_head / n_k_head) (qwen3next) (kernels/
 //            delta_rule.h: state S_h decays by exp(g_h), moves toward v by beta_h, read by q)
 //   o_h    = rms_norm(o_h) · ssm_norm · silu(z_h),  z = attn_gate · h
 //   x     += ssm_out · o
@@ -36,12 +40,14 @@ float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
 // The kind's buffers; C, K, V as in DeltaNetWeights, H = n_v_head.
 struct DeltaNetScratch : KindScratch {
-  std::vector<float> qkv;      // [n_tok][C] projections, then their conv1d + silu
-  std::vector<float> z;        // [n_tok][V] output gates
-  std::vector<float> beta;     // [n_tok][H] projections, then sigmoid
-  std::vector<float> g;        // [n_tok][H] projections, then the log decay
-  std::vector<float> o;        // [n_tok][V] the delta rule's outputs, then gated-normed
-  std::vector<float> scratch;  // [pool threads][delta_chunk_workspace_floats(S)] chunked rule
+  std::vector<float> qkv;       // [n_tok][C] projections, then their conv1d + silu
+  std::vector<float> z;         // [n_tok][V] output gates
+  std::vector<float> beta;      // [n_tok][H] projections, then sigmoid
+  std::vector<float> g;         // [n_tok][H] projections, then the log decay
+  std::vector<float> o;         // [n_tok][V] the delta rule's outputs, then gated-normed
+  std::vector<float> scratch;   // [pool threads][delta_chunk_workspace_floats(S)] chunked rule
+  std::vector<float> fused_in;  // [n_tok][C + V] ssm_in's projections (per key head q k v z)
+  std::vector<float> fused_ba;  // [n_tok][2H] ssm_ba's projections (per key head beta alpha)
 };
 
 // Per sequence and layer: the conv1d's last conv_kernel - 1 inputs of each of its C channels
@@ -74,7 +80,7 @@ void delta_rule_runs(const LayerPass& p, int ir, const DeltaNetConfig& d, DeltaN
   if (any_chunked) resize(b.scratch, pool.size() * work_floats);
   pool.for_each_dynamic(n_runs * H, [&](int64_t job, int thread) {
     const SequenceRun& run = s.runs[job / H];
-    const int64_t h = job % H, kh = h % d.n_k_head;
+    const int64_t h = job % H, kh = d.k_head(static_cast<int>(h));
     float* m = run.state->recurrent(ir).delta() + h * S * S;
     const int64_t n_tok = static_cast<int64_t>(run.idx.size());
     if (n_tok >= kChunkedFrom) {
@@ -99,7 +105,52 @@ void delta_rule_runs(const LayerPass& p, int ir, const DeltaNetConfig& d, DeltaN
                                 &b.o[i * V + h * S]);
     }
   });
+}
 
+// The input projections of the n tokens' normed inputs h [n][n_embd]: b.qkv, b.z, b.beta and
+// b.g (alpha), each row in the split matrices' order. Fused matrices (qwen3next) are computed
+// into their own rows and gathered: per key head kh, ssm_in's q, k, v (r S), z (r S) and
+// ssm_ba's beta (r), alpha (r); its value heads kh r .. kh r + r - 1 in that order.
+void project(const LayerPass& p, const DeltaNetConfig& d, const DeltaNetWeights& W, const float* h,
+             DeltaNetScratch& b) {
+  const int64_t n = p.n, S = d.head_dim, H = d.n_v_head, r = d.n_v_head / d.n_k_head;
+  const int64_t K = d.key_dim(), V = d.value_dim(), C = d.conv_dim();
+  const bool fused_in = W.qkvz.n_out > 0, fused_ba = W.ba.n_out > 0;
+  std::vector<const kernels::WeightMatrix*> ws;
+  std::vector<float*> ys;
+  if (fused_in) {
+    resize(b.fused_in, n * (C + V));
+    ws.push_back(&W.qkvz);
+    ys.push_back(b.fused_in.data());
+  } else {
+    ws.insert(ws.end(), {&W.qkv, &W.z});
+    ys.insert(ys.end(), {b.qkv.data(), b.z.data()});
+  }
+  if (fused_ba) {
+    resize(b.fused_ba, n * 2 * H);
+    ws.push_back(&W.ba);
+    ys.push_back(b.fused_ba.data());
+  } else {
+    ws.insert(ws.end(), {&W.beta, &W.alpha});
+    ys.insert(ys.end(), {b.beta.data(), b.g.data()});
+  }
+  p.matmul_multi(ws, h, n, ys);
+  if (!fused_in && !fused_ba) return;
+  for_tokens(p.pool, n, C + V, [&](int64_t i) {
+    for (int64_t kh = 0; kh < d.n_k_head && fused_in; ++kh) {
+      const float* src = &b.fused_in[i * (C + V) + kh * (2 * S + 2 * r * S)];
+      float* qkv = &b.qkv[i * C];
+      std::copy_n(src, S, qkv + kh * S);
+      std::copy_n(src + S, S, qkv + K + kh * S);
+      std::copy_n(src + 2 * S, r * S, qkv + 2 * K + kh * r * S);
+      std::copy_n(src + 2 * S + r * S, r * S, &b.z[i * V + kh * r * S]);
+    }
+    for (int64_t kh = 0; kh < d.n_k_head && fused_ba; ++kh) {
+      const float* src = &b.fused_ba[i * 2 * H + kh * 2 * r];
+      std::copy_n(src, r, &b.beta[i * H + kh * r]);
+      std::copy_n(src + r, r, &b.g[i * H + kh * r]);
+    }
+  });
 }
 
 }  // namespace
@@ -124,9 +175,7 @@ void deltanet_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const L
   for_tokens(pool, n, n_embd, [&](int64_t i) {
     kernels::rms_norm(&s.x[i * n_embd], L.attn_norm.data(), &s.xb[i * n_embd], n_embd, c.rms_eps);
   });
-  const kernels::WeightMatrix* ws[] = {&W.qkv, &W.z, &W.beta, &W.alpha};
-  float* ys[] = {b.qkv.data(), b.z.data(), b.beta.data(), b.g.data()};
-  p.matmul_multi(ws, s.xb.data(), n, ys);
+  project(p, d, W, s.xb.data(), b);
   for_tokens(pool, n, 4 * H, [&](int64_t i) {
     for (int64_t h = 0; h < H; ++h) {
       b.beta[i * H + h] = sigmoid(b.beta[i * H + h]);

@@ -16,13 +16,19 @@
 
 namespace tova::model {
 
-// A Gated DeltaNet mixer (qwen35, qwen35moe; layer_deltanet.cpp), shapes in DeltaNetConfig's
-// terms (K = n_k_head * head_dim, V = n_v_head * head_dim, C = 2K + V).
+// A Gated DeltaNet mixer (qwen35, qwen35moe, qwen3next; layer_deltanet.cpp), shapes in
+// DeltaNetConfig's terms (K = n_k_head * head_dim, V = n_v_head * head_dim, C = 2K + V,
+// r = n_v_head / n_k_head, S = head_dim). The input projections come split (qkv, z, beta,
+// alpha) or fused as qwen3next's files carry them (qkvz: older files, ba: all), each key head's
+// rows together; the unused form's matrices are empty (n_out 0).
 struct DeltaNetWeights {
   kernels::WeightMatrix qkv;    // attn_qkv: [C][n_embd], rows q (K), k (K), v (V)
   kernels::WeightMatrix z;      // attn_gate: [V][n_embd], the output gate
+  kernels::WeightMatrix qkvz;   // ssm_in: [2K + 2V][n_embd], per key head q (S), k (S),
+                                // v (r S), z (r S)
   kernels::WeightMatrix beta;   // ssm_beta: [n_v_head][n_embd]
   kernels::WeightMatrix alpha;  // ssm_alpha: [n_v_head][n_embd]
+  kernels::WeightMatrix ba;     // ssm_ba: [2 n_v_head][n_embd], per key head beta (r), alpha (r)
   std::vector<float> conv;      // ssm_conv1d: [C][conv_kernel], oldest tap first
   std::vector<float> dt_bias;   // ssm_dt.bias: [n_v_head]
   std::vector<float> a;         // ssm_a: [n_v_head], -exp(A_log) as converted

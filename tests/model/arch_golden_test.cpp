@@ -69,6 +69,8 @@ TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
     EXPECT_EQ(argmax_row(&mine[p * n_vocab], n_vocab), argmax_row(&cpp[p * n_vocab], n_vocab))
         << "position " << p;
   }
+  std::printf("%s: max |diff| %.3g, relative L2 %.3g\n", GetParam().c_str(), max_diff,
+              std::sqrt(num / den));
 }
 
 // tova's 64 greedy tokens after the first 16 of tokens-128 equal llama.cpp's; or, with
@@ -228,7 +230,8 @@ INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenMoeQ8,
 INSTANTIATE_TEST_SUITE_P(Hybrids, ArchGoldenMoeQ8,
                          ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe",
                                            "granitehybrid", "granitehybrid-moe", "nemotron_h",
-                                           "nemotron_h_moe", "nemotron_h_moe-latent"));
+                                           "nemotron_h_moe", "nemotron_h_moe-latent",
+                                           "qwen3next", "qwen3next-ssm_in"));
 
 // gpt-oss as it ships (MXFP4 experts, Q8_0 attention, embedding and output; llama-quantize's
 // MXFP4_MOE), against llama.cpp's logits of the same file: within a relative L2 of 3e-2 and

@@ -92,9 +92,10 @@ TEST_P(MoeFixture, RoutingChangesMoveTheLogitsFarBeyondTheGoldenTolerance) {
   // gpt-oss's weights are a softmax over the chosen experts (they sum to 1 already) and the
   // family refuses the key; Gemma 4 refuses a file without the renormalization
   // (arch_gemma4moe_test.cpp); granitehybrid always renormalizes (llama.cpp reads no key for
-  // it) and refuses the key by name.
+  // it) and refuses the key by name; qwen3next always renormalizes too (llama.cpp's graph) and
+  // refuses the key false by name.
   if (c.moe_gating == model::MoeGating::kSoftmax && c.arch_name != "gemma4" &&
-      c.arch_name != "granitehybrid") {
+      c.arch_name != "granitehybrid" && c.arch_name != "qwen3next") {
     variants.push_back(
         {{a + "expert_weights_norm", io::GgufValue::make_bool(!c.expert_weights_norm)}});
   }
@@ -123,9 +124,12 @@ TEST_P(MoeFixture, GroupedPromptEqualsTokenByTokenAndThreadsDoNotChangeBits) {
   // different orders, and the recurrent state carries each token's rounding difference into
   // every later token, so the gap grows along the sequence instead of staying per token as in
   // attention-only models: 3.4e-4 at most on this fixture's 48 tokens (relative L2 2.3e-5,
-  // measured 2026-11-29; every argmax equal).
+  // measured 2026-11-29; every argmax equal). qwen3next's fixture (4 experts chosen of 8, where
+  // qwen35moe's chooses 2) carries the gap further: 1.02e-3 (relative L2 6.4e-5, measured
+  // 2026-12-07; with 2 chosen 9.4e-4; every argmax equal), held to 2e-3.
   const bool hybrid = !(*m)->config().layer_recurrent.empty();
-  EXPECT_LT(max_abs_diff(prompt, single), hybrid ? 5e-4 : 1e-4);
+  const double bound = GetParam() == "qwen3next" ? 2e-3 : hybrid ? 5e-4 : 1e-4;
+  EXPECT_LT(max_abs_diff(prompt, single), bound);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, MoeFixture, ::testing::ValuesIn(moe_fixtures()));

@@ -1,7 +1,7 @@
-// The multi-token prediction block drafts as llama.cpp's draft-mtp path does: on the qwen35-mtp
-// and qwen35moe-mtp fixtures, the logits each drafted token was chosen from, and the drafts,
-// equal llama.cpp's (goldens by scripts/make_mtp_goldens.sh: 4 drafts after the first 12 tokens
-// of tokens-128.json, then after 5 more accepted tokens, twice). The target is fed as a session
+// The multi-token prediction block drafts as llama.cpp's draft-mtp path does: on the qwen35-mtp,
+// qwen35moe-mtp and qwen3next-mtp fixtures, the logits each drafted token was chosen from, and
+// the drafts, equal llama.cpp's (goldens by scripts/make_mtp_goldens.sh: 4 drafts after the
+// first 12 tokens of tokens-128.json, then after 5 more accepted tokens, twice). The target is fed as a session
 // would be (the rows of every fed token handed to the drafter), the drafter syncs the block's
 // K/V from them and chains its own output rows.
 #include <gtest/gtest.h>
@@ -126,7 +126,8 @@ TEST_P(NextnDraft, LongSyncInPassesEqualsStepwiseSync) {
   EXPECT_LE(std::sqrt(err / ref), 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, NextnDraft, ::testing::Values("qwen35", "qwen35moe"));
+INSTANTIATE_TEST_SUITE_P(Families, NextnDraft,
+                         ::testing::Values("qwen35", "qwen35moe", "qwen3next"));
 
 }  // namespace
 }  // namespace tova

@@ -1,5 +1,6 @@
-// Files with a multi-token prediction (MTP) block (qwen35-mtp, qwen35moe-mtp fixtures: 4 main
-// layers and the block as blk.4, as llama.cpp's converter writes Qwen3.5 files): they load, the
+// Files with a multi-token prediction (MTP) block (qwen35-mtp, qwen35moe-mtp, qwen3next-mtp
+// fixtures: 4 main layers and the block as blk.4, as llama.cpp's converter writes Qwen3.5 and
+// Qwen3-Next files): they load, the
 // block's tensors are read once and counted apart from what the main pass streams, the main
 // model's logits are bit for bit those of the same file with the block taken out (against
 // llama.cpp's: arch_golden_test.cpp, which runs every registered fixture), and a malformed
@@ -130,7 +131,7 @@ TEST_P(Mtp, AMalformedBlockIsOneErrorNamingTheTensor) {
                                       "blk.4.nextn.hnorm.weight",        "blk.4.attn_q.weight",
                                       "blk.4.attn_k_norm.weight",        "blk.4.attn_output.weight",
                                       "blk.4.post_attention_norm.weight"};
-  if (f == "qwen35moe") {
+  if (f != "qwen35") {  // qwen35moe, qwen3next: the block's feed-forward is the mixture
     tensors.push_back("blk.4.ffn_gate_exps.weight");
     tensors.push_back("blk.4.ffn_down_shexp.weight");
   } else {
@@ -175,7 +176,7 @@ TEST_P(Mtp, AMalformedBlockIsOneErrorNamingTheTensor) {
   EXPECT_EQ(e, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Mtp, ::testing::Values("qwen35", "qwen35moe"));
+INSTANTIATE_TEST_SUITE_P(Families, Mtp, ::testing::Values("qwen35", "qwen35moe", "qwen3next"));
 
 }  // namespace
 }  // namespace tova::testing

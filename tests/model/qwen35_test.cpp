@@ -1,5 +1,5 @@
-// The hybrid families (qwen35, qwen35moe: Gated DeltaNet + gated attention; lfm2: gated short
-// convolutions + attention, its own layout and bad input in lfm2_test.cpp) on their fixtures
+// The hybrid families (qwen35, qwen35moe, qwen3next: Gated DeltaNet + gated attention; lfm2: gated
+// short convolutions + attention, its own layout and bad input in lfm2_test.cpp) on their fixtures
 // (tests/data/arch): a prompt fed at once equals it fed token by token; the multi-state bounds
 // the attention layers only and keeps a fixed-size recurrent state per DeltaNet layer, which
 // clone(), followers and session files carry; a DeltaNet layer missing its tensors, a layer
@@ -60,7 +60,8 @@ TEST_P(DeltaNetHybrid, LayersAreThreeDeltaNetThenOneAttentionTwice) {
 // The prompt form (several tokens of a sequence in one batch) and the decoding form (one at a
 // time) run the same recurrence: the logits of every position agree within 1e-5 relative
 // (qwen35moe, lfm2moe: 5e-5, their experts run as one GEMM per expert in a prompt and as the
-// chosen rows in decoding, which moe_test.cpp already bounds by 1e-4 absolute).
+// chosen rows in decoding, which moe_test.cpp already bounds by 1e-4 absolute; qwen3next, 4
+// experts chosen per token where qwen35moe's fixture chooses 2: 1e-4, measured 6.4e-5).
 TEST_P(Hybrid, PromptAtOnceEqualsTokenByToken) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(fixture(GetParam()));
@@ -70,7 +71,10 @@ TEST_P(Hybrid, PromptAtOnceEqualsTokenByToken) {
   ThreadPool pool(2);
   const auto at_once = all_logits(**m, ids, cache_options("full", 0), 48, pool);
   const auto one_by_one = all_logits(**m, ids, cache_options("full", 0), 1, pool);
-  EXPECT_LT(qwen35_rel_l2(at_once, one_by_one), GetParam().ends_with("moe") ? 5e-5 : 1e-5);
+  const double bound = GetParam() == "qwen3next"   ? 1e-4
+                       : GetParam().ends_with("moe") ? 5e-5
+                                                     : 1e-5;
+  EXPECT_LT(qwen35_rel_l2(at_once, one_by_one), bound);
 }
 
 // tova and window at k = 8 bound the two attention layers (8 states per KV head after 48
@@ -170,13 +174,15 @@ TEST_P(Hybrid, SessionFilesCarryTheRecurrentStates) {
   EXPECT_EQ(0, std::memcmp(got.data(), &want[30 * n_vocab], got.size() * sizeof(float)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, DeltaNetHybrid, ::testing::Values("qwen35", "qwen35moe"));
+INSTANTIATE_TEST_SUITE_P(Families, DeltaNetHybrid,
+                         ::testing::Values("qwen35", "qwen35moe", "qwen3next"));
 // Every hybrid family: the Gated DeltaNet ones, lfm2, lfm2moe (gated short convolutions),
 // granitehybrid, nemotron_h and nemotron_h_moe (Mamba2; their feed-forward layers hold no
 // state).
 INSTANTIATE_TEST_SUITE_P(Families, Hybrid,
                          ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe",
-                                           "granitehybrid", "nemotron_h", "nemotron_h_moe"));
+                                           "granitehybrid", "nemotron_h", "nemotron_h_moe",
+                                           "qwen3next"));
 
 TEST(Hybrid, ASessionOfAnotherArchitectureIsOneError) {
   auto a = model::Model::load(fixture("qwen35"));

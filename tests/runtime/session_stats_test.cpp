@@ -108,7 +108,8 @@ SessionStats hybrid_stats(const std::string& name) {
   return (*s)->stats();
 }
 
-// On the qwen35 fixture (three Gated DeltaNet layers before each attention layer, twice) and
+// On the qwen35 and qwen3next fixtures (three Gated DeltaNet layers before each attention
+// layer, twice; the same state sizes) and
 // the lfm2 fixture (gated short convolutions, attention at layers 2 and 5), through the same
 // code: the layers are listed in the model's order, every one of them, a recurrent one as
 // "recurrent" with nothing held or evicted; the recurrent kind is fixed bytes (qwen35: a conv
@@ -123,6 +124,7 @@ TEST(SessionStats, AHybridModelListsEveryLayerItsRecurrentOnesAsSuch) {
     uint64_t recurrent_bytes;
   };
   for (const Case& k : {Case{"qwen35", {3, 7}, 8, 6u * (128 * 3 + 4 * 16 * 16) * 4},
+                        Case{"qwen3next", {3, 7}, 8, 6u * (128 * 3 + 4 * 16 * 16) * 4},
                         Case{"lfm2", {2, 5}, 6, 4u * 64 * 2 * 4},
                         Case{"granitehybrid", {2, 5}, 6, 4u * (192 * 3 + 4 * 32 * 16) * 4}}) {
     SCOPED_TRACE(k.name);

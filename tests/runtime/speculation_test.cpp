@@ -153,10 +153,11 @@ TEST_P(SpecExact, GreedyEqualsWithoutSpeculationUnderEveryKvType) {
 // llama3: attention; gemma3: sliding-window layers; gemma4e: shared-K/V layers; qwen35: Gated
 // DeltaNet recurrent layers (their conv and delta states undone on rejection); lfm2: short
 // convolutions (conv states); granitehybrid: Mamba2 (conv and SSM states); nemotron_h: Mamba2,
-// attention and feed-forward layers that hold nothing.
+// attention and feed-forward layers that hold nothing; qwen3next: Gated DeltaNet with grouped
+// value heads and fused projections, behind a mixture.
 INSTANTIATE_TEST_SUITE_P(LayerKinds, SpecExact,
                          ::testing::Values("llama3", "gemma3", "gemma4e", "qwen35", "lfm2",
-                                           "granitehybrid", "nemotron_h"));
+                                           "granitehybrid", "nemotron_h", "qwen3next"));
 
 // With sampling the sampler draws the same numbers in the same order: the same text.
 TEST(Speculation, SampledTextEqualsWithoutSpeculation) {
@@ -257,7 +258,7 @@ TEST(Speculation, ClonesAndSessionFilesMidSpeculationStayExact) {
 // random weights are rarely right: the verify steps take the undo path nearly every time.
 TEST(Speculation, DraftMtpIsExact) {
   TOVA_REQUIRE_SHARED();
-  for (const std::string fixture : {"qwen35-mtp", "qwen35moe-mtp"}) {
+  for (const std::string fixture : {"qwen35-mtp", "qwen35moe-mtp", "qwen3next-mtp"}) {
     const Engine& e = engine(fixture);
     const std::vector<int32_t> prompt = prompt_of(e);
     const SamplerParams greedy{.temp = 0};

@@ -212,10 +212,11 @@ TEST_P(HybridStateCache, AHybridModelsStateIsContinuedWholeOrNotAtAll) {
   EXPECT_LE(max_diff, 1e-5f);
 }
 
-// qwen35's Gated DeltaNet states, lfm2's convolution states, granitehybrid's and nemotron_h's
+// qwen35's and qwen3next's Gated DeltaNet states, lfm2's convolution states, granitehybrid's and nemotron_h's
 // Mamba2 states (nemotron_h's feed-forward layers keep none).
 INSTANTIATE_TEST_SUITE_P(Families, HybridStateCache,
-                         ::testing::Values("qwen35", "lfm2", "granitehybrid", "nemotron_h"));
+                         ::testing::Values("qwen35", "lfm2", "granitehybrid", "nemotron_h",
+                                           "qwen3next"));
 
 }  // namespace
 }  // namespace tova
