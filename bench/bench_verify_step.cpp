@@ -11,6 +11,7 @@
 // TOVA_BENCH_STEPS [1,2,4,8], TOVA_BENCH_ROUNDS [15], TOVA_BENCH_THREADS [2],
 // TOVA_BENCH_LOGITS [each | last: only the last token's row, as `tova bench -p n` times],
 // TOVA_BENCH_SIMDS [the native target; e.g. avx3_dl,avx2 interleaves targets in one run],
+// TOVA_BENCH_REPACK [the library's default; 1: repack weights at load (q4_0_r8), 0: not],
 // TOVA_BENCH_PROFILE=n: time nothing, run steps of n tokens for TOVA_BENCH_SECONDS [20] (for
 // `perf record`).
 #include <algorithm>
@@ -66,12 +67,16 @@ int run() {
   if (simds.empty()) simds.push_back(std::string(kernels::simd_target_name()));
   const int profile_n = std::atoi(env_or("TOVA_BENCH_PROFILE", "0").c_str());
 
-  auto m = model::Model::load(path);
+  const std::string repack = env_or("TOVA_BENCH_REPACK", "");
+  auto m = model::Model::load(
+      path, {.repack = repack.empty() ? model::kRepackByDefault : repack != "0"});
   if (!m.ok()) {
     std::fprintf(stderr, "%s\n", m.message().c_str());
     return 1;
   }
   const model::Model& model = **m;
+  std::fprintf(stderr, "repacked %d matrices (%.1f MB) in %.3f s\n", model.repack_stats().n_matrices,
+               static_cast<double>(model.repack_stats().n_bytes) / 1e6, model.repack_stats().seconds);
   ThreadPool pool(threads);
   eval::TokenSource tokens(model, 1234);
   auto parsed = parse_cache_options("full", 0, "exact", "f16");

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct ModelFlags {
   int threads = 0;    // 0: every core
   bool f32_activations = false;
   bool mmap = false;
+  std::optional<bool> repack;  // --repack / --no-repack; unset: the library's default
   GpuFlags gpu;
   void add(CLI::App& app);
   std::string model_path() const;
