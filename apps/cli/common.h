@@ -26,6 +26,9 @@ struct GpuFlags {
   void note() const;
 };
 
+// --repack / --no-repack (EngineOptions::repack), for commands that declare their own flags.
+void add_repack_flags(CLI::App& app, std::optional<bool>& repack);
+
 struct ModelFlags {
   std::string model;  // empty: the bundled assets/stories260K.gguf
   int threads = 0;    // 0: every core
