@@ -93,8 +93,9 @@ inline void PrepareGroupActsQ4_0R8(const uint8_t* blocks, int64_t n, uint8_t* ou
   }
 }
 
-// Tokens one call of the group kernel takes: one float and one int32 accumulator each, beside
-// the weight words (AVX2's 16 vector registers fit 4 tokens, AVX-512's 32 fit 8).
+// Tokens one call of the group kernel takes: a float and one (AVX2) or two (AVX3_DL) integer
+// accumulators each, beside the weight words (AVX2's 16 vector registers fit 4 tokens,
+// AVX-512's 32 fit 8).
 #if HWY_TARGET == HWY_AVX2
 constexpr int kGroupMaxTokens = 4;
 #else
@@ -105,8 +106,12 @@ constexpr int kGroupMaxTokens = 8;
 // acc += the 4-byte dot products of u (unsigned) and a (signed) per int32 lane: the 256-bit
 // vpdpbusd in its EVEX (AVX-512 VNNI + VL) form. Highway's AVX3_DL target string enables
 // AVX-VNNI, so the compiler would pick the VEX form, which Zen 4 does not have (SIGILL).
-HWY_INLINE __m256i DpbusdEvex(__m256i acc, __m256i u, __m256i a) {
-  __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(a));
+// The activation word is broadcast from memory inside the instruction ({1to8}): one
+// macro-op, where a separate vpbroadcastd was a second one per word and token.
+HWY_INLINE __m256i DpbusdEvex(__m256i acc, __m256i u, const int8_t* a4) {
+  __asm__("%{evex%} vpdpbusd %2%{1to8%}, %1, %0"
+          : "+v"(acc)
+          : "v"(u), "m"(*reinterpret_cast<const int32_t*>(a4)));
   return acc;
 }
 #endif
@@ -142,8 +147,13 @@ void GemvQ4_0R8(const uint8_t* group, const uint8_t* const* acts, int64_t nb, co
     const __m256 dw =
         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col)));
 #if HWY_TARGET == HWY_AVX3_DL
-    __m256i isum[NT];
-    for (int t = 0; t < NT; ++t) isum[t] = _mm256_set1_epi32(corr[t][b]);
+    // Two chains a token (low and high nibbles): vpdpbusd's latency is ~4-5 cycles, and 8 in
+    // one chain per block left the multi-token kernels waiting on it.
+    __m256i isum[NT], isum_hi[NT];
+    for (int t = 0; t < NT; ++t) {
+      isum[t] = _mm256_set1_epi32(corr[t][b]);
+      isum_hi[t] = _mm256_setzero_si256();
+    }
 #else
     __m256i s16[NT];
     for (int t = 0; t < NT; ++t) s16[t] = _mm256_setzero_si256();
@@ -154,13 +164,13 @@ void GemvQ4_0R8(const uint8_t* group, const uint8_t* const* acts, int64_t nb, co
       const __m256i lo = _mm256_and_si256(wv, nib);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), nib);
       for (int t = 0; t < NT; ++t) {
+#if HWY_TARGET == HWY_AVX3_DL
+        isum[t] = DpbusdEvex(isum[t], lo, qs[t] + 32 * b + 4 * k);
+        isum_hi[t] = DpbusdEvex(isum_hi[t], hi, qs[t] + 32 * b + 16 + 4 * k);
+#else
         int32_t a_lo, a_hi;
         std::memcpy(&a_lo, qs[t] + 32 * b + 4 * k, 4);
         std::memcpy(&a_hi, qs[t] + 32 * b + 16 + 4 * k, 4);
-#if HWY_TARGET == HWY_AVX3_DL
-        isum[t] = DpbusdEvex(isum[t], lo, _mm256_set1_epi32(a_lo));
-        isum[t] = DpbusdEvex(isum[t], hi, _mm256_set1_epi32(a_hi));
-#else
         s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(a_lo)));
         s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(a_hi)));
 #endif
@@ -168,7 +178,7 @@ void GemvQ4_0R8(const uint8_t* group, const uint8_t* const* acts, int64_t nb, co
     }
     for (int t = 0; t < NT; ++t) {
 #if HWY_TARGET == HWY_AVX3_DL
-      const __m256i sum = isum[t];
+      const __m256i sum = _mm256_add_epi32(isum[t], isum_hi[t]);
 #else
       const __m256i sum =
           _mm256_add_epi32(_mm256_madd_epi16(s16[t], ones), _mm256_set1_epi32(corr[t][b]));
