@@ -307,7 +307,8 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None
              return std::shared_ptr<Engine>(unwrap(std::move(e)));
            }),
            "path"_a = py::none(), "threads"_a = 0, "f32_activations"_a = false, "mmap"_a = false,
-XX, &Engine::has_mmproj)
+           "draft_model"_a = py::none(), "mmproj"_a = py::none(), "repack"_a = py::none())
+      .def_property_readonly("has_mmproj", &Engine::has_mmproj)
       .def(
           "encode_image",
           [](const Engine& e, const py::object& image) { return image_of(e, image); },
