@@ -57,15 +57,17 @@ Result<RepackStats> repack_weights(io::GgufFile& file, ModelWeights& w) {
     const kernels::WeightMatrix& m0 = *ms[0];
     for (const kernels::WeightMatrix* m : ms) {
       if (m->n_out != m0.n_out || m->n_in != m0.n_in || m->type != m0.type) {
-        return make_error("{}: two weight matrices share bytes with different shapes; cannot "
-                          "repack them (load with --no-repack)",
-                          file.path());
+        return make_error(
+            "{}: two weight matrices share bytes with different shapes; cannot "
+            "repack them (load with --no-repack)",
+            file.path());
       }
     }
     if (prev_end != nullptr && data < prev_end) {
-      return make_error("{}: weight matrices overlap in part; cannot repack them (load with "
-                        "--no-repack)",
-                        file.path());
+      return make_error(
+          "{}: weight matrices overlap in part; cannot repack them (load with "
+          "--no-repack)",
+          file.path());
     }
     prev_end = data + m0.row_bytes * static_cast<uint64_t>(m0.n_out);
   }

@@ -17,9 +17,9 @@ namespace tova::model {
 inline constexpr bool kRepackByDefault = false;
 
 struct RepackStats {
-  int n_matrices = 0;     // matrices repacked
-  uint64_t n_bytes = 0;   // their bytes (unchanged in size: the layout moves bytes only)
-  double seconds = 0.0;   // time spent repacking
+  int n_matrices = 0;    // matrices repacked
+  uint64_t n_bytes = 0;  // their bytes (unchanged in size: the layout moves bytes only)
+  double seconds = 0.0;  // time spent repacking
 };
 
 // Repacks, in place, every matrix of `w` that a layer's attention (q, k, v, o; shared-K/V

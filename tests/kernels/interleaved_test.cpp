@@ -95,10 +95,12 @@ void check_against_reference(const Pair& p, int64_t n_tok, ThreadPool& pool,
     matmul(p.packed, x.data(), n_tok, y.data(), pool);
     int bad = 0;
     for (size_t i = 0; i < n_y && bad < 5; ++i) {
-      const int64_t t = static_cast<int64_t>(i) / p.base.n_out, o = static_cast<int64_t>(i) % p.base.n_out;
+      const int64_t t = static_cast<int64_t>(i) / p.base.n_out,
+                    o = static_cast<int64_t>(i) % p.base.n_out;
       double scale = 0.0;
       for (int64_t k = 0; k < p.base.n_in; ++k) {
-        scale += std::fabs(static_cast<double>(p.dequant[o * p.base.n_in + k]) * x[t * p.base.n_in + k]);
+        scale +=
+            std::fabs(static_cast<double>(p.dequant[o * p.base.n_in + k]) * x[t * p.base.n_in + k]);
       }
       const double diff = std::fabs(static_cast<double>(y[i]) - ref[i]);
       if (!(diff <= 1e-5 * scale + 1e-30)) {
@@ -146,7 +148,8 @@ TEST(Interleaved, Q4_0R8RowRangesThatCutAGroup) {
       detail::ActBuffer acts;
       detail::plan_acts(p.packed.type, p.packed.n_in, n_tok, x.data(), &acts);
       detail::prepare_acts(x.data(), 0, n_tok, &acts);
-      for (auto [lo, hi] : {std::pair{3, 13}, std::pair{8, 9}, std::pair{17, 32}, std::pair{0, 5}}) {
+      for (auto [lo, hi] :
+           {std::pair{3, 13}, std::pair{8, 9}, std::pair{17, 32}, std::pair{0, 5}}) {
         std::vector<float> y(ref.size(), std::nanf(""));
         detail::matmul_rows(p.packed, acts, lo, hi, y.data());
         for (int64_t t = 0; t < n_tok; ++t) {

@@ -30,7 +30,8 @@ TEST_P(WeightRepack, ComputesWhatTheFileLayoutComputes) {
   auto plain = model::Model::load(path, {.repack = false});
   ASSERT_TRUE(plain.ok()) << plain.message();
   EXPECT_EQ((*plain)->repack_stats().n_matrices, 0);
-  const std::vector<int32_t> all = testing::read_ids(testing::shared_path("golden/tokens-128.json"));
+  const std::vector<int32_t> all =
+      testing::read_ids(testing::shared_path("golden/tokens-128.json"));
   const std::vector<int32_t> ids(all.begin(), all.begin() + 40);
   const int n_vocab = (*plain)->config().n_vocab;
   ThreadPool pool(2);
@@ -77,8 +78,8 @@ INSTANTIATE_TEST_SUITE_P(Q4_0Models, WeightRepack,
 
 TEST(WeightRepack, LeavesOtherTypesAlone) {
   TOVA_REQUIRE_SHARED();
-  auto m = model::Model::load(testing::shared_path("models/rand-llama-gqa-q8_0.gguf"),
-                              {.repack = true});
+  auto m =
+      model::Model::load(testing::shared_path("models/rand-llama-gqa-q8_0.gguf"), {.repack = true});
   ASSERT_TRUE(m.ok()) << m.message();
   EXPECT_EQ((*m)->repack_stats().n_matrices, 0);
   EXPECT_EQ((*m)->weights().layers[0].wq.type, GgmlType::kQ8_0);

@@ -55,8 +55,7 @@ namespace tova::kernels::HWY_NAMESPACE {
 using detail::Q4_0R8;
 
 // Row o of an interleaved matrix in Q4_0's unpacked form (UnpackInfo {32, 8, false, 4}).
-inline void UnpackQ4_0R8Row(const WeightMatrix& w, int64_t o, uint8_t* u, float* mul,
-                            float* add) {
+inline void UnpackQ4_0R8Row(const WeightMatrix& w, int64_t o, uint8_t* u, float* mul, float* add) {
   const int64_t nb = w.n_in / 32;
   const uint8_t* group = w.data + (o / Q4_0R8::kRows) * Q4_0R8::kRows * w.row_bytes;
   const int r = static_cast<int>(o % Q4_0R8::kRows);
@@ -144,8 +143,7 @@ void GemvQ4_0R8(const uint8_t* group, const uint8_t* const* acts, int64_t nb, co
     for (; pf < col + kAhead + Q4_0R8::kColBytes && pf < pf_end; pf += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
     }
-    const __m256 dw =
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col)));
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col)));
 #if HWY_TARGET == HWY_AVX3_DL
     // Two chains a token (low and high nibbles): vpdpbusd's latency is ~4-5 cycles, and 8 in
     // one chain per block left the multi-token kernels waiting on it.
@@ -194,10 +192,14 @@ using GroupKernelFn = void (*)(const uint8_t*, const uint8_t* const*, int64_t, c
                                float*);
 
 inline GroupKernelFn PickGroupKernelQ4_0R8(int nt) {
-  static constexpr GroupKernelFn kTable[8] = {
-      &GemvQ4_0R8<1>, &GemvQ4_0R8<2>, &GemvQ4_0R8<3>, &GemvQ4_0R8<4>,
-      &GemvQ4_0R8<kGroupMaxTokens < 5 ? 4 : 5>, &GemvQ4_0R8<kGroupMaxTokens < 6 ? 4 : 6>,
-      &GemvQ4_0R8<kGroupMaxTokens < 7 ? 4 : 7>, &GemvQ4_0R8<kGroupMaxTokens < 8 ? 4 : 8>};
+  static constexpr GroupKernelFn kTable[8] = {&GemvQ4_0R8<1>,
+                                              &GemvQ4_0R8<2>,
+                                              &GemvQ4_0R8<3>,
+                                              &GemvQ4_0R8<4>,
+                                              &GemvQ4_0R8 < kGroupMaxTokens < 5 ? 4 : 5 >,
+                                              &GemvQ4_0R8 < kGroupMaxTokens < 6 ? 4 : 6 >,
+                                              &GemvQ4_0R8 < kGroupMaxTokens < 7 ? 4 : 7 >,
+                                              &GemvQ4_0R8 < kGroupMaxTokens < 8 ? 4 : 8 > };
   return kTable[nt - 1];
 }
 
