@@ -11,8 +11,9 @@
 // TOVA_BENCH_STEPS [1,2,4,8], TOVA_BENCH_ROUNDS [15], TOVA_BENCH_THREADS [2],
 // TOVA_BENCH_LOGITS [each | last: only the last token's row, as `tova bench -p n` times],
 // TOVA_BENCH_SIMDS [the native target; e.g. avx3_dl,avx2 interleaves targets in one run],
+// TOVA_BENCH_REPACK [the library's default; 1: repack weights at load (q4_0_r8), 0: not],
 // TOVA_BENCH_PROFILE=n: time nothing, run steps of n tokens for TOVA_BENCH_SECONDS [20] (for
-// `perf record`).
+// `perf record`), or exactly TOVA_BENCH_COUNT steps (for `perf stat`: subtract a run of 0).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -66,12 +67,16 @@ int run() {
   if (simds.empty()) simds.push_back(std::string(kernels::simd_target_name()));
   const int profile_n = std::atoi(env_or("TOVA_BENCH_PROFILE", "0").c_str());
 
-  auto m = model::Model::load(path);
+  const std::string repack = env_or("TOVA_BENCH_REPACK", "");
+  auto m = model::Model::load(
+      path, {.repack = repack.empty() ? model::kRepackByDefault : repack != "0"});
   if (!m.ok()) {
     std::fprintf(stderr, "%s\n", m.message().c_str());
     return 1;
   }
   const model::Model& model = **m;
+  std::fprintf(stderr, "repacked %d matrices (%.1f MB) in %.3f s\n", model.repack_stats().n_matrices,
+               static_cast<double>(model.repack_stats().n_bytes) / 1e6, model.repack_stats().seconds);
   ThreadPool pool(threads);
   eval::TokenSource tokens(model, 1234);
   auto parsed = parse_cache_options("full", 0, "exact", "f16");
@@ -117,13 +122,18 @@ int run() {
   if (profile_n > 0) {
     const double seconds = std::atof(env_or("TOVA_BENCH_SECONDS", "20").c_str());
     if (Status s = kernels::set_simd_target(simds[0]); !s.ok()) return 2;
+    // TOVA_BENCH_COUNT: exactly that many steps (0: none, for a `perf stat` baseline of the
+    // load and the prefill, to subtract from a run of N steps).
+    const char* count_env = std::getenv("TOVA_BENCH_COUNT");
+    const int fixed = count_env != nullptr ? std::atoi(count_env) : -1;
     double total = 0;
     int count = 0;
-    while (total < seconds * 1000.0) {
+    while (fixed >= 0 ? count < fixed : total < seconds * 1000.0) {
       total += step(profile_n);
       ++count;
     }
-    std::printf("%d steps of %d tokens: %.2f ms each\n", count, profile_n, total / count);
+    std::printf("%d steps of %d tokens: %.2f ms each\n", count, profile_n,
+                count > 0 ? total / count : 0.0);
     return 0;
   }
 

@@ -7,7 +7,9 @@
 #
 # Usage: bench/verify_before_after.sh TOVA_BEFORE TOVA_AFTER MODEL.gguf...
 # Environment: ROUNDS [3], THREADS [2], DEPTH [128], STEPS [1,2,3,4,8], REPS [3],
-#   SIMDS [native avx2]
+#   SIMDS [native avx2], BEFORE_ARGS / AFTER_ARGS [none]: flags added to each binary's command
+#   (one binary, two settings: BEFORE_ARGS=--no-repack AFTER_ARGS=--repack with the same tova
+#   twice)
 set -euo pipefail
 before=${1:?usage: bench/verify_before_after.sh TOVA_BEFORE TOVA_AFTER MODEL...}
 after=${2:?}
@@ -22,10 +24,11 @@ for r in $(seq "$rounds"); do
       order="before after"
       [ $((r % 2)) -eq 0 ] && order="after before"
       for w in $order; do
-        bin=$before
-        [ "$w" = after ] && bin=$after
+        bin=$before args=${BEFORE_ARGS:-}
+        [ "$w" = after ] && bin=$after args=${AFTER_ARGS:-}
+        # shellcheck disable=SC2086  # the flags are words
         "$bin" bench --simd "$simd" -m "$m" -p "$steps" -n 0 -d "$depth" -r "$reps" -t "$threads" \
-            -o json | python3 -c '
+            $args -o json | python3 -c '
 import json, sys
 w, simd, m, r = sys.argv[1:]
 for x in json.load(sys.stdin):

@@ -282,18 +282,22 @@ void bind_engine(py::module_& m) {
   py::class_<Engine, std::shared_ptr<Engine>> cls(m, "Engine", R"(A loaded GGUF model, its tokenizer and the
 thread pool that runs it. Immutable and shared by its sessions.
 
-Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None, mmproj=None)
+Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None, mmproj=None,
+       repack=None)
   path: a GGUF file (None: the bundled stories260K); threads: 0 = every core;
+  repack: True/False to repack Q4_0 weights at load into 8-row interleaved groups or not
+  (None: the library's default, `tova --repack` / `--no-repack`);
   draft_model: a GGUF with the same vocabulary, for speculative decoding (spec_type
   "draft-simple" in Engine.session); mmproj: a vision encoder + projector GGUF (llama.cpp's
   mmproj) beside the model: sessions then take images (encode_image, generate(images=...)).)");
   cls.def(py::init([](std::optional<std::string> path, int threads, bool f32_activations,
                        bool mmap, std::optional<std::string> draft_model,
-                       std::optional<std::string> mmproj) {
+                       std::optional<std::string> mmproj, std::optional<bool> repack) {
              EngineOptions o{.model_path = path ? *path : default_model(),
                              .n_threads = threads,
                              .f32_activations = f32_activations,
                              .mmap = mmap,
+                             .repack = repack,
                              .draft_model_path = draft_model ? *draft_model : std::string(),
                              .mmproj_path = mmproj ? *mmproj : std::string()};
              Result<std::unique_ptr<Engine>> e = [&] {
@@ -303,7 +307,7 @@ Engine(path=None, threads=0, f32_activations=False, mmap=False, draft_model=None
              return std::shared_ptr<Engine>(unwrap(std::move(e)));
            }),
            "path"_a = py::none(), "threads"_a = 0, "f32_activations"_a = false, "mmap"_a = false,
-           "draft_model"_a = py::none(), "mmproj"_a = py::none())
+           "draft_model"_a = py::none(), "mmproj"_a = py::none(), "repack"_a = py::none())
       .def_property_readonly("has_mmproj", &Engine::has_mmproj)
       .def(
           "encode_image",

@@ -9,7 +9,8 @@
 #   (change, rebuild)
 #   scripts/weight_type_bitcheck.sh build/bin/tova /tmp/after.txt && diff /tmp/before.txt /tmp/after.txt
 #
-# TYPES / TARGETS / BATCHES override the lists (space separated). Needs the tiny shape's
+# TYPES / TARGETS / BATCHES override the lists (space separated); TOVA_ARGS adds flags to each
+# `tova logits` (e.g. TOVA_ARGS=--repack: the load-time q4_0_r8 layout). Needs the tiny shape's
 # vocabulary under $TOVA_SHARED_DIR/vocab (default ../shared).
 set -euo pipefail
 
@@ -41,7 +42,8 @@ for type in $TYPES; do
   echo "$type fixture $(sha256sum < "$model" | cut -c1-16)" >> "$out"
   for target in $TARGETS; do
     for b in $BATCHES; do
-      "$tova" logits -m "$model" -t 1 --simd "$target" --tokens "$tokens" -b "$b" \
+      # shellcheck disable=SC2086  # TOVA_ARGS are words
+      "$tova" logits -m "$model" -t 1 --simd "$target" --tokens "$tokens" -b "$b" ${TOVA_ARGS:-} \
         -o "$tmp/logits.bin" > /dev/null 2> "$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
       echo "$type $target b$b $(sha256sum < "$tmp/logits.bin" | cut -c1-16)" >> "$out"
     done

@@ -92,6 +92,7 @@ struct BenchFlags {
   bool no_warmup = false;
   bool progress = false;
   bool mmap = false;
+  std::optional<bool> repack;
   GpuFlags gpu;
 };
 
@@ -129,6 +130,7 @@ void declare_bench_flags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_flag("--mmap", f.mmap,
                 "map the model file instead of reading it into memory (llama-bench's default)");
   cmd->add_flag("--progress", f.progress, "report progress on stderr");
+  add_repack_flags(*cmd, f.repack);
   f.gpu.add(*cmd);
 }
 
@@ -185,7 +187,11 @@ void add_bench_command(CLI::App& app) {
     f.gpu.note();
     // The tests run on pools of their own thread counts (-t lists several).
     const auto engine = or_fail(
-        Engine::load({.model_path = path, .n_threads = 1, .mmap = f.mmap, .need_tokenizer = false}));
+        Engine::load({.model_path = path,
+                      .n_threads = 1,
+                      .mmap = f.mmap,
+                      .repack = f.repack,
+                      .need_tokenizer = false}));
     auto results = eval::run_bench(*engine, path, o);
     if (!results.ok()) throw CLI::RuntimeError(fail(results.message()));
     if (f.output == "json") {

@@ -30,7 +30,18 @@ void ModelFlags::add(CLI::App& app) {
   app.add_flag("--mmap", mmap,
                "map the model file instead of reading it into memory (opens at once and shares "
                "the page cache, but streams weights ~25 % slower)");
+  add_repack_flags(app, repack);
   gpu.add(app);
+}
+
+void add_repack_flags(CLI::App& app, std::optional<bool>& repack) {
+  app.add_flag_callback(
+      "--repack", [&repack] { repack = true; },
+      "repack Q4_0 attention and feed-forward weights at load into 8-row interleaved groups "
+      "(q4_0_r8: for decode and verify steps; in place, the same memory)");
+  app.add_flag_callback(
+      "--no-repack", [&repack] { repack = false; },
+      "keep the weights in the file's layout (see --repack; the default is off for now)");
 }
 
 void GpuFlags::add(CLI::App& app) {
@@ -68,6 +79,7 @@ EngineOptions ModelFlags::engine_options(bool need_tokenizer) const {
           .n_threads = n_threads(),
           .f32_activations = f32_activations,
           .mmap = mmap,
+          .repack = repack,
           .need_tokenizer = need_tokenizer};
 }
 

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,15 @@ struct GpuFlags {
   void note() const;
 };
 
+// --repack / --no-repack (EngineOptions::repack), for commands that declare their own flags.
+void add_repack_flags(CLI::App& app, std::optional<bool>& repack);
+
 struct ModelFlags {
   std::string model;  // empty: the bundled assets/stories260K.gguf
   int threads = 0;    // 0: every core
   bool f32_activations = false;
   bool mmap = false;
+  std::optional<bool> repack;  // --repack / --no-repack; unset: the library's default
   GpuFlags gpu;
   void add(CLI::App& app);
   std::string model_path() const;

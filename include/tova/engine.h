@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,9 @@ struct EngineOptions {
   // of rounding them to Q8 blocks as llama.cpp does.
   bool f32_activations = false;
   bool mmap = false;  // map the file instead of reading it into memory
+  // Repack weights at load into interleaved rows (Q4_0 -> q4_0_r8: faster few-token steps, the
+  // same memory); unset: the library's default (model/weight_repack.h).
+  std::optional<bool> repack;
   bool need_tokenizer = true;
   // A draft model for speculative decoding (llama.cpp's -md): loaded beside the model, its
   // vocabulary checked against the model's (an error names both files).

@@ -32,6 +32,11 @@ constexpr std::array kTypes = {
     Entry{35, {"tq2_0", 256, 66}},  Entry{39, {"mxfp4", 32, 17}},
 };
 
+// tova's own layouts (dtype.h): the same block size and bytes as the type they are made from.
+constexpr std::array kOwnTypes = {
+    Entry{130, {"q4_0_r8", 32, 18}},
+};
+
 constexpr std::array kComputeTypes = {
     GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
     GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
@@ -50,6 +55,9 @@ const TypeTraits* find_type_traits(uint32_t id) {
 
 const TypeTraits& type_traits(GgmlType type) {
   const TypeTraits* t = find_type_traits(static_cast<uint32_t>(type));
+  for (const auto& e : kOwnTypes) {
+    if (t == nullptr && e.id == static_cast<uint32_t>(type)) t = &e.traits;
+  }
   static const TypeTraits kUnknown{"unknown", 1, 1};
   return t ? *t : kUnknown;
 }

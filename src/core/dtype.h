@@ -45,6 +45,10 @@ enum class GgmlType : uint32_t {
   kTQ1_0 = 34,
   kTQ2_0 = 35,
   kMXFP4 = 39,
+  // tova's own layouts, made at load from a file's tensors and never read from or written to a
+  // file (find_type_traits does not know them): ids past ggml's, clear of ik_llama.cpp's
+  // repacked ids (200 and up), which name other byte layouts.
+  kQ4_0_R8 = 130,  // Q4_0 rows interleaved in groups of 8 (kernels/types/q4_0_r8.cpp)
 };
 
 struct TypeTraits {
@@ -53,9 +57,10 @@ struct TypeTraits {
   int64_t type_size;      // bytes per block
 };
 
-// Traits of a type id read from a file; nullptr for an id that is not a known ggml type.
+// Traits of a type id read from a file; nullptr for an id that is not a known ggml type (tova's
+// own load-time layouts included: a file cannot claim them).
 const TypeTraits* find_type_traits(uint32_t id);
-const TypeTraits& type_traits(GgmlType type);  // for known enum values only
+const TypeTraits& type_traits(GgmlType type);  // for known enum values only, tova's own too
 std::string_view type_name(GgmlType type);
 // Parses "q4_0", "F16", ... (case-insensitive).
 Result<GgmlType> parse_type_name(std::string_view name);

@@ -123,6 +123,13 @@ class GgufFile {
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
 
+  // Lets the model loader rewrite tensor data in place (a load-time repack of weights into a
+  // layout of tova's own, model/weight_repack.cpp): true makes the file's memory writable, false
+  // read-only again. A mapped file's written pages become private copies (MAP_PRIVATE), so the
+  // file on disk and the page cache never change; an in-memory image (from_bytes) is writable
+  // already.
+  Status set_data_writable(bool writable);
+
  private:
   GgufFile() = default;
   Status parse();

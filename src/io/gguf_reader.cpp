@@ -469,6 +469,13 @@ Result<uint64_t> place_data(const std::vector<GgufTensorInfo>& tensors, uint64_t
 
 GgufFile::~GgufFile() { unmap_region(MappedRegion{map_, size_}); }
 
+Status GgufFile::set_data_writable(bool writable) {
+  if (map_ == nullptr) return ok_status();  // from_bytes: owned_ is writable
+  Status s = set_region_writable(MappedRegion{map_, size_}, writable);
+  if (!s.ok()) return make_error("{}: {}", path_, s.message());
+  return ok_status();
+}
+
 Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path, Load load) {
   TOVA_ASSIGN_OR_RETURN(const MappedRegion region,
                         load == Load::kMap ? map_file_read_only(path)

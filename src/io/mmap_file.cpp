@@ -136,6 +136,17 @@ Result<MappedRegion> read_file_to_memory(const std::string& path, bool drop_page
   return region;
 }
 
+Status set_region_writable(const MappedRegion& region, bool writable) {
+  if (region.addr == nullptr || region.size == 0) return ok_status();
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t span = (region.size + page - 1) / page * page;
+  if (::mprotect(region.addr, span, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0) {
+    return make_error("cannot make {} bytes of model memory {}: {}", region.size,
+                      writable ? "writable" : "read-only", std::strerror(errno));
+  }
+  return ok_status();
+}
+
 void unmap_region(const MappedRegion& region) {
   if (region.addr != nullptr) ::munmap(region.addr, region.size);
 }

@@ -33,4 +33,9 @@ Result<MappedRegion> read_file_to_memory(const std::string& path, bool drop_page
 
 void unmap_region(const MappedRegion& region);
 
+// Makes a region of map_file_read_only or read_file_to_memory writable, or read-only again
+// (mprotect). Written pages of a file mapping become private copies (MAP_PRIVATE): the file and
+// the page cache never change.
+Status set_region_writable(const MappedRegion& region, bool writable);
+
 }  // namespace tova::io

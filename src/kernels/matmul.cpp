@@ -30,6 +30,12 @@ constexpr int kBatchPartsPerThread = 64;
 constexpr int64_t kBatchRowGrain = 32;
 constexpr int64_t kDecodeRowGrain = 16;
 
+// A type matmul computes: a file's compute types and tova's own layouts made from them.
+bool computes(GgmlType t) {
+  const WeightTypeKernels* k = find_weight_type(t);
+  return k != nullptr && k->is_weight_type;
+}
+
 }  // namespace
 
 // The per-call entry points of matmul_internal.h: the weight type's unit, looked up once per
@@ -61,7 +67,7 @@ void matmul_multi(std::span<const WeightMatrix* const> ws, const float* x, int64
   TOVA_CHECK(ws.size() == ys.size() && !ws.empty());
   int64_t total_rows = 0;
   for (const WeightMatrix* w : ws) {
-    TOVA_CHECK(is_compute_supported(w->type));
+    TOVA_CHECK(computes(w->type));
     TOVA_CHECK(w->n_in % type_traits(w->type).block_size == 0);
     total_rows += w->n_out;
   }
@@ -128,7 +134,7 @@ void matmul_grouped(std::span<const MatmulJob> jobs, ThreadPool& pool) {
   const WeightMatrix& w0 = *jobs[0].w;
   int64_t total_rows = 0, work = 0, act_elems = 0, max_tok = 0;
   for (const MatmulJob& j : jobs) {
-    TOVA_CHECK(is_compute_supported(j.w->type));
+    TOVA_CHECK(computes(j.w->type));
     TOVA_CHECK(j.w->n_in % type_traits(j.w->type).block_size == 0);
     if (j.w->type != w0.type || j.w->n_in != w0.n_in) {  // converted differently: one call each
       for (const MatmulJob& k : jobs) {
@@ -207,14 +213,23 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, Thre
 }
 
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_tok, float* y) {
-  TOVA_CHECK(is_compute_supported(w.type));
-  const GgmlType act_type = vec_dot_type(w.type);
+  TOVA_CHECK(computes(w.type));
+  // An interleaved layout's reference is its base type's, row by row.
+  const WeightTypeKernels& k = weight_type(w.type);
+  const GgmlType row_type = k.group_rows > 0 ? k.base_type : w.type;
+  std::vector<uint8_t> row(k.group_rows > 0 ? w.row_bytes : 0);
+  const GgmlType act_type = vec_dot_type(row_type);
   const TypeTraits& at = type_traits(act_type);
   std::vector<uint8_t> act(static_cast<size_t>(w.n_in / at.block_size * at.type_size));
   for (int64_t t = 0; t < n_tok; ++t) {
     quantize_row_ref(act_type, x + t * w.n_in, act.data(), w.n_in);
     for (int64_t o = 0; o < w.n_out; ++o) {
-      y[t * w.n_out + o] = vec_dot_ref(w.type, w.n_in, w.data + o * w.row_bytes, act.data());
+      const uint8_t* r = w.data + o * w.row_bytes;
+      if (k.group_rows > 0) {
+        k.row_of(w.data, w.n_in, o, row.data());
+        r = row.data();
+      }
+      y[t * w.n_out + o] = vec_dot_ref(row_type, w.n_in, r, act.data());
     }
   }
 }

@@ -80,6 +80,14 @@ struct WeightTypeBase {
   static constexpr bool kDecodeQuad = false;
   static constexpr int kDecodeRowsAvx2 = 2;  // rows a 256-bit decode tile takes (kernels to 2)
   static bool UseVnniDecode(int64_t) { return true; }
+  // Interleaved layouts (a base type's rows stored in groups at load; types/q4_0_r8.cpp):
+  // kInterleaved with UnpackRow(w, o, u, mul, add), which the row-at-a-time paths (Int8Rows,
+  // the token-lane tiles of prompts) unpack rows through, so they compute as the base type;
+  // kDecodeGroups with GroupActBytes(n), PrepareGroupActs(q8_0 blocks, n, out) and
+  // DecodeGroups(w, acts, o_begin, o_end, y): the type's own few-token kernels, which take a
+  // group of rows at a time.
+  static constexpr bool kInterleaved = false;
+  static constexpr bool kDecodeGroups = false;
 };
 
 // The targets with the 256-bit direct decode kernels (matmul_decode_avx2-inl.h).
@@ -102,7 +110,7 @@ bool UsesAvx2Decode(int64_t n_tok) {
 }
 template <class Ty>
 constexpr bool HasGemvDecode() {
-  return Ty::kDecodeVnni || Ty::kDecodeAvx2;
+  return Ty::kDecodeVnni || Ty::kDecodeAvx2 || Ty::kDecodeGroups;
 }
 
 #if TOVA_AVX2_DECODE_TARGET
@@ -223,6 +231,13 @@ void PlanActs(int64_t n_in, int64_t n_tok, const float* x, ActBuffer* a) {
     if (n_tok >= (has_decode_kernel ? kDecodeLanesMinTokens : kInt8LanesMinTokens)) {
       return PlanInt8Lanes(n_in, n_tok, a);
     }
+    if constexpr (Ty::kDecodeGroups) {
+      a->layout = ActLayout::kDecodeRows;
+      a->lanes = 1;
+      a->qs_stride = Ty::GroupActBytes(n_in);
+      a->qs.ensure<uint8_t>(static_cast<size_t>(n_tok * a->qs_stride));
+      return;
+    }
     if (has_decode_kernel) {
       a->layout = ActLayout::kDecodeRows;
       a->lanes = 1;
@@ -301,6 +316,12 @@ void PrepareActs(const float* x, int64_t t_begin, int64_t t_end, int64_t k_begin
   for (int64_t t = t_begin; t < t_end; ++t) {
     QuantizeActs(act_type, x + t * n + k_begin, kn, blocks);
 #if TOVA_AVX2_DECODE_TARGET
+    if constexpr (Ty::kDecodeGroups) {
+      if (a->layout == ActLayout::kDecodeRows) {
+        Ty::PrepareGroupActs(blocks, n, DecodeRow(*a, t));
+        continue;
+      }
+    }
     if constexpr (Ty::kDecodeQuad) {
       if (a->layout == ActLayout::kDecodeRows && t < 4 * a->n_quad) {
         static_assert(Ty::kActType == GgmlType::kQ8_0);
@@ -389,7 +410,11 @@ void UnpackRows(const WeightMatrix& w, int64_t o, int nr, int64_t o_end, int64_t
     }
     float* m = mul + r * n_group_pad;
     float* ad = add + r * n_group_pad;
-    Ty::Unpack(w.data + (o + r) * w.row_bytes, w.n_in, u + r * u_stride, m, ad);
+    if constexpr (Ty::kInterleaved) {
+      Ty::UnpackRow(w, o + r, u + r * u_stride, m, ad);
+    } else {
+      Ty::Unpack(w.data + (o + r) * w.row_bytes, w.n_in, u + r * u_stride, m, ad);
+    }
     std::fill(m + n_group, m + n_group_pad, 0.0f);
     std::fill(ad + n_group, ad + n_group_pad, 0.0f);
     if (bias) {
@@ -719,6 +744,7 @@ void Int8Lanes(const WeightMatrix&, const ActBuffer&, int64_t, int64_t, float*) 
 template <class Ty>
 void DecodeRows(const WeightMatrix& w, const ActBuffer& a, int64_t o_begin, int64_t o_end,
                 float* y) {
+  if constexpr (Ty::kDecodeGroups) return Ty::DecodeGroups(w, a, o_begin, o_end, y);
   const int max_rows = DecodeMaxRows<Ty>(a.n_tok);
   // Token quads take 4 rows on every target (their kernels hold one accumulator a row, so
   // AVX2's 16 registers fit them); the row kernels' tiles of the same rows are cut to max_rows.

@@ -64,6 +64,9 @@ Result<std::unique_ptr<Model>> Model::from_file(std::unique_ptr<io::GgufFile> fi
   m->file_ = std::move(file);
   TOVA_ASSIGN_OR_RETURN(m->config_, load_config(*m->file_));
   TOVA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_));
+  if (options.repack && !options.f32_activations) {
+    TOVA_ASSIGN_OR_RETURN(m->repack_stats_, repack_weights(*m->file_, m->weights_));
+  }
   auto plan = plan_layers(m->config_, m->weights_);
   if (!plan.ok()) return make_error("{}: {}", m->file_->path(), plan.message());
   m->plan_ = std::move(*plan);

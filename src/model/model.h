@@ -16,6 +16,7 @@
 #include "model/config.h"
 #include "model/forward_scratch.h"
 #include "model/layer_plan.h"
+#include "model/weight_repack.h"
 #include "model/weights.h"
 
 namespace tova::model {
@@ -29,6 +30,10 @@ struct ModelOptions {
   // its own (a copy at load time, ~30 % faster weight streaming; see io::read_file_to_memory).
   // false: own memory where it fits, else mapped (choose_weight_holding).
   bool mmap = false;
+  // Repack the attention and dense feed-forward matrices at load into interleaved layouts
+  // (q4_0_r8 from Q4_0; model/weight_repack.h), in place. Not with f32_activations (whose row
+  // dequantization reads rows one by one).
+  bool repack = kRepackByDefault;
 };
 
 // How Model::load holds a file of file_bytes when ModelOptions::mmap is false, with
@@ -58,6 +63,8 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   // Whether the weights are a mapping of the file (else memory of the model's own).
   bool mapped() const { return mapped_; }
+  // What the load-time repack did (ModelOptions::repack; all zero when off).
+  const RepackStats& repack_stats() const { return repack_stats_; }
   // Per layer its mixer kind, its state in the multi-state and its K/V owner (layer_plan.h).
   std::span<const LayerPlan> plan() const { return plan_; }
   // A hash of the shape, the weights' size and the embedding's first 64 KiB, computed once at
@@ -115,6 +122,7 @@ class Model {
   ModelConfig nextn_config_;
   ModelOptions options_;
   bool mapped_ = false;
+  RepackStats repack_stats_;
   uint64_t fingerprint_ = 0;
 };
 

@@ -30,16 +30,15 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& o) {
   auto e = std::unique_ptr<Engine>(new Engine());
   e->path_ = o.model_path.empty() ? bundled_model_path() : o.model_path;
   Timer t;
-  TOVA_ASSIGN_OR_RETURN(
-      e->model_,
-      model::Model::load(e->path_, {.f32_activations = o.f32_activations, .mmap = o.mmap}));
+  const model::ModelOptions mo{.f32_activations = o.f32_activations,
+                                .mmap = o.mmap,
+                                .repack = o.repack.value_or(model::kRepackByDefault)};
+  TOVA_ASSIGN_OR_RETURN(e->model_, model::Model::load(e->path_, mo));
   if (o.need_tokenizer) {
     TOVA_ASSIGN_OR_RETURN(e->tokenizer_, tok::Tokenizer::from_gguf(e->model_->file()));
   }
   if (!o.draft_model_path.empty()) {
-    TOVA_ASSIGN_OR_RETURN(e->draft_, model::Model::load(o.draft_model_path,
-                                                        {.f32_activations = o.f32_activations,
-                                                         .mmap = o.mmap}));
+    TOVA_ASSIGN_OR_RETURN(e->draft_, model::Model::load(o.draft_model_path, mo));
     TOVA_RETURN_IF_ERROR(runtime::check_same_vocabulary(*e->model_, *e->draft_));
   }
   if (!o.mmproj_path.empty()) TOVA_RETURN_IF_ERROR(e->open_mmproj(o.mmproj_path));

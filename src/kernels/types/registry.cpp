@@ -10,19 +10,19 @@ namespace tova::kernels {
 extern const WeightTypeKernels kF32Kernels, kF16Kernels, kBF16Kernels, kQ8_0Kernels,
     kQ4_0Kernels, kQ4_1Kernels, kQ5_0Kernels, kQ5_1Kernels, kQ2_KKernels, kQ3_KKernels,
     kQ4_KKernels, kQ5_KKernels, kQ6_KKernels, kIQ4_NLKernels, kIQ4_XSKernels, kMXFP4Kernels,
-    kQ8_1Kernels, kQ8_KKernels;
+    kQ8_1Kernels, kQ8_KKernels, kQ4_0_R8Kernels;
 
 namespace {
 
-const std::array<const WeightTypeKernels*, 18> kTable = {
+const std::array<const WeightTypeKernels*, 19> kTable = {
     &kF32Kernels,   &kF16Kernels,    &kBF16Kernels,   &kQ8_0Kernels,  &kQ4_0Kernels,
     &kQ4_1Kernels,  &kQ5_0Kernels,   &kQ5_1Kernels,   &kQ2_KKernels,  &kQ3_KKernels,
     &kQ4_KKernels,  &kQ5_KKernels,   &kQ6_KKernels,   &kIQ4_NLKernels, &kIQ4_XSKernels,
-    &kMXFP4Kernels, &kQ8_1Kernels,   &kQ8_KKernels,
+    &kMXFP4Kernels, &kQ8_1Kernels,   &kQ8_KKernels,   &kQ4_0_R8Kernels,
 };
 
 // By type id, for the lookup on every matmul call (ggml's ids are small).
-constexpr uint32_t kMaxId = 64;
+constexpr uint32_t kMaxId = 256;  // ggml's ids and tova's own (dtype.h)
 struct ById {
   std::array<const WeightTypeKernels*, kMaxId> entry{};
   ById() {
@@ -49,5 +49,12 @@ const WeightTypeKernels& weight_type(GgmlType type) {
 }
 
 std::span<const WeightTypeKernels* const> weight_types() { return kTable; }
+
+const WeightTypeKernels* find_interleaved_type(GgmlType base) {
+  for (const WeightTypeKernels* k : kTable) {
+    if (k->group_rows > 0 && k->base_type == base) return k;
+  }
+  return nullptr;
+}
 
 }  // namespace tova::kernels

@@ -2,7 +2,8 @@
 // in every target pass, after the unit has defined its traits struct as `UnitType` in
 // HWY_NAMESPACE; in the last pass it defines the unit's table entry, named TOVA_UNIT_KERNELS,
 // from the unit's scalar references (namespace ref: kDequantize, kQuantize, kDot, the last
-// null for an activation format).
+// null for an activation format). An interleaved layout (UnitType::kInterleaved) defines
+// TOVA_UNIT_INTERLEAVED and ref::kRepack, ref::kRowOf; its row-pointer entries stay null.
 //
 // Highway "-inl.h" pattern (per-target toggle).
 
@@ -20,11 +21,13 @@ namespace tova::kernels::HWY_NAMESPACE {
 namespace {
 
 void UnitDequantize(const uint8_t* src, float* dst, int64_t n) {
-  DequantizeRow<UnitType>(src, dst, n);
+  if constexpr (!UnitType::kInterleaved) DequantizeRow<UnitType>(src, dst, n);
 }
 
 float UnitVecDot(int64_t n, const uint8_t* w_row, const uint8_t* act_row) {
-  if constexpr (UnitType::kMatmul) return VecDot<UnitType>(n, w_row, act_row);
+  if constexpr (UnitType::kMatmul && !UnitType::kInterleaved) {
+    return VecDot<UnitType>(n, w_row, act_row);
+  }
   return 0.0f;
 }
 
@@ -75,6 +78,8 @@ void matmul_rows(const WeightMatrix& w, const detail::ActBuffer& acts, int64_t o
 }
 
 constexpr bool kUnitIsWeight = HWY_NAMESPACE::UnitType::kMatmul;
+// Rows one after the other (not an interleaved layout): the row-pointer entries exist.
+constexpr bool kUnitRows = !HWY_NAMESPACE::UnitType::kInterleaved;
 
 }  // namespace
 
@@ -86,11 +91,17 @@ const WeightTypeKernels TOVA_UNIT_KERNELS = {
     .dequantize_ref = ref::kDequantize,
     .quantize_ref = ref::kQuantize,
     .vec_dot_ref = ref::kDot,
-    .dequantize = &dequantize,
-    .vec_dot = kUnitIsWeight ? &vec_dot : nullptr,
+    .dequantize = kUnitRows ? &dequantize : nullptr,
+    .vec_dot = kUnitIsWeight && kUnitRows ? &vec_dot : nullptr,
     .plan_acts = kUnitIsWeight ? &plan_acts : nullptr,
     .prepare_acts = kUnitIsWeight ? &prepare_acts : nullptr,
     .matmul_rows = kUnitIsWeight ? &matmul_rows : nullptr,
+#ifdef TOVA_UNIT_INTERLEAVED
+    .group_rows = HWY_NAMESPACE::UnitType::kGroupRows,
+    .base_type = HWY_NAMESPACE::UnitType::kBaseType,
+    .repack = ref::kRepack,
+    .row_of = ref::kRowOf,
+#endif
 };
 
 }  // namespace tova::kernels

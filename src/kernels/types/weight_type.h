@@ -37,13 +37,29 @@ struct WeightTypeKernels {
                        int64_t k_end, detail::ActBuffer* acts) = nullptr;
   void (*matmul_rows)(const WeightMatrix& w, const detail::ActBuffer& acts, int64_t o_begin,
                       int64_t o_end, float* y) = nullptr;
+
+  // ---- interleaved layouts (tova's own, made at load; e.g. q4_0_r8) ----
+  // A base type's rows stored group_rows at a time, so that one activation load serves a
+  // group; 0 for a type whose rows are stored one after the other. Such a matrix is a whole
+  // number of groups and its rows cannot be addressed one by one: dequantize, vec_dot and the
+  // row references above are null (matmul and matmul_ref work through row_of).
+  int group_rows = 0;
+  GgmlType base_type = GgmlType::kF32;  // the type a group's rows are made from
+  // Rows [0, n_rows) of a matrix of base_type (n_rows a multiple of group_rows) into dst, the
+  // same number of bytes, src and dst apart.
+  void (*repack)(const uint8_t* src, int64_t n_in, int64_t n_rows, uint8_t* dst) = nullptr;
+  // Row `row` of the interleaved matrix at `data`, in base_type's layout (row_bytes to dst).
+  void (*row_of)(const uint8_t* data, int64_t n_in, int64_t row, uint8_t* dst) = nullptr;
 };
 
 // The entry of `type`, or nullptr for a type tova has no kernels for.
 const WeightTypeKernels* find_weight_type(GgmlType type);
 // The entry of a type that has one (checked).
 const WeightTypeKernels& weight_type(GgmlType type);
-// Every entry, weight types first in compute_types() order, then the activation formats.
+// Every entry: weight types in compute_types() order, then the activation formats, then the
+// interleaved layouts (group_rows > 0).
 std::span<const WeightTypeKernels* const> weight_types();
+// The interleaved layout made from `base` at load (q4_0_r8 from q4_0), or nullptr.
+const WeightTypeKernels* find_interleaved_type(GgmlType base);
 
 }  // namespace tova::kernels
