@@ -127,7 +127,11 @@ struct Resumed {
 
 Resumed resume_session(const Engine& e, const RunFlags& f, const SessionOptions& so,
                        bool have_prompt) {
-  if (const std::string given = f.cache.given(); !given.empty()) {
+  std::string given = f.cache.given();
+  if (const std::string keep = f.mmproj.keep_given(); !keep.empty()) {
+    given += (given.empty() ? "" : ", ") + keep;
+  }
+  if (!given.empty()) {
     warn(fmt::format("{} {} no effect: '{}' holds a session, whose own cache options are used",
                      given, given.find(',') == std::string::npos ? "has" : "have", f.session));
   }
@@ -258,6 +262,7 @@ void add_run_command(CLI::App& app) {
   cmd->callback([flags, opts] {
     const RunFlags& f = *flags;
     CacheOptions cache = or_fail(f.cache.options());
+    f.mmproj.apply(cache);
     const SamplerParams sampling = run_sampling(f);
     // A resumed session continues its text: no default prompt, and no BOS.
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
@@ -362,7 +367,11 @@ void print_kv_stats(const SessionStats& kv) {
                sp.type, sp.n_steps, sp.n_drafted, sp.n_accepted, 100.0 * sp.acceptance());
   }
   if (kv.n_images > 0) {
-    fmt::print(stderr, "images       : {:8d} fed, {} tokens\n", kv.n_images, kv.n_image_tokens);
+    int64_t image_rows = 0;
+    for (const StateKindStats& k : kv.kinds) image_rows += k.image_rows;
+    fmt::print(stderr, "images       : {:8d} fed, {} tokens, {} held ({} K/V rows{})\n",
+               kv.n_images, kv.n_image_tokens, kv.n_images_held, image_rows,
+               kv.keep_images ? ", kept: --kv-keep-images" : "");
   }
   fmt::print(stderr,
              "multi-state  : policy {}, budget {}, K/V held {} of {} allocated ({}), {} tokens "

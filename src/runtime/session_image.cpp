@@ -40,6 +40,16 @@ Status check_image(const Session::Impl& s, const Image& image) {
     return make_error("image '{}': speculative decoding ({}) does not take images", image.name,
                       s.spec->options().type);
   }
+  if (s.state->keep_images()) {
+    // Kept images are held (never evicted), so their room is fixed when the session is made.
+    int64_t n_kept = s.state->n_images_held();
+    for (const runtime::QueuedImage& q : s.images) n_kept += q.start >= s.n_fed;
+    if (n_kept + 1 > s.state->max_kept_images()) {
+      return make_error("image '{}': this session keeps {} images already, the most it keeps "
+                        "(--kv-keep-images-max {})",
+                        image.name, n_kept, s.state->max_kept_images());
+    }
+  }
   return ok_status();
 }
 
