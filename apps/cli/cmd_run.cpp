@@ -391,11 +391,17 @@ void print_kv_stats(const SessionStats& kv) {
                  k.n_layer);
       continue;
     }
+    // Kept images are held beside the limit (--kv-keep-images): say how many rows they are.
+    const std::string images =
+        k.image_rows > 0 ? fmt::format(" ({} of images{})", k.image_rows,
+                                       kv.keep_images ? ", kept" : "")
+                         : std::string();
     fmt::print(stderr,
-               "  {:<7} K/V : {:3d} layers, at most {} per KV head, {} held now; {} rows, {} held "
-               "of {}\n",
+               "  {:<7} K/V : {:3d} layers, at most {} per KV head{}, {} held now; {} rows{}, {} "
+               "held of {}\n",
                k.kind, k.n_layer, k.limit < 0 ? std::string("unbounded") : std::to_string(k.limit),
-               k.max_held, k.rows, format_bytes(k.held_bytes), format_bytes(k.bytes));
+               kv.keep_images && k.kind == "bounded" ? " + kept images" : "", k.max_held, k.rows,
+               images, format_bytes(k.held_bytes), format_bytes(k.bytes));
   }
   const bool several = kv.kinds.size() > 1;
   for (size_t il = 0; il < kv.layers.size(); ++il) {

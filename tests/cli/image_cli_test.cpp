@@ -59,6 +59,25 @@ TEST(ImageCli, RunRefusesInOneLine) {
                         "per-layer embeddings");
 }
 
+// --kv-keep-images: two images under a budget smaller than either are both held (the images
+// line says so); without --mmproj, or past --kv-keep-images-max, one error line.
+TEST(ImageCli, RunKeepsImages) {
+  const std::string disc = data("vision/disc-64x48.png");
+  const std::string bars = data("vision/bars-50x30.jpg");
+  const std::string two_images = "--image " + disc + " --image " + bars +
+                                 " --kv-policy tova --kv-budget 16 -p 'A <__media__> and a "
+                                 "<__media__>.' ";
+  const CmdResult kept = run_tova(base() + two_images + "--kv-keep-images");
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_NE(kept.err.find("2 fed, 93 tokens, 2 held"), std::string::npos) << kept.err;
+  EXPECT_NE(kept.err.find("kept: --kv-keep-images"), std::string::npos) << kept.err;
+  EXPECT_ONE_LINE_ERROR(run_tova(base() + two_images + "--kv-keep-images --kv-keep-images-max 1"),
+                        "--kv-keep-images-max 1");
+  EXPECT_ONE_LINE_ERROR(run_tova("run -m " + data("arch/gemma4-f32.gguf") +
+                                 " -t 1 -n 2 --kv-keep-images -p 'Once'"),
+                        "no mmproj (--mmproj)");
+}
+
 TEST(ImageCli, ChatAttachesImages) {
   const std::string args = "chat -m " + data("arch/gemma4-f32.gguf") + " --mmproj " +
                            data("vision/gemma4v-f32.gguf") +
