@@ -9,11 +9,15 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/hash.h"
 #include "kv/policy_registry.h"
 #include "kv/positions.h"
 #include "model/model.h"
+#include "runtime/engine_access.h"
+#include "runtime/session_file.h"
 #include "runtime/session_impl.h"
 #include "test_data.h"
 #include "tova/engine.h"
@@ -578,6 +582,47 @@ TEST(ImageSession, KeepImagesSessionFileContinuesTokenForToken) {
     check_images_held(r, b.images(), b.positions());
     std::remove(path.c_str());
   }
+  // Hostile marks: a kept flag of 2, an image past the tokens seen, images out of order; each
+  // one error line. The marks follow the tokens seen: header 32, fingerprint 8, architecture
+  // (4 + 6), recurrent count 4, policy name (4 + 3), arg and budget 8, positions 1, K/V format 7,
+  // chunk size 4, tokens seen 8.
+  const model::Model& m = EngineAccess::model(*e);
+  auto s = open_keeping(*e, "h2o", 16, "exact", "absolute", 3);
+  queue_prompt(*e, *s, *img);
+  ASSERT_TRUE(s->feed({}).ok());
+  const std::vector<uint8_t> good = runtime::encode_session(m, runtime::session_data(*s, -1));
+  const size_t at = 32 + 8 + 4 + 6 + 4 + 4 + 3 + 8 + 1 + 7 + 4 + 8;
+  ASSERT_EQ(good[at], 1);  // kept
+  auto sealed = [](std::vector<uint8_t> b) {
+    const uint64_t size = b.size() - 32, hash = fnv1a(b.data() + 32, size);
+    std::memcpy(&b[16], &size, 8);
+    std::memcpy(&b[24], &hash, 8);
+    return b;
+  };
+  ASSERT_TRUE(runtime::decode_session_bytes(m, good, e->max_image_tokens()).ok());
+  int64_t seen = 0;
+  std::memcpy(&seen, &good[at - 8], 8);
+  // After the kept flag: u32 most kept, u32 count, then the first image's begin and end.
+  const size_t first = at + 1 + 4 + 4;
+  for (const auto& [field, value, needle] :
+       {std::tuple<size_t, int64_t, const char*>{at, 2, "invalid image marks"},
+        {first + 8, seen + 1, "invalid image at positions"},  // ends past the tokens seen
+        {first, -5, "invalid image at positions"}}) {         // starts before 0
+    std::vector<uint8_t> bad = good;
+    if (field == at) {
+      bad[at] = static_cast<uint8_t>(value);
+    } else {
+      std::memcpy(&bad[field], &value, 8);
+    }
+    auto r = runtime::decode_session_bytes(m, sealed(bad), e->max_image_tokens());
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.message().find(needle), std::string::npos) << r.message();
+    EXPECT_EQ(r.message().find('\n'), std::string::npos);
+  }
+  // A file that keeps images, loaded by an engine without an mmproj: refused by name.
+  auto no_mmproj = runtime::decode_session_bytes(m, good, 0);
+  ASSERT_FALSE(no_mmproj.ok());
+  EXPECT_NE(no_mmproj.message().find("--mmproj"), std::string::npos) << no_mmproj.message();
 }
 
 // What keep_images refuses, and what it counts: no mmproj (a text-only engine) refuses the
