@@ -76,6 +76,15 @@ TEST(ImageCli, RunKeepsImages) {
   EXPECT_ONE_LINE_ERROR(run_tova("run -m " + data("arch/gemma4-f32.gguf") +
                                  " -t 1 -n 2 --kv-keep-images -p 'Once'"),
                         "no mmproj (--mmproj)");
+  // serve: refused at start without --mmproj, and with a cap below --image-max-count.
+  EXPECT_ONE_LINE_ERROR(run_tova("serve -m " + data("arch/gemma4-f32.gguf") +
+                                 " --port 0 --kv-keep-images"),
+                        "no --mmproj");
+  EXPECT_ONE_LINE_ERROR(run_tova("serve -m " + data("arch/gemma4-f32.gguf") + " --mmproj " +
+                                 data("vision/gemma4v-f32.gguf") +
+                                 " --port 0 --kv-keep-images --kv-keep-images-max 1 "
+                                 "--image-max-count 2"),
+                        "--kv-keep-images-max 1 is below --image-max-count 2");
 }
 
 TEST(ImageCli, ChatAttachesImages) {
