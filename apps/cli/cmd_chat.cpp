@@ -290,6 +290,14 @@ class ChatLoop {
       fmt::print("tova: error: /image needs --mmproj (the vision encoder + projector GGUF)\n");
       return;
     }
+    // Kept images are never evicted: past the most kept, the next one is refused here, before
+    // the message it would join (the chat goes on).
+    if (s_.cache().keep_images && static_cast<int>(images_.size()) >= s_.cache().max_kept_images) {
+      fmt::print("tova: error: this conversation keeps {} images already, the most it keeps "
+                 "(--kv-keep-images-max {})\n",
+                 images_.size(), s_.cache().max_kept_images);
+      return;
+    }
     Result<Image> img = e_.encode_image_file(path);
     if (!img.ok()) {
       fmt::print("tova: error: {}\n", img.message());

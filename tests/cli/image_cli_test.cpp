@@ -85,6 +85,18 @@ TEST(ImageCli, RunKeepsImages) {
                                  " --port 0 --kv-keep-images --kv-keep-images-max 1 "
                                  "--image-max-count 2"),
                         "--kv-keep-images-max 1 is below --image-max-count 2");
+  // chat: an image past the most kept is one error line at /image, and the chat goes on.
+  const CmdResult chat = run_tova(
+      "chat -m " + data("arch/gemma4-f32.gguf") + " --mmproj " + data("vision/gemma4v-f32.gguf") +
+          " -t 1 --temp 0 -n 4 --chat-template chatml --kv-policy tova --kv-budget 16 "
+          "--kv-keep-images --kv-keep-images-max 1",
+      "/image " + disc + "\nwhat is it?\n/image " + bars + "\nand this?\n/stats\n/quit\n");
+  ASSERT_EQ(chat.code, 0) << chat.err;
+  EXPECT_NE(chat.out.find("tova: error: this conversation keeps 1 images already, the most it "
+                          "keeps (--kv-keep-images-max 1)"),
+            std::string::npos)
+      << chat.out;
+  EXPECT_NE(chat.err.find("1 fed, 48 tokens, 1 held"), std::string::npos) << chat.err;
 }
 
 TEST(ImageCli, ChatAttachesImages) {
