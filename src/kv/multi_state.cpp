@@ -783,12 +783,15 @@ Result<std::vector<LayerSizing>> MultiState::size_layers(const MultiStateOptions
   // first: the pool grows to k + extra as the sequence goes on.
   const uint64_t limit = o.memory_limit > 0 ? o.memory_limit : physical_memory_bytes();
   if (o.policy.bounded() && limit > 0 && max_bytes_ > limit) {
+    const int64_t kept = kept_slots(o);
     return make_error(
-        "K/V budget {} needs {} per sequence ({} layers x {} KV heads x {} slots, {}), more than "
-        "{} ({})",
+        "K/V budget {} needs {} per sequence ({} layers x {} KV heads x {} slots{}, {}), more "
+        "than {} ({})",
         o.policy.budget, human_bytes(max_bytes_), o.n_layer, o.n_head_kv,
-        sizing.front().limits.max_slots, o.kv_type.label(),
-        o.memory_limit > 0 ? "the K/V memory limit" : "this machine's memory", human_bytes(limit));
+        sizing.front().limits.max_slots,
+        kept > 0 ? fmt::format(", {} of them for {} kept images", kept, o.max_kept_images) : "",
+        o.kv_type.label(), o.memory_limit > 0 ? "the K/V memory limit" : "this machine's memory",
+        human_bytes(limit));
   }
   return sizing;
 }

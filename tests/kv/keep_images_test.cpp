@@ -106,6 +106,24 @@ TEST(KeepImages, AWindowLayerDropsKeptStatesOutsideItsWindow) {
   EXPECT_EQ(ms->n_images_held(), 0);
 }
 
+TEST(KeepImages, TheKeptRoomCountsAgainstTheMemoryLimit) {
+  auto spec = parse_policy("window", 2);
+  MultiStateOptions o{.n_layer = 1, .n_head = 2, .n_head_kv = 1, .head_dim = 4, .policy = *spec,
+                      .max_image = 3, .keep_images = true, .max_kept_images = 2,
+                      .initial_slots = 1};
+  auto fits = MultiState::create(o);
+  ASSERT_TRUE(fits.ok()) << fits.message();
+  // 9 slots x (key 16 + value 16 + position 8 bytes): 360; without the kept room, 3 slots.
+  EXPECT_EQ((*fits)->max_bytes(), 9u * 40u);
+  o.memory_limit = 200;
+  auto refused = MultiState::create(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("6 of them for 2 kept images"), std::string::npos)
+      << refused.message();
+  o.keep_images = false;
+  EXPECT_TRUE(MultiState::create(o).ok());
+}
+
 TEST(KeepImages, ACloneKeepsTheMarks) {
   auto ms = make_keeping("window", 2);
   feed(*ms, 6);
