@@ -664,12 +664,15 @@ StateCache(engine, max_bytes=1 GiB, max_states=64, spill_dir=None, spill_max_byt
           [](PyStateCache& c, const py::object& prompt, const std::string& policy, int budget,
              const std::string& prefill, const std::string& positions, const std::string& kv_type,
              float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
-             int repeat_last_n, std::optional<uint64_t> seed) {
+             int repeat_last_n, std::optional<uint64_t> seed, bool keep_images,
+             int max_kept_images) {
             const std::vector<int32_t> tokens =
                 py::isinstance<py::str>(prompt) ? c.engine->tokenize(prompt.cast<std::string>())
                                                 : prompt.cast<std::vector<int32_t>>();
             SessionOptions o{
-                .cache = unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
+                .cache = with_kept_images(
+                    unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
+                    keep_images, max_kept_images),
                 .sampling = sampler(temperature, top_k, top_p, min_p, repeat_penalty,
                                     repeat_last_n, seed)};
             std::unique_ptr<Session> s;
@@ -692,7 +695,8 @@ StateCache(engine, max_bytes=1 GiB, max_states=64, spill_dir=None, spill_max_byt
           "prompt"_a, "policy"_a = "full", "budget"_a = 0, "prefill"_a = "exact",
           "positions"_a = "absolute", "kv_type"_a = "f32", "temperature"_a = 0.8f,
           "top_k"_a = 40, "top_p"_a = 0.95f, "min_p"_a = 0.05f, "repeat_penalty"_a = 1.0f,
-          "repeat_last_n"_a = 64, "seed"_a = py::none(),
+          "repeat_last_n"_a = 64, "seed"_a = py::none(), "keep_images"_a = false,
+          "max_kept_images"_a = 8,
           R"((session, n_reused): a session for prompt (a str, tokenized with BOS, or token ids) with
 the prompt queued, continuing the longest held or spilled state of the same cache options whose
 tokens the prompt extends (taken out of the cache; n_reused of its tokens are not fed again),
