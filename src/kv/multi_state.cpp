@@ -910,10 +910,12 @@ bool holds_any(const std::vector<std::unique_ptr<LayerState>>& layers, const Pos
 
 }  // namespace
 
-int MultiState::n_images_held() const {
-  int n = 0;
-  for (const PosRange& r : images_) n += holds_any(layers_, r);
-  return n;
+std::vector<PosRange> MultiState::images_held() const {
+  std::vector<PosRange> out;
+  for (const PosRange& r : images_) {
+    if (holds_any(layers_, r)) out.push_back(r);
+  }
+  return out;
 }
 
 void MultiState::mark_image(PosRange r) {

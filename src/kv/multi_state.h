@@ -365,8 +365,9 @@ class MultiState {
   void mark_image(PosRange r);
   // The images marked, in order (those no layer holds any more are forgotten at the next mark).
   const std::vector<PosRange>& images() const { return images_; }
-  // How many of them some layer still holds a state of.
-  int n_images_held() const;
+  // Those some layer still holds a state of, and how many.
+  std::vector<PosRange> images_held() const;
+  int n_images_held() const { return static_cast<int>(images_held().size()); }
   // Session files: the marks of a restored state (increasing, apart), kept by every layer when
   // keep_images.
   void restore_images(std::span<const PosRange> images);

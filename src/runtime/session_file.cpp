@@ -158,12 +158,7 @@ std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d)
   // Version 4: the images' positions, and whether they are kept (with how many at most).
   w.put<uint8_t>(s.keep_images() ? 1 : 0);
   w.put<uint32_t>(static_cast<uint32_t>(s.max_kept_images()));
-  std::vector<kv::PosRange> images;
-  for (const kv::PosRange& r : s.images()) {
-    bool held = false;
-    for (int il = 0; il < s.n_layer() && !held; ++il) held = s.image_rows(il) > 0;
-    if (held) images.push_back(r);
-  }
+  const std::vector<kv::PosRange> images = s.images_held();
   w.put<uint32_t>(static_cast<uint32_t>(images.size()));
   for (const kv::PosRange& r : images) {
     w.put<int64_t>(r.begin);

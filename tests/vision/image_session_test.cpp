@@ -619,6 +619,25 @@ TEST(ImageSession, KeepImagesSessionFileContinuesTokenForToken) {
     EXPECT_NE(r.message().find(needle), std::string::npos) << r.message();
     EXPECT_EQ(r.message().find('\n'), std::string::npos);
   }
+  // Without keep-images the file marks the images some layer still holds, no others: window
+  // k = 32 over two 48-token images in a row (the first still held when the second is marked)
+  // forgets the first.
+  {
+    auto plain = open_session(*e, "window", 32);
+    plain->queue(e->tokenize(kBefore, /*add_bos=*/true, /*parse_special=*/true));
+    ASSERT_TRUE(plain->queue_image(*img).ok());
+    ASSERT_TRUE(plain->queue_image(*img).ok());
+    ASSERT_TRUE(plain->feed({}).ok());
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(plain->decode().ok());
+    const kv::MultiState& ps = runtime::state_of(*plain);
+    ASSERT_EQ(ps.images().size(), 2u);
+    ASSERT_EQ(ps.images_held().size(), 1u);
+    auto back = runtime::decode_session_bytes(
+        m, runtime::encode_session(m, runtime::session_data(*plain, -1)), e->max_image_tokens());
+    ASSERT_TRUE(back.ok()) << back.message();
+    EXPECT_FALSE(back->state->keep_images());
+    EXPECT_EQ(back->state->images(), ps.images_held());
+  }
   // A file that keeps images, loaded by an engine without an mmproj: refused by name.
   auto no_mmproj = runtime::decode_session_bytes(m, good, 0);
   ASSERT_FALSE(no_mmproj.ok());
