@@ -104,7 +104,8 @@ std::optional<ApiError> plan_memory(const Engine& engine, const ApiDefaults& d, 
   if (spec.bounded()) {
     // Slots a layer reaches: the budget and its extra, an image's step beside them, and the
     // kept images' room (--kv-keep-images).
-    const int64_t max_new = g.cache.prefill.max_new(n_prompt), max_image = engine.max_image_tokens();
+    const int64_t max_new = g.cache.prefill.max_new(n_prompt);
+    const int64_t max_image = engine.max_image_tokens();
     const int64_t slots_most =
         spec.budget + max_new +
         (g.cache.keep_images ? int64_t{g.cache.max_kept_images} * max_image

@@ -12,7 +12,8 @@
 namespace tova::kv {
 namespace {
 
-std::unique_ptr<MultiState> make_keeping(const char* policy, int budget, std::vector<int> windows = {}) {
+std::unique_ptr<MultiState> make_keeping(const char* policy, int budget,
+                                         std::vector<int> windows = {}) {
   auto spec = parse_policy(policy, budget);
   EXPECT_TRUE(spec.ok()) << spec.message();
   auto ms = MultiState::create({.n_layer = 1,

@@ -395,7 +395,9 @@ int check_images_held(const Session& s, std::span<const kv::PosRange> images,
       for (size_t i = 0; i < held.size(); ++i) {
         if (mode == kv::PositionMode::kAbsolute) want = held[i];
         if (mode == kv::PositionMode::kRank) want = static_cast<int64_t>(i);
-        if (mode == kv::PositionMode::kGap) want += spec_gap(i == 0 ? held[0] : held[i] - held[i - 1]);
+        if (mode == kv::PositionMode::kGap) {
+          want += spec_gap(i == 0 ? held[0] : held[i] - held[i - 1]);
+        }
         EXPECT_EQ(mapped[i], want) << "layer " << il << " position " << held[i];
       }
     }
@@ -469,7 +471,9 @@ TEST(ImageSession, KeepImagesHoldsEveryImageStateUnderEveryPolicy) {
           int64_t want = 0;
           const kv::MultiState& ms = runtime::state_of(s);
           for (int il = 0; il < ms.n_layer(); ++il) {
-            if (ms.layer(il).window() == 0) want += int64_t{2} * img->n_tokens * ms.layer(il).n_head_kv();
+            if (ms.layer(il).window() == 0) {
+              want += int64_t{2} * img->n_tokens * ms.layer(il).n_head_kv();
+            }
           }
           EXPECT_EQ(k.image_rows, want) << k.kind;
         }
