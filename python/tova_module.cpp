@@ -93,8 +93,8 @@ py::dict stats_dict(const SessionStats& s) {
     kinds[py::str(k.kind)] = py::dict(
         "n_layer"_a = k.n_layer,
         "limit"_a = k.limit < 0 ? py::object(py::none()) : py::object(py::int_(k.limit)),
-        "max_held"_a = k.max_held, "rows"_a = k.rows, "bytes"_a = k.bytes,
-        "held_bytes"_a = k.held_bytes);
+        "max_held"_a = k.max_held, "rows"_a = k.rows, "image_rows"_a = k.image_rows,
+        "bytes"_a = k.bytes, "held_bytes"_a = k.held_bytes);
   }
   const py::object budget = s.budget < 0 ? py::object(py::none()) : py::object(py::int_(s.budget));
   // Speculative decoding (SessionStats::speculation): zeros and type "" when off.
@@ -106,7 +106,8 @@ py::dict stats_dict(const SessionStats& s) {
   return py::dict("policy"_a = s.policy, "budget"_a = budget,
                   "cache"_a = s.cache, "kv_capacity"_a = s.kv_capacity, "kv_held"_a = s.kv_held,
                   "n_seen"_a = s.n_seen, "n_images"_a = s.n_images,
-                  "n_image_tokens"_a = s.n_image_tokens, "layers"_a = layers, "kinds"_a = kinds,
+                  "n_image_tokens"_a = s.n_image_tokens, "keep_images"_a = s.keep_images,
+                  "n_images_held"_a = s.n_images_held, "layers"_a = layers, "kinds"_a = kinds,
                   "speculation"_a = speculation);
 }
 
@@ -364,6 +365,13 @@ void bind_engine_text(py::class_<Engine, std::shared_ptr<Engine>>& cls) {
           "feeds it): special tokens parsed, BOS added unless the template wrote it.");
 }
 
+// CacheOptions with --kv-keep-images' choice (the keywords keep_images, max_kept_images).
+CacheOptions with_kept_images(CacheOptions c, bool keep, int max_kept) {
+  c.keep_images = keep;
+  c.max_kept_images = max_kept;
+  return c;
+}
+
 // Engine: new sessions and sessions saved to files.
 void bind_engine_sessions(py::class_<Engine, std::shared_ptr<Engine>>& cls) {
   cls.def(
@@ -374,9 +382,11 @@ void bind_engine_sessions(py::class_<Engine, std::shared_ptr<Engine>>& cls) {
              int repeat_last_n, std::optional<uint64_t> seed, int n_batch,
              const std::string& spec_type, int spec_draft_n_max, int spec_draft_n_min,
              float spec_draft_p_min, int spec_ngram_size_n, int spec_ngram_size_m,
-             int spec_ngram_mod_n_match) {
+             int spec_ngram_mod_n_match, bool keep_images, int max_kept_images) {
             SessionOptions o{
-                .cache = unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
+                .cache = with_kept_images(
+                    unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
+                    keep_images, max_kept_images),
                 .sampling = sampler(temperature, top_k, top_p, min_p, repeat_penalty,
                                     repeat_last_n, seed),
                 .n_batch = n_batch,
@@ -398,9 +408,13 @@ void bind_engine_sessions(py::class_<Engine, std::shared_ptr<Engine>>& cls) {
           "seed"_a = py::none(), "n_batch"_a = 512, "spec_type"_a = "",
           "spec_draft_n_max"_a = 16, "spec_draft_n_min"_a = 0, "spec_draft_p_min"_a = 0.75f,
           "spec_ngram_size_n"_a = 12, "spec_ngram_size_m"_a = 48, "spec_ngram_mod_n_match"_a = 24,
+          "keep_images"_a = false, "max_kept_images"_a = 8,
           R"(A new session (a multi-state with its sampler and history).
 policy: one of tova.policies() (NAME or NAME:ARG); budget: states kept per layer (bounded
 policies); prefill: exact | chunk:C | chunk:inf; positions: absolute | gap | rank;
+keep_images: image states are never evicted, under every policy (held beside the budget: text
+keeps its k states, K/V grows by each image kept, at most max_kept_images images; needs the
+Engine's mmproj), as --kv-keep-images;
 kv_type: K/V storage (f32 | f16 | bf16 | q8_0 | q4_0, or k=TYPE,v=TYPE); temperature 0 = greedy; seed None = random.
 spec_type: speculative decoding, "ngram-simple", "ngram-mod" (n-gram size 24, as llama.cpp),
 "draft-mtp" (the file's own multi-token prediction block) or "draft-simple" (Engine's draft_model), with
@@ -654,12 +668,15 @@ StateCache(engine, max_bytes=1 GiB, max_states=64, spill_dir=None, spill_max_byt
           [](PyStateCache& c, const py::object& prompt, const std::string& policy, int budget,
              const std::string& prefill, const std::string& positions, const std::string& kv_type,
              float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
-             int repeat_last_n, std::optional<uint64_t> seed) {
+             int repeat_last_n, std::optional<uint64_t> seed, bool keep_images,
+             int max_kept_images) {
             const std::vector<int32_t> tokens =
                 py::isinstance<py::str>(prompt) ? c.engine->tokenize(prompt.cast<std::string>())
                                                 : prompt.cast<std::vector<int32_t>>();
             SessionOptions o{
-                .cache = unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
+                .cache = with_kept_images(
+                    unwrap(parse_cache_options(policy, budget, prefill, kv_type, positions)),
+                    keep_images, max_kept_images),
                 .sampling = sampler(temperature, top_k, top_p, min_p, repeat_penalty,
                                     repeat_last_n, seed)};
             std::unique_ptr<Session> s;
@@ -682,7 +699,8 @@ StateCache(engine, max_bytes=1 GiB, max_states=64, spill_dir=None, spill_max_byt
           "prompt"_a, "policy"_a = "full", "budget"_a = 0, "prefill"_a = "exact",
           "positions"_a = "absolute", "kv_type"_a = "f32", "temperature"_a = 0.8f,
           "top_k"_a = 40, "top_p"_a = 0.95f, "min_p"_a = 0.05f, "repeat_penalty"_a = 1.0f,
-          "repeat_last_n"_a = 64, "seed"_a = py::none(),
+          "repeat_last_n"_a = 64, "seed"_a = py::none(), "keep_images"_a = false,
+          "max_kept_images"_a = 8,
           R"((session, n_reused): a session for prompt (a str, tokenized with BOS, or token ids) with
 the prompt queued, continuing the longest held or spilled state of the same cache options whose
 tokens the prompt extends (taken out of the cache; n_reused of its tokens are not fed again),

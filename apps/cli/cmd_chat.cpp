@@ -160,7 +160,11 @@ std::unique_ptr<Session> open_conversation(const Engine& e, const ChatFlags& f,
     throw CLI::RuntimeError(fail(fmt::format("'{}' was saved with chat template {}, not {}",
                                              f.session, chat.chat_template, f.chat_template)));
   }
-  if (const std::string given = f.cache.given(); !given.empty()) {
+  std::string given = f.cache.given();
+  if (const std::string keep = f.mmproj.keep_given(); !keep.empty()) {
+    given += (given.empty() ? "" : ", ") + keep;
+  }
+  if (!given.empty()) {
     warn(fmt::format("{} {} no effect: '{}' holds a conversation, whose own cache options are used",
                      given, given.find(',') == std::string::npos ? "has" : "have", f.session));
   }
@@ -286,6 +290,14 @@ class ChatLoop {
       fmt::print("tova: error: /image needs --mmproj (the vision encoder + projector GGUF)\n");
       return;
     }
+    // Kept images are never evicted: past the most kept, the next one is refused here, before
+    // the message it would join (the chat goes on).
+    if (s_.cache().keep_images && static_cast<int>(images_.size()) >= s_.cache().max_kept_images) {
+      fmt::print("tova: error: this conversation keeps {} images already, the most it keeps "
+                 "(--kv-keep-images-max {})\n",
+                 images_.size(), s_.cache().max_kept_images);
+      return;
+    }
     Result<Image> img = e_.encode_image_file(path);
     if (!img.ok()) {
       fmt::print("tova: error: {}\n", img.message());
@@ -336,7 +348,8 @@ void add_chat_command(CLI::App& app) {
   declare_chat_flags(cmd, *flags);
   cmd->callback([flags] {
     const ChatFlags& f = *flags;
-    const CacheOptions cache = or_fail(f.cache.options());
+    CacheOptions cache = or_fail(f.cache.options());
+    f.mmproj.apply(cache);
     const SpeculativeOptions spec = or_fail(f.spec.options());
     EngineOptions eo = f.model.engine_options();
     f.spec.apply(eo);

@@ -127,7 +127,11 @@ struct Resumed {
 
 Resumed resume_session(const Engine& e, const RunFlags& f, const SessionOptions& so,
                        bool have_prompt) {
-  if (const std::string given = f.cache.given(); !given.empty()) {
+  std::string given = f.cache.given();
+  if (const std::string keep = f.mmproj.keep_given(); !keep.empty()) {
+    given += (given.empty() ? "" : ", ") + keep;
+  }
+  if (!given.empty()) {
     warn(fmt::format("{} {} no effect: '{}' holds a session, whose own cache options are used",
                      given, given.find(',') == std::string::npos ? "has" : "have", f.session));
   }
@@ -258,6 +262,7 @@ void add_run_command(CLI::App& app) {
   cmd->callback([flags, opts] {
     const RunFlags& f = *flags;
     CacheOptions cache = or_fail(f.cache.options());
+    f.mmproj.apply(cache);
     const SamplerParams sampling = run_sampling(f);
     // A resumed session continues its text: no default prompt, and no BOS.
     const bool resume = !f.session.empty() && std::filesystem::exists(f.session);
@@ -362,7 +367,11 @@ void print_kv_stats(const SessionStats& kv) {
                sp.type, sp.n_steps, sp.n_drafted, sp.n_accepted, 100.0 * sp.acceptance());
   }
   if (kv.n_images > 0) {
-    fmt::print(stderr, "images       : {:8d} fed, {} tokens\n", kv.n_images, kv.n_image_tokens);
+    int64_t image_rows = 0;
+    for (const StateKindStats& k : kv.kinds) image_rows += k.image_rows;
+    fmt::print(stderr, "images       : {:8d} fed, {} tokens, {} held ({} K/V rows{})\n",
+               kv.n_images, kv.n_image_tokens, kv.n_images_held, image_rows,
+               kv.keep_images ? ", kept: --kv-keep-images" : "");
   }
   fmt::print(stderr,
              "multi-state  : policy {}, budget {}, K/V held {} of {} allocated ({}), {} tokens "
@@ -382,11 +391,17 @@ void print_kv_stats(const SessionStats& kv) {
                  k.n_layer);
       continue;
     }
+    // Kept images are held beside the limit (--kv-keep-images): say how many rows they are.
+    const std::string images =
+        k.image_rows > 0 ? fmt::format(" ({} of images{})", k.image_rows,
+                                       kv.keep_images ? ", kept" : "")
+                         : std::string();
     fmt::print(stderr,
-               "  {:<7} K/V : {:3d} layers, at most {} per KV head, {} held now; {} rows, {} held "
-               "of {}\n",
+               "  {:<7} K/V : {:3d} layers, at most {} per KV head{}, {} held now; {} rows{}, {} "
+               "held of {}\n",
                k.kind, k.n_layer, k.limit < 0 ? std::string("unbounded") : std::to_string(k.limit),
-               k.max_held, k.rows, format_bytes(k.held_bytes), format_bytes(k.bytes));
+               kv.keep_images && k.kind == "bounded" ? " + kept images" : "", k.max_held, k.rows,
+               images, format_bytes(k.held_bytes), format_bytes(k.bytes));
   }
   const bool several = kv.kinds.size() > 1;
   for (size_t il = 0; il < kv.layers.size(); ++il) {

@@ -132,11 +132,23 @@ void declare_serve_limits(CLI::App* cmd, ServeFlags& f) {
 server::ServerOptions serve_options(const ServeFlags& f, uint64_t& dir_max) {
   server::ServerOptions o = f.server;
   o.api.cache = or_fail(f.cache.options());
+  f.mmproj.apply(o.api.cache);
   o.loop.kv_memory = or_fail(parse_bytes("--kv-memory", f.kv_memory));
   o.loop.prefix_reuse = !f.no_prefix_reuse;
   o.max_body_bytes = static_cast<size_t>(f.max_body);
   o.api.images.enabled = !f.mmproj.path.empty();
   o.api.images.max_bytes = or_fail(parse_bytes("--image-max-bytes", f.image_max_bytes));
+  if (o.api.cache.keep_images && !o.api.images.enabled) {
+    throw CLI::RuntimeError(fail("--kv-keep-images keeps image states, but no image can join a "
+                                 "request: the server has no --mmproj"));
+  }
+  // A request holds at most --image-max-count images, and a sequence holds one request's.
+  if (o.api.cache.keep_images && o.api.cache.max_kept_images < o.api.images.max_count) {
+    throw CLI::RuntimeError(fail(fmt::format(
+        "--kv-keep-images-max {} is below --image-max-count {}: a request could hold more images "
+        "than its sequence keeps",
+        o.api.cache.max_kept_images, o.api.images.max_count)));
+  }
   if (o.api.images.enabled) {  // one image as base64 fits in a body, with room for the text
     o.max_body_bytes = std::max<size_t>(o.max_body_bytes, o.api.images.max_bytes / 3 * 4 + (64 << 10));
   }

@@ -99,6 +99,21 @@ void MmprojFlags::add(CLI::App& app) {
   app.add_option("--mmproj", path,
                  "vision encoder + projector GGUF (llama.cpp's mmproj; " + projector_type_choices() +
                      ") beside the model: images join the text");
+  keep_opts_.push_back(app.add_flag("--kv-keep-images", keep_images,
+               "never evict image states, under every policy: they are held beside --kv-budget "
+               "(text keeps its k states; K/V grows by each image kept; needs --mmproj)"));
+  keep_opts_.push_back(app.add_option("--kv-keep-images-max", max_kept_images,
+                                      "with --kv-keep-images: most images a conversation keeps "
+                                      "(their room is reserved; one more is refused)")
+                           ->capture_default_str());
+}
+
+std::string MmprojFlags::keep_given() const {
+  std::string s;
+  for (const CLI::Option* o : keep_opts_) {
+    if (o->count() > 0) s += (s.empty() ? "" : ", ") + o->get_name();
+  }
+  return s;
 }
 
 void SpecFlags::add(CLI::App& app) {

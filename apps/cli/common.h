@@ -101,10 +101,23 @@ struct SpecFlags {
 
 // --mmproj: a vision encoder + projector (llama.cpp's mmproj GGUF) beside the model, so that
 // images can join the text (run's --image, chat's /image, serve's image_url parts).
+// --kv-keep-images [--kv-keep-images-max N]: image states are never a policy's victims
+// (CacheOptions::keep_images), declared with --mmproj by the commands that take images.
 struct MmprojFlags {
   std::string path;
+  bool keep_images = false;
+  int max_kept_images = 8;
   void add(CLI::App& app);
   void apply(EngineOptions& e) const { e.mmproj_path = path; }
+  void apply(CacheOptions& c) const {
+    c.keep_images = keep_images;
+    c.max_kept_images = max_kept_images;
+  }
+  // The keep flags given on the command line ("--kv-keep-images"), empty if none.
+  std::string keep_given() const;
+
+ private:
+  std::vector<const CLI::Option*> keep_opts_;
 };
 
 using tova::bundled_model_path;  // the library's (tova/engine.h)

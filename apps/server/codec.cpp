@@ -701,6 +701,11 @@ std::vector<FieldRule> cache_rules() {
          x.r.cache.positions = *mode;
          return no_error();
        }},
+      // Image states never evicted (CacheOptions::keep_images), up to the server's
+      // --kv-keep-images-max images.
+      {"kv_keep_images", E::kBoth, [](const json& j, Decoding& x) {
+         return boolean(j, "kv_keep_images", x.r.cache.keep_images);
+       }},
       {"kv_type", E::kBoth, [](const json& j, Decoding& x) {
          return read_kv_type(j, x, "kv_type");
        }},
@@ -883,7 +888,7 @@ json kv_json(const KvReport& kv) {
   for (int h : kv.states_held) held_max = std::max(held_max, h);
   for (int64_t n : kv.tokens_evicted) evicted = std::max(evicted, n);
   // Memory by kind of layer state (SessionStats::kinds): {kind, layers, limit (null:
-  // unbounded), max_held, rows, bytes, held_bytes}.
+  // unbounded), max_held, rows, image_rows, bytes, held_bytes}.
   json kinds = json::array();
   for (const StateKindStats& k : kv.kinds) {
     kinds.push_back({{"kind", k.kind},
@@ -891,6 +896,7 @@ json kv_json(const KvReport& kv) {
                      {"limit", k.limit < 0 ? json(nullptr) : json(k.limit)},
                      {"max_held", k.max_held},
                      {"rows", k.rows},
+                     {"image_rows", k.image_rows},
                      {"bytes", k.bytes},
                      {"held_bytes", k.held_bytes}});
   }

@@ -124,6 +124,9 @@ std::string Metrics::render() const {
           [](const KindMemory& m) { return m.held_bytes; });
   by_kind("tova_state_rows", "K/V rows held (states x KV heads), by layer kind",
           [](const KindMemory& m) { return m.rows; });
+  by_kind("tova_state_image_rows",
+          "of those, the rows of image states (kept ones under --kv-keep-images), by layer kind",
+          [](const KindMemory& m) { return m.image_rows; });
   gauge("tova_kv_bytes_reserved", "K/V bytes reserved by admission (active + cached)",
         snap_.kv_bytes_reserved);
   gauge("tova_cached_states", "conversation states held for prefix reuse", snap_.cached_states);

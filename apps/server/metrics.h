@@ -29,6 +29,7 @@ struct KindMemory {
   uint64_t bytes = 0;
   uint64_t held_bytes = 0;
   int64_t rows = 0;
+  int64_t image_rows = 0;  // of rows, images' (StateKindStats::image_rows)
 };
 
 struct MetricsSnapshot {

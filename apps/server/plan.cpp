@@ -102,7 +102,14 @@ std::optional<ApiError> plan_memory(const Engine& engine, const ApiDefaults& d, 
   g.cache.memory_limit = d.kv_memory;
   g.reserve_bytes = most;
   if (spec.bounded()) {
-    const int64_t slots_most = spec.budget + g.cache.prefill.max_new(n_prompt);
+    // Slots a layer reaches: the budget and its extra, an image's step beside them, and the
+    // kept images' room (--kv-keep-images).
+    const int64_t max_new = g.cache.prefill.max_new(n_prompt);
+    const int64_t max_image = engine.max_image_tokens();
+    const int64_t slots_most =
+        spec.budget + max_new +
+        (g.cache.keep_images ? int64_t{g.cache.max_kept_images} * max_image
+                             : std::max<int64_t>(0, max_image - max_new));
     const int64_t reach = n_prompt + g.max_tokens;
     if (reach < slots_most) {
       g.reserve_bytes = most / static_cast<uint64_t>(slots_most) * static_cast<uint64_t>(reach);
@@ -151,6 +158,11 @@ std::variant<GenerationRequest, ApiError> plan_generation(const CompletionReques
   }
   if (Status st = engine.check_kv_format(g.cache.kv_type); !st.ok()) {
     return bad_request("kv_type", st.message());
+  }
+  if (g.cache.keep_images && !engine.has_mmproj()) {
+    return bad_request("kv_keep_images",
+                       "kv_keep_images keeps image states, but this server takes no images "
+                       "(no --mmproj)");
   }
   const kv::PolicySpec& spec = g.cache.policy;
   if (!spec.bounded() && n_prompt + g.max_tokens > d.ctx) {

@@ -409,6 +409,7 @@ void ServingLoop::publish_metrics() {
       m.bytes += k.bytes;
       m.held_bytes += k.held_bytes;
       m.rows += k.rows;
+      m.image_rows += k.image_rows;
     }
   };
   for (const auto& a : active_) add_kinds(*a->session);

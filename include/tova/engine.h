@@ -126,7 +126,8 @@ class Engine {
   // error first), then each type suited to the model's head_dim (the error names the type).
   Status check_kv_format(const KvFormat& f) const;
   // K/V bytes a session under `o` allocates for a prompt of n_prompt tokens: its fixed size
-  // when bounded, n_ctx tokens' worth when unbounded (what a server reserves for it).
+  // when bounded, n_ctx tokens' worth when unbounded (what a server reserves for it); with an
+  // mmproj, the room an image's step takes and, under keep_images, the kept images' states.
   // With speculative decoding `spec`, the drafter's own K/V too (draft-mtp's block,
   // draft-simple's model), under the same options.
   uint64_t reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx,

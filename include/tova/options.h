@@ -60,8 +60,19 @@ struct CacheOptions {
   // refused when the state is made. 0: the machine's physical memory.
   uint64_t memory_limit = 0;
   kv::PositionMode positions = kv::PositionMode::kAbsolute;
-  // "tova k=256 exact f32" ("... q8_0", "... k=q8_0,v=f16+rot"): equal labels mean
-  // interchangeable states (prefix reuse keys on it).
+  // --kv-keep-images: the states of images (Session::queue_image) are never a policy's victims,
+  // under every policy. They are held beside the budget: the policy keeps its k text states as
+  // without images, and each kept image adds its tokens' rows to every bounded layer (a window
+  // layer drops them when its window moves past them, as it must). So K/V memory grows with
+  // the images kept, up to max_kept_images of the engine's largest image (counted in
+  // max_bytes, reserve_bytes, memory_limit); a session asked to take more images than that
+  // refuses the image with an error. It needs an engine with an mmproj (no image could join
+  // otherwise: the session is refused rather than the option ignored). Off (the default): a
+  // policy chooses among image and text states by its own rule.
+  bool keep_images = false;
+  int max_kept_images = 8;  // --kv-keep-images-max (1..65536); read only with keep_images
+  // "tova k=256 exact f32" ("... q8_0", "... k=q8_0,v=f16+rot", "... keep-images:8"): equal
+  // labels mean interchangeable states (prefix reuse keys on it).
   std::string label() const;
 };
 

@@ -80,6 +80,9 @@ struct StateKindStats {
   int limit = -1;      // most states per KV head a layer of this kind holds (-1: unbounded)
   int max_held = 0;    // most states per KV head any of these layers holds now
   int64_t rows = 0;    // states held, summed over layers and KV heads (a key and a value row each)
+  // Of those, the states of images (Session::queue_image): kept ones under
+  // CacheOptions::keep_images, held beside the budget (max_held may then pass limit by them).
+  int64_t image_rows = 0;
   uint64_t bytes = 0;  // K/V (and positions) allocated
   uint64_t held_bytes = 0;  // of those, the held states'
 };
@@ -97,6 +100,9 @@ struct SessionStats {
   int64_t n_seen = 0;        // tokens fed
   int n_images = 0;          // images fed (Session::queue_image)
   int64_t n_image_tokens = 0;  // their tokens (part of n_seen)
+  // CacheOptions::keep_images: image states are never evicted (StateKindStats::image_rows).
+  bool keep_images = false;
+  int n_images_held = 0;       // images some layer still holds a state of
   std::vector<LayerStats> layers;
   std::vector<StateKindStats> kinds;  // one per kind present, "bounded" first
   SpeculationStats speculation;

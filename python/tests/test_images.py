@@ -67,3 +67,23 @@ def test_errors_name_the_culprit(engine):
         plain.encode_image(str(DISC))
     with pytest.raises(Exception, match="gemma4"):
         tova.Engine(str(DATA / "arch" / "gemma3-f32.gguf"), threads=1, mmproj=MMPROJ)
+
+
+def test_keep_images(engine):
+    """keep_images: the image's states are held beside the budget under tova k=16 (the image
+    alone is 48 tokens), stats say so; more images than max_kept_images and a text-only engine
+    are refused."""
+    img = engine.encode_image(str(DISC))
+    s = engine.session(policy="tova", budget=16, temperature=0, keep_images=True,
+                       max_kept_images=1)
+    "".join(s.generate("A <__media__> and", images=[img], max_tokens=24))
+    st = s.stats()
+    assert st["keep_images"] and st["n_images_held"] == 1
+    assert "keep-images:1" in st["cache"]
+    bounded = st["kinds"]["bounded"]
+    assert bounded["image_rows"] == img.n_tokens * bounded["rows"] // bounded["max_held"]
+    assert bounded["max_held"] == 16 + img.n_tokens
+    with pytest.raises(Exception, match="kv-keep-images-max 1"):
+        "".join(s.generate("<__media__> again", images=[img], max_tokens=1))
+    with pytest.raises(Exception, match="mmproj"):
+        tova.Engine(MODEL, threads=1).session(policy="tova", budget=16, keep_images=True)

@@ -78,6 +78,8 @@ class Engine:
         spec_ngram_size_n: int = 12,
         spec_ngram_size_m: int = 48,
         spec_ngram_mod_n_match: int = 24,
+        keep_images: bool = False,
+        max_kept_images: int = 8,
     ) -> Session: ...
     def load_session(
         self,
@@ -170,6 +172,8 @@ class StateCache:
         repeat_penalty: float = 1.0,
         repeat_last_n: int = 64,
         seed: Optional[int] = None,
+        keep_images: bool = False,
+        max_kept_images: int = 8,
     ) -> tuple[Session, int]: ...
     def flush(self) -> None: ...
     def stats(self) -> dict: ...

@@ -50,7 +50,8 @@ LayerState::LayerState(const LayerState& o)
       policy_(o.policy_->clone()),
       n_head_(o.n_head_),
       limits_(o.limits_),
-      n_evicted_(o.n_evicted_) {}
+      n_evicted_(o.n_evicted_),
+      kept_(o.kept_) {}
 
 int64_t LayerState::n_held_total() const {
   int64_t n = 0;
@@ -60,8 +61,33 @@ int64_t LayerState::n_held_total() const {
 
 bool LayerState::over_budget() const {
   if (limits_.budget < 0) return false;
-  if (limits_.shared_heads) return n_held_total() > int64_t{limits_.budget} * n_head_kv_;
-  return n_held_ > limits_.budget + limits_.buffer;
+  int64_t kept = 0;
+  for (int g = 0; g < n_head_kv_; ++g) kept += n_kept(g);
+  if (limits_.shared_heads) return n_held_total() - kept > int64_t{limits_.budget} * n_head_kv_;
+  return n_held_ - kept / n_head_kv_ > limits_.budget + limits_.buffer;
+}
+
+void LayerState::keep(PosRange r) {
+  TOVA_CHECK(r.begin < r.end);
+  // Marks of a step that failed before it was fed (its positions come again) are replaced.
+  std::erase_if(kept_, [&](const PosRange& k) { return k.end > r.begin; });
+  kept_.push_back(r);
+}
+
+bool LayerState::is_kept(int64_t pos) const {
+  if (kept_.empty() || pos < 0) return false;
+  // The last range starting at or before pos.
+  auto it = std::upper_bound(kept_.begin(), kept_.end(), pos,
+                             [](int64_t p, const PosRange& r) { return p < r.begin; });
+  return it != kept_.begin() && pos < std::prev(it)->end;
+}
+
+int LayerState::n_kept(int g) const {
+  if (kept_.empty()) return 0;
+  int n = 0;
+  const int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
+  for (int s = 0; s < slot_end_; ++s) n += is_kept(p[s]);
+  return n;
 }
 
 void LayerState::update_n_held() { n_held_ = *std::max_element(held_.begin(), held_.end()); }
@@ -280,12 +306,31 @@ void LayerState::apply_merges(const SlotView& v, int n, const int32_t* evicted) 
 SlotView LayerState::eviction_view(int64_t last_pos) {
   SlotView v = view();
   v.step_last_pos = last_pos;
+  // Kept image states are not the policy's to choose: it sees their slots as free (the count
+  // of states held without them), so every rule (oldest, lowest score, recent window, anchor of
+  // the keys, merge targets) runs over the other states alone.
+  if (!kept_.empty()) {
+    masked_pos_.assign(pos_.begin(), pos_.end());
+    masked_held_.assign(held_.begin(), held_.end());
+    for (int g = 0; g < n_head_kv_; ++g) {
+      int64_t* p = &masked_pos_[static_cast<size_t>(g) * n_slot_];
+      for (int s = 0; s < slot_end_; ++s) {
+        if (is_kept(p[s])) {
+          p[s] = -1;
+          --masked_held_[g];
+        }
+      }
+    }
+    v.pos = masked_pos_.data();
+    v.n_held_head = masked_held_.data();
+    v.n_held = *std::max_element(masked_held_.begin(), masked_held_.end());
+  }
   if (policy_->needs_rows()) widen_rows(v);
   if (policy_->needs_key_similarity()) {
     key_similarity_.resize(static_cast<size_t>(n_head_kv_) * n_slot_);
     key_similarity(KeyRows{.keys = keys_.data(),
                            .type = fmt_.k,
-                           .pos = pos_.data(),
+                           .pos = v.pos,
                            .n_head_kv = n_head_kv_,
                            .n_slot = n_slot_,
                            .slot_end = v.end(),
@@ -297,7 +342,9 @@ SlotView LayerState::eviction_view(int64_t last_pos) {
 }
 
 int LayerState::drop_shared(int budget, int64_t last_pos) {
-  const int64_t n_total = n_held_total() - int64_t{budget} * n_head_kv_;
+  int64_t kept = 0;
+  for (int g = 0; g < n_head_kv_; ++g) kept += n_kept(g);
+  const int64_t n_total = n_held_total() - kept - int64_t{budget} * n_head_kv_;
   if (n_total <= 0) return 0;
   evict_scratch_.assign(static_cast<size_t>(n_total), -1);
   policy_->choose_shared_evictions(eviction_view(last_pos), static_cast<int>(n_total),
@@ -306,7 +353,7 @@ int LayerState::drop_shared(int budget, int64_t last_pos) {
     TOVA_CHECK(e >= 0 && e < n_head_kv_ * n_slot_);
     const int g = e / n_slot_;
     int64_t& p = pos_[e];
-    TOVA_CHECK(p >= 0);  // a policy must choose held, distinct slots
+    TOVA_CHECK(p >= 0 && !is_kept(p));  // a policy must choose held, distinct, unkept slots
     p = -1;
     free_[g].push_back(e % n_slot_);
     --held_[g];
@@ -321,8 +368,10 @@ int LayerState::drop_shared(int budget, int64_t last_pos) {
 int LayerState::drop_to(int budget, int64_t last_pos) {
   if (budget < 0) return 0;
   if (limits_.shared_heads) return drop_shared(budget, last_pos);
-  if (n_held_ <= budget + limits_.buffer) return 0;
-  const int n = n_held_ - budget;
+  // Kept image states are held beside the budget (every KV head holds the same ones).
+  const int kept = n_kept(0);
+  if (n_held_ - kept <= budget + limits_.buffer) return 0;
+  const int n = n_held_ - kept - budget;
   evict_scratch_.assign(static_cast<size_t>(n) * n_head_kv_, -1);
   const SlotView ev = eviction_view(last_pos);
   policy_->choose_evictions(ev, n, evict_scratch_.data());
@@ -332,7 +381,7 @@ int LayerState::drop_to(int budget, int64_t last_pos) {
       const int32_t s = evict_scratch_[static_cast<size_t>(g) * n + j];
       TOVA_CHECK(s >= 0 && s < n_slot_);
       int64_t& p = pos_[static_cast<size_t>(g) * n_slot_ + s];
-      TOVA_CHECK(p >= 0);  // a policy must choose held, distinct slots
+      TOVA_CHECK(p >= 0 && !is_kept(p));  // a policy must choose held, distinct, unkept slots
       p = -1;
       free_[g].push_back(s);
     }
@@ -346,10 +395,38 @@ int LayerState::drop_to(int budget, int64_t last_pos) {
   return n;
 }
 
+int LayerState::drop_kept_outside(int64_t cutoff) {
+  int n = 0;
+  for (int g = 0; g < n_head_kv_; ++g) {
+    int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
+    int n_g = 0;
+    for (int s = 0; s < n_slot_; ++s) {
+      if (p[s] >= 0 && p[s] <= cutoff && is_kept(p[s])) {
+        p[s] = -1;
+        free_[g].push_back(s);
+        ++n_g;
+      }
+    }
+    // Every KV head holds the same kept states (none is ever chosen), so drops as many.
+    TOVA_CHECK(g == 0 || n_g == n);
+    n = n_g;
+    std::sort(free_[g].begin(), free_[g].end(), std::greater<>());
+    held_[g] -= n_g;
+  }
+  std::erase_if(kept_, [&](const PosRange& r) { return r.end - 1 <= cutoff; });
+  if (n == 0) return 0;
+  update_n_held();
+  n_evicted_ += static_cast<int64_t>(n) * (limits_.shared_heads ? n_head_kv_ : 1);
+  return n;
+}
+
 int LayerState::drop_outside_window(int64_t last_pos) {
   if (limits_.window <= 0) return 0;
   const int64_t cutoff = last_pos - limits_.window + 1;  // the next query does not see these
   if (cutoff < 0) return 0;
+  // Kept image states the window no longer shows go first, from every head alike: the heads'
+  // kept states stay the same (drop_to counts them in head 0).
+  const int n_kept_out = kept_.empty() ? 0 : drop_kept_outside(cutoff);
   auto outside = [&](int g, std::vector<int32_t>& out) {
     out.clear();
     const int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
@@ -360,7 +437,7 @@ int LayerState::drop_outside_window(int64_t last_pos) {
   };
   int n = INT_MAX;
   for (int g = 0; g < n_head_kv_ && n > 0; ++g) n = std::min(n, outside(g, window_scratch_));
-  if (n == 0) return 0;
+  if (n == 0) return n_kept_out;
   for (int g = 0; g < n_head_kv_; ++g) {
     outside(g, window_scratch_);
     int64_t* p = &pos_[static_cast<size_t>(g) * n_slot_];
@@ -376,7 +453,7 @@ int LayerState::drop_outside_window(int64_t last_pos) {
   }
   update_n_held();
   n_evicted_ += static_cast<int64_t>(n) * (limits_.shared_heads ? n_head_kv_ : 1);
-  return n;
+  return n + n_kept_out;
 }
 
 int LayerState::evict(int64_t last_pos) {
@@ -536,6 +613,10 @@ PolicyArgs policy_args(const MultiStateOptions& o, int il) {
   return a;
 }
 
+int64_t kept_slots(const MultiStateOptions& o) {
+  return o.keep_images ? int64_t{std::max(0, o.max_kept_images)} * std::max(0, o.max_image) : 0;
+}
+
 namespace {
 
 // Slots an image's step may add to a pool of max_slots (MultiStateOptions::max_image): a
@@ -596,6 +677,15 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
                                          int64_t{n_head_kv - 1} * std::max(1, l.head_floor)
                                    : budget);
   int64_t max_slots = budget >= 0 ? per_head + l.buffer + o.max_new : INT_MAX;
+  // Kept image states are held beside the budget: room for as many as the sequence may keep
+  // (a window layer: only what its window can show beside the budget's states).
+  const int64_t kept_most = kept_slots(o);
+  int64_t kept_room = 0;
+  if (budget >= 0 && kept_most > 0) {
+    kept_room = window > 0 ? std::clamp<int64_t>(window - 1 - budget - l.buffer, 0, kept_most)
+                           : kept_most;
+    max_slots += kept_room;
+  }
   // A window layer of an unbounded policy drops states by position alone, as the attention's
   // window mask hides them: a step's tokens may all join before any attends (layer_step.cpp
   // joins_first) and its pool grows to hold them beside the window for that step (as
@@ -619,7 +709,9 @@ Result<LayerSizing> size_layer(const MultiStateOptions& o, int il) {
   if (cut_budget >= 0) z.holds_all_until = static_cast<int>(std::min<int64_t>(z.holds_all_until, cut_budget));
   if (max_slots > INT_MAX) return make_error("budget {} is too large", budget);
   l.max_slots = static_cast<int>(max_slots);
-  l.image_slots = image_slots(o, max_slots);
+  // The kept room holds the image being fed too (it counts among the images kept), except on a
+  // window layer, whose room is cut to its window.
+  l.image_slots = kept_room > 0 && window == 0 ? 0 : image_slots(o, max_slots);
   // Every pool starts at what the sequence can reach (initial_slots) and doubles up to its
   // most: k + extra when bounded, its window on a window layer, without limit otherwise.
   z.n_slot = static_cast<int>(
@@ -638,6 +730,9 @@ Status check_options(const MultiStateOptions& o) {
   }
   if (o.max_new < 1) return make_error("invalid chunk size {}", o.max_new);
   if (o.max_image < 0) return make_error("invalid image size {}", o.max_image);
+  if (o.max_kept_images < 0 || o.max_kept_images > (1 << 16)) {
+    return make_error("invalid count of kept images {}", o.max_kept_images);
+  }
   if (o.prompt_end < 0) return make_error("invalid prompt length {}", o.prompt_end);
   for (const std::vector<int>* v : {&o.layer_n_head_kv, &o.layer_head_dim}) {
     if (!v->empty() && static_cast<int>(v->size()) != o.n_layer) {
@@ -688,12 +783,15 @@ Result<std::vector<LayerSizing>> MultiState::size_layers(const MultiStateOptions
   // first: the pool grows to k + extra as the sequence goes on.
   const uint64_t limit = o.memory_limit > 0 ? o.memory_limit : physical_memory_bytes();
   if (o.policy.bounded() && limit > 0 && max_bytes_ > limit) {
+    const int64_t kept = kept_slots(o);
     return make_error(
-        "K/V budget {} needs {} per sequence ({} layers x {} KV heads x {} slots, {}), more than "
-        "{} ({})",
+        "K/V budget {} needs {} per sequence ({} layers x {} KV heads x {} slots{}, {}), more "
+        "than {} ({})",
         o.policy.budget, human_bytes(max_bytes_), o.n_layer, o.n_head_kv,
-        sizing.front().limits.max_slots, o.kv_type.label(),
-        o.memory_limit > 0 ? "the K/V memory limit" : "this machine's memory", human_bytes(limit));
+        sizing.front().limits.max_slots,
+        kept > 0 ? fmt::format(", {} of them for {} kept images", kept, o.max_kept_images) : "",
+        o.kv_type.label(), o.memory_limit > 0 ? "the K/V memory limit" : "this machine's memory",
+        human_bytes(limit));
   }
   return sizing;
 }
@@ -738,6 +836,8 @@ Result<std::unique_ptr<MultiState>> MultiState::create(const MultiStateOptions& 
   ms->kv_type_ = o.kv_type;
   ms->max_new_ = o.max_new;
   ms->max_image_ = o.max_image;
+  ms->keep_images_ = o.keep_images;
+  ms->max_kept_images_ = o.keep_images ? o.max_kept_images : 0;
   ms->positions_ = o.positions;
   ms->holds_all_until_ = INT_MAX;
   ms->window_drops_at_step_end_ = o.window_drops_at_step_end && !o.policy.bounded();
@@ -754,6 +854,9 @@ std::unique_ptr<MultiState> MultiState::clone() const {
   ms->needs_queries_ = needs_queries_;
   ms->max_new_ = max_new_;
   ms->max_image_ = max_image_;
+  ms->keep_images_ = keep_images_;
+  ms->max_kept_images_ = max_kept_images_;
+  ms->images_ = images_;
   ms->positions_ = positions_;
   ms->holds_all_until_ = holds_all_until_;
   ms->window_drops_at_step_end_ = window_drops_at_step_end_;
@@ -789,6 +892,64 @@ Status MultiState::reserve(int64_t n_states, int64_t at_most) {
 Status MultiState::make_room(int n_new, bool whole) {
   for (auto& l : layers_) TOVA_RETURN_IF_ERROR(l->make_room(n_new, whole));
   return ok_status();
+}
+
+namespace {
+
+// Whether some layer of `layers` holds a state at a position in r.
+bool holds_any(const std::vector<std::unique_ptr<LayerState>>& layers, const PosRange& r) {
+  for (const auto& l : layers) {
+    const int64_t* p = l->pos();
+    const size_t n = static_cast<size_t>(l->n_head_kv()) * l->n_slot();
+    for (size_t i = 0; i < n; ++i) {
+      if (p[i] >= r.begin && p[i] < r.end) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<PosRange> MultiState::images_held() const {
+  std::vector<PosRange> out;
+  for (const PosRange& r : images_) {
+    if (holds_any(layers_, r)) out.push_back(r);
+  }
+  return out;
+}
+
+void MultiState::mark_image(PosRange r) {
+  TOVA_CHECK(r.begin < r.end);
+  // Marks of a step that failed before it was fed (its positions come again) are replaced.
+  std::erase_if(images_, [&](const PosRange& im) { return im.end > r.begin; });
+  // Forget the images no layer holds a state of (evicted, or out of every window).
+  std::erase_if(images_, [&](const PosRange& im) { return !holds_any(layers_, im); });
+  images_.push_back(r);
+  if (!keep_images_) return;
+  for (auto& l : layers_) l->keep(r);
+}
+
+void MultiState::restore_images(std::span<const PosRange> images) {
+  images_.assign(images.begin(), images.end());
+  if (!keep_images_) return;
+  for (auto& l : layers_) {
+    for (const PosRange& r : images) l->keep(r);
+  }
+}
+
+int64_t MultiState::image_rows(int il) const {
+  const LayerState& l = *layers_[il];
+  if (images_.empty()) return 0;
+  int64_t n = 0;
+  const int64_t* p = l.pos();
+  const size_t total = static_cast<size_t>(l.n_head_kv()) * l.n_slot();
+  for (size_t i = 0; i < total; ++i) {
+    if (p[i] < 0) continue;
+    auto it = std::upper_bound(images_.begin(), images_.end(), p[i],
+                               [](int64_t q, const PosRange& r) { return q < r.begin; });
+    n += it != images_.begin() && p[i] < std::prev(it)->end;
+  }
+  return n;
 }
 
 uint64_t MultiState::bytes() const {

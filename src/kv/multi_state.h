@@ -43,6 +43,14 @@ struct MultiStateOptions {
   // the image (layer_step.h, StepRows::whole). A bounded pool may grow to k + extra + max_image
   // slots for that step (LayerLimits::image_slots); between steps it holds its budget.
   int max_image = 0;
+  // Image states are kept (--kv-keep-images): a bounded layer never lets its policy choose a
+  // state of an image as a victim (MultiState::mark_image says which positions hold one). They
+  // are held beside the budget, not inside it: the policy still keeps k text states (plus its
+  // extra), and the pool has room for max_kept_images x max_image image states on top (a
+  // window layer: no more than its window leaves room for). A window layer still drops image
+  // states its window no longer shows (the model never attends to them there).
+  bool keep_images = false;
+  int max_kept_images = 0;  // images kept at most (the caller refuses more); keep_images only
   // First allocation in slots per KV head (capped at k + extra for bounded policies), doubled
   // when full: what the sequence can reach, when the caller knows it.
   int initial_slots = 256;
@@ -115,6 +123,13 @@ struct LayerLimits {
   bool window_only = false;
 };
 
+// Positions [begin, end) of one image's states (MultiState::mark_image).
+struct PosRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool operator==(const PosRange&) const = default;
+};
+
 // One layer of one sequence.
 class LayerState {
  public:
@@ -133,8 +148,16 @@ class LayerState {
   int n_held(int head_kv) const { return held_[head_kv]; }
   int64_t n_held_total() const;  // over the KV heads
   bool shared_heads() const { return limits_.shared_heads; }
-  // More states held than the budget allows between steps (a restored state must not be).
+  // More states held than the budget allows between steps (a restored state must not be); kept
+  // image states are held beside the budget.
   bool over_budget() const;
+  // Image states this layer keeps (MultiStateOptions::keep_images): its policy never chooses
+  // them; only the window of a window layer drops them. Ranges in increasing order.
+  void keep(PosRange r);
+  const std::vector<PosRange>& kept() const { return kept_; }
+  bool is_kept(int64_t pos) const;
+  // Kept states held by KV head g (every head holds the same ones).
+  int n_kept(int g) const;
   int head_dim() const { return head_dim_; }
   int n_head_kv() const { return n_head_kv_; }
   const KvFormat& kv_type() const { return fmt_; }
@@ -229,6 +252,9 @@ class LayerState {
   // below n_slot (a prompt-holding pool after its cut).
   void shrink_to(int n_slot);
   int drop_outside_window(int64_t last_pos);
+  // Drops the kept states at positions <= cutoff (out of a window layer's window) from every
+  // KV head; returns how many each head dropped.
+  int drop_kept_outside(int64_t cutoff);
   int drop_to(int budget, int64_t last_pos);  // evict_to without settle()
   int drop_shared(int budget, int64_t last_pos);
   void settle();            // packs held states low after a drop; sets slot_end_
@@ -273,6 +299,9 @@ class LayerState {
   std::vector<double> key_similarity_;  // [n_head_kv][n_slot], for policies that read it
   SlotRows rows_;                       // what widen_rows() last filled
   std::vector<ValueMerge> merges_;
+  std::vector<PosRange> kept_;        // see keep()
+  std::vector<int64_t> masked_pos_;   // eviction_view: pos_ with kept states shown as free
+  std::vector<int> masked_held_;      // [n_head_kv] states the policy sees held
 };
 
 // How layer il of a multi-state made with o is bounded, and the slots its pool allocates at
@@ -283,6 +312,9 @@ struct LayerSizing {
   int holds_all_until = 0;  // tokens it holds before it first evicts
 };
 Result<LayerSizing> size_layer(const MultiStateOptions& o, int il);
+// Slots per KV head a bounded layer keeps beside its budget for kept image states
+// (MultiStateOptions::keep_images: max_kept_images x max_image; 0 when images are not kept).
+int64_t kept_slots(const MultiStateOptions& o);
 // The arguments the policy of layer il receives (n_slot left 0).
 PolicyArgs policy_args(const MultiStateOptions& o, int il);
 
@@ -324,6 +356,23 @@ class MultiState {
   int max_new() const { return max_new_; }
   // MultiStateOptions::max_image: most tokens of one image (0: the sequence takes none).
   int max_image() const { return max_image_; }
+  // MultiStateOptions::keep_images and max_kept_images.
+  bool keep_images() const { return keep_images_; }
+  int max_kept_images() const { return max_kept_images_; }
+  // The states at positions [begin, end) hold an image (fed whole, before the step that takes
+  // it evicts anything): recorded for every policy (stats, session files), and kept by every
+  // layer when keep_images. Images no layer holds any more are forgotten here.
+  void mark_image(PosRange r);
+  // The images marked, in order (those no layer holds any more are forgotten at the next mark).
+  const std::vector<PosRange>& images() const { return images_; }
+  // Those some layer still holds a state of, and how many.
+  std::vector<PosRange> images_held() const;
+  int n_images_held() const { return static_cast<int>(images_held().size()); }
+  // Session files: the marks of a restored state (increasing, apart), kept by every layer when
+  // keep_images.
+  void restore_images(std::span<const PosRange> images);
+  // Image states layer il holds, over its KV heads.
+  int64_t image_rows(int il) const;
 
   int64_t n_seen() const { return n_seen_; }
   void advance(int64_t n) { n_seen_ += n; }
@@ -355,6 +404,9 @@ class MultiState {
   bool needs_queries_ = false;
   int max_new_ = 1;
   int max_image_ = 0;
+  bool keep_images_ = false;
+  int max_kept_images_ = 0;
+  std::vector<PosRange> images_;
   PositionMode positions_ = PositionMode::kAbsolute;
   int holds_all_until_ = 0;
   bool window_drops_at_step_end_ = false;

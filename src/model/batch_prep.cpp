@@ -166,6 +166,19 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
                         run.state->policy().label());
     }
   }
+  // The image rows' positions, marked before any layer joins them: a state that keeps images
+  // (kv::MultiStateOptions::keep_images) then never lets its policy choose them.
+  for (const SequenceRun& run : s.runs) {
+    int64_t first = -1, last = -1;
+    for (const int i : run.idx) {
+      if (batch[i].embd == nullptr) continue;
+      if (first < 0) first = s.pos[i];
+      last = s.pos[i];
+    }
+    if (first < 0) continue;
+    run.state->mark_image({.begin = first, .end = last + 1});
+    for (kv::MultiState* f : run.followers) f->mark_image({.begin = first, .end = last + 1});
+  }
 
   return ok_status();
 }

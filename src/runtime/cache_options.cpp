@@ -79,6 +79,7 @@ std::string CacheOptions::label() const {
   if (positions != kv::PositionMode::kAbsolute) {
     s += fmt::format(" {}", kv::position_mode_name(positions));
   }
+  if (keep_images) s += fmt::format(" keep-images:{}", max_kept_images);
   return s;
 }
 
@@ -98,14 +99,18 @@ Result<CacheOptions> parse_cache_options(std::string_view policy, int budget,
 namespace tova::runtime {
 
 uint64_t reserve_bytes(const model::Model& m, const CacheOptions& o, int64_t n_prompt,
-                       int64_t n_ctx) {
+                       int64_t n_ctx, int max_image) {
   return reserve_bytes(m.state_options(o.policy, o.kv_type, o.prefill.max_new(n_prompt)), o,
-                       n_prompt, n_ctx);
+                       n_prompt, n_ctx, max_image);
 }
 
 uint64_t reserve_bytes(kv::MultiStateOptions so, const CacheOptions& o, int64_t n_prompt,
-                       int64_t n_ctx) {
+                       int64_t n_ctx, int max_image) {
   so.prompt_end = std::max<int64_t>(0, n_prompt);
+  // An image's step and the kept images' states take slots beside the budget (size_layer).
+  so.max_image = std::max(0, max_image);
+  so.keep_images = o.keep_images && so.max_image > 0;
+  so.max_kept_images = so.keep_images ? o.max_kept_images : 0;
   if (!check_kv_format(o.kv_type, so.head_dim).ok()) return 0;  // refused when the state is made
   // Per layer and KV head: the key pool (whole tiles of 16 slots when quantized), the value
   // rows and one position per slot, as LayerState allocates them; in every layer the most it
@@ -116,10 +121,13 @@ uint64_t reserve_bytes(kv::MultiStateOptions so, const CacheOptions& o, int64_t 
     const int64_t n_slot = std::max<int64_t>(1, !o.policy.bounded() ? n_ctx
                                                 : z.ok()            ? int64_t{z->limits.max_slots} + z->limits.image_slots
                                                 : int64_t{o.policy.budget} + so.max_new);
-    total += uint64_t(so.n_head_kv) *
-             (key_pool_bytes(o.kv_type.k, so.head_dim, n_slot) +
+    // Each layer in its own shape (Gemma 4's window and global layers differ).
+    const int n_head_kv = kv::layer_n_head_kv(so, il), head_dim = kv::layer_head_dim(so, il);
+    if (!check_kv_format(o.kv_type, head_dim).ok()) return 0;
+    total += uint64_t(n_head_kv) *
+             (key_pool_bytes(o.kv_type.k, head_dim, n_slot) +
               static_cast<uint64_t>(n_slot) *
-                  (kv_row_bytes(o.kv_type.v, so.head_dim) + sizeof(int64_t)));
+                  (kv_row_bytes(o.kv_type.v, head_dim) + sizeof(int64_t)));
   }
   return total;
 }

@@ -124,7 +124,7 @@ Result<std::vector<int32_t>> Engine::chat_prompt(const std::vector<ChatMessage>&
 
 uint64_t Engine::reserve_bytes(const CacheOptions& o, int64_t n_prompt, int64_t n_ctx,
                                const SpeculativeOptions& spec) const {
-  return runtime::reserve_bytes(*model_, o, n_prompt, n_ctx) +
+  return runtime::reserve_bytes(*model_, o, n_prompt, n_ctx, max_image_tokens()) +
          runtime::draft_reserve_bytes(*this, spec, o, n_prompt, n_ctx);
 }
 

@@ -36,6 +36,17 @@ Result<std::unique_ptr<kv::MultiState>> make_state(const model::Model& m, const 
   so.memory_limit = o.memory_limit;
   so.prompt_end = std::max<int64_t>(0, n_prompt);
   so.max_image = std::max(0, max_image);
+  if (o.keep_images) {
+    if (so.max_image == 0) {
+      return make_error("--kv-keep-images keeps image states, but no image can join this "
+                        "session: the engine has no mmproj (--mmproj)");
+    }
+    if (o.max_kept_images < 1 || o.max_kept_images > (1 << 16)) {
+      return make_error("--kv-keep-images-max {}: expected 1 to 65536 images", o.max_kept_images);
+    }
+    so.keep_images = true;
+    so.max_kept_images = o.max_kept_images;
+  }
   return kv::MultiState::create(so);
 }
 

@@ -155,6 +155,8 @@ SessionStats Session::stats() const {
     ++k.n_images;
     k.n_image_tokens += q.image.n_tokens;
   }
+  k.keep_images = st.keep_images();
+  k.n_images_held = st.n_images_held();
   for (int il = 0; il < st.n_layer(); ++il) {
     const kv::LayerState& l = st.layer(il);
     const bool window = l.window() > 0;
@@ -173,6 +175,7 @@ SessionStats Session::stats() const {
     if (window) kind->limit = std::max(kind->limit, l.window());
     kind->max_held = std::max(kind->max_held, l.n_held());
     kind->rows += l.n_held_total();
+    kind->image_rows += st.image_rows(il);
     kind->bytes += l.bytes();
     kind->held_bytes += held;
   }
@@ -284,6 +287,8 @@ Result<std::unique_ptr<Session>> resume_session(const Engine& e, const SessionOp
   s->cache.policy = d.state->policy();
   s->cache.kv_type = d.state->kv_type();
   s->cache.positions = d.state->positions();
+  s->cache.keep_images = d.state->keep_images();
+  if (d.state->keep_images()) s->cache.max_kept_images = d.state->max_kept_images();
   s->cache.prefill =
       d.state->max_new() > 1 ? PrefillMode{.chunk = d.state->max_new()} : PrefillMode{};
   s->sampling = o.sampling;

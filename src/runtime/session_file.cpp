@@ -155,6 +155,15 @@ std::vector<uint8_t> encode_session(const model::Model& m, const SessionData& d)
   w.put<uint16_t>(static_cast<uint16_t>(hd / kv_block_size(fmt.v, hd).value()));
   w.put<int32_t>(s.max_new());
   w.put<int64_t>(s.n_seen());
+  // Version 4: the images' positions, and whether they are kept (with how many at most).
+  w.put<uint8_t>(s.keep_images() ? 1 : 0);
+  w.put<uint32_t>(static_cast<uint32_t>(s.max_kept_images()));
+  const std::vector<kv::PosRange> images = s.images_held();
+  w.put<uint32_t>(static_cast<uint32_t>(images.size()));
+  for (const kv::PosRange& r : images) {
+    w.put<int64_t>(r.begin);
+    w.put<int64_t>(r.end);
+  }
   w.put<uint32_t>(static_cast<uint32_t>(s.n_layer()));
   for (int il = 0; il < s.n_layer(); ++il) {
     const kv::LayerState& L = s.layer(il);
@@ -303,14 +312,42 @@ Result<SessionState> read_cache_options(Reader& r, const model::Model& m, uint32
   if (positions > 2 || max_new < 1 || out.n_seen < 0) {
     return make_error("session file has invalid cache options");
   }
+  // Version 4: the images' positions and whether they are kept; older files kept none.
+  uint8_t keep = 0;
+  uint32_t max_kept = 0;
+  std::vector<kv::PosRange> images;
+  if (version >= 4) {
+    TOVA_ASSIGN_OR_RETURN(keep, r.get<uint8_t>("the kept-images flag"));
+    TOVA_ASSIGN_OR_RETURN(max_kept, r.get<uint32_t>("the kept images"));
+    TOVA_ASSIGN_OR_RETURN(uint32_t n_images, r.get<uint32_t>("the images"));
+    if (keep > 1 || (keep == 1 && (max_kept < 1 || max_kept > (1u << 16))) ||
+        n_images > (1u << 20)) {
+      return make_error("session file has invalid image marks");
+    }
+    for (uint32_t i = 0; i < n_images; ++i) {
+      TOVA_ASSIGN_OR_RETURN(int64_t b, r.get<int64_t>("the images"));
+      TOVA_ASSIGN_OR_RETURN(int64_t e, r.get<int64_t>("the images"));
+      if (b < 0 || e <= b || e > out.n_seen || (!images.empty() && b < images.back().end)) {
+        return make_error("session file has an invalid image at positions {}..{}", b, e);
+      }
+      images.push_back({.begin = b, .end = e});
+    }
+    if (keep == 1 && max_image <= 0) {
+      return make_error("session file keeps its image states (--kv-keep-images), but the engine "
+                        "has no mmproj (--mmproj) to size them");
+    }
+  }
   const std::string spec_text = arg >= 0 ? name + ":" + std::to_string(arg) : name;
   TOVA_ASSIGN_OR_RETURN(kv::PolicySpec spec, kv::parse_policy(spec_text, budget));
   kv::MultiStateOptions so = m.state_options(spec, out.fmt, static_cast<int>(max_new));
   so.positions = static_cast<kv::PositionMode>(positions);
   so.initial_slots = 1;  // each layer grows to its saved size in restore()
   so.max_image = max_image;  // a pool that took an image may hold more slots than k + extra
+  so.keep_images = keep == 1;
+  so.max_kept_images = static_cast<int>(max_kept);
   TOVA_ASSIGN_OR_RETURN(out.state, kv::MultiState::create(so));
   kv::MultiState& state = *out.state;
+  state.restore_images(images);
   if (static_cast<int>(recurrent.size()) != state.n_recurrent()) {
     return make_error("session file (version {}) has {} recurrent states, the model {}", version,
                       recurrent.size(), state.n_recurrent());

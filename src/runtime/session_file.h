@@ -31,7 +31,10 @@ namespace tova::runtime {
 // stores the keys' and values' storage types, the rotation flag and their blocks per row;
 // versions 1 (one type tag, f32 or f16) and 2 are still read (for models without recurrent
 // layers).
-inline constexpr uint32_t kSessionVersion = 3;
+// Version 4 adds, after the tokens seen, the images' marks: u8 kept (--kv-keep-images), u32 the
+// most images kept, u32 count, then per image i64 first and i64 end position (the images some
+// layer holds); versions 1 to 3 load with no image marked and none kept.
+inline constexpr uint32_t kSessionVersion = 4;
 // Header flag: the payload ends with a front-end note (SessionData::note).
 inline constexpr uint32_t kSessionFlagNote = 1;
 // Tokens of history kept (the repetition penalty looks back at most this far).

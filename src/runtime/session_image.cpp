@@ -18,8 +18,9 @@ int32_t image_token_id(uint64_t image_id, int t) {
 
 namespace {
 
-// Why `image` cannot join session s (ok: it can).
-Status check_image(const Session::Impl& s, const Image& image) {
+// Why `image` cannot join session s (ok: it can); n_before: images of the same call checked
+// before it (they are not queued yet, and count among the images kept).
+Status check_image(const Session::Impl& s, const Image& image, int n_before = 0) {
   if (s.engine == nullptr || !s.engine->has_mmproj()) {
     return make_error("image '{}': the engine has no mmproj (--mmproj) to encode images", image.name);
   }
@@ -39,6 +40,16 @@ Status check_image(const Session::Impl& s, const Image& image) {
   if (s.spec) {
     return make_error("image '{}': speculative decoding ({}) does not take images", image.name,
                       s.spec->options().type);
+  }
+  if (s.state->keep_images()) {
+    // Kept images are held (never evicted), so their room is fixed when the session is made.
+    int64_t n_kept = s.state->n_images_held() + n_before;
+    for (const runtime::QueuedImage& q : s.images) n_kept += q.start >= s.n_fed;
+    if (n_kept + 1 > s.state->max_kept_images()) {
+      return make_error("image '{}': this session keeps {} images already, the most it keeps "
+                        "(--kv-keep-images-max {})",
+                        image.name, n_kept, s.state->max_kept_images());
+    }
   }
   return ok_status();
 }
@@ -80,7 +91,7 @@ Status Session::queue(std::span<const int32_t> tokens, std::span<const Image> im
         return make_error("image '{}' is cut at its token {} of {}", im->name, t, im->n_tokens);
       }
     }
-    TOVA_RETURN_IF_ERROR(check_image(s, *im));
+    TOVA_RETURN_IF_ERROR(check_image(s, *im, static_cast<int>(runs.size())));
     runs.emplace_back(i, im);
     i += static_cast<size_t>(im->n_tokens);
   }

@@ -59,6 +59,46 @@ TEST(ImageCli, RunRefusesInOneLine) {
                         "per-layer embeddings");
 }
 
+// --kv-keep-images: two images under a budget smaller than either are both held (the images
+// line says so); without --mmproj, or past --kv-keep-images-max, one error line.
+TEST(ImageCli, RunKeepsImages) {
+  const std::string disc = data("vision/disc-64x48.png");
+  const std::string bars = data("vision/bars-50x30.jpg");
+  const std::string two_images = "--image " + disc + " --image " + bars +
+                                 " --kv-policy tova --kv-budget 16 -p 'A <__media__> and a "
+                                 "<__media__>.' ";
+  const CmdResult kept = run_tova(base() + two_images + "--kv-keep-images");
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_NE(kept.err.find("2 fed, 93 tokens, 2 held"), std::string::npos) << kept.err;
+  EXPECT_NE(kept.err.find("kept: --kv-keep-images"), std::string::npos) << kept.err;
+  EXPECT_ONE_LINE_ERROR(run_tova(base() + two_images + "--kv-keep-images --kv-keep-images-max 1"),
+                        "--kv-keep-images-max 1");
+  EXPECT_ONE_LINE_ERROR(run_tova("run -m " + data("arch/gemma4-f32.gguf") +
+                                 " -t 1 -n 2 --kv-keep-images -p 'Once'"),
+                        "no mmproj (--mmproj)");
+  // serve: refused at start without --mmproj, and with a cap below --image-max-count.
+  EXPECT_ONE_LINE_ERROR(run_tova("serve -m " + data("arch/gemma4-f32.gguf") +
+                                 " --port 0 --kv-keep-images"),
+                        "no --mmproj");
+  EXPECT_ONE_LINE_ERROR(run_tova("serve -m " + data("arch/gemma4-f32.gguf") + " --mmproj " +
+                                 data("vision/gemma4v-f32.gguf") +
+                                 " --port 0 --kv-keep-images --kv-keep-images-max 1 "
+                                 "--image-max-count 2"),
+                        "--kv-keep-images-max 1 is below --image-max-count 2");
+  // chat: an image past the most kept is one error line at /image, and the chat goes on.
+  const CmdResult chat = run_tova(
+      "chat -m " + data("arch/gemma4-f32.gguf") + " --mmproj " + data("vision/gemma4v-f32.gguf") +
+          " -t 1 --temp 0 -n 4 --chat-template chatml --kv-policy tova --kv-budget 16 "
+          "--kv-keep-images --kv-keep-images-max 1",
+      "/image " + disc + "\nwhat is it?\n/image " + bars + "\nand this?\n/stats\n/quit\n");
+  ASSERT_EQ(chat.code, 0) << chat.err;
+  EXPECT_NE(chat.out.find("tova: error: this conversation keeps 1 images already, the most it "
+                          "keeps (--kv-keep-images-max 1)"),
+            std::string::npos)
+      << chat.out;
+  EXPECT_NE(chat.err.find("1 fed, 48 tokens, 1 held"), std::string::npos) << chat.err;
+}
+
 TEST(ImageCli, ChatAttachesImages) {
   const std::string args = "chat -m " + data("arch/gemma4-f32.gguf") + " --mmproj " +
                            data("vision/gemma4v-f32.gguf") +

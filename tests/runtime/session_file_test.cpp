@@ -149,6 +149,16 @@ size_t key_tag_at_v2(const std::string& name) { return 32 + 8 + 4 + name.size() 
 size_t key_tag_at(const std::string& name, const std::string& arch = "llama") {
   return key_tag_at_v2(name) + 4 + arch.size() + 4;
 }
+// A version 4 file of a state without images as version 3 wrote it: without the image marks
+// (u8 kept, u32 most kept, u32 count) after the tokens seen (key types 7 bytes, chunk size 4,
+// tokens seen 8 after the key tag).
+std::vector<uint8_t> as_version_3(const std::vector<uint8_t>& v4, const std::string& name) {
+  const size_t at = key_tag_at(name) + 7 + 4 + 8;
+  std::vector<uint8_t> v3(v4.begin(), v4.begin() + at);
+  v3.insert(v3.end(), v4.begin() + at + 9, v4.end());
+  v3[8] = 3;
+  return resealed(v3);
+}
 // A version 3 file of a model without recurrent layers as version 2 wrote it.
 std::vector<uint8_t> as_version_2(const std::vector<uint8_t>& v3, const std::string& arch) {
   std::vector<uint8_t> v2(v3.begin(), v3.begin() + 40);
@@ -239,11 +249,15 @@ TEST(SessionFile, StorageTypesTravelWithTheState) {
     auto st = runtime::make_state(**m, options("tova", 64, kv::PositionMode::kAbsolute), 0);
     feed_logits(**m, **st, ids, 0, 100, pool);
     SessionData d{.state = std::move(st).value()};
-    const std::vector<uint8_t> v3 = runtime::encode_session(**m, d);
+    const std::vector<uint8_t> v4 = runtime::encode_session(**m, d);
+    const std::vector<uint8_t> v3 = as_version_3(v4, "tova");
+    auto r3 = runtime::decode_session_bytes(**m, v3);
+    ASSERT_TRUE(r3.ok()) << r3.message();
+    EXPECT_EQ(runtime::encode_session(**m, *r3), v4);
     const std::vector<uint8_t> v2 = as_version_2(v3, "llama");
     auto r2 = runtime::decode_session_bytes(**m, v2);
     ASSERT_TRUE(r2.ok()) << r2.message();
-    EXPECT_EQ(runtime::encode_session(**m, *r2), v3);
+    EXPECT_EQ(runtime::encode_session(**m, *r2), v4);
     const size_t at = key_tag_at_v2("tova");
     std::vector<uint8_t> v1(v2.begin(), v2.begin() + at);
     v1.push_back(0);  // f32
@@ -251,7 +265,7 @@ TEST(SessionFile, StorageTypesTravelWithTheState) {
     v1[8] = 1;
     auto r = runtime::decode_session_bytes(**m, resealed(v1));
     ASSERT_TRUE(r.ok()) << r.message();
-    EXPECT_EQ(runtime::encode_session(**m, *r), v3);
+    EXPECT_EQ(runtime::encode_session(**m, *r), v4);
   }
   // Loaded into another format: converted (and what converts back to f32 is the stored rows).
   {
@@ -307,11 +321,11 @@ TEST(SessionFile, HostileFilesAreOneClearErrorAndChangeNothing) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("another model"), std::string::npos) << r.message();
   // Another version.
-  auto v4 = good;
-  v4[8] = 4;
-  r = runtime::decode_session_bytes(**m, v4);
+  auto v5 = good;
+  v5[8] = 5;
+  r = runtime::decode_session_bytes(**m, v5);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.message().find("version 4"), std::string::npos) << r.message();
+  EXPECT_NE(r.message().find("version 5"), std::string::npos) << r.message();
   // Unknown header flags.
   auto flagged = good;
   flagged[12] = 2;

@@ -217,6 +217,8 @@ TEST(Codec, AcceptedFieldsDecode) {
   EXPECT_EQ(r.sampling.temp, 0.0f);
   EXPECT_EQ(r.cache.policy.label(), "sink:4");
   EXPECT_EQ(r.cache.policy.budget, 12);
+  EXPECT_FALSE(r.cache.keep_images);
+  EXPECT_TRUE(ok_request({{"messages", {user}}, {"kv_keep_images", true}}, true).cache.keep_images);
   auto plain = ok_request({{"messages", {user}}, {"logprobs", true}}, true);
   EXPECT_EQ(plain.logprobs, 0);  // the chosen token's log-probability, no alternatives
   EXPECT_EQ(ok_request({{"messages", {user}}}, true).logprobs, -1);

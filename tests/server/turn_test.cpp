@@ -115,6 +115,7 @@ TEST(Turn, ResponsesCarryReasoningContentWhenThereIsSome) {
                             {"limit", 16},
                             {"max_held", 8},
                             {"rows", 80},
+                            {"image_rows", 0},
                             {"bytes", 500},
                             {"held_bytes", 400}}));
   EXPECT_EQ(j["tova"]["layer_kinds"], json({"window", "bounded"}));

@@ -5,12 +5,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/hash.h"
 #include "kv/policy_registry.h"
+#include "kv/positions.h"
 #include "model/model.h"
+#include "runtime/engine_access.h"
+#include "runtime/session_file.h"
+#include "runtime/session_impl.h"
 #include "test_data.h"
 #include "tova/engine.h"
 #include "tova/session.h"
@@ -329,6 +337,371 @@ TEST(ImageSession, WhatIsRefused) {
     auto img = e->encode_image_file(vision_dir() + "/disc-64x48.png");
     ASSERT_TRUE(img.ok());
     EXPECT_FALSE((*sp)->queue_image(*img).ok());
+  }
+}
+
+
+// --kv-keep-images (CacheOptions::keep_images).
+
+std::unique_ptr<Session> open_keeping(const Engine& e, const std::string& policy, int budget,
+                                      const std::string& prefill = "exact",
+                                      const std::string& positions = "absolute",
+                                      int max_kept = 8) {
+  auto cache = parse_cache_options(policy, budget, prefill, "f32", positions);
+  if (!cache.ok()) return nullptr;
+  cache->keep_images = true;
+  cache->max_kept_images = max_kept;
+  auto s = e.new_session({.cache = *cache, .sampling = {.temp = 0}});
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+// spec/POSITIONS.md's gap compression, written here from the spec.
+int64_t spec_gap(int64_t d) {
+  return d <= 10 ? d : static_cast<int64_t>(std::ceil(10 + std::log(std::log(d - 10 + M_E))));
+}
+
+// Checks that every layer of s holds every state of the images at `images` (a window layer:
+// those its window still shows), in every KV head, at their own positions, and that the
+// positions the mode maps them to are the spec's functions of the held positions; returns the
+// text states a non-window layer holds per KV head (its largest).
+int check_images_held(const Session& s, std::span<const kv::PosRange> images,
+                      kv::PositionMode mode) {
+  const kv::MultiState& st = runtime::state_of(s);
+  const int64_t last = st.n_seen() - 1;
+  int most_text = 0;
+  for (int il = 0; il < st.n_layer(); ++il) {
+    const kv::LayerState& L = st.layer(il);
+    for (int g = 0; g < L.n_head_kv(); ++g) {
+      std::vector<int64_t> held;
+      for (int sl = 0; sl < L.n_slot(); ++sl) {
+        const int64_t p = L.pos()[static_cast<size_t>(g) * L.n_slot() + sl];
+        if (p >= 0) held.push_back(p);
+      }
+      std::sort(held.begin(), held.end());
+      int n_image = 0;
+      for (const kv::PosRange& r : images) {
+        for (int64_t p = r.begin; p < r.end; ++p) {
+          if (L.window() > 0 && p <= last - L.window() + 1) continue;  // out of the window
+          ++n_image;
+          EXPECT_TRUE(std::binary_search(held.begin(), held.end(), p))
+              << "layer " << il << " head " << g << " lost image position " << p;
+        }
+      }
+      if (L.window() == 0) most_text = std::max(most_text, static_cast<int>(held.size()) - n_image);
+      // The positions RoPE sees: absolute keeps them, rank and gap map the held ones.
+      std::vector<int64_t> mapped(held.size());
+      kv::map_positions(mode, held, mapped);
+      int64_t want = 0;
+      for (size_t i = 0; i < held.size(); ++i) {
+        if (mode == kv::PositionMode::kAbsolute) want = held[i];
+        if (mode == kv::PositionMode::kRank) want = static_cast<int64_t>(i);
+        if (mode == kv::PositionMode::kGap) {
+          want += spec_gap(i == 0 ? held[0] : held[i] - held[i - 1]);
+        }
+        EXPECT_EQ(mapped[i], want) << "layer " << il << " position " << held[i];
+      }
+    }
+  }
+  return most_text;
+}
+
+// Every policy example x exact/chunk:8 x absolute/gap/rank with --kv-keep-images at budget 16:
+// two images (48 tokens each, more than the budget) and text well past the budget; every image
+// state is still held in every layer and KV head, at its position, and the text keeps its
+// budget beside them.
+TEST(ImageSession, KeepImagesHoldsEveryImageStateUnderEveryPolicy) {
+  auto e = open_engine();
+  ASSERT_NE(e, nullptr);
+  auto img = e->encode_image_file(vision_dir() + "/disc-64x48.png");
+  ASSERT_TRUE(img.ok()) << img.message();
+  constexpr int kBudget = 16;
+  ASSERT_GT(img->n_tokens, kBudget);
+  int n_ok = 0, n_refused = 0;
+  for (const std::string& policy : kv::all_policy_examples()) {
+    for (const char* prefill : {"exact", "chunk:8"}) {
+      for (const char* positions : {"absolute", "gap", "rank"}) {
+        SCOPED_TRACE(policy + " " + prefill + " " + positions);
+        auto cache = parse_cache_options(policy, kBudget, prefill, "f32", positions);
+        if (!cache.ok()) continue;  // a form that needs another budget
+        cache->keep_images = true;
+        auto made = e->new_session({.cache = *cache, .sampling = {.temp = 0}});
+        if (!made.ok()) {  // refused by the policy's own rule, as without keep_images
+          EXPECT_FALSE(made.message().empty());
+          ++n_refused;
+          continue;
+        }
+        Session& s = **made;
+        std::vector<kv::PosRange> images;
+        queue_prompt(*e, s, *img);
+        const Status fed = s.feed({});
+        if (!fed.ok()) {
+          EXPECT_FALSE(fed.message().empty());
+          ++n_refused;
+          continue;
+        }
+        ++n_ok;
+        // The image's positions: its tokens' places in the history.
+        auto image_at = [&](size_t from) {
+          const auto& h = s.history();
+          const auto it = std::find(h.begin() + static_cast<long>(from), h.end(),
+                                    image_token_id(img->id, 0));
+          const int64_t b = it - h.begin();
+          return kv::PosRange{.begin = b, .end = b + img->n_tokens};
+        };
+        images.push_back(image_at(0));
+        for (int i = 0; i < 12; ++i) ASSERT_TRUE(s.decode().ok());
+        ASSERT_TRUE(s.queue_image(*img).ok());
+        ASSERT_TRUE(s.feed({}).ok());
+        images.push_back(image_at(static_cast<size_t>(images[0].end)));
+        s.queue(e->tokenize(kAfter, false, true));
+        ASSERT_TRUE(s.feed({}).ok());
+        for (int i = 0; i < 12; ++i) ASSERT_TRUE(s.decode().ok());
+        const kv::PositionMode mode = cache->positions;
+        const int text = check_images_held(s, images, mode);
+        const SessionStats st = s.stats();
+        EXPECT_TRUE(st.keep_images);
+        EXPECT_EQ(st.n_images_held, 2);
+        for (const StateKindStats& k : st.kinds) {
+          if (k.kind != "bounded" || k.limit < 0) continue;
+          // Text keeps at most its budget (rkv: and its buffer) beside the images.
+          if (policy.find("rkv") == std::string::npos) {
+            EXPECT_LE(text, k.limit);
+          }
+          // Every image state of every bounded layer and KV head.
+          int64_t want = 0;
+          const kv::MultiState& ms = runtime::state_of(s);
+          for (int il = 0; il < ms.n_layer(); ++il) {
+            if (ms.layer(il).window() == 0) {
+              want += int64_t{2} * img->n_tokens * ms.layer(il).n_head_kv();
+            }
+          }
+          EXPECT_EQ(k.image_rows, want) << k.kind;
+        }
+      }
+    }
+  }
+  std::printf("[ figures ] --kv-keep-images: %d policy x prefill x position forms held every "
+              "image state, %d refused (as without it)\n",
+              n_ok, n_refused);
+  EXPECT_GT(n_ok, 60);
+}
+
+// The budget rule: image states are held beside the budget, so a budget that holds the text
+// holds everything, and every policy example then equals `full` bit for bit (logits after every
+// token), though the image alone is three times the budget.
+TEST(ImageSession, KeepImagesUnderABudgetThatHoldsTheTextEqualsFull) {
+  auto e = open_engine();
+  ASSERT_NE(e, nullptr);
+  auto img = e->encode_image_file(vision_dir() + "/disc-64x48.png");
+  ASSERT_TRUE(img.ok()) << img.message();
+  const std::vector<int32_t> before = e->tokenize(kBefore, true, true);
+  const std::vector<int32_t> after = e->tokenize(kAfter, false, true);
+  auto logits_of = [&](Session& s) {
+    std::vector<float> out;
+    s.queue(before);
+    EXPECT_TRUE(s.queue_image(*img).ok());
+    EXPECT_TRUE(s.feed({}).ok());
+    out.assign(s.logits().begin(), s.logits().end());
+    for (const int32_t t : after) {
+      EXPECT_TRUE(s.feed({&t, 1}).ok());
+      out.insert(out.end(), s.logits().begin(), s.logits().end());
+    }
+    return out;
+  };
+  auto full = open_session(*e, "full", 0);
+  ASSERT_NE(full, nullptr);
+  const std::vector<float> want = logits_of(*full);
+  // Text tokens: BOS, the text, the image's two markers, the text after it.
+  const int n_text = static_cast<int>(full->n_seen()) - img->n_tokens;
+  ASSERT_LT(n_text, img->n_tokens);
+  int n_equal = 0, n_forms = 0;
+  for (const std::string& policy : kv::all_policy_examples()) {
+    SCOPED_TRACE(policy);
+    // pyramidkv gives some layers less than k (its pyramid): k does not hold the text there.
+    if (policy.rfind("pyramidkv", 0) == 0) continue;
+    ++n_forms;
+    auto s = open_keeping(*e, policy, n_text);
+    if (s == nullptr) continue;  // refused by its own rule
+    const std::vector<float> got = logits_of(*s);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+    ++n_equal;
+    // Without keep_images the same budget must evict (the check is not vacuous).
+    if (policy == "tova") {
+      auto plain = open_session(*e, policy, n_text);
+      const std::vector<float> evicted = logits_of(*plain);
+      EXPECT_NE(0, std::memcmp(evicted.data(), want.data(), want.size() * sizeof(float)));
+    }
+  }
+  std::printf("[ figures ] --kv-keep-images at k = %d text tokens beside a %d-token image: %d of "
+              "%d policy examples equal full bit for bit (the rest refused by their own rule)\n",
+              n_text, img->n_tokens, n_equal, n_forms);
+  EXPECT_GE(n_equal, 15);
+}
+
+// A session file saved with kept image states (text past the budget) keeps the marks: loaded, it
+// continues token for token, and its image states stay held through another image.
+TEST(ImageSession, KeepImagesSessionFileContinuesTokenForToken) {
+  auto e = open_engine();
+  ASSERT_NE(e, nullptr);
+  auto img = e->encode_image_file(vision_dir() + "/disc-64x48.png");
+  ASSERT_TRUE(img.ok()) << img.message();
+  for (const char* positions : {"absolute", "gap"}) {
+    SCOPED_TRACE(positions);
+    auto s = open_keeping(*e, "h2o", 16, "exact", positions, 3);
+    ASSERT_NE(s, nullptr);
+    queue_prompt(*e, *s, *img);
+    ASSERT_TRUE(s->feed({}).ok());
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(s->decode().ok());
+    const std::string path = ::testing::TempDir() + "/keep-images-session.bin";
+    ASSERT_TRUE(s->save(path).ok());
+    auto loaded = e->load_session(path, {.sampling = {.temp = 0}});
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    Session& r = *loaded->session;
+    const kv::MultiState& a = runtime::state_of(*s);
+    const kv::MultiState& b = runtime::state_of(r);
+    EXPECT_TRUE(b.keep_images());
+    EXPECT_EQ(b.max_kept_images(), 3);
+    EXPECT_EQ(b.images(), a.images());
+    EXPECT_EQ(r.stats().kinds.front().image_rows, s->stats().kinds.front().image_rows);
+    EXPECT_EQ(r.cache().label(), s->cache().label());
+    for (int i = 0; i < 16; ++i) {
+      auto x = s->decode();
+      auto y = r.decode();
+      ASSERT_TRUE(x.ok() && y.ok());
+      EXPECT_EQ(*x, *y) << i;
+    }
+    // Both take another image and go on alike; the first image's states stay held.
+    ASSERT_TRUE(s->queue_image(*img).ok());
+    ASSERT_TRUE(r.queue_image(*img).ok());
+    ASSERT_TRUE(s->feed({}).ok());
+    ASSERT_TRUE(r.feed({}).ok());
+    for (int i = 0; i < 8; ++i) {
+      auto x = s->decode();
+      auto y = r.decode();
+      ASSERT_TRUE(x.ok() && y.ok());
+      EXPECT_EQ(*x, *y) << i;
+    }
+    EXPECT_EQ(r.stats().n_images_held, 2);
+    check_images_held(r, b.images(), b.positions());
+    std::remove(path.c_str());
+  }
+  // Hostile marks: a kept flag of 2, an image past the tokens seen, images out of order; each
+  // one error line. The marks follow the tokens seen: header 32, fingerprint 8, architecture
+  // (4 + 6), recurrent count 4, policy name (4 + 3), arg and budget 8, positions 1, K/V format 7,
+  // chunk size 4, tokens seen 8.
+  const model::Model& m = EngineAccess::model(*e);
+  auto s = open_keeping(*e, "h2o", 16, "exact", "absolute", 3);
+  queue_prompt(*e, *s, *img);
+  ASSERT_TRUE(s->feed({}).ok());
+  const std::vector<uint8_t> good = runtime::encode_session(m, runtime::session_data(*s, -1));
+  const size_t at = 32 + 8 + 4 + 6 + 4 + 4 + 3 + 8 + 1 + 7 + 4 + 8;
+  ASSERT_EQ(good[at], 1);  // kept
+  auto sealed = [](std::vector<uint8_t> b) {
+    const uint64_t size = b.size() - 32, hash = fnv1a(b.data() + 32, size);
+    std::memcpy(&b[16], &size, 8);
+    std::memcpy(&b[24], &hash, 8);
+    return b;
+  };
+  ASSERT_TRUE(runtime::decode_session_bytes(m, good, e->max_image_tokens()).ok());
+  int64_t seen = 0;
+  std::memcpy(&seen, &good[at - 8], 8);
+  // After the kept flag: u32 most kept, u32 count, then the first image's begin and end.
+  const size_t first = at + 1 + 4 + 4;
+  for (const auto& [field, value, needle] :
+       {std::tuple<size_t, int64_t, const char*>{at, 2, "invalid image marks"},
+        {first + 8, seen + 1, "invalid image at positions"},  // ends past the tokens seen
+        {first, -5, "invalid image at positions"}}) {         // starts before 0
+    std::vector<uint8_t> bad = good;
+    if (field == at) {
+      bad[at] = static_cast<uint8_t>(value);
+    } else {
+      std::memcpy(&bad[field], &value, 8);
+    }
+    auto r = runtime::decode_session_bytes(m, sealed(bad), e->max_image_tokens());
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.message().find(needle), std::string::npos) << r.message();
+    EXPECT_EQ(r.message().find('\n'), std::string::npos);
+  }
+  // Without keep-images the file marks the images some layer still holds, no others: window
+  // k = 32 over two 48-token images in a row (the first still held when the second is marked)
+  // forgets the first.
+  {
+    auto plain = open_session(*e, "window", 32);
+    plain->queue(e->tokenize(kBefore, /*add_bos=*/true, /*parse_special=*/true));
+    ASSERT_TRUE(plain->queue_image(*img).ok());
+    ASSERT_TRUE(plain->queue_image(*img).ok());
+    ASSERT_TRUE(plain->feed({}).ok());
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(plain->decode().ok());
+    const kv::MultiState& ps = runtime::state_of(*plain);
+    ASSERT_EQ(ps.images().size(), 2u);
+    ASSERT_EQ(ps.images_held().size(), 1u);
+    auto back = runtime::decode_session_bytes(
+        m, runtime::encode_session(m, runtime::session_data(*plain, -1)), e->max_image_tokens());
+    ASSERT_TRUE(back.ok()) << back.message();
+    EXPECT_FALSE(back->state->keep_images());
+    EXPECT_EQ(back->state->images(), ps.images_held());
+  }
+  // A file that keeps images, loaded by an engine without an mmproj: refused by name.
+  auto no_mmproj = runtime::decode_session_bytes(m, good, 0);
+  ASSERT_FALSE(no_mmproj.ok());
+  EXPECT_NE(no_mmproj.message().find("--mmproj"), std::string::npos) << no_mmproj.message();
+}
+
+// What keep_images refuses, and what it counts: no mmproj (a text-only engine) refuses the
+// session by name; an image past --kv-keep-images-max is refused (nothing queued); the memory
+// the library and the server reserve is what the state can reach with the kept images.
+TEST(ImageSession, KeepImagesRefusalsAndMemory) {
+  {
+    auto text_only = Engine::load({.model_path = text_model(), .n_threads = 1});
+    ASSERT_TRUE(text_only.ok());
+    auto cache = parse_cache_options("tova", 16);
+    cache->keep_images = true;
+    auto s = (*text_only)->new_session({.cache = *cache});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("--mmproj"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("--kv-keep-images"), std::string::npos) << s.message();
+  }
+  auto e = open_engine();
+  ASSERT_NE(e, nullptr);
+  {
+    auto cache = parse_cache_options("tova", 16);
+    cache->keep_images = true;
+    cache->max_kept_images = 0;
+    auto s = e->new_session({.cache = *cache});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("--kv-keep-images-max 0"), std::string::npos) << s.message();
+  }
+  auto img = e->encode_image_file(vision_dir() + "/disc-64x48.png");
+  ASSERT_TRUE(img.ok()) << img.message();
+  for (const char* policy : {"tova", "window", "full"}) {
+    SCOPED_TRACE(policy);
+    auto s = open_keeping(*e, policy, 16, "exact", "absolute", 2);
+    ASSERT_NE(s, nullptr);
+    queue_prompt(*e, *s, *img);
+    ASSERT_TRUE(s->queue_image(*img).ok());  // two queued: the most
+    const size_t n_hist = s->history().size();
+    const Status third = s->queue_image(*img);
+    ASSERT_FALSE(third.ok());
+    EXPECT_NE(third.message().find("--kv-keep-images-max 2"), std::string::npos)
+        << third.message();
+    EXPECT_EQ(s->history().size(), n_hist);
+    ASSERT_TRUE(s->feed({}).ok());
+    for (int i = 0; i < 24; ++i) ASSERT_TRUE(s->decode().ok());
+    EXPECT_FALSE(s->queue_image(*img).ok());  // fed, and still kept
+    // Memory: the state reaches no more than it says, and the engine reserves that much.
+    const kv::MultiState& st = runtime::state_of(*s);
+    const SessionStats stats = s->stats();
+    auto cache = parse_cache_options(policy, 16);
+    cache->keep_images = true;
+    cache->max_kept_images = 2;
+    const uint64_t reserved = e->reserve_bytes(*cache, 1, 4096);
+    if (st.budget() >= 0) {
+      EXPECT_LE(stats.kv_capacity, st.max_bytes());
+      EXPECT_EQ(reserved, st.max_bytes());
+      cache->keep_images = false;
+      EXPECT_LT(e->reserve_bytes(*cache, 1, 4096), reserved);
+    }
   }
 }
 

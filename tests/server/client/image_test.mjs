@@ -72,6 +72,21 @@ await check('two images under tova k=16: every layer holds its budget', async ()
   assert.ok(r.body.tova.tokens_seen > 93);
 });
 
+await check('kv_keep_images: both images held beside tova k=16, counted in /metrics', async () => {
+  const r = await post({ messages: ask([imagePart(disc), { type: 'text', text: 'and' },
+    imagePart(bars)]), kv_policy: 'tova', kv_budget: 16, kv_keep_images: true,
+    cache_prompt: false });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  const bounded = r.body.tova.memory_by_kind.find((k) => k.kind === 'bounded');
+  assert.ok(bounded.image_rows >= 93, JSON.stringify(bounded));
+  assert.equal(bounded.max_held, 16 + 93, JSON.stringify(bounded));
+  const bad = await post({ messages: ask([{ type: 'text', text: 'x' }]), kv_keep_images: 'yes' });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.param, 'kv_keep_images');
+  const metrics = await (await fetch(`${s.url}/metrics`)).text();
+  assert.match(metrics, /tova_state_image_rows\{kind="bounded"\} \d+/);
+});
+
 await check('each limit and hostile part is a 400 naming the field', async () => {
   const cases = [
     [[imagePart('https://example.com/cat.png')], 'messages[0].content[0].image_url.url', 'remote'],
@@ -148,6 +163,14 @@ await check('without --mmproj an image part is a 400 naming --mmproj', async () 
   assert.equal(r.status, 400);
   assert.equal(body.error.param, 'messages[0].content[0].image_url');
   assert.ok(body.error.message.includes('--mmproj'), JSON.stringify(body));
+  const keep = await fetch(`${plain.url}/v1/chat/completions`, { method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 2,
+      kv_keep_images: true }) });
+  const keepBody = await keep.json();
+  assert.equal(keep.status, 400);
+  assert.equal(keepBody.error.param, 'kv_keep_images');
+  assert.ok(keepBody.error.message.includes('--mmproj'), JSON.stringify(keepBody));
   await stopServer(plain);
 });
 
