@@ -38,10 +38,10 @@ void add_repack_flags(CLI::App& app, std::optional<bool>& repack) {
   app.add_flag_callback(
       "--repack", [&repack] { repack = true; },
       "repack Q4_0 attention and feed-forward weights at load into 8-row interleaved groups "
-      "(q4_0_r8: for decode and verify steps; in place, the same memory)");
+      "(q4_0_r8: for decode and verify steps; in place, the same memory; the default)");
   app.add_flag_callback(
       "--no-repack", [&repack] { repack = false; },
-      "keep the weights in the file's layout (see --repack; the default is off for now)");
+      "keep the weights in the file's layout (see --repack)");
 }
 
 void GpuFlags::add(CLI::App& app) {

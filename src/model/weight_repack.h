@@ -12,9 +12,10 @@
 namespace tova::model {
 
 // Whether Model::load repacks by default (ModelOptions::repack; `--no-repack` / `--repack` on
-// the command line). Off until a quiet-window benchmark says repacked decode is not slower
-// (docs/PERFORMANCE.md, issue 48/50): flip it here.
-inline constexpr bool kRepackByDefault = false;
+// the command line). On since the quiet-window benchmark of 2026-12-08 (docs/PERFORMANCE.md,
+// "Q4_0 rows repacked at load"): verify steps of 2-8 tokens 0.66-0.97x the time, decode and
+// prompts not slower, on AVX3_DL and AVX2.
+inline constexpr bool kRepackByDefault = true;
 
 struct RepackStats {
   int n_matrices = 0;    // matrices repacked
