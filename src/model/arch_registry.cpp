@@ -20,7 +20,8 @@
   X(kArchLfm2Moe)             \
   X(kArchGraniteHybrid)       \
   X(kArchNemotronH)           \
-  X(kArchNemotronHMoe)
+  X(kArchNemotronHMoe)        \
+  X(kArchFalconH1)
 
 namespace tova::model {
 

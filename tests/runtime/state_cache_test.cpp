@@ -213,9 +213,11 @@ TEST_P(HybridStateCache, AHybridModelsStateIsContinuedWholeOrNotAtAll) {
 }
 
 // qwen35's Gated DeltaNet states, lfm2's convolution states, granitehybrid's and nemotron_h's
-// Mamba2 states (nemotron_h's feed-forward layers keep none).
+// Mamba2 states (nemotron_h's feed-forward layers keep none), falcon-h1's K/V and Mamba2 state
+// in every layer.
 INSTANTIATE_TEST_SUITE_P(Families, HybridStateCache,
-                         ::testing::Values("qwen35", "lfm2", "granitehybrid", "nemotron_h"));
+                         ::testing::Values("qwen35", "lfm2", "granitehybrid", "nemotron_h",
+                                           "falcon-h1"));
 
 }  // namespace
 }  // namespace tova
