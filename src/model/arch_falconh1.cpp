@@ -25,10 +25,11 @@
 // group_count (mamba2_loader.cpp); rope.dimension_count is not written (head_dim rotated).
 // Tensors per layer: attn_norm, attn_q/k/v/output, ssm_in, ssm_conv1d (+ bias, optional),
 // ssm_dt.bias, ssm_a, ssm_d, ssm_norm (optional: mamba_rms_norm), ssm_out, ffn_norm (no
-// ".weight" suffix, as the converter names it), ffn_gate/up/down; optional attn_q/k/v.bias (all three) and ffn_gate/up/down.bias (all three),
-// which llama.cpp adds where present. Refused by name: attn_output.bias and rope_freqs.weight,
-// which llama.cpp 34af94cd loads for this family but never applies (falcon-h1.cpp passes no
-// output bias and no frequency factors), so a file with them has no reference to match.
+// ".weight" suffix, as the converter names it), ffn_gate/up/down; optional attn_q/k/v.bias (all
+// three) and ffn_gate/up/down.bias (all three), which llama.cpp adds where present. Refused by
+// name: attn_output.bias and rope_freqs.weight, which llama.cpp 34af94cd loads for this family but
+// never applies (falcon-h1.cpp passes no output bias and no frequency factors), so a file with them
+// has no reference to match.
 #include <fmt/format.h>
 
 #include "model/arch.h"
@@ -46,9 +47,10 @@ Status configure(KeyReader& keys, ModelConfig& c) {
 // A tensor llama.cpp loads for this family but never computes with.
 Status refuse_unapplied(const TensorLoader& ld, const std::string& name) {
   if (!ld.has(name)) return ok_status();
-  return make_error("{}: tensor '{}' is not applied by llama.cpp's falcon-h1 graph (the "
-                    "reference tova matches), so tova refuses it rather than guess",
-                    ld.file().path(), name);
+  return make_error(
+      "{}: tensor '{}' is not applied by llama.cpp's falcon-h1 graph (the "
+      "reference tova matches), so tova refuses it rather than guess",
+      ld.file().path(), name);
 }
 
 // The optional biases that come in threes: one present asks for all (the missing one is named).

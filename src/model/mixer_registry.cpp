@@ -8,8 +8,8 @@
   X(kMixerSharedKv)    \
   X(kMixerDeltaNet)    \
   X(kMixerShortConv)   \
-  X(kMixerMamba2)     \
-  X(kMixerNone)       \
+  X(kMixerMamba2)      \
+  X(kMixerNone)        \
   X(kMixerAttnMamba2)
 
 namespace tova::model {

@@ -49,9 +49,10 @@ TEST(FalconH1, EveryLayerHoldsKvAndAMamba2State) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ((*st)->n_layer(), 4);
   ASSERT_EQ((*st)->n_recurrent(), 4);
-  EXPECT_EQ((*st)->recurrent(0).shape(),
-            (kv::RecurrentShape{
-                .conv_channels = 160, .conv_taps = 3, .n_head = 6, .head_dim = 16, .state_cols = 16}));
+  EXPECT_EQ(
+      (*st)->recurrent(0).shape(),
+      (kv::RecurrentShape{
+          .conv_channels = 160, .conv_taps = 3, .n_head = 6, .head_dim = 16, .state_cols = 16}));
 }
 
 // The fixture rewritten: tensors dropped, zeroed or added (a copy of another), a key set.
@@ -144,22 +145,20 @@ TEST(FalconH1, BadFilesAreOneErrorNamingWhatIsWrong) {
   expect_one_error_line(load_error({.key = a + "ssm.conv_kernel", .value = {3}}),
                         "blk.0.ssm_conv1d.weight");
   // A missing tensor is named, attention's, Mamba2's or the feed-forward's.
-  for (const char* t : {"blk.0.attn_k.weight", "blk.1.ssm_in.weight", "blk.2.ssm_a",
-                        "blk.3.ssm_d", "blk.1.ssm_dt.bias", "blk.2.ssm_out.weight",
-                        "blk.3.ffn_norm", "blk.0.ffn_gate.weight", "blk.2.attn_norm.weight"}) {
+  for (const char* t : {"blk.0.attn_k.weight", "blk.1.ssm_in.weight", "blk.2.ssm_a", "blk.3.ssm_d",
+                        "blk.1.ssm_dt.bias", "blk.2.ssm_out.weight", "blk.3.ffn_norm",
+                        "blk.0.ffn_gate.weight", "blk.2.attn_norm.weight"}) {
     expect_one_error_line(load_error({.drop = {t}}), std::string("missing tensor '") + t + "'");
   }
   // Tensors llama.cpp loads for this family but never applies: refused by name.
   expect_one_error_line(
       load_error({.add = "blk.1.attn_output.bias", .add_from = "blk.1.attn_norm.weight"}),
       "tensor 'blk.1.attn_output.bias' is not applied by llama.cpp's falcon-h1 graph");
-  expect_one_error_line(
-      load_error({.add = "rope_freqs.weight", .add_from = "blk.0.ssm_d"}),
-      "tensor 'rope_freqs.weight' is not applied");
+  expect_one_error_line(load_error({.add = "rope_freqs.weight", .add_from = "blk.0.ssm_d"}),
+                        "tensor 'rope_freqs.weight' is not applied");
   // The feed-forward norm under the suffixed name llama.cpp does not read; one bias of three.
-  expect_one_error_line(
-      load_error({.add = "blk.0.ffn_norm.weight", .add_from = "blk.0.ffn_norm"}),
-      "tensor 'blk.0.ffn_norm.weight' is not used");
+  expect_one_error_line(load_error({.add = "blk.0.ffn_norm.weight", .add_from = "blk.0.ffn_norm"}),
+                        "tensor 'blk.0.ffn_norm.weight' is not used");
   expect_one_error_line(
       load_error({.add = "blk.2.attn_q.bias", .add_from = "blk.2.attn_norm.weight"}),
       "missing tensor 'blk.2.attn_k.bias'");
