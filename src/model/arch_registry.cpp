@@ -8,7 +8,7 @@
   X(kArchQwen3)               \
   X(kArchPhi3)                \
   X(kArchGemma2)              \
-  X(kArchGemma3)               \
+  X(kArchGemma3)              \
   X(kArchSmolLM3)             \
   X(kArchGemma4)              \
   X(kArchQwen2Moe)            \

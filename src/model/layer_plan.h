@@ -24,10 +24,10 @@ enum class MixerKind { kAttention, kSharedKv, kDeltaNet, kShortConv, kMamba2, kN
 
 // What a mixer kind keeps per sequence in the multi-state (kv::MultiStateOptions).
 enum class MixerState {
-  kKv,         // K/V rows in one of the multi-state's layers, bounded by its policy
-  kRecurrent,  // a fixed-size recurrent state (kv::RecurrentState), the same at any length
-  kOwners,     // nothing: it reads an earlier layer's K/V, as that layer holds it
-  kNothing,    // nothing at all: the layer mixes no tokens (MixerKind::kNone)
+  kKv,              // K/V rows in one of the multi-state's layers, bounded by its policy
+  kRecurrent,       // a fixed-size recurrent state (kv::RecurrentState), the same at any length
+  kOwners,          // nothing: it reads an earlier layer's K/V, as that layer holds it
+  kNothing,         // nothing at all: the layer mixes no tokens (MixerKind::kNone)
   kKvAndRecurrent,  // both: K/V rows of its attention and the recurrent state of the kind
                     // beside it (parallel mixers, MixerKind::kAttnMamba2)
 };

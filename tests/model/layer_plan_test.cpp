@@ -27,9 +27,8 @@ TEST(LayerPlan, EveryMixerKindIsListedOnceWithItsBlock) {
     EXPECT_TRUE(names.insert(m->name).second);
     EXPECT_TRUE(kinds.insert(m->kind).second);
     EXPECT_NE(m->block, nullptr);
-    EXPECT_EQ(m->recurrent_shape != nullptr,
-              m->holds == model::MixerState::kRecurrent ||
-                  m->holds == model::MixerState::kKvAndRecurrent);
+    EXPECT_EQ(m->recurrent_shape != nullptr, m->holds == model::MixerState::kRecurrent ||
+                                                 m->holds == model::MixerState::kKvAndRecurrent);
     EXPECT_EQ(&model::mixer_spec(m->kind), m);
   }
 }

@@ -73,9 +73,9 @@ TEST_P(Hybrid, PromptAtOnceEqualsTokenByToken) {
   EXPECT_LT(qwen35_rel_l2(at_once, one_by_one), GetParam().ends_with("moe") ? 5e-5 : 1e-5);
 }
 
-// tova and window at k = 8 bound the two attention layers (falcon-h1: all four; 8 states per KV head after 48
-// tokens) and nothing else; the recurrent states are the same bytes whatever the policy; a
-// budget above the length equals full bit for bit.
+// tova and window at k = 8 bound the two attention layers (falcon-h1: all four; 8 states per KV
+// head after 48 tokens) and nothing else; the recurrent states are the same bytes whatever the
+// policy; a budget above the length equals full bit for bit.
 TEST_P(Hybrid, PoliciesBoundOnlyTheAttentionLayers) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(fixture(GetParam()));
