@@ -38,6 +38,12 @@ namespace tova::model {
 namespace {
 
 Status configure(KeyReader& keys, ModelConfig& c) {
+  // llama.cpp requires the epsilon for this family (load_config's default would compute another
+  // model than the file's).
+  if (!keys.has("attention.layer_norm_rms_epsilon")) {
+    return make_error("{}: {} is absent (architecture '{}' needs it)", keys.file().path(),
+                      keys.key("attention.layer_norm_rms_epsilon"), c.arch_name);
+  }
   TOVA_RETURN_IF_ERROR(read_mamba2_keys(keys, c));
   c.rope.mode = kernels::RopeMode::kNeox;  // llama.cpp: LLAMA_ROPE_TYPE_NEOX for FALCON_H1
   c.layer_parallel.assign(c.n_layer, true);

@@ -63,12 +63,15 @@ struct FalconRewrite {
   std::string key;
   std::vector<int32_t> value;  // one element: a u32, else an i32 array
   float f = 0.f;               // with key and no value: an f32
+  std::string drop_key;
 };
 
 Result<std::unique_ptr<model::Model>> load_rewritten(const FalconRewrite& r) {
   TOVA_ASSIGN_OR_RETURN(auto f, io::GgufFile::open(falcon_fixture(), io::GgufFile::Load::kRead));
   io::GgufWriter out;
-  for (const auto& [k, v] : f->metadata()) out.set(k, v);
+  for (const auto& [k, v] : f->metadata()) {
+    if (k != r.drop_key) out.set(k, v);
+  }
   if (!r.key.empty()) {
     out.set(r.key, r.value.empty()       ? io::GgufValue::make_f32(r.f)
                    : r.value.size() == 1 ? io::GgufValue::make_u32(r.value[0])
@@ -165,7 +168,11 @@ TEST(FalconH1, BadFilesAreOneErrorNamingWhatIsWrong) {
   expect_one_error_line(
       load_error({.add = "blk.0.ffn_down.bias", .add_from = "blk.0.attn_norm.weight"}),
       "missing tensor 'blk.0.ffn_gate.bias'");
-  // Keys llama.cpp does not read for this family (a multiplier, a per-layer pattern).
+  // Required keys absent (llama.cpp requires them too).
+  for (const char* k : {"attention.layer_norm_rms_epsilon", "ssm.state_size", "ssm.group_count"}) {
+    expect_one_error_line(load_error({.drop_key = a + k}), a + k);
+  }
+  // Keys llama.cpp does not read for this family (multipliers).
   expect_one_error_line(load_error({.key = a + "attention.scale", .f = 0.5f}),
                         a + "attention.scale");
   expect_one_error_line(load_error({.key = a + "embedding_scale", .f = 2.f}),
