@@ -11,7 +11,8 @@
 # c20ec58 (2026-12-07), which the fixture writer's move to src/model/fixture/ left identical;
 # a change that means to change a fixture regenerates it with the first form. A new family adds
 # lines: nemotron_h and nemotron_h_moe (2026-12-07) added 160 (their fixtures, plans and
-# held-back cases in every type), the 1435 before byte-identical (diff of the sorted lists).
+# held-back cases in every type), the 1435 before byte-identical (diff of the sorted lists);
+# falcon-h1 (2026-12-08) added 64, the 1595 before byte-identical.
 #
 # What it covers (the names come from the program's own error messages, so a new family, shape
 # or weight type is covered without editing this script):
