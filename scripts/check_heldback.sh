@@ -1,7 +1,7 @@
 #!/bin/bash
 # Held-back fixtures against llama.cpp: tova on files it was never tuned on. For every
 # mixture-of-experts and hybrid family (qwen3moe, gpt-oss, qwen2moe, Mixtral, qwen35,
-# qwen35moe, smollm3, gemma4, lfm2, lfm2moe, granitehybrid, nemotron_h, nemotron_h_moe, qwen3next) this makes fixtures of other shapes and seeds than the committed
+# qwen35moe, smollm3, gemma4, lfm2, lfm2moe, granitehybrid, nemotron_h, nemotron_h_moe, qwen3next, falcon-h1) this makes fixtures of other shapes and seeds than the committed
 # ones (`tova make-random --arch FAMILY --set ...`: other head counts, GQA ratios, expert
 # counts and top-k, windows, layer counts, rows that no super-block divides), quantizes their
 # F32 file with llama-quantize into every mix it writes from an F32 file without an importance
@@ -152,6 +152,12 @@ CASES=(
   # every third layer, 4 experts of 64 with 2 chosen.
   "qwen3next-a|qwen3next|141|n_embd=256 n_layer=4 n_head=8 n_head_kv=2 head_dim=64 n_rot=16 ssm_state=32 ssm_groups=2 ssm_v_heads=6 full_attention_interval=2 n_expert=16 n_expert_used=4 n_ff_exp=256 n_ff_shexp=256 weight_std=0.075"
   "qwen3next-b|qwen3next-ssm_in|142|n_embd=96 n_layer=6 n_head=2 n_head_kv=1 head_dim=16 n_rot=4 ssm_state=16 ssm_groups=1 ssm_v_heads=4 ssm_conv_kernel=3 full_attention_interval=3 n_expert=4 n_expert_used=2 n_ff_exp=64 n_ff_shexp=32 weight_std=0.12"
+  # falcon-h1: attention beside Mamba2 in every layer; 5 layers, 8 query heads of 32 over 2, 12
+  # Mamba2 heads of 32 in one group (d_inner 384: 1.5 n_embd), state 32, kernel 4; 3 layers, 3
+  # heads over 1, 6 Mamba2 heads of 32 in 3 groups, state 8, kernel 2, with the optional parts
+  # a converted file may have (q/k/v and feed-forward biases) or lack (ssm_norm).
+  "falcon-h1-a|falcon-h1|141|n_embd=256 n_layer=5 n_head=8 n_head_kv=2 head_dim=32 n_ff=512 mamba2_d_inner=384 mamba2_heads=12 mamba2_groups=1 mamba2_d_state=32 mamba2_conv_kernel=4 weight_std=0.075"
+  "falcon-h1-b|falcon-h1|142|n_embd=96 n_layer=3 n_head=3 n_head_kv=1 head_dim=32 n_ff=160 mamba2_d_inner=192 mamba2_heads=6 mamba2_groups=3 mamba2_d_state=8 mamba2_conv_kernel=2 mamba2_norm=0 qkv_bias=1 ffn_bias=1 weight_std=0.12"
 )
 
 g++ -std=c++17 -O2 -o "$WORK/llama_dump" scripts/llama_dump.cpp -I"$LLAMA_DIR/include" \

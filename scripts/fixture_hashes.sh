@@ -13,6 +13,7 @@
 # lines: nemotron_h and nemotron_h_moe (2026-12-07) added 160 (their fixtures, plans and
 # held-back cases in every type), the 1435 before byte-identical (diff of the sorted lists);
 # qwen3next (2026-12-07) added 128, the 1595 before byte-identical.
+# falcon-h1 (2026-12-08) added 64, the ones before byte-identical.
 #
 # What it covers (the names come from the program's own error messages, so a new family, shape
 # or weight type is covered without editing this script):

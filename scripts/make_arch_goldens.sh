@@ -39,7 +39,7 @@ mkdir -p "$OUT"
 } > "$OUT/SOURCE"
 for arch in llama3 qwen3 qwen2 mistral phi3 gemma2 gemma3 mixtral qwen2moe qwen3moe gpt-oss smollm3 gemma4 gemma4e gemma4moe qwen35 qwen35moe \
     qwen35-mtp qwen35moe-mtp lfm2 lfm2moe granitehybrid granitehybrid-moe nemotron_h nemotron_h_moe nemotron_h_moe-latent \
-    qwen3next qwen3next-ssm_in qwen3next-mtp; do
+    qwen3next qwen3next-ssm_in qwen3next-mtp falcon-h1; do
   wanted "$arch" || continue
   "$BUILD/bin/tova" make-random --arch "$arch" --type f32 -t 1 -o "$OUT/$arch-f32.gguf"
   "$TMP/llama_dump" "$OUT/$arch-f32.gguf" "$SHARED/golden/tokens-128.json" \
@@ -51,9 +51,10 @@ done
 # matrices split on block rows, qwen3's q/k norms in the int8 path, the hybrids' DeltaNet
 # projections, lfm2's short-convolution projections, granitehybrid's and nemotron_h's Mamba2
 # projections (nemotron_h's squared-ReLU feed-forwards too, nemotron_h_moe's sigmoid-routed
-# ungated experts, shared expert and latent projections; qwen3next's fused ssm_ba and ssm_in).
+# ungated experts, shared expert and latent projections; qwen3next's fused ssm_ba and ssm_in;
+# falcon-h1's attention and Mamba2 projections side by side).
 for arch in qwen3 phi3 mixtral qwen2moe qwen3moe smollm3 gemma4 gemma4e gemma4moe qwen35 qwen35moe lfm2 lfm2moe granitehybrid granitehybrid-moe nemotron_h nemotron_h_moe nemotron_h_moe-latent \
-    qwen3next qwen3next-ssm_in; do
+    qwen3next qwen3next-ssm_in falcon-h1; do
   wanted "$arch" || continue
   "$BUILD/bin/tova" make-random --arch "$arch" --type q8_0 -t 1 -o "$OUT/$arch-q8_0.gguf"
   "$TMP/llama_dump" "$OUT/$arch-q8_0.gguf" "$SHARED/golden/tokens-128.json" \

@@ -73,7 +73,9 @@ struct LayerStats {
 //              bytes 0); what it reads is bounded by that layer's policy. Listed in
 //              SessionStats::layers in the model's order with kind "shared" (no states held).
 // SessionStats::layers also lists a layer without a token mixer (Nemotron-H's feed-forward
-// layers), kind "none": it holds no state at all, so no StateKindStats has that kind.
+// layers), kind "none": it holds no state at all, so no StateKindStats has that kind. A layer
+// that attends beside a recurrent mixer (Falcon-H1's every layer) is listed with its K/V kind,
+// and its fixed-size state is counted in the "recurrent" kind too (n_layer counts it in both).
 struct StateKindStats {
   std::string kind;
   int n_layer = 0;     // layers of this kind

@@ -105,12 +105,14 @@ Status load_deltanet(TensorLoader& ld, const ModelConfig& c, int il, LayerWeight
 // in one line naming the pattern key.
 Status load_qwen35_mixer(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
 
-// Mamba2 families (granitehybrid, nemotron_h; mamba2_loader.cpp): the ssm.* keys (conv_kernel,
-// inner_size, state_size, time_step_rank, group_count; all required) into c.mamba2, checked
-// against each other; and a Mamba2 layer's mixer: ssm_in, ssm_conv1d (+ bias), ssm_dt.bias,
-// ssm_a, ssm_d, ssm_norm, ssm_out, checked against them (not its attn_norm).
+// Mamba2 families (granitehybrid, nemotron_h, falcon-h1; mamba2_loader.cpp): the ssm.* keys
+// (conv_kernel, inner_size, state_size, time_step_rank, group_count; all required) into
+// c.mamba2, checked against each other; and a Mamba2 layer's mixer: ssm_in, ssm_conv1d (+ bias),
+// ssm_dt.bias, ssm_a, ssm_d, ssm_norm, ssm_out, checked against them (not its attn_norm); with
+// optional_bias_norm the conv bias and ssm_norm only where the file has them (falcon-h1).
 Status read_mamba2_keys(KeyReader& keys, ModelConfig& c);
-Status load_mamba2(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l);
+Status load_mamba2(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l,
+                   bool optional_bias_norm = false);
 
 // LFM2 families (lfm2, lfm2moe; arch_lfm2.cpp): shortconv.l_cache (2..64), no sliding window,
 // NEOX RoPE; layer il's mixer as attention.head_count_kv's pattern says (a gated short

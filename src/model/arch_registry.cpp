@@ -8,7 +8,7 @@
   X(kArchQwen3)               \
   X(kArchPhi3)                \
   X(kArchGemma2)              \
-  X(kArchGemma3)               \
+  X(kArchGemma3)              \
   X(kArchSmolLM3)             \
   X(kArchGemma4)              \
   X(kArchQwen2Moe)            \
@@ -21,7 +21,8 @@
   X(kArchLfm2Moe)             \
   X(kArchGraniteHybrid)       \
   X(kArchNemotronH)           \
-  X(kArchNemotronHMoe)
+  X(kArchNemotronHMoe)        \
+  X(kArchFalconH1)
 
 namespace tova::model {
 

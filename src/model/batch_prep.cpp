@@ -84,7 +84,7 @@ Status prepare_batch(std::span<const BatchToken> batch, std::span<const Follower
       return make_error("token id {} is outside the vocabulary (0..{})", t.token, c.n_vocab - 1);
     }
     if (t.state == nullptr || t.state->n_layer() != c.n_attention_layers() ||
-        t.state->n_recurrent() != c.n_recurrent_layers()) {
+        t.state->n_recurrent() != c.n_recurrent_states()) {
       return make_error("batch token without a multi-state of this model");
     }
   }

@@ -170,9 +170,23 @@ struct ModelConfig {
     }
     return false;
   }
+  // Layers that attend and run Mamba2 side by side on the same normed input, their outputs
+  // summed (Falcon-H1: every layer; MixerKind::kAttnMamba2): per layer, whether it is one;
+  // empty when none is. Such a layer holds K/V (it counts among the attention layers) and a
+  // recurrent state (it counts among n_recurrent_states), and is not in layer_recurrent.
+  std::vector<bool> layer_parallel;
+  bool parallel(int il) const {
+    return il < static_cast<int>(layer_parallel.size()) && layer_parallel[il];
+  }
   int n_recurrent_layers() const {
     int n = 0;
     for (bool r : layer_recurrent) n += r ? 1 : 0;
+    return n;
+  }
+  // The multi-state's recurrent states: one per recurrent layer and one per parallel layer.
+  int n_recurrent_states() const {
+    int n = n_recurrent_layers();
+    for (bool p : layer_parallel) n += p ? 1 : 0;
     return n;
   }
   int n_shared_kv_layers() const {
@@ -181,7 +195,7 @@ struct ModelConfig {
     return n;
   }
   // Layers that hold K/V in the multi-state: n_layer minus the recurrent, shared and
-  // feed-forward-only ones.
+  // feed-forward-only ones (a parallel layer holds K/V).
   int n_attention_layers() const {
     return n_layer - n_recurrent_layers() - n_shared_kv_layers() - n_ffn_only_layers();
   }

@@ -443,9 +443,10 @@ void norm_heads(const LayerPass& p, const LayerWeights& L, const AttnDims& d) {
   }
 }
 
-}  // namespace
-
-void attention_block(const LayerPass& p, int il, const LayerPlan& lp, const LayerWeights& L) {
+// out [n][n_embd] = attn_post_norm(wo · attention(q, k, v of the normed rows h) + bo): the
+// attention mixer's output before the residual add (h may be out: read before out is written).
+void attention_mix(const LayerPass& p, int il, const LayerPlan& lp, const LayerWeights& L,
+                   const float* h, float* out) {
   const ModelConfig& c = p.c;
   const kernels::RopeParams rope = p.rope_of(il);
   const int ia = lp.state;
@@ -457,15 +458,10 @@ void attention_block(const LayerPass& p, int il, const LayerPlan& lp, const Laye
                    .head_dim = c.layer_head_dim.empty() ? c.head_dim : c.layer_head_dim[il]};
   const int64_t q_dim = static_cast<int64_t>(d.n_head) * d.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(d.n_head_kv) * d.head_dim;
-  resize(s.xb, n * c.n_embd);
   resize(s.attn.q, n * q_dim);
   resize(s.attn.k, n * kv_dim);
   resize(s.attn.v, n * kv_dim);
   resize(s.attn.att, n * q_dim);
-  for_tokens(pool, n, c.n_embd, [&](int64_t i) {
-    kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
-                      c.rms_eps);
-  });
   const kernels::WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
   float* qkv_out[] = {s.attn.q.data(), s.attn.k.data(), s.attn.v.data()};
   if (L.q_gate) {
@@ -474,7 +470,7 @@ void attention_block(const LayerPass& p, int il, const LayerPlan& lp, const Laye
     qkv_out[0] = s.attn.q_gated.data();
   }
   const size_t n_proj = L.v_is_k ? 2 : 3;
-  p.matmul_multi(std::span(qkv, n_proj), s.xb.data(), n, std::span(qkv_out, n_proj));
+  p.matmul_multi(std::span(qkv, n_proj), h, n, std::span(qkv_out, n_proj));
   // Gemma 4's global layers: the values are the keys as projected, before the key norm.
   if (L.v_is_k) std::copy_n(s.attn.k.data(), n * kv_dim, s.attn.v.data());
   if (L.q_gate) {
@@ -496,20 +492,37 @@ void attention_block(const LayerPass& p, int il, const LayerPlan& lp, const Laye
       for (int64_t j = 0; j < q_dim; ++j) att[j] *= 1.f / (1.f + std::exp(-gate[j]));
     });
   }
-  p.matmul(L.wo, s.attn.att.data(), n, s.xb.data());
+  p.matmul(L.wo, s.attn.att.data(), n, out);
+  if (L.bo.empty() && L.attn_post_norm.empty()) return;
   for_tokens(pool, n, c.n_embd, [&](int64_t i) {
-    float* xb = &s.xb[i * c.n_embd];
-    if (!L.bo.empty()) kernels::add(xb, L.bo.data(), c.n_embd);
+    float* o = &out[i * c.n_embd];
+    if (!L.bo.empty()) kernels::add(o, L.bo.data(), c.n_embd);
     if (!L.attn_post_norm.empty()) {
-      kernels::rms_norm(xb, L.attn_post_norm.data(), xb, c.n_embd, c.rms_eps);
+      kernels::rms_norm(o, L.attn_post_norm.data(), o, c.n_embd, c.rms_eps);
     }
-    p.add_residual(&s.x[i * c.n_embd], xb);
   });
+}
+
+}  // namespace
+
+void attention_block(const LayerPass& p, int il, const LayerPlan& lp, const LayerWeights& L) {
+  const ModelConfig& c = p.c;
+  ForwardScratch& s = p.s;
+  const int64_t n = p.n;
+  resize(s.xb, n * c.n_embd);
+  for_tokens(p.pool, n, c.n_embd, [&](int64_t i) {
+    kernels::rms_norm(&s.x[i * c.n_embd], L.attn_norm.data(), &s.xb[i * c.n_embd], c.n_embd,
+                      c.rms_eps);
+  });
+  attention_mix(p, il, lp, L, s.xb.data(), s.xb.data());
+  for_tokens(p.pool, n, c.n_embd,
+             [&](int64_t i) { p.add_residual(&s.x[i * c.n_embd], &s.xb[i * c.n_embd]); });
 }
 
 extern const MixerSpec kMixerAttention{.kind = MixerKind::kAttention,
                                        .name = "attention",
                                        .holds = MixerState::kKv,
-                                       .block = attention_block};
+                                       .block = attention_block,
+                                       .mix = attention_mix};
 
 }  // namespace tova::model

@@ -1,6 +1,8 @@
 // The dense feed-forward kind (layer_kinds.h): the gated feed-forward of every dense family,
-// act(gate · h) * (up · h) projected down, with SiLU (llama, qwen, phi3) or GELU-tanh (Gemma),
-// and Gemma's RMSNorm of the output before the residual add.
+// act(gate · h + gate_b) * (up · h + up_b) projected down (+ down_b), with SiLU (llama, qwen,
+// phi3) or GELU-tanh (Gemma), and Gemma's RMSNorm of the output before the residual add; the
+// biases where the layer has them (Falcon-H1's optional ffn_{gate,up,down}.bias: gate and up
+// together).
 #include "kernels/ops.h"
 #include "model/forward_util.h"
 #include "model/layer_kinds.h"
@@ -22,6 +24,12 @@ void dense_ffn_block(const LayerPass& p, const LayerWeights& L) {
   const kernels::WeightMatrix* gate_up[] = {&L.w_gate, &L.w_up};
   float* gate_up_out[] = {s.hb.data(), s.hb2.data()};
   p.matmul_multi(gate_up, s.xb.data(), n, gate_up_out);
+  if (!L.ffn_gate_b.empty()) {  // Falcon-H1's optional biases (llama.cpp's build_ffn adds them)
+    for_tokens(p.pool, n, 2 * n_ff, [&](int64_t i) {
+      kernels::add(&s.hb[i * n_ff], L.ffn_gate_b.data(), n_ff);
+      kernels::add(&s.hb2[i * n_ff], L.ffn_up_b.data(), n_ff);
+    });
+  }
   for_elems(p.pool, n * n_ff, [&](int64_t b, int64_t e) {
     if (c.ffn_act == FfnAct::kGeluTanh) {
       kernels::gelu_mul(s.hb.data() + b, s.hb2.data() + b, e - b);
@@ -32,6 +40,7 @@ void dense_ffn_block(const LayerPass& p, const LayerWeights& L) {
   p.matmul(L.w_down, s.hb.data(), n, s.xb.data());
   for_tokens(p.pool, n, c.n_embd, [&](int64_t i) {
     float* xb = &s.xb[i * c.n_embd];
+    if (!L.ffn_down_b.empty()) kernels::add(xb, L.ffn_down_b.data(), c.n_embd);
     if (!L.ffn_post_norm.empty()) {
       kernels::rms_norm(xb, L.ffn_post_norm.data(), xb, c.n_embd, c.rms_eps);
     }

@@ -8,6 +8,8 @@
 //   layer_mamba2.cpp     Mamba2 (SSD): conv1d + selective scan + gated group norm (a recurrent
 //                        state)
 //   layer_mixer_none.cpp no mixer: a layer that is only a feed-forward (holds no state)
+//   layer_parallel.cpp   parallel mixers: attention and Mamba2 side by side on one normed
+//                        input, outputs summed (Falcon-H1; K/V and a recurrent state)
 //   layer_ffn_dense.cpp  the gated feed-forward of every dense family
 //   layer_ffn_relu2.cpp  the ungated squared-ReLU feed-forward (Nemotron-H)
 //   layer_ffn_moe.cpp    routed experts (+ a shared expert)
@@ -88,6 +90,12 @@ struct MixerSpec {
   kv::RecurrentShape (*recurrent_shape)(const ModelConfig& c) = nullptr;
   // s.x += mixer(s.x) for layer il, its state where lp says.
   void (*block)(const LayerPass& p, int il, const LayerPlan& lp, const LayerWeights& L) = nullptr;
+  // Kinds that can run beside another on the same input (parallel mixers, layer_parallel.cpp):
+  // out [n][n_embd] = the mixer's output for the normed rows h [n][n_embd] (before the residual
+  // add; h is read whole before out is written, so they may be one buffer), its state where lp
+  // says. nullptr for the kinds no parallel layer pairs yet.
+  void (*mix)(const LayerPass& p, int il, const LayerPlan& lp, const LayerWeights& L,
+              const float* h, float* out) = nullptr;
 };
 
 // The mixer kinds (mixer_registry.cpp: the one list) and one by its enum value.

@@ -23,6 +23,7 @@
 // sequence's state is its multi-state's recurrent(lp.state). Threads: the conv over blocks of channels, the scan over
 // (sequence, head) pairs, the projections inside the matmul kernels over the whole batch; the
 // buffers are the kind's own (Mamba2Scratch), grown once, never per token.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -54,74 +55,93 @@ kv::RecurrentShape state_shape(const ModelConfig& c) {
 
 float silu(float v) { return v / (1.f + std::exp(-v)); }
 
-void mamba2_block(const LayerPass& p, int /*il*/, const LayerPlan& lp, const LayerWeights& L) {
+// out [n][n_embd] = ssm_out · y for the normed rows h (h may be out: read before out is
+// written), each sequence through its state, followers ending with their leader's.
+void mamba2_mix(const LayerPass& p, int /*il*/, const LayerPlan& lp, const LayerWeights& L,
+                const float* h, float* out) {
   const ModelConfig& c = p.c;
   const Mamba2Config& m = c.mamba2;
   const Mamba2Weights& W = L.mamba2;
   ForwardScratch& s = p.s;
   Mamba2Scratch& b = s.own<Mamba2Scratch>();
   ThreadPool& pool = p.pool;
-  const int ir = lp.state;
-  const int64_t n = p.n, E = c.n_embd, D = m.d_inner, G = m.n_group, N = m.d_state, H = m.n_head,
+  // A Mamba2 layer's state index, or the recurrent one of a parallel layer (layer_parallel.cpp).
+  const int ir = lp.holds == MixerState::kKvAndRecurrent ? lp.recurrent : lp.state;
+  const int64_t n = p.n, D = m.d_inner, G = m.n_group, N = m.d_state, H = m.n_head,
                 P = m.head_dim(), CD = m.conv_dim(), IP = m.in_proj_dim();
   const int64_t heads_per_group = H / G, group_width = D / G;
   // Offsets in a row of zxbcdt.
   const int64_t o_x = D, o_b = 2 * D, o_c = 2 * D + G * N, o_dt = 2 * D + 2 * G * N;
-  resize(s.xb, n * E);
   resize(b.zxbcdt, n * IP);
   resize(b.y, n * D);
-
-  for_tokens(pool, n, E, [&](int64_t i) {
-    kernels::rms_norm(&s.x[i * E], L.attn_norm.data(), &s.xb[i * E], E, c.rms_eps);
-  });
-  p.matmul(W.in, s.xb.data(), n, b.zxbcdt.data());
+  p.matmul(W.in, h, n, b.zxbcdt.data());
 
   // The conv over x|B|C, each sequence through its state (recurrent_conv.cpp), then its bias
-  // and silu; the steps through softplus.
+  // (where the layer has one: Falcon-H1's converter writes it where mamba_conv_bias) and silu;
+  // the steps through softplus.
   causal_conv_runs(p, ir, W.conv.data(), b.zxbcdt.data() + o_x, IP, CD, m.conv_kernel - 1,
                    /*silu=*/false);
   for_tokens(pool, n, CD, [&](int64_t i) {
     float* row = &b.zxbcdt[i * IP];
-    for (int64_t e = 0; e < CD; ++e) row[o_x + e] = silu(row[o_x + e] + W.conv_b[e]);
-    for (int64_t h = 0; h < H; ++h) row[o_dt + h] = kernels::softplus(row[o_dt + h] + W.dt_bias[h]);
+    if (W.conv_b.empty()) {
+      for (int64_t e = 0; e < CD; ++e) row[o_x + e] = silu(row[o_x + e]);
+    } else {
+      for (int64_t e = 0; e < CD; ++e) row[o_x + e] = silu(row[o_x + e] + W.conv_b[e]);
+    }
+    for (int64_t j = 0; j < H; ++j) row[o_dt + j] = kernels::softplus(row[o_dt + j] + W.dt_bias[j]);
   });
 
   // The scan: (sequence, head) pairs in parallel, each through its tokens in order.
   const int64_t n_runs = static_cast<int64_t>(s.runs.size());
   pool.for_each_dynamic(n_runs * H, [&](int64_t job, int) {
     const SequenceRun& run = s.runs[job / H];
-    const int64_t h = job % H, g = h / heads_per_group;
-    float* state = run.state->recurrent(ir).delta() + h * P * N;
+    const int64_t hd = job % H, g = hd / heads_per_group;
+    float* state = run.state->recurrent(ir).delta() + hd * P * N;
     const kernels::SsmScanRun r{.rows = run.idx.data(),
                                 .n_tok = static_cast<int64_t>(run.idx.size()),
-                                .x = b.zxbcdt.data() + o_x + h * P,
+                                .x = b.zxbcdt.data() + o_x + hd * P,
                                 .x_stride = IP,
                                 .b = b.zxbcdt.data() + o_b + g * N,
                                 .c = b.zxbcdt.data() + o_c + g * N,
                                 .bc_stride = IP,
-                                .dt = b.zxbcdt.data() + o_dt + h,
+                                .dt = b.zxbcdt.data() + o_dt + hd,
                                 .dt_stride = IP,
-                                .y = b.y.data() + h * P,
+                                .y = b.y.data() + hd * P,
                                 .y_stride = D};
-    kernels::ssm_scan(state, r, W.a[h], P, N);
+    kernels::ssm_scan(state, r, W.a[hd], P, N);
   });
 
-  // The skip, the gate and the norm per group: y = rms_norm_g((y + x D) * silu(z)) · ssm_norm.
+  // The skip, the gate and the norm per group: y = rms_norm_g((y + x D) * silu(z)) · ssm_norm;
+  // without ssm_norm (Falcon-H1's converter writes it where mamba_rms_norm) the gated y as it is.
   for_tokens(pool, n, 4 * D, [&](int64_t i) {
     float* row = &b.zxbcdt[i * IP];
     float* y = &b.y[i * D];
-    for (int64_t h = 0; h < H; ++h) {
-      for (int64_t e = h * P; e < (h + 1) * P; ++e) y[e] += row[o_x + e] * W.d[h];
+    for (int64_t hh = 0; hh < H; ++hh) {
+      for (int64_t e = hh * P; e < (hh + 1) * P; ++e) y[e] += row[o_x + e] * W.d[hh];
     }
     kernels::silu_mul(row, y, D);  // z <- silu(z) * y
+    if (W.norm.empty()) {
+      std::copy_n(row, D, y);
+      return;
+    }
     for (int64_t g = 0; g < G; ++g) {
       kernels::rms_norm(row + g * group_width, W.norm.data() + g * group_width, y + g * group_width,
                         group_width, c.rms_eps);
     }
   });
-  p.matmul(W.out, b.y.data(), n, s.xb.data());
-  for_tokens(pool, n, E, [&](int64_t i) { p.add_residual(&s.x[i * E], &s.xb[i * E]); });
+  p.matmul(W.out, b.y.data(), n, out);
   followers_take_recurrent(p, ir);
+}
+
+void mamba2_block(const LayerPass& p, int il, const LayerPlan& lp, const LayerWeights& L) {
+  const int64_t E = p.c.n_embd;
+  ForwardScratch& s = p.s;
+  resize(s.xb, p.n * E);
+  for_tokens(p.pool, p.n, E, [&](int64_t i) {
+    kernels::rms_norm(&s.x[i * E], L.attn_norm.data(), &s.xb[i * E], E, p.c.rms_eps);
+  });
+  mamba2_mix(p, il, lp, L, s.xb.data(), s.xb.data());
+  for_tokens(p.pool, p.n, E, [&](int64_t i) { p.add_residual(&s.x[i * E], &s.xb[i * E]); });
 }
 
 }  // namespace
@@ -130,6 +150,7 @@ extern const MixerSpec kMixerMamba2{.kind = MixerKind::kMamba2,
                                     .name = "mamba2",
                                     .holds = MixerState::kRecurrent,
                                     .recurrent_shape = state_shape,
-                                    .block = mamba2_block};
+                                    .block = mamba2_block,
+                                    .mix = mamba2_mix};
 
 }  // namespace tova::model

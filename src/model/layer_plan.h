@@ -17,22 +17,29 @@ namespace tova::model {
 //               RMSNorm
 //   kNone       no token mixer: a layer whose only block is its feed-forward (Nemotron-H's MLP
 //               layers; ModelConfig::layer_ffn_only)
-enum class MixerKind { kAttention, kSharedKv, kDeltaNet, kShortConv, kMamba2, kNone };
+//   kAttnMamba2 attention and Mamba2 side by side on the same normed input, their outputs
+//               summed into the residual (Falcon-H1; ModelConfig::layer_parallel;
+//               layer_parallel.cpp)
+enum class MixerKind { kAttention, kSharedKv, kDeltaNet, kShortConv, kMamba2, kNone, kAttnMamba2 };
 
 // What a mixer kind keeps per sequence in the multi-state (kv::MultiStateOptions).
 enum class MixerState {
-  kKv,         // K/V rows in one of the multi-state's layers, bounded by its policy
-  kRecurrent,  // a fixed-size recurrent state (kv::RecurrentState), the same at any length
-  kOwners,     // nothing: it reads an earlier layer's K/V, as that layer holds it
-  kNothing,    // nothing at all: the layer mixes no tokens (MixerKind::kNone)
+  kKv,              // K/V rows in one of the multi-state's layers, bounded by its policy
+  kRecurrent,       // a fixed-size recurrent state (kv::RecurrentState), the same at any length
+  kOwners,          // nothing: it reads an earlier layer's K/V, as that layer holds it
+  kNothing,         // nothing at all: the layer mixes no tokens (MixerKind::kNone)
+  kKvAndRecurrent,  // both: K/V rows of its attention and the recurrent state of the kind
+                    // beside it (parallel mixers, MixerKind::kAttnMamba2)
 };
 
 struct LayerPlan {
   MixerKind mixer = MixerKind::kAttention;
   MixerState holds = MixerState::kKv;
-  // kKv: the layer's index among the multi-state's K/V layers; kRecurrent: among its recurrent
-  // states; kOwners: its owner's K/V layer; kNothing: -1.
+  // kKv, kKvAndRecurrent: the layer's index among the multi-state's K/V layers; kRecurrent:
+  // among its recurrent states; kOwners: its owner's K/V layer; kNothing: -1.
   int state = -1;
+  // kKvAndRecurrent: the index of its recurrent state among the multi-state's; else -1.
+  int recurrent = -1;
   // kOwners: the model layer whose K/V it reads; else the layer itself.
   int owner = -1;
 };

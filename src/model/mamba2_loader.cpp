@@ -1,6 +1,7 @@
 // The Mamba2 (SSD) layers' keys and tensors, shared by the families that have them
-// (granitehybrid, nemotron_h; declared in arch.h), as llama.cpp reads them for Mamba-2
-// (llama-model.cpp's hparams and tensors of GRANITE_HYBRID and NEMOTRON_H; the converters'
+// (granitehybrid, nemotron_h, falcon-h1; declared in arch.h), as llama.cpp reads them for
+// Mamba-2 (llama-model.cpp's hparams and tensors of GRANITE_HYBRID, NEMOTRON_H and FALCON_H1,
+// the last with ssm_conv1d.bias and ssm_norm optional; the converters'
 // mamba.py and granite.py write them: ssm_a = -exp(A_log), ssm_norm [n_group][d_inner / n_group]).
 // The arithmetic is layer_mamba2.cpp's.
 #include <fmt/format.h>
@@ -44,7 +45,8 @@ Status read_mamba2_keys(KeyReader& keys, ModelConfig& c) {
   return ok_status();
 }
 
-Status load_mamba2(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l) {
+Status load_mamba2(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights& l,
+                   bool optional_bias_norm) {
   const std::string p = fmt::format("blk.{}.", il);
   const Mamba2Config& m = c.mamba2;
   const int64_t D = m.d_inner, H = m.n_head, G = m.n_group;
@@ -52,11 +54,15 @@ Status load_mamba2(TensorLoader& ld, const ModelConfig& c, int il, LayerWeights&
   Mamba2Weights& w = l.mamba2;
   TOVA_ASSIGN_OR_RETURN(w.in, ld.matrix(p + "ssm_in.weight", c.n_embd, m.in_proj_dim()));
   TOVA_ASSIGN_OR_RETURN(w.conv, ld.vectors(p + "ssm_conv1d.weight", m.conv_kernel, m.conv_dim()));
-  TOVA_ASSIGN_OR_RETURN(w.conv_b, ld.vector(p + "ssm_conv1d.bias", m.conv_dim()));
+  if (!optional_bias_norm || ld.has(p + "ssm_conv1d.bias")) {
+    TOVA_ASSIGN_OR_RETURN(w.conv_b, ld.vector(p + "ssm_conv1d.bias", m.conv_dim()));
+  }
   TOVA_ASSIGN_OR_RETURN(w.dt_bias, ld.vector(p + "ssm_dt.bias", H));
   TOVA_ASSIGN_OR_RETURN(w.a, ld.vectors(p + "ssm_a", 1, H));
   TOVA_ASSIGN_OR_RETURN(w.d, ld.vectors(p + "ssm_d", 1, H));
-  TOVA_ASSIGN_OR_RETURN(w.norm, ld.vectors(p + "ssm_norm.weight", D / G, G));
+  if (!optional_bias_norm || ld.has(p + "ssm_norm.weight")) {
+    TOVA_ASSIGN_OR_RETURN(w.norm, ld.vectors(p + "ssm_norm.weight", D / G, G));
+  }
   TOVA_ASSIGN_OR_RETURN(w.out, ld.matrix(p + "ssm_out.weight", D, c.n_embd));
   return ok_status();
 }

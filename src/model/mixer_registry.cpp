@@ -8,8 +8,9 @@
   X(kMixerSharedKv)    \
   X(kMixerDeltaNet)    \
   X(kMixerShortConv)   \
-  X(kMixerMamba2)       \
-  X(kMixerNone)
+  X(kMixerMamba2)      \
+  X(kMixerNone)        \
+  X(kMixerAttnMamba2)
 
 namespace tova::model {
 
@@ -40,6 +41,10 @@ Result<std::vector<LayerPlan>> plan_layers(const ModelConfig& c, const ModelWeig
     lp = {.mixer = m.kind, .holds = m.holds, .owner = il};
     if (m.holds == MixerState::kKv) lp.state = n_kv++;
     if (m.holds == MixerState::kRecurrent) lp.state = n_recurrent++;
+    if (m.holds == MixerState::kKvAndRecurrent) {
+      lp.state = n_kv++;
+      lp.recurrent = n_recurrent++;
+    }
     if (m.holds == MixerState::kOwners) {
       const int o = c.shared_kv(il) ? c.layer_kv_owner[il] : -1;
       if (o < 0 || o >= il || plan[o].holds != MixerState::kKv) {
@@ -54,7 +59,8 @@ Result<std::vector<LayerPlan>> plan_layers(const ModelConfig& c, const ModelWeig
     // the loader chose must agree with it.
     if ((m.holds == MixerState::kRecurrent) != c.recurrent(il) ||
         (m.holds == MixerState::kOwners) != c.shared_kv(il) ||
-        (m.holds == MixerState::kNothing) != c.ffn_only(il)) {
+        (m.holds == MixerState::kNothing) != c.ffn_only(il) ||
+        (m.holds == MixerState::kKvAndRecurrent) != c.parallel(il)) {
       return make_error("layer {}: loaded as a {} layer, which the layer pattern does not say",
                         il, m.name);
     }

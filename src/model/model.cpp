@@ -97,18 +97,19 @@ kv::MultiStateOptions Model::state_options(const kv::PolicySpec& policy, const K
   const auto own_kv = [](const LayerPlan& lp) { return lp.holds == MixerState::kKv; };
   if (std::all_of(plan_.begin(), plan_.end(), own_kv)) return o;
   // A hybrid model: the multi-state's layers are the layers with K/V of their own; a layer of
-  // a recurrent kind has a fixed-size state instead (kv/recurrent_state.h), and a shared-K/V
-  // layer none (it reads its owner's). Per-layer arrays follow suit.
+  // a recurrent kind has a fixed-size state instead (kv/recurrent_state.h), a parallel layer
+  // (attention beside Mamba2) both, and a shared-K/V layer none (it reads its owner's).
+  // Per-layer arrays follow suit.
   o.n_layer = 0;
   o.windows.clear();
   o.layer_n_head_kv.clear();
   o.layer_head_dim.clear();
   for (int il = 0; il < config_.n_layer; ++il) {
     const LayerPlan& lp = plan_[il];
-    if (lp.holds == MixerState::kRecurrent) {
+    if (lp.holds == MixerState::kRecurrent || lp.holds == MixerState::kKvAndRecurrent) {
       o.recurrent.push_back(mixer_spec(lp.mixer).recurrent_shape(config_));
-      continue;
     }
+    if (lp.holds == MixerState::kRecurrent) continue;
     if (lp.holds == MixerState::kOwners) continue;  // reads its owner's K/V: holds nothing
     if (lp.holds == MixerState::kNothing) continue;  // mixes no tokens: holds nothing
     ++o.n_layer;

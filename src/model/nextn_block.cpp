@@ -49,6 +49,7 @@ Result<ModelConfig> nextn_config(const ModelConfig& c) {
   b.layer_n_head_kv.clear();
   b.layer_head_dim.clear();
   b.layer_recurrent.clear();
+  b.layer_parallel.clear();
   b.layer_kv_owner.clear();
   b.n_layer_dense_lead = 0;
   b.n_nextn = 0;

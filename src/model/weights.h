@@ -48,11 +48,12 @@ struct ShortConvWeights {
 struct Mamba2Weights {
   kernels::WeightMatrix in;     // ssm_in: [2D + 2GN + H][n_embd], rows z, x, B, C, dt
   std::vector<float> conv;      // ssm_conv1d: [CD][conv_kernel], oldest tap first
-  std::vector<float> conv_b;    // ssm_conv1d.bias: [CD]
+  std::vector<float> conv_b;    // ssm_conv1d.bias: [CD], or empty (a falcon-h1 file may lack it)
   std::vector<float> dt_bias;   // ssm_dt.bias: [H]
   std::vector<float> a;         // ssm_a: [H], -exp(A_log) as converted
   std::vector<float> d;         // ssm_d: [H], the skip x * D
-  std::vector<float> norm;      // ssm_norm: [G][D / G], the gated RMSNorm's weight per group
+  std::vector<float> norm;      // ssm_norm: [G][D / G], the gated RMSNorm's weight per group,
+                                // or empty (a falcon-h1 file may lack it: the gated y as it is)
   kernels::WeightMatrix out;    // ssm_out: [n_embd][D]
 };
 
@@ -100,7 +101,7 @@ struct LayerWeights {
   MixerKind mixer_kind = MixerKind::kAttention;  // chosen by the family's loader (layer_plan.h)
   DeltaNetWeights deltanet;       // kDeltaNet
   ShortConvWeights shortconv;     // kShortConv
-  Mamba2Weights mamba2;           // kMamba2
+  Mamba2Weights mamba2;           // kMamba2, kAttnMamba2 (beside the attention's weights)
   std::vector<float> attn_norm;   // [n_embd]
   kernels::WeightMatrix wq;       // [n_head * head_dim][n_embd]; with q_gate [n_head][2][head_dim]
   // qwen35: wq's rows are per head a query then an output gate; the attention's output is
@@ -125,8 +126,10 @@ struct LayerWeights {
   kernels::WeightMatrix w_gate;   // dense: [n_ff][n_embd]
   kernels::WeightMatrix w_up;     // dense: [n_ff][n_embd]
   kernels::WeightMatrix w_down;   // dense: [n_embd][n_ff]
-  std::vector<float> ffn_up_b;    // kReluSqr: ffn_up.bias [n_ff], or empty
-  std::vector<float> ffn_down_b;  // kReluSqr: ffn_down.bias [n_embd], or empty
+  std::vector<float> ffn_gate_b;  // kDense (falcon-h1): ffn_gate.bias [n_ff], or empty; with
+                                  // it ffn_up_b
+  std::vector<float> ffn_up_b;    // kReluSqr, kDense: ffn_up.bias [n_ff], or empty
+  std::vector<float> ffn_down_b;  // kReluSqr, kDense: ffn_down.bias [n_embd], or empty
   MoeWeights moe;                 // kMoe
   std::vector<float> ffn_post_norm;  // gemma2/3: [n_embd], RMSNorm of the feed-forward output
   // Gemma 4's MoE layers (ModelConfig::moe_beside_dense): the experts' input norm

@@ -183,8 +183,9 @@ SessionStats Session::stats() const {
   // layer ("recurrent": no K/V rows, none evicted) or a shared-K/V one ("shared": Gemma 4
   // E2B/E4B's last layers, which read an earlier layer's K/V and hold nothing; what they read
   // is bounded by the owner's policy alone), or one without a token mixer ("none": Nemotron-H's
-  // feed-forward layers, which keep nothing). A driven session (no engine) knows no order: its
-  // recurrent layers follow.
+  // feed-forward layers, which keep nothing). A layer that attends beside a recurrent mixer
+  // (Falcon-H1) is listed with its K/V, its recurrent state counted in the "recurrent" kind.
+  // A driven session (no engine) knows no order: its recurrent layers follow.
   const model::ModelConfig* c = impl_->engine ? &EngineAccess::model(*impl_->engine).config() : nullptr;
   const int n_shared = c != nullptr ? c->n_shared_kv_layers() : 0;
   if (st.n_recurrent() > 0 || n_shared > 0) {

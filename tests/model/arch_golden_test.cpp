@@ -223,15 +223,14 @@ TEST_P(ArchGoldenMoeQ8, LogitsMatchLlamaCppWithQ8Activations) {
 INSTANTIATE_TEST_SUITE_P(Families, ArchGoldenMoeQ8,
                          ::testing::Values("qwen3moe", "qwen2moe", "mixtral", "gemma4moe"));
 // The hybrids (Gated DeltaNet, short convolutions or Mamba2 + attention; nemotron_h's
-// squared-ReLU feed-forward layers besides) at Q8_0 under the same
-// bounds:
-// the recurrent state carries a token's rounding into later ones (qwen35moe's router adds the
-// MoE case).
+// squared-ReLU feed-forward layers besides; falcon-h1's attention beside Mamba2) at Q8_0 under the
+// same bounds: the recurrent state carries a token's rounding into later ones (qwen35moe's router
+// adds the MoE case).
 INSTANTIATE_TEST_SUITE_P(Hybrids, ArchGoldenMoeQ8,
                          ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe",
                                            "granitehybrid", "granitehybrid-moe", "nemotron_h",
                                            "nemotron_h_moe", "nemotron_h_moe-latent",
-                                           "qwen3next", "qwen3next-ssm_in"));
+                                           "qwen3next", "qwen3next-ssm_in", "falcon-h1"));
 
 // gpt-oss as it ships (MXFP4 experts, Q8_0 attention, embedding and output; llama-quantize's
 // MXFP4_MOE), against llama.cpp's logits of the same file: within a relative L2 of 3e-2 and

@@ -27,16 +27,18 @@ TEST(LayerPlan, EveryMixerKindIsListedOnceWithItsBlock) {
     EXPECT_TRUE(names.insert(m->name).second);
     EXPECT_TRUE(kinds.insert(m->kind).second);
     EXPECT_NE(m->block, nullptr);
-    EXPECT_EQ(m->recurrent_shape != nullptr, m->holds == model::MixerState::kRecurrent);
+    EXPECT_EQ(m->recurrent_shape != nullptr, m->holds == model::MixerState::kRecurrent ||
+                                                 m->holds == model::MixerState::kKvAndRecurrent);
     EXPECT_EQ(&model::mixer_spec(m->kind), m);
   }
 }
 
 // gemma4e: six attention layers then three reading the K/V of layers 4, 4 and 5; qwen35:
 // three DeltaNet layers before each attention layer; lfm2: convolutions around attention at 2
-// and 5. The multi-state's sizes are the plan's counts.
+// and 5; falcon-h1: attention beside Mamba2 in every layer (a K/V layer and a recurrent state
+// each). The multi-state's sizes are the plan's counts.
 TEST(LayerPlan, StateIndicesCountEachKindAndSharedLayersPointAtTheirOwner) {
-  for (const char* name : {"gemma4e", "qwen35", "lfm2", "qwen3"}) {
+  for (const char* name : {"gemma4e", "qwen35", "lfm2", "qwen3", "falcon-h1"}) {
     SCOPED_TRACE(name);
     auto m = model::Model::load(plan_fixture(name));
     ASSERT_TRUE(m.ok()) << m.message();
@@ -57,6 +59,14 @@ TEST(LayerPlan, StateIndicesCountEachKindAndSharedLayersPointAtTheirOwner) {
         case model::MixerState::kOwners:
           EXPECT_EQ(lp.owner, c.layer_kv_owner[il]) << il;
           EXPECT_EQ(lp.state, (*m)->plan()[lp.owner].state) << il;
+          break;
+        case model::MixerState::kKvAndRecurrent:
+          EXPECT_EQ(lp.state, n_kv++) << il;
+          EXPECT_EQ(lp.recurrent, n_recurrent++) << il;
+          EXPECT_EQ(lp.owner, il);
+          break;
+        case model::MixerState::kNothing:
+          EXPECT_EQ(lp.state, -1) << il;
           break;
       }
     }

@@ -77,9 +77,9 @@ TEST_P(Hybrid, PromptAtOnceEqualsTokenByToken) {
   EXPECT_LT(qwen35_rel_l2(at_once, one_by_one), bound);
 }
 
-// tova and window at k = 8 bound the two attention layers (8 states per KV head after 48
-// tokens) and nothing else; the recurrent states are the same bytes whatever the policy; a
-// budget above the length equals full bit for bit.
+// tova and window at k = 8 bound the two attention layers (falcon-h1: all four; 8 states per KV
+// head after 48 tokens) and nothing else; the recurrent states are the same bytes whatever the
+// policy; a budget above the length equals full bit for bit.
 TEST_P(Hybrid, PoliciesBoundOnlyTheAttentionLayers) {
   TOVA_REQUIRE_SHARED();
   auto m = model::Model::load(fixture(GetParam()));
@@ -95,7 +95,8 @@ TEST_P(Hybrid, PoliciesBoundOnlyTheAttentionLayers) {
     SCOPED_TRACE(p);
     std::unique_ptr<kv::MultiState> st;
     const auto got = all_logits(**m, ids, cache_options(p, 8), 16, pool, &st);
-    ASSERT_EQ(st->n_layer(), 2);
+    // falcon-h1: every one of its 4 layers attends (beside its Mamba2).
+    ASSERT_EQ(st->n_layer(), GetParam() == "falcon-h1" ? 4 : 2);
     for (int il = 0; il < st->n_layer(); ++il) EXPECT_EQ(st->layer(il).n_held(), 8);
     EXPECT_EQ(st->recurrent_bytes(), full->recurrent_bytes());
     for (float x : got) ASSERT_TRUE(std::isfinite(x));
@@ -178,11 +179,11 @@ INSTANTIATE_TEST_SUITE_P(Families, DeltaNetHybrid,
                          ::testing::Values("qwen35", "qwen35moe", "qwen3next"));
 // Every hybrid family: the Gated DeltaNet ones, lfm2, lfm2moe (gated short convolutions),
 // granitehybrid, nemotron_h and nemotron_h_moe (Mamba2; their feed-forward layers hold no
-// state).
+// state), falcon-h1 (attention beside Mamba2 in every layer: K/V and a recurrent state each).
 INSTANTIATE_TEST_SUITE_P(Families, Hybrid,
                          ::testing::Values("qwen35", "qwen35moe", "lfm2", "lfm2moe",
                                            "granitehybrid", "nemotron_h", "nemotron_h_moe",
-                                           "qwen3next"));
+                                           "qwen3next", "falcon-h1"));
 
 TEST(Hybrid, ASessionOfAnotherArchitectureIsOneError) {
   auto a = model::Model::load(fixture("qwen35"));

@@ -176,5 +176,29 @@ TEST(SessionStats, NemotronHListsItsFeedForwardLayersAsHoldingNothing) {
   EXPECT_EQ(r->bytes + b->bytes, st.kv_capacity);
 }
 
+// falcon-h1 (attention beside Mamba2 in each of its 4 layers): every layer listed with its K/V,
+// bounded by the budget, and every layer counted in the recurrent kind too (x|B|C's 96 + 2 x 2
+// x 16 channels x 3 and a 16 x 16 state per head of 6): both kinds hold 4 layers.
+TEST(SessionStats, FalconH1CountsEveryLayerInBothKinds) {
+  const SessionStats st = hybrid_stats("falcon-h1");
+  ASSERT_EQ(st.layers.size(), 4u);
+  for (int il = 0; il < 4; ++il) {
+    SCOPED_TRACE(il);
+    EXPECT_EQ(st.layers[il].kind, "bounded");
+    EXPECT_EQ(st.layers[il].n_held, 8);
+    EXPECT_EQ(st.layers[il].n_evicted, 30 - 8);
+  }
+  const StateKindStats* r = kind(st, "recurrent");
+  const StateKindStats* b = kind(st, "bounded");
+  ASSERT_NE(r, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(r->n_layer, 4);
+  EXPECT_EQ(r->bytes, 4u * (160 * 3 + 6 * 16 * 16) * 4);
+  EXPECT_EQ(r->held_bytes, r->bytes);
+  EXPECT_EQ(b->n_layer, 4);
+  EXPECT_EQ(b->max_held, 8);
+  EXPECT_EQ(r->bytes + b->bytes, st.kv_capacity);
+}
+
 }  // namespace
 }  // namespace tova

@@ -154,10 +154,12 @@ TEST_P(SpecExact, GreedyEqualsWithoutSpeculationUnderEveryKvType) {
 // DeltaNet recurrent layers (their conv and delta states undone on rejection); lfm2: short
 // convolutions (conv states); granitehybrid: Mamba2 (conv and SSM states); nemotron_h: Mamba2,
 // attention and feed-forward layers that hold nothing; qwen3next: Gated DeltaNet with grouped
-// value heads and fused projections, behind a mixture.
+// value heads and fused projections, behind a mixture; falcon-h1: attention beside Mamba2 in
+// every layer (K/V and conv and SSM states in one layer).
 INSTANTIATE_TEST_SUITE_P(LayerKinds, SpecExact,
                          ::testing::Values("llama3", "gemma3", "gemma4e", "qwen35", "lfm2",
-                                           "granitehybrid", "nemotron_h", "qwen3next"));
+                                           "granitehybrid", "nemotron_h", "qwen3next",
+                                           "falcon-h1"));
 
 // With sampling the sampler draws the same numbers in the same order: the same text.
 TEST(Speculation, SampledTextEqualsWithoutSpeculation) {

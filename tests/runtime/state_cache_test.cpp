@@ -212,11 +212,12 @@ TEST_P(HybridStateCache, AHybridModelsStateIsContinuedWholeOrNotAtAll) {
   EXPECT_LE(max_diff, 1e-5f);
 }
 
-// qwen35's and qwen3next's Gated DeltaNet states, lfm2's convolution states, granitehybrid's and nemotron_h's
-// Mamba2 states (nemotron_h's feed-forward layers keep none).
+// qwen35's and qwen3next's Gated DeltaNet states, lfm2's convolution states, granitehybrid's
+// and nemotron_h's Mamba2 states (nemotron_h's feed-forward layers keep none), falcon-h1's K/V
+// and Mamba2 state in every layer.
 INSTANTIATE_TEST_SUITE_P(Families, HybridStateCache,
                          ::testing::Values("qwen35", "lfm2", "granitehybrid", "nemotron_h",
-                                           "qwen3next"));
+                                           "qwen3next", "falcon-h1"));
 
 }  // namespace
 }  // namespace tova
