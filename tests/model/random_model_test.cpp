@@ -253,7 +253,10 @@ TEST_F(RandomModelTest, LoaderReadsTheShapeTypesAndVocabulary) {
 TEST_F(RandomModelTest, Qwen2ShapeHasBiasesAndTiedEmbedding) {
   TOVA_REQUIRE_SHARED();
   const std::string path = write("tiny-qwen2", GgmlType::kQ4_0);
-  auto m = Model::load(path);
+  // The file's own types: without the load-time repack (on by default, Q4_0 -> q4_0_r8).
+  ModelOptions keep;
+  keep.repack = false;
+  auto m = Model::load(path, keep);
   ASSERT_TRUE(m.ok()) << m.message();
   const ModelConfig& c = (*m)->config();
   EXPECT_EQ(c.arch_name, "qwen2");
@@ -265,6 +268,10 @@ TEST_F(RandomModelTest, Qwen2ShapeHasBiasesAndTiedEmbedding) {
   EXPECT_EQ(w.token_embd.type, GgmlType::kQ6_K);  // tied: quantized as the output
   EXPECT_EQ(w.layers[0].wq.type, GgmlType::kQ4_0);
   ASSERT_EQ(w.layers[0].bq.size(), 256u);
+  // Loaded with the default, the same matrix is repacked into 8-row groups.
+  auto r = Model::load(path);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ((*r)->weights().layers[0].wq.type, GgmlType::kQ4_0_R8);
   EXPECT_EQ(w.layers[0].bk[5], 0.f);
   EXPECT_EQ(w.layers[1].ffn_norm[17], 1.f);
 }
