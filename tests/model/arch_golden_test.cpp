@@ -26,7 +26,14 @@ std::string golden_arch_path(const std::string& file) {
   return std::string(TOVA_TEST_DATA_DIR) + "/arch/" + file;
 }
 
+// qwen3next's fixture carries float rounding further than the others (its logits are of the
+// same size: rms 1.20 against qwen35moe's 1.19; why, not yet known): max |diff| 8.8e-4 on x86
+// (AVX3_DL); under qemu (2026-12-08) 1.17e-3 on NEON and SVE 128, 1.22e-3 on SVE 256, 1.64e-3
+// on SVE 512, at relative L2 4.3e-5 to 6.5e-5, every argmax equal. Held to 2e-3 there, the
+// relative L2 to 1e-4 (issue 46's F32 rule is 1e-3) and every argmax below; the other
+// qwen3next fixtures keep 1e-3.
 double tolerance(const std::string& family) {
+  if (family == "qwen3next") return 2e-3;
   return family.starts_with("gemma") ? 5e-3 : 1e-3;
 }
 
@@ -65,6 +72,7 @@ TEST_P(ArchGolden, LogitsMatchLlamaCppAtEveryPosition) {
     return;
   }
   EXPECT_LT(max_diff, tolerance(GetParam()));
+  if (GetParam() == "qwen3next") EXPECT_LT(std::sqrt(num / den), 1e-4);
   for (size_t p = 0; p < ids.size(); ++p) {
     EXPECT_EQ(argmax_row(&mine[p * n_vocab], n_vocab), argmax_row(&cpp[p * n_vocab], n_vocab))
         << "position " << p;
